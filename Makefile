@@ -1,0 +1,51 @@
+# kubetrain — the two commands that matter are `make run` and `make test` (see README.md).
+SHELL := /bin/bash
+CARGO ?= cargo
+
+.PHONY: run test e2e unit lint fmt clippy crds bench control-plane control-plane-down deploy
+
+## run: a local real control plane with simulated GPU nodes, the samples, and the operator
+run:
+	bash e2e/scripts/run.sh
+
+## test: formatting, lints, unit tests, and API/e2e tests against a real kube-apiserver
+test: lint
+	bash e2e/scripts/install-control-plane.sh >/dev/null
+	$(CARGO) test --workspace --all-targets
+
+lint: fmt clippy
+
+fmt:
+	$(CARGO) fmt --all --check
+
+clippy:
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+unit:
+	$(CARGO) test --workspace --lib --bins
+
+## e2e: only the tests that need the control plane
+e2e:
+	bash e2e/scripts/install-control-plane.sh >/dev/null
+	$(CARGO) test -p kubetrain-e2e
+
+## crds: regenerate crds/ from the Rust API types
+crds:
+	$(CARGO) run -q -p kubetrain --bin crdgen -- crds
+
+## bench: scheduling-core benchmarks
+bench:
+	$(CARGO) bench -p kubetrain --bench sched
+
+## control-plane: start a control plane in .kubetrain/ and leave it running
+control-plane:
+	bash e2e/scripts/control-plane.sh up .kubetrain
+	@echo "export KUBECONFIG=$(CURDIR)/.kubetrain/kubeconfig"
+
+control-plane-down:
+	bash e2e/scripts/control-plane.sh down .kubetrain
+
+## deploy: install the CRDs and the operator on the cluster of the current kubeconfig
+deploy:
+	kubectl apply --server-side -f crds/
+	kubectl apply -k config/default

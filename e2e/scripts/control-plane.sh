@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# A real local Kubernetes control plane: etcd + kube-apiserver + kube-controller-manager,
+# on free loopback ports, in one state directory, with token auth and RBAC.
+#
+#   control-plane.sh up   DIR [--owner-pid PID]   start; writes DIR/kubeconfig; waits for /readyz
+#   control-plane.sh down DIR                     stop everything started in DIR
+#
+# With --owner-pid the control plane stops by itself when that process exits (test binaries
+# use this so no process outlives them, even when a test panics or is killed).
+# Binaries come from e2e/scripts/install-control-plane.sh (built once into the cache).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+cmd=${1:-}; dir=${2:-}
+[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 up|down DIR [--owner-pid PID]" >&2; exit 2; }
+owner=""
+if [ "${3:-}" = "--owner-pid" ]; then owner=${4:?--owner-pid needs a pid}; fi
+
+log() { printf '[control-plane] %s\n' "$*" >&2; }
+
+down() {
+  local d=$1
+  [ -d "$d" ] || return 0
+  for name in watchdog kube-controller-manager kube-apiserver etcd; do
+    local pf="$d/$name.pid"
+    [ -f "$pf" ] || continue
+    local pid; pid=$(cat "$pf")
+    # The watchdog runs this very script (bash execs the last command of `bash -c`).
+    if [ "$pid" != "$$" ] && kill -0 "$pid" 2>/dev/null; then
+      kill "$pid" 2>/dev/null || true
+      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -9 "$pid" 2>/dev/null || true
+    fi
+    rm -f "$pf"
+  done
+}
+
+if [ "$cmd" = down ]; then
+  down "$dir"
+  exit 0
+fi
+[ "$cmd" = up ] || { echo "unknown command $cmd" >&2; exit 2; }
+
+CACHE=$("$here/install-control-plane.sh")
+BIN=$CACHE/bin
+mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)
+down "$dir"   # a previous run in the same directory
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+ETCD_PORT=$(free_port); PEER_PORT=$(free_port); API_PORT=$(free_port)
+while [ "$PEER_PORT" = "$ETCD_PORT" ]; do PEER_PORT=$(free_port); done
+while [ "$API_PORT" = "$ETCD_PORT" ] || [ "$API_PORT" = "$PEER_PORT" ]; do API_PORT=$(free_port); done
+
+# Service-account signing key; the apiserver makes its own self-signed serving cert.
+[ -f "$dir/sa.key" ] || openssl genrsa -out "$dir/sa.key" 2048 2>/dev/null
+openssl rsa -in "$dir/sa.key" -pubout -out "$dir/sa.pub" 2>/dev/null
+TOKEN=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+echo "$TOKEN,kubetrain-admin,kubetrain-admin,system:masters" > "$dir/tokens.csv"
+mkdir -p "$dir/certs" "$dir/logs"
+
+rm -rf "$dir/etcd"
+"$BIN/etcd" --name default --data-dir "$dir/etcd" \
+  --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+  --listen-peer-urls "http://127.0.0.1:$PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$PEER_PORT" \
+  --initial-cluster "default=http://127.0.0.1:$PEER_PORT" --log-level warn \
+  >"$dir/logs/etcd.log" 2>&1 &
+echo $! > "$dir/etcd.pid"
+
+"$BIN/kube-apiserver" \
+  --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
+  --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$API_PORT" \
+  --cert-dir "$dir/certs" \
+  --token-auth-file "$dir/tokens.csv" \
+  --authorization-mode RBAC \
+  --service-account-issuer https://kubernetes.default.svc \
+  --service-account-key-file "$dir/sa.pub" \
+  --service-account-signing-key-file "$dir/sa.key" \
+  --service-cluster-ip-range 10.96.0.0/16 \
+  --allow-privileged=true \
+  --enable-priority-and-fairness=false \
+  --v=1 >"$dir/logs/kube-apiserver.log" 2>&1 &
+echo $! > "$dir/kube-apiserver.pid"
+
+cat > "$dir/kubeconfig" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: kubetrain-local
+  cluster:
+    server: https://127.0.0.1:$API_PORT
+    insecure-skip-tls-verify: true
+users:
+- name: kubetrain-admin
+  user:
+    token: $TOKEN
+contexts:
+- name: kubetrain-local
+  context: {cluster: kubetrain-local, user: kubetrain-admin}
+current-context: kubetrain-local
+KC
+
+ready=0
+for _ in $(seq 1 600); do
+  if ! kill -0 "$(cat "$dir/kube-apiserver.pid")" 2>/dev/null; then break; fi
+  if curl -sk --max-time 2 -H "Authorization: Bearer $TOKEN" "https://127.0.0.1:$API_PORT/readyz" 2>/dev/null | grep -qx ok; then
+    ready=1; break
+  fi
+  sleep 0.1
+done
+if [ "$ready" != 1 ]; then
+  log "kube-apiserver did not become ready; last lines of its log:"
+  tail -20 "$dir/logs/kube-apiserver.log" >&2
+  down "$dir"
+  exit 1
+fi
+
+# Garbage collection of owned pods, namespace deletion, service-account tokens, node
+# lifecycle (NotReady taints and evictions, as on a real cluster) and endpoints.
+"$BIN/kube-controller-manager" \
+  --kubeconfig "$dir/kubeconfig" \
+  --controllers garbagecollector,namespace,serviceaccount,serviceaccount-token,nodelifecycle,podgc,endpoint \
+  --service-account-private-key-file "$dir/sa.key" \
+  --root-ca-file "$dir/certs/apiserver.crt" \
+  --leader-elect=false --secure-port 0 --port 0 \
+  --v=1 >"$dir/logs/kube-controller-manager.log" 2>&1 &
+echo $! > "$dir/kube-controller-manager.pid"
+
+if [ -n "$owner" ]; then
+  # Detached watchdog: tears everything down once the owner process is gone.
+  # Its state directory goes too, unless KUBETRAIN_KEEP_STATE is set (to read the logs).
+  keep=${KUBETRAIN_KEEP_STATE:-}
+  setsid bash -c "while kill -0 $owner 2>/dev/null; do sleep 1; done; '$here/control-plane.sh' down '$dir'; [ -n '$keep' ] || rm -rf '$dir'" \
+    >/dev/null 2>&1 < /dev/null &
+  echo $! > "$dir/watchdog.pid"
+fi
+
+log "ready: https://127.0.0.1:$API_PORT (kubeconfig $dir/kubeconfig)"

@@ -1,0 +1,157 @@
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DeleteParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+use crate::repo_root;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("control plane did not start: {0}")]
+    Start(String),
+    #[error("kubeconfig {path}: {source}")]
+    Kubeconfig { path: PathBuf, source: kube::config::KubeconfigError },
+    #[error("kube client: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("kubectl {args}: {stderr}")]
+    Kubectl { args: String, stderr: String },
+}
+
+/// A running control plane and how to reach it.
+#[derive(Debug)]
+pub struct ControlPlane {
+    /// State directory (logs, kubeconfig); `None` for an external control plane.
+    dir: Option<PathBuf>,
+    kubeconfig: PathBuf,
+    kubectl: PathBuf,
+}
+
+static SHARED: OnceLock<Result<ControlPlane, String>> = OnceLock::new();
+
+impl ControlPlane {
+    /// The control plane of this test binary, started on first use with the CRDs applied.
+    ///
+    /// Panics (failing the test with the reason) when it cannot start: a test that needs a
+    /// real API server must not pass without one.
+    pub fn shared() -> &'static ControlPlane {
+        match SHARED.get_or_init(|| Self::start().map_err(|e| e.to_string())) {
+            Ok(cp) => cp,
+            Err(e) => panic!("no control plane: {e}"),
+        }
+    }
+
+    fn start() -> Result<ControlPlane, Error> {
+        let cache = std::env::var_os("KUBETRAIN_CACHE")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/kubetrain")))
+            .ok_or_else(|| Error::Start("neither KUBETRAIN_CACHE nor HOME is set".into()))?;
+        let kubectl = cache.join("bin/kubectl");
+        let cp = if let Some(kc) = std::env::var_os("KUBETRAIN_KUBECONFIG") {
+            ControlPlane { dir: None, kubeconfig: PathBuf::from(kc), kubectl }
+        } else {
+            let base = std::env::temp_dir().join(format!("kubetrain-test-{}", std::process::id()));
+            let script = repo_root().join("e2e/scripts/control-plane.sh");
+            let out = Command::new("bash")
+                .arg(&script)
+                .arg("up")
+                .arg(&base)
+                .arg("--owner-pid")
+                .arg(std::process::id().to_string())
+                .output()?;
+            if !out.status.success() {
+                return Err(Error::Start(String::from_utf8_lossy(&out.stderr).into_owned()));
+            }
+            ControlPlane { kubeconfig: base.join("kubeconfig"), dir: Some(base), kubectl }
+        };
+        cp.apply_crds()?;
+        Ok(cp)
+    }
+
+    fn apply_crds(&self) -> Result<(), Error> {
+        let crds = repo_root().join("crds");
+        self.kubectl_ok(&["apply", "--server-side", "--force-conflicts", "-f", &crds.to_string_lossy()])?;
+        self.kubectl_ok(&[
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            "crd/trainingjobs.kubetrain.io",
+            "crd/queues.kubetrain.io",
+            "crd/virtualclusters.kubetrain.io",
+        ])?;
+        Ok(())
+    }
+
+    /// Path of the admin kubeconfig.
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// State directory with the components' logs, when this process started them.
+    pub fn dir(&self) -> Option<&Path> {
+        self.dir.as_deref()
+    }
+
+    /// Path of the kubectl the tests use.
+    pub fn kubectl_path(&self) -> &Path {
+        &self.kubectl
+    }
+
+    /// A kube client with admin rights.
+    pub async fn client(&self) -> Result<kube::Client, Error> {
+        let kc = Kubeconfig::read_from(&self.kubeconfig)
+            .map_err(|source| Error::Kubeconfig { path: self.kubeconfig.clone(), source })?;
+        let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+            .await
+            .map_err(|source| Error::Kubeconfig { path: self.kubeconfig.clone(), source })?;
+        Ok(kube::Client::try_from(config)?)
+    }
+
+    /// Creates a fresh namespace `<prefix>-<n>` for one test.
+    pub async fn namespace(&self, prefix: &str) -> Result<String, Error> {
+        static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("{prefix}-{}-{n}", std::process::id());
+        let api: Api<Namespace> = Api::all(self.client().await?);
+        let ns: Namespace = serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": name }
+        }))
+        .map_err(|e| Error::Start(e.to_string()))?;
+        api.create(&PostParams::default(), &ns).await?;
+        Ok(name)
+    }
+
+    /// Deletes a namespace (the namespace controller removes what is in it).
+    pub async fn delete_namespace(&self, name: &str) -> Result<(), Error> {
+        let api: Api<Namespace> = Api::all(self.client().await?);
+        match api.delete(name, &DeleteParams::default()).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Waits until `check` returns `Some`, polling every 100 ms, or panics after `timeout`
+    /// with `what` in the message.
+    pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Option<T>>,
+    {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if let Some(v) = check().await {
+                return v;
+            }
+            if tokio::time::Instant::now() > deadline {
+                panic!("timed out after {timeout:?} waiting for {what}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}

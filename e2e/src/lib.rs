@@ -1,0 +1,22 @@
+//! Test tooling for kubetrain against a real local control plane.
+//!
+//! [`ControlPlane::shared`] starts etcd, kube-apiserver and kube-controller-manager once per
+//! test binary (through `e2e/scripts/control-plane.sh`), applies the CRDs, and stops them
+//! when the test process exits, however it exits. Each test takes its own namespace from
+//! [`ControlPlane::namespace`]. Set `KUBETRAIN_KUBECONFIG` to use a control plane that is
+//! already running (for example the one `make run` started) instead.
+
+mod control_plane;
+mod kubectl;
+pub mod simnode;
+
+pub use control_plane::{ControlPlane, Error};
+pub use kubectl::KubectlOutput;
+
+/// The repository root (this crate lives in `<root>/e2e`).
+pub fn repo_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_else(|| std::path::PathBuf::from(".."))
+}

@@ -1,0 +1,40 @@
+//! Labels and annotations kubetrain puts on (or reads from) pods and nodes. One place, so the
+//! operator, the node labeler and the simulated-node agent agree on the names.
+
+/// Pod label: name of the owning TrainingJob.
+pub const JOB_LABEL: &str = "kubetrain.io/job";
+/// Pod label: task name within the job.
+pub const TASK_LABEL: &str = "kubetrain.io/task";
+/// Pod label: replica index within the task.
+pub const INDEX_LABEL: &str = "kubetrain.io/index";
+/// Pod annotation: GPU indices on the node assigned to this replica, comma-separated
+/// (for example `0,1`).
+pub const GPUS_ANNOTATION: &str = "kubetrain.io/gpus";
+/// Pod annotation: milli-GPU share of a shared-GPU replica.
+pub const GPU_SHARE_ANNOTATION: &str = "kubetrain.io/gpu-share";
+/// Pod annotation set by the operator to ask the job to checkpoint (value: RFC 3339 time of
+/// the request). Visible in the container through a downward-API file.
+pub const CHECKPOINT_REQUESTED: &str = "kubetrain.io/checkpoint-requested";
+/// Pod annotation set by the job (or its sidecar) when the checkpoint is saved (value:
+/// RFC 3339 time of the checkpoint).
+pub const CHECKPOINT_DONE: &str = "kubetrain.io/checkpoint-done";
+
+/// Node label: GPU product (flavor), sanitised for label values.
+pub const PRODUCT_LABEL: &str = "gpu.kubetrain.io/product";
+/// Node label: rack of the node (read when the topology annotation has none).
+pub const RACK_LABEL: &str = "topology.kubernetes.io/rack";
+
+/// Annotations on a pod *template* that direct the simulated-node agent in tests and
+/// `make run` (ignored on real nodes).
+pub mod sim {
+    /// Seconds the replica runs before it exits.
+    pub const RUN_SECONDS: &str = "sim.kubetrain.io/run-seconds";
+    /// Exit code when it exits (default 0).
+    pub const EXIT_CODE: &str = "sim.kubetrain.io/exit-code";
+    /// `true`: the replica is OOM-killed instead of exiting.
+    pub const OOM: &str = "sim.kubetrain.io/oom-killed";
+    /// Seconds between a checkpoint request and its acknowledgement, or `never`.
+    pub const CHECKPOINT_DELAY: &str = "sim.kubetrain.io/checkpoint-delay-seconds";
+    /// Seconds between binding and Running (overrides the agent's default).
+    pub const START_SECONDS: &str = "sim.kubetrain.io/start-seconds";
+}

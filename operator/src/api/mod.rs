@@ -1,0 +1,64 @@
+//! The kubetrain API: group `kubetrain.io`, version `v1alpha1`.
+//!
+//! Doc comments on these types are the `kubectl explain` text, so they are written for users.
+//! The Kubernetes 1.20 API server ignores CEL rules, so everything that can be checked at
+//! `kubectl apply` time is expressed as OpenAPI schema (required fields, enums, minimums);
+//! the rest is checked by the controller and reported as a `Valid=False` condition.
+
+pub mod annotations;
+pub mod common;
+pub mod queue;
+pub mod topology;
+pub mod trainingjob;
+pub mod virtualcluster;
+
+pub use common::{Phase, TopologyLevel};
+pub use queue::{Queue, QueuePolicy, QueueSpec, QueueStatus};
+pub use topology::{GpuInfo, GpuLink, GpuGroup, NodeTopology, TOPOLOGY_ANNOTATION};
+pub use trainingjob::{TrainingJob, TrainingJobSpec, TrainingJobStatus};
+pub use virtualcluster::{VirtualCluster, VirtualClusterSpec, VirtualClusterStatus};
+
+/// The API group of every kubetrain kind.
+pub const GROUP: &str = "kubetrain.io";
+/// The API version served and stored.
+pub const VERSION: &str = "v1alpha1";
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::CustomResourceExt;
+
+/// The three CRDs, with the plural name of each, as `crdgen` writes them.
+pub fn crds() -> Vec<(&'static str, CustomResourceDefinition)> {
+    [
+        ("trainingjobs", TrainingJob::crd()),
+        ("queues", Queue::crd()),
+        ("virtualclusters", VirtualCluster::crd()),
+    ]
+    .into_iter()
+    .map(|(plural, crd)| (plural, server_compatible(crd)))
+    .collect()
+}
+
+/// Optional enums come out of schemars as `enum: [..., null]`; the API server rejects
+/// `null` in an enum, and `nullable: true` already says the field may be absent.
+fn server_compatible(crd: CustomResourceDefinition) -> CustomResourceDefinition {
+    fn strip(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(map) => {
+                if let Some(serde_json::Value::Array(items)) = map.get_mut("enum") {
+                    items.retain(|i| !i.is_null());
+                }
+                map.values_mut().for_each(strip);
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    let Ok(mut value) = serde_json::to_value(&crd) else { return crd };
+    strip(&mut value);
+    serde_json::from_value(value).unwrap_or(crd)
+}
+
+/// Renders a CRD as the YAML committed under `crds/`.
+pub fn crd_yaml(crd: &CustomResourceDefinition) -> Result<String, serde_yaml::Error> {
+    serde_yaml::to_string(crd)
+}

@@ -1,0 +1,116 @@
+//! Queue: a line of TrainingJobs inside one VirtualCluster.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A Queue orders the TrainingJobs of one VirtualCluster and splits that VirtualCluster's
+/// guaranteed GPUs between teams or purposes. Jobs name their queue in `spec.queue`.
+#[derive(CustomResource, Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[kube(
+    group = "kubetrain.io",
+    version = "v1alpha1",
+    doc = "A Queue orders the TrainingJobs of one VirtualCluster and splits its guaranteed GPUs between teams or purposes.",
+    kind = "Queue",
+    shortname = "q",
+    category = "kubetrain",
+    status = "QueueStatus",
+    printcolumn = r#"{"name":"VirtualCluster","type":"string","jsonPath":".spec.virtualCluster"}"#,
+    printcolumn = r#"{"name":"Policy","type":"string","jsonPath":".spec.policy"}"#,
+    printcolumn = r#"{"name":"Pending","type":"integer","jsonPath":".status.pending"}"#,
+    printcolumn = r#"{"name":"Running","type":"integer","jsonPath":".status.running"}"#,
+    printcolumn = r#"{"name":"GPUs","type":"integer","jsonPath":".status.gpusInUse"}"#,
+    printcolumn = r#"{"name":"Bonus","type":"integer","jsonPath":".status.bonusGpus"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueSpec {
+    /// Name of the VirtualCluster this queue belongs to. Jobs in this queue use that
+    /// VirtualCluster's guarantee first and borrow idle GPUs beyond it as bonus.
+    pub virtual_cluster: String,
+
+    /// Optional parent Queue (of the same VirtualCluster), to build a hierarchy: a child's
+    /// share is a share of its parent's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+
+    /// Percentage (0-100) of the VirtualCluster's (or the parent queue's) guaranteed GPUs
+    /// this queue is entitled to. Unused share is available to sibling queues.
+    #[serde(default = "default_share")]
+    #[schemars(range(min = 0, max = 100))]
+    pub share: i32,
+
+    /// Percentage (0-100) of the VirtualCluster's limit that jobs of this queue may hold at
+    /// once, bonus included. Defaults to 100.
+    #[serde(default = "default_max_share")]
+    #[schemars(range(min = 0, max = 100))]
+    pub max_share: i32,
+
+    /// Most GPUs one user (`spec.user` of a TrainingJob) may hold in this queue at once.
+    /// Unset means no per-user limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub user_limit: Option<i32>,
+
+    /// Order in which the queue's jobs are admitted: `FIFO` (submission order), `Priority`
+    /// (higher `spec.priority` first, then FIFO), `ShortestPredictedFirst` (smallest
+    /// `spec.predictedDurationSeconds` first; jobs without a prediction in FIFO order after),
+    /// `UserFair` (dominant-resource fairness between users, FIFO within a user).
+    #[serde(default)]
+    pub policy: QueuePolicy,
+
+    /// Allow a higher-priority job of this queue to preempt lower-priority jobs of the same
+    /// queue (with a checkpoint request) when it cannot otherwise run.
+    #[serde(default)]
+    pub priority_preemption: bool,
+}
+
+fn default_share() -> i32 {
+    100
+}
+fn default_max_share() -> i32 {
+    100
+}
+
+/// The order in which a Queue admits its jobs.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum QueuePolicy {
+    #[default]
+    #[serde(rename = "FIFO")]
+    Fifo,
+    Priority,
+    ShortestPredictedFirst,
+    UserFair,
+}
+
+/// Observed state of a Queue, written by the operator.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueStatus {
+    /// Jobs waiting for capacity (phases Pending, Queued and Retrying).
+    #[serde(default)]
+    pub pending: i32,
+    /// Jobs admitted whose pods are not all running yet.
+    #[serde(default)]
+    pub admitted: i32,
+    /// Jobs running.
+    #[serde(default)]
+    pub running: i32,
+    /// GPUs held by this queue's jobs, guaranteed and bonus together.
+    #[serde(default)]
+    pub gpus_in_use: i32,
+    /// GPUs held by this queue's jobs beyond the VirtualCluster's guarantee (preemptible).
+    #[serde(default)]
+    pub bonus_gpus: i32,
+    /// Seconds the oldest pending job has waited, when the status was written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oldest_pending_seconds: Option<i64>,
+    /// The `metadata.generation` this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// `Ready` when the queue and its VirtualCluster are valid; `Terminating` while a deleted
+    /// queue waits for its jobs to finish.
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+}

@@ -1,0 +1,320 @@
+//! TrainingJob: a gang of pods that trains one model.
+
+use k8s_openapi::api::core::v1::PodTemplateSpec;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::common::{Phase, TopologyLevel};
+
+/// A TrainingJob runs a gang of pods (one or more tasks, each with replicas) that start
+/// together or not at all. kubetrain queues it in `spec.queue`, places it on GPUs that suit
+/// its topology, restarts it on failure up to `spec.maxRetries` times and, when it runs on
+/// borrowed (bonus) GPUs, may ask it to checkpoint and requeue it so the GPUs' owner gets
+/// them back.
+#[derive(CustomResource, Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[kube(
+    group = "kubetrain.io",
+    version = "v1alpha1",
+    doc = "A TrainingJob runs a gang of pods that start together or not at all; kubetrain queues, places, retries and preempts it.",
+    kind = "TrainingJob",
+    namespaced,
+    shortname = "tj",
+    category = "kubetrain",
+    status = "TrainingJobStatus",
+    printcolumn = r#"{"name":"Queue","type":"string","jsonPath":".spec.queue"}"#,
+    printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
+    printcolumn = r#"{"name":"GPUs","type":"number","jsonPath":".status.gpus"}"#,
+    printcolumn = r#"{"name":"Retries","type":"integer","jsonPath":".status.retries"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct TrainingJobSpec {
+    /// Name of the Queue to submit to. The queue's VirtualCluster must own this job's
+    /// namespace.
+    #[schemars(length(min = 1))]
+    pub queue: String,
+
+    /// Priority inside the queue: higher runs first under the `Priority` policy, and may
+    /// preempt lower ones when the queue allows priority preemption.
+    #[serde(default)]
+    pub priority: i32,
+
+    /// The roles of the job (for example `master` and `worker`), each with a number of
+    /// identical replicas. All replicas of all tasks form one gang.
+    #[schemars(length(min = 1, max = 16))]
+    pub tasks: Vec<TaskSpec>,
+
+    /// How many times the job is restarted after a replica fails (non-zero exit, OOM kill,
+    /// eviction) before it is marked Failed. Node loss and unhealthy GPUs do not count.
+    #[serde(default = "default_max_retries")]
+    #[schemars(range(min = 0, max = 100))]
+    pub max_retries: i32,
+
+    /// Wait between a failure and the restart, growing exponentially.
+    #[serde(default)]
+    pub backoff: BackoffSpec,
+
+    /// How the job saves its work when it is preempted.
+    #[serde(default)]
+    pub checkpoint: CheckpointSpec,
+
+    /// Where the job's GPUs must or should be, relative to each other.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<TopologySpec>,
+
+    /// GPU types (the `gpu.kubetrain.io/product` flavor of nodes) the job may use, most
+    /// preferred first. Empty means any type.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpu_types: Vec<String>,
+
+    /// The user the job runs for, used by the `UserFair` policy and per-user limits.
+    /// Defaults to the job's namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+
+    /// Expected run time in seconds, used by the `ShortestPredictedFirst` policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub predicted_duration_seconds: Option<i64>,
+
+    /// While true the job is not admitted, and a running job is stopped (after a
+    /// checkpoint request) and kept in the queue.
+    #[serde(default)]
+    pub suspend: bool,
+
+    /// Delete the job this many seconds after it finished. Unset keeps it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub ttl_seconds_after_finished: Option<i32>,
+}
+
+fn default_max_retries() -> i32 {
+    3
+}
+
+/// One role of a TrainingJob.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskSpec {
+    /// Name of the task, unique in the job (a DNS label, for example `worker`). Pods are
+    /// named `<job>-<task>-<index>`.
+    #[schemars(length(min = 1, max = 20), regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"))]
+    pub name: String,
+
+    /// Number of identical replicas of this task (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 4096))]
+    pub replicas: Option<i32>,
+
+    /// A fraction of one GPU per replica, in thousandths (1-999), for light work such as
+    /// debugging or small inference. Replicas sharing a GPU never sum above 1000; isolation
+    /// is left to the runtime (MPS, MIG, HAMi). Leave unset for whole GPUs, which come from
+    /// the containers' `nvidia.com/gpu` limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 999))]
+    pub gpu_share: Option<i32>,
+
+    /// Whether this task's replicas must all succeed for the job to succeed (default true).
+    /// Set false for helpers such as parameter servers that never exit on their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required_for_completion: Option<bool>,
+
+    /// The pod template of every replica. Standard Kubernetes pod template; its GPUs come
+    /// from `resources.limits["nvidia.com/gpu"]` of its containers.
+    #[schemars(schema_with = "pod_template_schema")]
+    pub template: PodTemplateSpec,
+}
+
+// No server-side defaults inside `tasks[]`: a JSON merge patch (client-side `kubectl apply`,
+// GitOps tools) replaces whole lists, so a defaulted field in a list item would make every
+// re-apply look like a change. The defaults live in these accessors instead.
+impl TaskSpec {
+    /// Number of replicas, 1 when unset.
+    pub fn replicas(&self) -> i32 {
+        self.replicas.unwrap_or(1)
+    }
+    /// Whether the task decides the job's success, true when unset.
+    pub fn required_for_completion(&self) -> bool {
+        self.required_for_completion.unwrap_or(true)
+    }
+}
+
+/// The full PodTemplateSpec schema is several hundred kilobytes: it would exceed the
+/// 256 KiB `last-applied-configuration` annotation of a client-side `kubectl apply` of the
+/// CRD. The server checks the essentials here; the controller decodes the whole template
+/// and reports what does not decode as `Valid=False`.
+fn pod_template_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "description": "Standard Kubernetes pod template (metadata and spec) of every replica.",
+        "x-kubernetes-preserve-unknown-fields": true,
+        "required": ["spec"],
+        "properties": {
+            "metadata": {
+                "type": "object",
+                "x-kubernetes-preserve-unknown-fields": true
+            },
+            "spec": {
+                "type": "object",
+                "x-kubernetes-preserve-unknown-fields": true,
+                "required": ["containers"],
+                "properties": {
+                    "containers": {
+                        "type": "array",
+                        "minItems": 1,
+                        "items": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": true,
+                            "required": ["name"],
+                            "properties": {
+                                "name": { "type": "string", "minLength": 1 },
+                                "image": { "type": "string" }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// Exponential backoff between a failure and the restart.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct BackoffSpec {
+    /// Wait after the first failure, in seconds.
+    #[serde(default = "default_backoff_initial")]
+    #[schemars(range(min = 0))]
+    pub initial_seconds: i32,
+    /// Longest wait, in seconds; each retry doubles the wait up to this.
+    #[serde(default = "default_backoff_max")]
+    #[schemars(range(min = 0))]
+    pub max_seconds: i32,
+}
+
+impl Default for BackoffSpec {
+    fn default() -> Self {
+        BackoffSpec { initial_seconds: default_backoff_initial(), max_seconds: default_backoff_max() }
+    }
+}
+fn default_backoff_initial() -> i32 {
+    10
+}
+fn default_backoff_max() -> i32 {
+    600
+}
+
+/// The job's side of checkpoint-aware preemption. When kubetrain must take the job's GPUs
+/// back, it sets the annotation `kubetrain.io/checkpoint-requested` on every pod (readable
+/// in the container through a downward-API file at `/etc/kubetrain/checkpoint-requested`),
+/// waits until a pod is annotated `kubetrain.io/checkpoint-done` (or all pods exit 0) or the
+/// grace period passes, then deletes the pods and requeues the job.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckpointSpec {
+    /// Longest wait for the checkpoint acknowledgement before the pods are deleted, in seconds.
+    #[serde(default = "default_grace")]
+    #[schemars(range(min = 0, max = 86400))]
+    pub grace_period_seconds: i32,
+    /// How often the job checkpoints on its own, in seconds. Used to estimate lost work when
+    /// no checkpoint was acknowledged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub interval_seconds: Option<i32>,
+}
+
+impl Default for CheckpointSpec {
+    fn default() -> Self {
+        CheckpointSpec { grace_period_seconds: default_grace(), interval_seconds: None }
+    }
+}
+fn default_grace() -> i32 {
+    300
+}
+
+/// Placement constraints on how close the job's GPUs are.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct TopologySpec {
+    /// All of the job's GPUs must be within one domain of this level (`gpu-group`, `node`
+    /// or `rack`); the job waits rather than run spread out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<TopologyLevel>,
+    /// The job's GPUs should be within one domain of this level when possible.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preferred: Option<TopologyLevel>,
+}
+
+/// Observed state of a TrainingJob, written by the operator.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct TrainingJobStatus {
+    /// Where the job is in its life (see `Phase`).
+    #[serde(default)]
+    pub phase: Phase,
+    /// Total GPUs the job asks for (fractions as decimals).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<f64>,
+    /// Restarts after failures so far (at most `spec.maxRetries`).
+    #[serde(default)]
+    pub retries: i32,
+    /// Times the job was preempted and requeued; these do not count as retries.
+    #[serde(default)]
+    pub preemptions: i32,
+    /// Retries caused by infrastructure (node lost, GPU unhealthy); not counted in `retries`.
+    #[serde(default)]
+    pub infrastructure_retries: i32,
+    /// Whether the job runs on borrowed (bonus) capacity and may be preempted for its owner.
+    #[serde(default)]
+    pub bonus: bool,
+    /// Where each replica runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub placement: Vec<ReplicaPlacement>,
+    /// When the job entered its queue (kept across preemptions: its place in line).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued_at: Option<Time>,
+    /// When the job was last admitted and placed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admitted_at: Option<Time>,
+    /// When all of the job's pods were last running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Time>,
+    /// When the job succeeded or failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<Time>,
+    /// When the job last acknowledged a checkpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_checkpoint_time: Option<Time>,
+    /// A sentence on the current state, for example why the job waits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The `metadata.generation` this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// `Valid`, `Admitted`, `Running`, `Preempting`, `Succeeded`, `Failed`, with reasons.
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+}
+
+/// Where one replica runs.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplicaPlacement {
+    /// Task name.
+    pub task: String,
+    /// Replica index within the task (0-based).
+    pub index: i32,
+    /// Global rank of the replica in the job.
+    #[serde(default)]
+    pub rank: i32,
+    /// Node the replica is bound to.
+    pub node: String,
+    /// GPU indices on that node.
+    #[serde(default)]
+    pub gpus: Vec<i32>,
+    /// Thousandths of the GPU used, for shared-GPU replicas.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_share: Option<i32>,
+}

@@ -1,0 +1,142 @@
+//! VirtualCluster: a tenant's guaranteed slice of the physical cluster.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::common::TopologyLevel;
+
+/// A VirtualCluster is a tenant (a team): the namespaces whose jobs it owns, the GPUs it is
+/// guaranteed (by GPU type, optionally as whole topology cells), a hard limit, and a weight
+/// for sharing idle GPUs. GPUs it does not use are lent to other tenants as bonus and taken
+/// back, with checkpoint-aware preemption, when its own jobs need them.
+#[derive(CustomResource, Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[kube(
+    group = "kubetrain.io",
+    version = "v1alpha1",
+    doc = "A VirtualCluster is a tenant: its namespaces, its guaranteed GPUs (by type, optionally as whole topology cells), a limit and a weight for sharing idle GPUs.",
+    kind = "VirtualCluster",
+    shortname = "vc",
+    category = "kubetrain",
+    status = "VirtualClusterStatus",
+    printcolumn = r#"{"name":"Guaranteed","type":"integer","jsonPath":".status.guaranteedGpus"}"#,
+    printcolumn = r#"{"name":"InUse","type":"integer","jsonPath":".status.inUseGpus"}"#,
+    printcolumn = r#"{"name":"Bonus","type":"integer","jsonPath":".status.bonusGpus"}"#,
+    printcolumn = r#"{"name":"Lent","type":"integer","jsonPath":".status.lentGpus"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct VirtualClusterSpec {
+    /// Namespaces whose TrainingJobs belong to this VirtualCluster.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespaces: Vec<String>,
+
+    /// Namespaces selected by label also belong to this VirtualCluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace_selector: Option<LabelSelector>,
+
+    /// GPUs this tenant can always get back within a bounded time, per GPU type.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub guarantee: Vec<FlavorGuarantee>,
+
+    /// Hard cap on what the tenant may hold, bonus included. Unset means no cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<Limit>,
+
+    /// Share of idle GPUs this tenant gets relative to other tenants (weighted fair share).
+    #[serde(default = "default_weight")]
+    #[schemars(range(min = 1, max = 1000))]
+    pub weight: i32,
+}
+
+fn default_weight() -> i32 {
+    1
+}
+
+/// The guarantee for one GPU type.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct FlavorGuarantee {
+    /// GPU type, as in the nodes' `gpu.kubetrain.io/product` label (for example
+    /// `NVIDIA-A100-SXM4-80GB`).
+    #[schemars(length(min = 1))]
+    pub flavor: String,
+    /// Guaranteed number of GPUs of this type.
+    #[schemars(range(min = 0))]
+    pub gpus: i32,
+    /// Part of the guarantee as whole topology cells: "2 cells of level node" means two
+    /// whole nodes can always be obtained, not merely their GPU count scattered around.
+    /// Cells count towards `gpus`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cells: Vec<CellGuarantee>,
+}
+
+/// A number of whole topology cells of one level.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CellGuarantee {
+    /// Level of each cell: `gpu-group`, `node` or `rack`.
+    pub level: TopologyLevel,
+    /// Number of cells.
+    #[schemars(range(min = 1))]
+    pub count: i32,
+}
+
+/// A hard cap on a tenant's usage.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Limit {
+    /// Most GPUs (all types together) the tenant may hold at once, bonus included.
+    #[schemars(range(min = 0))]
+    pub gpus: i32,
+}
+
+/// Observed state of a VirtualCluster, written by the operator.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct VirtualClusterStatus {
+    /// Guaranteed GPUs, all types together.
+    #[serde(default)]
+    pub guaranteed_gpus: i32,
+    /// GPUs held by this tenant's jobs.
+    #[serde(default)]
+    pub in_use_gpus: i32,
+    /// GPUs held beyond the guarantee (borrowed, preemptible).
+    #[serde(default)]
+    pub bonus_gpus: i32,
+    /// Guaranteed GPUs of this tenant that other tenants use as bonus right now.
+    #[serde(default)]
+    pub lent_gpus: i32,
+    /// The same numbers per GPU type.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flavors: Vec<FlavorUsage>,
+    /// Jobs waiting for capacity.
+    #[serde(default)]
+    pub pending: i32,
+    /// Jobs running.
+    #[serde(default)]
+    pub running: i32,
+    /// The `metadata.generation` this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// `Ready`, and `OverCommitted` when guarantees exceed what the cluster has.
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+}
+
+/// Usage of one GPU type.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct FlavorUsage {
+    /// GPU type.
+    pub flavor: String,
+    /// Guaranteed GPUs of this type.
+    pub guaranteed: i32,
+    /// GPUs of this type in use by the tenant.
+    pub in_use: i32,
+    /// GPUs of this type in use beyond the guarantee.
+    pub bonus: i32,
+    /// Guaranteed GPUs of this type lent to other tenants.
+    pub lent: i32,
+}
