@@ -11,7 +11,11 @@ run:
 ## test: formatting, lints, unit tests, and API/e2e tests against a real kube-apiserver
 test: lint
 	bash e2e/scripts/install-control-plane.sh >/dev/null
+	@mkdir -p target && rm -f target/e2e-timings.txt
 	$(CARGO) test --workspace --all-targets
+	python3 -m py_compile docs/examples/train_ddp.py
+	python3 -m unittest discover -s docs/examples -p 'test_*.py'
+	@echo "e2e scenario timings:" && cat target/e2e-timings.txt 2>/dev/null || true
 
 lint: fmt clippy
 
@@ -32,6 +36,7 @@ e2e:
 ## crds: regenerate crds/ from the Rust API types
 crds:
 	$(CARGO) run -q -p kubetrain --bin crdgen -- crds
+	$(CARGO) run -q -p kubetrain --bin crdgen -- config/crds
 
 ## bench: scheduling-core benchmarks
 bench:
@@ -47,5 +52,4 @@ control-plane-down:
 
 ## deploy: install the CRDs and the operator on the cluster of the current kubeconfig
 deploy:
-	kubectl apply --server-side -f crds/
 	kubectl apply -k config/default

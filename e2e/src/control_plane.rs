@@ -14,7 +14,10 @@ pub enum Error {
     #[error("control plane did not start: {0}")]
     Start(String),
     #[error("kubeconfig {path}: {source}")]
-    Kubeconfig { path: PathBuf, source: kube::config::KubeconfigError },
+    Kubeconfig {
+        path: PathBuf,
+        source: kube::config::KubeconfigError,
+    },
     #[error("kube client: {0}")]
     Kube(#[from] kube::Error),
     #[error("io: {0}")]
@@ -53,7 +56,11 @@ impl ControlPlane {
             .ok_or_else(|| Error::Start("neither KUBETRAIN_CACHE nor HOME is set".into()))?;
         let kubectl = cache.join("bin/kubectl");
         let cp = if let Some(kc) = std::env::var_os("KUBETRAIN_KUBECONFIG") {
-            ControlPlane { dir: None, kubeconfig: PathBuf::from(kc), kubectl }
+            ControlPlane {
+                dir: None,
+                kubeconfig: PathBuf::from(kc),
+                kubectl,
+            }
         } else {
             let base = std::env::temp_dir().join(format!("kubetrain-test-{}", std::process::id()));
             let script = repo_root().join("e2e/scripts/control-plane.sh");
@@ -65,9 +72,15 @@ impl ControlPlane {
                 .arg(std::process::id().to_string())
                 .output()?;
             if !out.status.success() {
-                return Err(Error::Start(String::from_utf8_lossy(&out.stderr).into_owned()));
+                return Err(Error::Start(
+                    String::from_utf8_lossy(&out.stderr).into_owned(),
+                ));
             }
-            ControlPlane { kubeconfig: base.join("kubeconfig"), dir: Some(base), kubectl }
+            ControlPlane {
+                kubeconfig: base.join("kubeconfig"),
+                dir: Some(base),
+                kubectl,
+            }
         };
         cp.apply_crds()?;
         Ok(cp)
@@ -75,7 +88,13 @@ impl ControlPlane {
 
     fn apply_crds(&self) -> Result<(), Error> {
         let crds = repo_root().join("crds");
-        self.kubectl_ok(&["apply", "--server-side", "--force-conflicts", "-f", &crds.to_string_lossy()])?;
+        self.kubectl_ok(&[
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "-f",
+            &crds.to_string_lossy(),
+        ])?;
         self.kubectl_ok(&[
             "wait",
             "--for=condition=Established",
@@ -104,11 +123,16 @@ impl ControlPlane {
 
     /// A kube client with admin rights.
     pub async fn client(&self) -> Result<kube::Client, Error> {
-        let kc = Kubeconfig::read_from(&self.kubeconfig)
-            .map_err(|source| Error::Kubeconfig { path: self.kubeconfig.clone(), source })?;
+        let kc = Kubeconfig::read_from(&self.kubeconfig).map_err(|source| Error::Kubeconfig {
+            path: self.kubeconfig.clone(),
+            source,
+        })?;
         let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
             .await
-            .map_err(|source| Error::Kubeconfig { path: self.kubeconfig.clone(), source })?;
+            .map_err(|source| Error::Kubeconfig {
+                path: self.kubeconfig.clone(),
+                source,
+            })?;
         Ok(kube::Client::try_from(config)?)
     }
 

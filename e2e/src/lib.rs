@@ -8,10 +8,13 @@
 
 mod control_plane;
 mod kubectl;
+pub mod operator;
+pub mod scenario;
 pub mod simnode;
 
 pub use control_plane::{ControlPlane, Error};
 pub use kubectl::KubectlOutput;
+pub use operator::Operator;
 
 /// The repository root (this crate lives in `<root>/e2e`).
 pub fn repo_root() -> std::path::PathBuf {
@@ -19,4 +22,19 @@ pub fn repo_root() -> std::path::PathBuf {
         .parent()
         .map(std::path::Path::to_path_buf)
         .unwrap_or_else(|| std::path::PathBuf::from(".."))
+}
+
+/// Appends one line of scenario timings to `target/e2e-timings.txt` (the Makefile prints
+/// it after the tests, so regressions show) and to stderr.
+pub fn timing(line: &str) {
+    use std::io::Write;
+    eprintln!("timing: {line}");
+    let path = repo_root().join("target/e2e-timings.txt");
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = writeln!(f, "{line}");
+    }
 }

@@ -10,21 +10,45 @@ fn cp() -> &'static ControlPlane {
 #[test]
 fn every_sample_applies_and_reapplying_changes_nothing() {
     let cp = cp();
-    let out = cp.kubectl_ok(&["apply", "-k", "config/samples"]).expect("samples apply");
+    let out = cp
+        .kubectl_ok(&["apply", "-k", "config/samples"])
+        .expect("samples apply");
     assert!(out.contains("trainingjob.kubetrain.io/resnet50"), "{out}");
     // GitOps: the same manifests again leave every object unchanged (no new resourceVersion).
     let versions = || {
-        cp.kubectl_ok(&["get", "tj,q,vc", "-A", "-o", "jsonpath={range .items[*]}{.metadata.name}={.metadata.resourceVersion} {end}"])
-            .expect("get versions")
+        cp.kubectl_ok(&[
+            "get",
+            "tj,q,vc",
+            "-A",
+            "-o",
+            "jsonpath={range .items[*]}{.metadata.name}={.metadata.resourceVersion} {end}",
+        ])
+        .expect("get versions")
     };
     let before = versions();
-    let again = cp.kubectl_ok(&["apply", "-k", "config/samples"]).expect("samples apply twice");
+    let again = cp
+        .kubectl_ok(&["apply", "-k", "config/samples"])
+        .expect("samples apply twice");
     for line in again.lines() {
-        assert!(line.ends_with("unchanged"), "second apply changed something: {line}");
+        assert!(
+            line.ends_with("unchanged"),
+            "second apply changed something: {line}"
+        );
     }
-    assert_eq!(before, versions(), "re-applying the samples wrote to the objects");
-    let diff = cp.kubectl(&["diff", "-k", "config/samples"]).expect("kubectl diff runs");
-    assert!(diff.success && diff.stdout.is_empty(), "kubectl diff after apply: {}{}", diff.stdout, diff.stderr);
+    assert_eq!(
+        before,
+        versions(),
+        "re-applying the samples wrote to the objects"
+    );
+    let diff = cp
+        .kubectl(&["diff", "-k", "config/samples"])
+        .expect("kubectl diff runs");
+    assert!(
+        diff.success && diff.stdout.is_empty(),
+        "kubectl diff after apply: {}{}",
+        diff.stdout,
+        diff.stderr
+    );
 }
 
 #[test]
@@ -37,7 +61,11 @@ fn invalid_manifests_are_rejected_naming_the_field() {
         .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
         .collect();
     files.sort();
-    assert!(files.len() >= 10, "expected the invalid samples, found {}", files.len());
+    assert!(
+        files.len() >= 10,
+        "expected the invalid samples, found {}",
+        files.len()
+    );
     for file in files {
         let text = std::fs::read_to_string(&file).expect("readable");
         let expect = text
@@ -45,8 +73,15 @@ fn invalid_manifests_are_rejected_naming_the_field() {
             .next()
             .and_then(|l| l.strip_prefix("# expect: "))
             .unwrap_or_else(|| panic!("{} lacks a '# expect: ' first line", file.display()));
-        let out = cp.kubectl(&["apply", "-f", &file.to_string_lossy()]).expect("kubectl runs");
-        assert!(!out.success, "{} was accepted: {}", file.display(), out.stdout);
+        let out = cp
+            .kubectl(&["apply", "-f", &file.to_string_lossy()])
+            .expect("kubectl runs");
+        assert!(
+            !out.success,
+            "{} was accepted: {}",
+            file.display(),
+            out.stdout
+        );
         assert!(
             expect.split('|').any(|e| out.stderr.contains(e)),
             "{}: the error does not name the field ({expect}):\n{}",
@@ -57,35 +92,78 @@ fn invalid_manifests_are_rejected_naming_the_field() {
         let server = cp
             .kubectl(&["apply", "--validate=false", "-f", &file.to_string_lossy()])
             .expect("kubectl runs");
-        assert!(!server.success, "{} accepted by the server: {}", file.display(), server.stdout);
+        assert!(
+            !server.success,
+            "{} accepted by the server: {}",
+            file.display(),
+            server.stdout
+        );
     }
 }
 
 #[test]
 fn get_shows_printer_columns() {
     let cp = cp();
-    cp.kubectl_ok(&["apply", "-k", "config/samples"]).expect("samples apply");
+    cp.kubectl_ok(&["apply", "-k", "config/samples"])
+        .expect("samples apply");
     let cases = [
-        ("trainingjobs", vec!["NAME", "QUEUE", "PHASE", "GPUS", "RETRIES", "AGE"]),
-        ("queues", vec!["NAME", "VIRTUALCLUSTER", "POLICY", "PENDING", "RUNNING", "GPUS", "BONUS", "AGE"]),
-        ("virtualclusters", vec!["NAME", "GUARANTEED", "INUSE", "BONUS", "LENT", "AGE"]),
+        (
+            "trainingjobs",
+            vec!["NAME", "QUEUE", "PHASE", "GPUS", "RETRIES", "AGE"],
+        ),
+        (
+            "queues",
+            vec![
+                "NAME",
+                "VIRTUALCLUSTER",
+                "POLICY",
+                "PENDING",
+                "RUNNING",
+                "GPUS",
+                "BONUS",
+                "AGE",
+            ],
+        ),
+        (
+            "virtualclusters",
+            vec!["NAME", "GUARANTEED", "INUSE", "BONUS", "LENT", "AGE"],
+        ),
     ];
     for (kind, columns) in cases {
         let out = cp.kubectl_ok(&["get", kind, "-A"]).expect("kubectl get");
-        let header: Vec<&str> = out.lines().next().unwrap_or_default().split_whitespace().collect();
+        let header: Vec<&str> = out
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect();
         let header: Vec<&str> = header.into_iter().filter(|h| *h != "NAMESPACE").collect();
         assert_eq!(header, columns, "{kind} columns:\n{out}");
     }
     let queues = cp.kubectl_ok(&["get", "q"]).expect("short name q");
     for q in ["vision-research", "vision-dev", "nlp-training"] {
-        assert!(queues.contains(q), "{q} missing from `kubectl get q`:\n{queues}");
+        assert!(
+            queues.contains(q),
+            "{q} missing from `kubectl get q`:\n{queues}"
+        );
     }
     assert!(queues.contains("ShortestPredictedFirst"), "{queues}");
-    let all = cp.kubectl_ok(&["get", "kubetrain", "-A"]).expect("category kubetrain");
-    for kind in ["trainingjob.kubetrain.io/resnet50", "queue.kubetrain.io/nlp-training", "virtualcluster.kubetrain.io/vision"] {
-        assert!(all.contains(kind), "{kind} missing from `kubectl get kubetrain`:\n{all}");
+    let all = cp
+        .kubectl_ok(&["get", "kubetrain", "-A"])
+        .expect("category kubetrain");
+    for kind in [
+        "trainingjob.kubetrain.io/resnet50",
+        "queue.kubetrain.io/nlp-training",
+        "virtualcluster.kubetrain.io/vision",
+    ] {
+        assert!(
+            all.contains(kind),
+            "{kind} missing from `kubectl get kubetrain`:\n{all}"
+        );
     }
-    let tj = cp.kubectl_ok(&["get", "tj", "-n", "team-vision"]).expect("short name tj");
+    let tj = cp
+        .kubectl_ok(&["get", "tj", "-n", "team-vision"])
+        .expect("short name tj");
     assert!(tj.contains("resnet50"), "{tj}");
 }
 
@@ -95,7 +173,9 @@ fn explain_shows_field_docs() {
     // The server publishes a new CRD's OpenAPI a moment after it is Established.
     let mut last = String::new();
     for _ in 0..100 {
-        let out = cp.kubectl(&["explain", "trainingjob.spec.tasks"]).expect("kubectl runs");
+        let out = cp
+            .kubectl(&["explain", "trainingjob.spec.tasks"])
+            .expect("kubectl runs");
         if out.success {
             last = out.stdout;
             break;
@@ -103,21 +183,35 @@ fn explain_shows_field_docs() {
         last = out.stderr;
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
-    for needle in ["number of identical replicas", "replicas", "gpuShare", "template", "fraction of one GPU"] {
-        assert!(last.contains(needle), "`kubectl explain trainingjob.spec.tasks` lacks {needle:?}:\n{last}");
+    for needle in [
+        "number of identical replicas",
+        "replicas",
+        "gpuShare",
+        "template",
+        "fraction of one GPU",
+    ] {
+        assert!(
+            last.contains(needle),
+            "`kubectl explain trainingjob.spec.tasks` lacks {needle:?}:\n{last}"
+        );
     }
-    let vc = cp.kubectl_ok(&["explain", "virtualcluster.spec.guarantee"]).expect("explain vc");
+    let vc = cp
+        .kubectl_ok(&["explain", "virtualcluster.spec.guarantee"])
+        .expect("explain vc");
     assert!(vc.contains("always get back"), "{vc}");
 }
 
 #[test]
 fn server_applies_defaults() {
     let cp = cp();
-    cp.kubectl_ok(&["apply", "-k", "config/samples"]).expect("samples apply");
+    cp.kubectl_ok(&["apply", "-k", "config/samples"])
+        .expect("samples apply");
     let retries = cp
         .kubectl_ok(&["get", "tj", "bert-base", "-n", "team-nlp", "-o", "jsonpath={.spec.maxRetries} {.spec.checkpoint.gracePeriodSeconds} {.spec.backoff.initialSeconds}"])
         .expect("get");
     assert_eq!(retries, "3 300 10");
-    let policy = cp.kubectl_ok(&["get", "vc", "nlp", "-o", "jsonpath={.spec.weight}"]).expect("get");
+    let policy = cp
+        .kubectl_ok(&["get", "vc", "nlp", "-o", "jsonpath={.spec.weight}"])
+        .expect("get");
     assert_eq!(policy, "1");
 }

@@ -1,1 +1,215 @@
-fn main() {}
+//! One full scheduling cycle at 500 / 5,000 / 15,000 nodes (8 GPUs each, mixed topology:
+//! NVSwitch H100 nodes and PCIe A100 nodes, racks of 20) with 1,000 and 10,000 pending jobs
+//! (1-GPU jobs, 8-GPU jobs and 64-GPU gangs of 8 × 8). About half the cluster is busy with
+//! running jobs (guaranteed and bonus) before the measured cycle. Prints, per size, the
+//! decisions per second and the snapshot memory per node.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use kubetrain::sched::*;
+
+fn node(i: usize) -> Node {
+    let h100 = i % 10 < 7;
+    Node {
+        name: format!("gpu-node-{i:05}"),
+        flavor: Flavor::new(if h100 { "H100" } else { "A100" }),
+        allocatable: Resources {
+            cpu_milli: 128_000,
+            memory_bytes: 1 << 40,
+            gpus: 8,
+        },
+        rack: Some(format!("rack-{:04}", i / 20)),
+        topology: if h100 {
+            Topology::nvswitch(8)
+        } else {
+            Topology::default_for(8)
+        },
+        unhealthy_gpus: vec![],
+        schedulable: true,
+        foreign: Resources::default(),
+    }
+}
+
+/// Deterministic pseudo-random numbers (no dependency needed).
+struct Lcg(u64);
+impl Lcg {
+    fn next(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+}
+
+fn job(i: usize, rng: &mut Lcg, vcs: usize) -> Job {
+    let kind = rng.next(100);
+    let (replicas, gpus) = match kind {
+        0..70 => (1, 1),
+        70..92 => (1, 8),
+        _ => (8, 8),
+    };
+    let vc = rng.next(vcs as u64) as usize;
+    Job {
+        id: format!("team-{vc}/job-{i:06}"),
+        queue: format!("q-{vc}-{}", rng.next(2)),
+        priority: rng.next(3) as i32,
+        queued_at: i as i64,
+        user: format!("user-{}", rng.next(20)),
+        tasks: vec![Task {
+            name: "worker".into(),
+            replicas,
+            cpu_milli: 4000,
+            memory_bytes: 32 << 30,
+            gpus: GpuDemand::Whole(gpus),
+        }],
+        gpu_types: if rng.next(4) == 0 {
+            vec![Flavor::new("A100")]
+        } else {
+            vec![]
+        },
+        topology: TopologyConstraint::default(),
+        retries: 0,
+        preemptions: 0,
+        predicted_duration_seconds: None,
+        running: None,
+    }
+}
+
+fn world(nodes: usize, pending: usize) -> Snapshot {
+    let vcs = 10;
+    let gpus = (nodes * 8) as u32;
+    let virtual_clusters = (0..vcs)
+        .map(|v| VirtualCluster {
+            name: format!("team-{v}"),
+            guarantee: vec![
+                FlavorGuarantee {
+                    flavor: Flavor::new("H100"),
+                    gpus: gpus * 7 / 10 * 8 / 100,
+                    cells: vec![],
+                },
+                FlavorGuarantee {
+                    flavor: Flavor::new("A100"),
+                    gpus: gpus * 3 / 10 * 8 / 100,
+                    cells: vec![],
+                },
+            ],
+            limit_gpus: None,
+            weight: 1 + (v % 3) as u32,
+        })
+        .collect();
+    let queues = (0..vcs)
+        .flat_map(|v| {
+            (0..2).map(move |q| Queue {
+                name: format!("q-{v}-{q}"),
+                virtual_cluster: format!("team-{v}"),
+                parent: None,
+                share: 50,
+                max_share: 100,
+                user_limit: None,
+                policy: if q == 0 {
+                    QueuePolicy::Fifo
+                } else {
+                    QueuePolicy::Priority
+                },
+                priority_preemption: false,
+            })
+        })
+        .collect();
+    let mut snap = Snapshot {
+        now: 100_000,
+        nodes: (0..nodes).map(node).collect(),
+        virtual_clusters,
+        queues,
+        jobs: vec![],
+    };
+    // fill about half the cluster with running jobs: admit a first batch
+    let mut rng = Lcg(42);
+    let mut first = Vec::new();
+    let mut asked = 0;
+    let mut i = 0;
+    while asked < gpus as u64 / 2 {
+        let j = job(i, &mut rng, vcs);
+        asked += j.gpu_milli() / 1000;
+        first.push(j);
+        i += 1;
+    }
+    snap.jobs = first.clone();
+    let d = schedule(&snap);
+    snap.jobs = d
+        .admissions
+        .iter()
+        .enumerate()
+        .map(|(k, a)| {
+            let mut j = first
+                .iter()
+                .find(|j| j.id == a.job)
+                .cloned()
+                .expect("admitted");
+            j.running = Some(Running {
+                placement: a.placement.clone(),
+                bonus: a.bonus,
+                started_at: 1000 + k as i64,
+                last_checkpoint: Some(50_000 + (k as i64 * 7) % 40_000),
+                checkpoint_grace_seconds: 120,
+                min_runtime_seconds: 600,
+                preempting: false,
+            });
+            j
+        })
+        .collect();
+    for p in 0..pending {
+        snap.jobs.push(job(1_000_000 + p, &mut rng, vcs));
+    }
+    snap
+}
+
+fn bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("sched_cycle");
+    g.sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    for nodes in [500usize, 5_000, 15_000] {
+        for pending in [1_000usize, 10_000] {
+            let snap = world(nodes, pending);
+            let t = Instant::now();
+            let d = schedule(&snap);
+            let once = t.elapsed();
+            let nodes_only = Snapshot {
+                jobs: vec![],
+                ..snap.clone()
+            };
+            let running = Snapshot {
+                jobs: snap
+                    .jobs
+                    .iter()
+                    .filter(|j| j.running.is_some())
+                    .cloned()
+                    .collect(),
+                ..snap.clone()
+            };
+            eprintln!(
+                "{nodes} nodes, {pending} pending ({} running): cycle {:.1} ms, {} admitted, {} preemptions, {:.0} decisions/s, {:.0} admissions/s; \
+                 snapshot {} B/node (nodes only), {} B/node (with running jobs), cycle state {} B/node",
+                running.jobs.len(),
+                once.as_secs_f64() * 1e3,
+                d.admissions.len(),
+                d.preemptions.len(),
+                pending as f64 / once.as_secs_f64(),
+                d.admissions.len() as f64 / once.as_secs_f64(),
+                nodes_only.approx_bytes() / nodes,
+                running.approx_bytes() / nodes,
+                state_bytes(&snap) / nodes,
+            );
+            g.bench_function(format!("{nodes}_nodes_{pending}_pending"), |b| {
+                b.iter(|| black_box(schedule(black_box(&snap))))
+            });
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -362,11 +362,28 @@ mod tests {
             version: TOPOLOGY_VERSION,
             product: "NVIDIA A100-SXM4-80GB".into(),
             gpus: vec![
-                GpuInfo { index: 0, healthy: true, ..Default::default() },
-                GpuInfo { index: 1, healthy: true, ..Default::default() },
+                GpuInfo {
+                    index: 0,
+                    healthy: true,
+                    ..Default::default()
+                },
+                GpuInfo {
+                    index: 1,
+                    healthy: true,
+                    ..Default::default()
+                },
             ],
-            groups: vec![GpuGroup { gpus: vec![0, 1], nvlink: true, ..Default::default() }],
-            links: vec![GpuLink { a: 0, b: 1, nvlinks: 12, pcie: Some("system".into()) }],
+            groups: vec![GpuGroup {
+                gpus: vec![0, 1],
+                nvlink: true,
+                ..Default::default()
+            }],
+            links: vec![GpuLink {
+                a: 0,
+                b: 1,
+                nvlinks: 12,
+                pcie: Some("system".into()),
+            }],
             ..Default::default()
         }
     }
@@ -405,7 +422,10 @@ mod tests {
     #[test]
     fn rejects_a_gpu_in_two_groups_or_none() {
         let mut t = two_gpus();
-        t.groups.push(GpuGroup { gpus: vec![1], ..Default::default() });
+        t.groups.push(GpuGroup {
+            gpus: vec![1],
+            ..Default::default()
+        });
         assert!(matches!(t.validate(), Err(TopologyError::Invalid(_))));
         let mut t = two_gpus();
         t.groups[0].gpus = vec![0];

@@ -124,7 +124,7 @@ pub struct TaskSpec {
     /// The pod template of every replica. Standard Kubernetes pod template; its GPUs come
     /// from `resources.limits["nvidia.com/gpu"]` of its containers.
     #[schemars(schema_with = "pod_template_schema")]
-    pub template: PodTemplateSpec,
+    pub template: serde_json::Value,
 }
 
 // No server-side defaults inside `tasks[]`: a JSON merge patch (client-side `kubectl apply`,
@@ -138,6 +138,12 @@ impl TaskSpec {
     /// Whether the task decides the job's success, true when unset.
     pub fn required_for_completion(&self) -> bool {
         self.required_for_completion.unwrap_or(true)
+    }
+    /// The pod template, decoded. Kept as raw JSON in the object so that one malformed
+    /// template is a `Valid=False` condition on its job rather than a watch that cannot
+    /// decode the list.
+    pub fn pod_template(&self) -> Result<PodTemplateSpec, serde_json::Error> {
+        serde_json::from_value(self.template.clone())
     }
 }
 
@@ -281,6 +287,9 @@ pub struct TrainingJobStatus {
     /// When all of the job's pods were last running.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<Time>,
+    /// While `Retrying`: when the job returns to its queue (the backoff ends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_at: Option<Time>,
     /// When the job succeeded or failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<Time>,

@@ -1,16 +1,15 @@
-//! The kubetrain operator.
-//!
-//! Until the controllers land (see the Controllers issue) it connects, checks that the CRDs
-//! are installed, and logs what it watches: it never pretends to schedule.
+//! The kubetrain operator: schedules and reconciles TrainingJobs, Queues and VirtualClusters.
+
+use std::net::SocketAddr;
+use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
-use futures::TryStreamExt;
-use k8s_openapi::api::core::v1::Node;
-use kube::runtime::watcher::{self, Event};
-use kube::runtime::WatchStreamExt;
-use kube::{Api, Client, Resource, ResourceExt};
-use kubetrain::api::{Queue, TrainingJob, VirtualCluster};
-use tracing::{info, warn};
+use kube::Client;
+use kubetrain::controller::context::Settings;
+use kubetrain::controller::leader::LeaderSettings;
+use kubetrain::controller::pods::{GpuBinding, PodSettings};
+use kubetrain::controller::{self, Config};
+use tracing::info;
 
 #[derive(Parser, Debug)]
 #[command(name = "kubetrain-operator", version, about = "Runs deep-learning training jobs on shared GPU clusters")]
@@ -18,6 +17,24 @@ struct Args {
     /// Log format.
     #[arg(long, env = "KUBETRAIN_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
+    /// Address of /metrics, /healthz and /readyz; `off` disables them.
+    #[arg(long, env = "KUBETRAIN_HTTP_ADDR", default_value = "0.0.0.0:8080")]
+    http_addr: String,
+    /// How the chosen GPU indices reach the containers.
+    #[arg(long, env = "KUBETRAIN_GPU_BINDING", value_enum, default_value_t = GpuBinding::VisibleDevices)]
+    gpu_binding: GpuBinding,
+    /// Port for MASTER_PORT in every replica.
+    #[arg(long, default_value_t = 23456)]
+    master_port: i32,
+    /// Namespace of the leader-election Lease (the operator's own namespace).
+    #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
+    namespace: String,
+    /// This replica's identity in leader election.
+    #[arg(long, env = "POD_NAME")]
+    identity: Option<String>,
+    /// Seconds between scheduling cycles when nothing changes.
+    #[arg(long, default_value_t = 5)]
+    resync_seconds: u64,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -27,34 +44,15 @@ enum LogFormat {
 }
 
 fn init_tracing(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,kube=warn"));
+    // The API server of `make run` and the tests has a self-signed certificate; the client
+    // warns about that on every connection.
+    let default = "info,kube_client=warn,kube_runtime=warn,kube_client::client::tls=error";
+    let directives = std::env::var("RUST_LOG").ok().filter(|s| !s.trim().is_empty());
+    let filter = tracing_subscriber::EnvFilter::new(directives.as_deref().unwrap_or(default));
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),
-    }
-}
-
-/// Logs every change of one kind, as a stand-in for its controller.
-async fn watch<K>(api: Api<K>)
-where
-    K: Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
-    K::DynamicType: Default,
-{
-    let kind = K::kind(&K::DynamicType::default()).to_string();
-    info!(%kind, "watching");
-    let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
-    futures::pin_mut!(stream);
-    loop {
-        match stream.try_next().await {
-            Ok(Some(Event::Apply(obj))) => info!(%kind, name = %obj.name_any(), namespace = obj.namespace().unwrap_or_default(), "changed"),
-            Ok(Some(Event::Delete(obj))) => info!(%kind, name = %obj.name_any(), namespace = obj.namespace().unwrap_or_default(), "deleted"),
-            Ok(Some(Event::InitDone)) => info!(%kind, "initial list done"),
-            Ok(Some(_)) => {}
-            Ok(None) => break,
-            Err(e) => warn!(%kind, error = %e, "watch error; retrying"),
-        }
     }
 }
 
@@ -65,23 +63,36 @@ async fn main() -> anyhow::Result<()> {
     let client = Client::try_default().await?;
     let version = client.apiserver_version().await?;
     info!(server = %version.git_version, "connected to the API server");
+    let crds: kube::Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        kube::Api::all(client.clone());
     for (plural, _) in kubetrain::api::crds() {
-        let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
-            Api::all(client.clone());
         if crds.get_opt(&format!("{plural}.kubetrain.io")).await?.is_none() {
-            anyhow::bail!("CRD {plural}.kubetrain.io is not installed: kubectl apply -f crds/");
+            anyhow::bail!("CRD {plural}.kubetrain.io is not installed: kubectl apply --server-side -f crds/");
         }
     }
-    info!("the scheduler and controllers are not implemented yet; watching only");
-    let watchers = futures::future::join_all([
-        tokio::spawn(watch(Api::<VirtualCluster>::all(client.clone()))),
-        tokio::spawn(watch(Api::<Queue>::all(client.clone()))),
-        tokio::spawn(watch(Api::<TrainingJob>::all(client.clone()))),
-        tokio::spawn(watch(Api::<Node>::all(client.clone()))),
-    ]);
-    tokio::select! {
-        _ = watchers => {}
-        _ = tokio::signal::ctrl_c() => info!("shutting down"),
-    }
+    let identity = args.identity.unwrap_or_else(|| {
+        let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "kubetrain".into());
+        format!("{host}-{}", std::process::id())
+    });
+    let http = match args.http_addr.as_str() {
+        "off" | "" => None,
+        a => Some(a.parse::<SocketAddr>()?),
+    };
+    let config = Config {
+        settings: Settings {
+            pods: PodSettings { gpu_binding: args.gpu_binding, master_port: args.master_port },
+            resync: Duration::from_secs(args.resync_seconds.max(1)),
+            ..Settings::default()
+        },
+        leader: LeaderSettings {
+            namespace: args.namespace,
+            name: "kubetrain-operator".into(),
+            identity,
+            duration: Duration::from_secs(15),
+            renew: Duration::from_secs(2),
+        },
+        http,
+    };
+    controller::run(client, config).await?;
     Ok(())
 }

@@ -1,1 +1,77 @@
-//! The scheduling core: a pure library, snapshot in, decisions out. No I/O.
+//! The scheduling core: a pure library, snapshot in, decisions out. No I/O, no clock, no
+//! kube: [`schedule`] takes a [`Snapshot`] (nodes, VirtualClusters, Queues, pending and
+//! running jobs, `now`) and returns [`Decisions`] (admissions with full placements,
+//! preemptions, a [`WaitReason`] for every job left waiting, promotions). Same snapshot, same
+//! decisions: every map is ordered and every tie is broken by an index or an id.
+//!
+//! # One cycle
+//!
+//! 1. **State** (`nodes`). Each node gets ledgers for CPU, memory and each GPU (milli-GPUs):
+//!    `held`, `releasing` (jobs being preempted) and `reserved` (promised to a job waiting for
+//!    those releases). Running jobs are charged, foreign pods take the highest free GPUs,
+//!    unhealthy GPUs have no capacity, cordoned nodes are left out of the index. The free
+//!    index buckets nodes by free whole GPUs per flavor (and racks by free GPUs), so finding
+//!    the best-fit node is a B-tree range walk, not a cluster scan.
+//! 2. **Usage** (`capacity`). Running jobs are charged to their VC, queue (and ancestors) and
+//!    user, as guaranteed or bonus. A bonus job that now fits its VC's guarantee is
+//!    *promoted* (no longer preemptible). Cell ownership is derived (`cells`).
+//! 3. **Guaranteed phase.** VCs take turns by weighted dominant share of their guarantee in
+//!    use; a VC offers jobs from its queues (`order`: the queue furthest below its share
+//!    first, the queue's policy inside it). A job within its VC's guarantee for a flavor of
+//!    its preference list is placed (`placement`) on free capacity, keeping other VCs' cell
+//!    guarantees obtainable. If it does not fit, a **reclaim** is planned (`reclaim`): victims
+//!    are other VCs' bonus jobs, chosen per candidate domain for least lost work; the gang is
+//!    placed on the capacity free once they are gone and that capacity is reserved. Jobs
+//!    beyond their guarantee, or that found neither, are deferred.
+//! 4. **Bonus phase.** Deferred jobs borrow idle capacity, VCs taking turns by weighted
+//!    dominant share of borrowed GPUs (dominant-resource fairness over GPU types), up to
+//!    limits. Bonus jobs never cause preemption.
+//! 5. **Priority preemption** for jobs still waiting in queues that allow it: victims are
+//!    lower-priority jobs of the same queue, chosen like reclaim victims.
+//! 6. Everything else waits with a typed reason: limits (VC limit, queue maxShare, user
+//!    limit), `QuotaExhausted` (beyond guarantee, nothing idle), `NoFit` (within quota, with the
+//!    largest free block), `ReservedForCells`, `WaitingForPreemption`, `WaitingForMinRuntime`,
+//!    `NeverFits`, `Invalid`.
+//!
+//! # Why it is fast
+//!
+//! Capacity only shrinks within a cycle, so a job shape (flavor, topology, replica demands)
+//! that did not fit once will not fit later in the cycle: the first failure is memoised and
+//! every later job of that shape is answered in O(log n); the same holds for victim searches
+//! per VC and shape. Placement walks the free index from the best-fit bucket; nodes are only
+//! scanned linearly inside a rack or a reclaim domain. Limits are checked before placement.
+//!
+//! # Guarantees the properties check
+//!
+//! No GPU (or fraction of one) is given twice and fractions never exceed 1000 milli; a gang
+//! is whole or absent, with ranks contiguous per node; no VC goes above its limit; a VC below
+//! its guarantee with a fitting pending job gets an admission or a reclaim plan; only other
+//! VCs' bonus jobs that have run their minimum runtime are reclaim victims; each beneficiary
+//! fits once its victims are gone; decisions are deterministic (see `proptests`).
+//!
+//! # Known simplifications
+//!
+//! Jobs already being preempted count as free for planning, whoever they were preempted
+//! for. Foreign pods' GPUs are assumed to be the highest-numbered free ones. Cell guarantees
+//! are per flavor and level, bound lazily (see `cells`), not a full HiveD cell hierarchy.
+
+mod capacity;
+mod cells;
+mod cycle;
+pub mod decisions;
+pub mod model;
+mod nodes;
+mod order;
+mod placement;
+mod reclaim;
+
+pub use cycle::{schedule, state_bytes};
+pub use decisions::{Admission, Decisions, Preemption, PreemptionReason, WaitReason, Waiting};
+pub use model::*;
+
+#[cfg(test)]
+mod fixtures;
+#[cfg(test)]
+mod proptests;
+#[cfg(test)]
+mod scenarios;

@@ -1,0 +1,113 @@
+"""Unit tests of train_ddp.py's checkpoint protocol, without torch or a cluster.
+
+    python3 -m unittest discover -s docs/examples -p 'test_*.py'
+"""
+
+import json
+import os
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+from unittest import mock
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import train_ddp as t  # noqa: E402
+
+
+class RequestFile(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.file = Path(self.dir.name) / "checkpoint-requested"
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_missing_or_empty_file_is_no_request(self):
+        self.assertIsNone(t.checkpoint_requested(self.file))
+        self.file.write_text("")
+        self.assertIsNone(t.checkpoint_requested(self.file))
+        self.file.write_text("\n")
+        self.assertIsNone(t.checkpoint_requested(self.file))
+
+    def test_annotation_value_is_the_request(self):
+        self.file.write_text("2024-05-01T12:00:00Z")
+        self.assertEqual(t.checkpoint_requested(self.file), "2024-05-01T12:00:00Z")
+
+    def test_env_names_the_file(self):
+        self.file.write_text("2024-05-01T12:00:00Z")
+        with mock.patch.dict(os.environ, {"KUBETRAIN_CHECKPOINT_FILE": str(self.file)}):
+            self.assertEqual(t.request_file(), self.file)
+            self.assertEqual(t.checkpoint_requested(), "2024-05-01T12:00:00Z")
+        with mock.patch.dict(os.environ, {}, clear=True):
+            self.assertEqual(t.request_file(), Path("/etc/kubetrain/checkpoint-requested"))
+
+    def test_poll_reads_at_most_once_per_interval_and_latches(self):
+        clock = [0.0]
+        p = t.Preemption(interval=5.0, path=self.file, clock=lambda: clock[0])
+        self.assertFalse(p.poll())
+        self.file.write_text("2024-05-01T12:00:00Z")
+        clock[0] = 1.0
+        self.assertFalse(p.poll(), "not re-read before the interval")
+        clock[0] = 5.0
+        self.assertTrue(p.poll())
+        self.file.write_text("")
+        self.assertTrue(p.poll(), "a request stays requested")
+        self.assertEqual(p.requested_at, "2024-05-01T12:00:00Z")
+
+
+class Checkpoints(unittest.TestCase):
+    def test_atomic_write_leaves_no_partial_file(self):
+        with tempfile.TemporaryDirectory() as d:
+            target = Path(d) / "ckpt" / "step-000000010.pt"
+
+            def fails(p):
+                p.write_text("half")
+                raise IOError("killed")
+
+            with self.assertRaises(IOError):
+                t.atomic_write(target, fails)
+            self.assertFalse(target.exists())
+            self.assertIsNone(t.latest_checkpoint(target.parent), "a .tmp file is not a checkpoint")
+            t.atomic_write(target, lambda p: p.write_text("full"))
+            self.assertEqual(target.read_text(), "full")
+
+    def test_latest_checkpoint_is_the_highest_step(self):
+        with tempfile.TemporaryDirectory() as d:
+            d = Path(d)
+            self.assertIsNone(t.latest_checkpoint(d / "none"))
+            for step in (500, 1500, 1000):
+                t.checkpoint_path(d, step).write_text(str(step))
+            (d / "step-junk.pt").write_text("x")
+            self.assertEqual(t.latest_checkpoint(d), t.checkpoint_path(d, 1500))
+
+
+class Acknowledge(unittest.TestCase):
+    def test_patches_own_pod_with_done_annotation(self):
+        calls = []
+        env = {"HOSTNAME": "llm-worker-0", "POD_NAMESPACE": "team-nlp"}
+        with mock.patch.dict(os.environ, env, clear=True):
+            req = t.acknowledge_request("2024-05-01T12:00:05Z", opener=lambda r, **kw: calls.append(r), api="https://api:6443")
+        self.assertEqual(calls, [req])
+        self.assertEqual(req.get_method(), "PATCH")
+        self.assertEqual(req.full_url, "https://api:6443/api/v1/namespaces/team-nlp/pods/llm-worker-0")
+        self.assertEqual(req.get_header("Content-type"), "application/merge-patch+json")
+        body = json.loads(req.data)
+        self.assertEqual(body, {"metadata": {"annotations": {"kubetrain.io/checkpoint-done": "2024-05-01T12:00:05Z"}}})
+
+    def test_pod_name_env_wins_over_hostname(self):
+        with mock.patch.dict(os.environ, {"HOSTNAME": "h", "POD_NAME": "p", "POD_NAMESPACE": "n"}, clear=True):
+            self.assertEqual(t.pod_identity(), ("n", "p"))
+
+    def test_unknown_pod_is_an_error(self):
+        with mock.patch.dict(os.environ, {}, clear=True), mock.patch.object(t, "SA_DIR", Path("/nonexistent")):
+            with self.assertRaises(RuntimeError):
+                t.acknowledge_request("2024-05-01T12:00:05Z", opener=lambda r, **kw: None, api="https://api")
+
+    def test_time_is_rfc3339_utc(self):
+        s = t.now_rfc3339()
+        self.assertRegex(s, r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+
+
+if __name__ == "__main__":
+    unittest.main()

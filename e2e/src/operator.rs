@@ -1,0 +1,99 @@
+//! The operator, run inside the test process on its own thread and runtime, against the
+//! test control plane. Stopping it drops its runtime at once — every task ends mid-flight,
+//! without releasing its lease — which is what a crash looks like to the API server.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use kubetrain::controller::context::Settings;
+use kubetrain::controller::leader::LeaderSettings;
+use kubetrain::controller::{self, Config};
+
+use crate::ControlPlane;
+
+/// A running operator.
+pub struct Operator {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Settings for tests: quick resync, no HTTP endpoint.
+pub fn test_config(identity: &str) -> Config {
+    Config {
+        settings: Settings {
+            resync: Duration::from_secs(1),
+            debounce: Duration::from_millis(50),
+            incomplete_gang_timeout: Duration::from_secs(5),
+            ..Settings::default()
+        },
+        leader: LeaderSettings {
+            namespace: "default".into(),
+            name: "kubetrain-operator".into(),
+            identity: identity.into(),
+            duration: Duration::from_secs(6),
+            renew: Duration::from_secs(1),
+        },
+        http: None,
+    }
+}
+
+impl Operator {
+    /// Starts an operator with `config` against `cp`.
+    pub fn start(cp: &'static ControlPlane, config: Config) -> Operator {
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let rt = match tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => panic!("operator runtime: {e}"),
+            };
+            rt.block_on(async move {
+                let client = match cp.client().await {
+                    Ok(c) => c,
+                    Err(e) => panic!("operator client: {e}"),
+                };
+                tokio::select! {
+                    r = controller::run(client, config) => {
+                        if let Err(e) = r { eprintln!("operator stopped: {e}"); }
+                    }
+                    _ = rx => {}
+                }
+            });
+            rt.shutdown_background();
+        });
+        Operator {
+            stop: Some(tx),
+            thread: Some(thread),
+        }
+    }
+
+    /// The operator of this test binary, started on first use.
+    pub fn shared() -> &'static Operator {
+        static SHARED: OnceLock<Operator> = OnceLock::new();
+        SHARED
+            .get_or_init(|| Operator::start(ControlPlane::shared(), test_config("kubetrain-test")))
+    }
+
+    /// Stops it abruptly, like a crash.
+    pub fn kill(mut self) {
+        self.halt();
+    }
+
+    fn halt(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Operator {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}

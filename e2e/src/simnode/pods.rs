@@ -1,0 +1,712 @@
+//! The fake kubelet: plays the life of every pod bound (`spec.nodeName`) to a simulated node.
+//!
+//! A kube-runtime controller watches bound pods (`spec.nodeName!=`) and keeps those on its
+//! nodes; its reconcile is idempotent and derives every timer from what the pod's status
+//! already records, so an agent that restarts picks up where it left off:
+//!
+//! 1. First sight: `Pending` with `startTime` (the kubelet's "accepted"), containers waiting
+//!    in `ContainerCreating`, `hostIP` the node's address.
+//! 2. `startTime` + start delay (`sim.kubetrain.io/start-seconds`, default 1 s): `Running`,
+//!    containers running and ready from `startedAt`, `Ready=True`, a fake pod IP unique among
+//!    bound pods in 10.244.0.0/16.
+//! 3. With `sim.kubetrain.io/run-seconds`, at `startedAt` + run time: `Succeeded` (exit 0),
+//!    `Failed` with `sim.kubetrain.io/exit-code` (reason `Error`), or, with
+//!    `sim.kubetrain.io/oom-killed: "true"`, `Failed` with reason `OOMKilled`, exit 137.
+//!    Without it the pod runs until deleted. Every container behaves the same;
+//!    `restartPolicy` is not simulated (a terminated container is never restarted).
+//! 4. While running, a `kubetrain.io/checkpoint-requested` annotation (RFC 3339 time of the
+//!    request) is answered with `kubetrain.io/checkpoint-done` (current time) once
+//!    `sim.kubetrain.io/checkpoint-delay-seconds` (default 2 s; `never`: no answer) have passed
+//!    since the request. A later request (newer than the last answer) is answered again.
+//! 5. Graceful deletion: a running pod's containers are stopped (terminated, exit 143) at
+//!    deletion request + min(`deletionGracePeriodSeconds`, the agent's cap, default 2 s), and
+//!    the pod is then deleted with grace period 0; pods not running are removed at once.
+//!
+//! Status goes through `pods/status` as a merge patch carrying `metadata.resourceVersion`, so
+//! a write based on a stale view fails with a conflict and is retried from the fresh pod.
+//! Pods on a faulted node are frozen; pods on a node that is gone are left to podgc.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{
+    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting,
+    ContainerStatus, Pod, PodCondition, PodIP, PodStatus,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::{RoundMode, SignedDuration, Timestamp, TimestampRound, Unit};
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
+use kube::runtime::controller::{self, Action, Controller};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+use serde_json::json;
+use tokio::sync::Mutex;
+
+use super::cluster::SimNode;
+use super::faults::Faults;
+use super::{Agent, Error};
+use kubetrain::api::annotations::{CHECKPOINT_DONE, CHECKPOINT_REQUESTED, sim};
+
+/// Exit code of a container stopped by pod deletion (128 + SIGTERM).
+pub const SIGTERM_EXIT_CODE: i32 = 143;
+/// Exit code of an OOM-killed container (128 + SIGKILL).
+pub const OOM_EXIT_CODE: i32 = 137;
+/// How often pods on a faulted node are looked at again.
+const FAULT_RECHECK: Duration = Duration::from_secs(2);
+/// Size of the fake pod network 10.244.0.0/16, minus its network and broadcast addresses.
+const POD_IPS: u32 = 65534;
+
+struct PodCtx {
+    agent: Arc<Agent>,
+    pods: Store<Pod>,
+    /// First sight of checkpoint requests whose value is not a timestamp: (uid, value) → when.
+    requests_seen: Mutex<HashMap<(String, String), Timestamp>>,
+    /// Sub-second times of what this agent did, by pod uid: the API keeps whole seconds only.
+    /// After a restart the (truncated) times from the pod's status are used instead.
+    times: Mutex<HashMap<String, PodTimes>>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct PodTimes {
+    accepted: Option<Timestamp>,
+    running: Option<Timestamp>,
+    deletion_seen: Option<Timestamp>,
+}
+
+impl PodCtx {
+    async fn times(&self, pod: &Pod) -> PodTimes {
+        let uid = pod.uid().unwrap_or_default();
+        self.times
+            .lock()
+            .await
+            .get(&uid)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    async fn record(&self, pod: &Pod, f: impl FnOnce(&mut PodTimes)) {
+        let uid = pod.uid().unwrap_or_default();
+        f(self.times.lock().await.entry(uid).or_default());
+    }
+
+    async fn forget(&self, pod: &Pod) {
+        let uid = pod.uid().unwrap_or_default();
+        self.times.lock().await.remove(&uid);
+        self.requests_seen
+            .lock()
+            .await
+            .retain(|(u, _), _| *u != uid);
+    }
+}
+
+/// Runs the fake kubelet until the task is aborted.
+pub(crate) async fn run(agent: Arc<Agent>) {
+    let api: Api<Pod> = Api::all(agent.client.clone());
+    let concurrency = u16::try_from(agent.options.concurrency.max(1)).unwrap_or(u16::MAX);
+    let controller = Controller::new(api, watcher::Config::default().fields("spec.nodeName!="))
+        .with_config(controller::Config::default().concurrency(concurrency));
+    let ctx = Arc::new(PodCtx {
+        agent,
+        pods: controller.store(),
+        requests_seen: Mutex::default(),
+        times: Mutex::default(),
+    });
+    controller
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                tracing::debug!("pod controller: {e}");
+            }
+        })
+        .await;
+}
+
+fn error_policy(pod: Arc<Pod>, error: &Error, _ctx: Arc<PodCtx>) -> Action {
+    match error {
+        Error::Kube(kube::Error::Api(e)) if e.code == 409 => {
+            Action::requeue(Duration::from_millis(200))
+        }
+        _ => {
+            tracing::warn!(pod = %pod.name_any(), namespace = ?pod.namespace(), "{error}");
+            Action::requeue(Duration::from_secs(2))
+        }
+    }
+}
+
+fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
+    pod.annotations().get(key).map(String::as_str)
+}
+
+/// A duration in seconds from an annotation (fractions allowed); `None` when absent or invalid.
+fn seconds(pod: &Pod, key: &str) -> Option<SignedDuration> {
+    let value = annotation(pod, key)?;
+    match value.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && s >= 0.0 => Some(SignedDuration::from_secs_f64(s)),
+        _ => {
+            tracing::warn!(pod = %pod.name_any(), "ignoring {key}: {value:?} is not a number of seconds");
+            None
+        }
+    }
+}
+
+fn signed(d: Duration) -> SignedDuration {
+    SignedDuration::try_from(d).unwrap_or(SignedDuration::MAX)
+}
+
+/// `t + d`, saturating at the ends of time.
+fn add(t: Timestamp, d: SignedDuration) -> Timestamp {
+    t.checked_add(d).unwrap_or(if d.is_negative() {
+        Timestamp::MIN
+    } else {
+        Timestamp::MAX
+    })
+}
+
+/// Requeue at `due` (at once when past).
+fn at(due: Timestamp, now: Timestamp) -> Action {
+    let wait = due.duration_since(now);
+    let wait = if wait.is_negative() {
+        Duration::ZERO
+    } else {
+        wait.unsigned_abs()
+    };
+    Action::requeue(wait + Duration::from_millis(20))
+}
+
+async fn reconcile(pod: Arc<Pod>, ctx: Arc<PodCtx>) -> Result<Action, Error> {
+    let Some(node_name) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) else {
+        return Ok(Action::await_change());
+    };
+    let Some(sim_node) = ctx.agent.nodes.get(node_name) else {
+        return Ok(Action::await_change());
+    };
+    let Some(node) = ctx.agent.node_store.get(&ObjectRef::new(node_name)) else {
+        return Ok(Action::await_change());
+    };
+    if Faults::of(&node).node.is_some() {
+        return Ok(Action::requeue(FAULT_RECHECK));
+    }
+    let api: Api<Pod> = Api::namespaced(
+        ctx.agent.client.clone(),
+        &pod.namespace().unwrap_or_default(),
+    );
+    let now = Timestamp::now();
+    let status = pod.status.clone().unwrap_or_default();
+    let terminal = matches!(status.phase.as_deref(), Some("Succeeded" | "Failed"));
+    if pod.metadata.deletion_timestamp.is_some() {
+        return terminate(&api, &pod, &ctx, now).await;
+    }
+    if terminal {
+        ctx.forget(&pod).await;
+        return Ok(Action::await_change());
+    }
+    let times = ctx.times(&pod).await;
+    let Some(start_time) = status
+        .start_time
+        .as_ref()
+        .map(|t| times.accepted.unwrap_or(t.0))
+    else {
+        write_status(&api, &pod, accepted(&pod, sim_node, now)).await?;
+        ctx.record(&pod, |t| t.accepted = Some(now)).await;
+        tracing::debug!(pod = %pod.name_any(), node = %node_name, "accepted");
+        return Ok(Action::requeue(Duration::from_secs(1)));
+    };
+    let Some(started_at) = running_since(&status).map(|t| times.running.unwrap_or(t)) else {
+        let delay =
+            seconds(&pod, sim::START_SECONDS).unwrap_or(signed(ctx.agent.options.start_delay));
+        let due = add(start_time, delay);
+        if now < due {
+            return Ok(at(due, now));
+        }
+        let ip = status
+            .pod_ip
+            .clone()
+            .unwrap_or_else(|| allocate_ip(&ctx.pods));
+        write_status(&api, &pod, running(&pod, ip, now)).await?;
+        ctx.record(&pod, |t| t.running = Some(now)).await;
+        tracing::debug!(pod = %pod.name_any(), node = %node_name, "running");
+        return Ok(Action::requeue(Duration::from_secs(1)));
+    };
+    let mut next = checkpoint(&api, &pod, &ctx, now).await?;
+    if let Some(run) = seconds(&pod, sim::RUN_SECONDS) {
+        let due = add(started_at, run);
+        if now >= due {
+            let (phase, finished) = finished(&pod, now);
+            write_status(&api, &pod, finished).await?;
+            ctx.forget(&pod).await;
+            tracing::debug!(pod = %pod.name_any(), node = %node_name, phase, "finished");
+            return Ok(Action::await_change());
+        }
+        next = Some(next.map_or(due, |n| n.min(due)));
+    }
+    Ok(next.map_or_else(Action::await_change, |due| at(due, now)))
+}
+
+/// When the pod's containers started running (the earliest), if they are running.
+fn running_since(status: &PodStatus) -> Option<Timestamp> {
+    status
+        .container_statuses
+        .iter()
+        .flatten()
+        .filter_map(|c| {
+            c.state
+                .as_ref()?
+                .running
+                .as_ref()?
+                .started_at
+                .as_ref()
+                .map(|t| t.0)
+        })
+        .min()
+}
+
+async fn write_status(api: &Api<Pod>, pod: &Pod, status: PodStatus) -> Result<(), Error> {
+    let body =
+        json!({ "metadata": { "resourceVersion": pod.resource_version() }, "status": status });
+    api.patch_status(
+        &pod.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(body),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Sets condition `type_` (keeping its transition time when the status does not change).
+fn set_condition(
+    status: &mut PodStatus,
+    type_: &str,
+    value: bool,
+    reason: Option<&str>,
+    now: Timestamp,
+) {
+    let value = if value { "True" } else { "False" };
+    let conditions = status.conditions.get_or_insert_with(Vec::new);
+    let since = conditions
+        .iter()
+        .find(|c| c.type_ == type_ && c.status == value)
+        .and_then(|c| c.last_transition_time.clone())
+        .unwrap_or(Time(now));
+    conditions.retain(|c| c.type_ != type_);
+    conditions.push(PodCondition {
+        type_: type_.into(),
+        status: value.into(),
+        reason: reason.map(Into::into),
+        last_transition_time: Some(since),
+        ..Default::default()
+    });
+}
+
+fn container_status(
+    pod: &Pod,
+    name: &str,
+    image: Option<&String>,
+    state: ContainerState,
+    ready: bool,
+) -> ContainerStatus {
+    ContainerStatus {
+        name: name.into(),
+        image: image.cloned().unwrap_or_default(),
+        image_id: if ready || state.terminated.is_some() {
+            format!("sim://{}", image.map_or("", |s| s))
+        } else {
+            String::new()
+        },
+        container_id: state
+            .waiting
+            .is_none()
+            .then(|| format!("sim://{}-{name}", pod.uid().unwrap_or_default())),
+        ready,
+        started: Some(ready),
+        restart_count: 0,
+        state: Some(state),
+        ..Default::default()
+    }
+}
+
+fn containers(pod: &Pod) -> impl Iterator<Item = (&String, Option<&String>)> {
+    pod.spec
+        .iter()
+        .flat_map(|s| s.containers.iter())
+        .map(|c| (&c.name, c.image.as_ref()))
+}
+
+fn init_containers(pod: &Pod) -> impl Iterator<Item = (&String, Option<&String>)> {
+    pod.spec
+        .iter()
+        .flat_map(|s| s.init_containers.iter().flatten())
+        .map(|c| (&c.name, c.image.as_ref()))
+}
+
+/// First sight: Pending, accepted at `now`, containers being created.
+fn accepted(pod: &Pod, node: &SimNode, now: Timestamp) -> PodStatus {
+    let mut s = pod.status.clone().unwrap_or_default();
+    s.phase = Some("Pending".into());
+    s.host_ip = Some(node.address.clone());
+    s.start_time = Some(Time(now));
+    let has_init = init_containers(pod).next().is_some();
+    set_condition(&mut s, "PodScheduled", true, None, now);
+    set_condition(
+        &mut s,
+        "Initialized",
+        !has_init,
+        has_init.then_some("ContainersNotInitialized"),
+        now,
+    );
+    set_condition(
+        &mut s,
+        "ContainersReady",
+        false,
+        Some("ContainersNotReady"),
+        now,
+    );
+    set_condition(&mut s, "Ready", false, Some("ContainersNotReady"), now);
+    let waiting = |reason: &str| ContainerState {
+        waiting: Some(ContainerStateWaiting {
+            reason: Some(reason.into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    s.init_container_statuses = has_init.then(|| {
+        init_containers(pod)
+            .map(|(n, i)| container_status(pod, n, i, waiting("PodInitializing"), false))
+            .collect()
+    });
+    s.container_statuses = Some(
+        containers(pod)
+            .map(|(n, i)| container_status(pod, n, i, waiting("ContainerCreating"), false))
+            .collect(),
+    );
+    s
+}
+
+/// Containers started at `now`, pod Running and Ready with IP `ip`.
+fn running(pod: &Pod, ip: String, now: Timestamp) -> PodStatus {
+    let mut s = pod.status.clone().unwrap_or_default();
+    s.phase = Some("Running".into());
+    s.pod_ip = Some(ip.clone());
+    s.pod_ips = Some(vec![PodIP { ip }]);
+    for (t, v) in [
+        ("PodScheduled", true),
+        ("Initialized", true),
+        ("ContainersReady", true),
+        ("Ready", true),
+    ] {
+        set_condition(&mut s, t, v, None, now);
+    }
+    let has_init = init_containers(pod).next().is_some();
+    s.init_container_statuses = has_init.then(|| {
+        init_containers(pod)
+            .map(|(n, i)| {
+                let done = terminated(0, "Completed", Some(now), now);
+                container_status(pod, n, i, done, false)
+            })
+            .collect()
+    });
+    let run = ContainerState {
+        running: Some(ContainerStateRunning {
+            started_at: Some(Time(now)),
+        }),
+        ..Default::default()
+    };
+    s.container_statuses = Some(
+        containers(pod)
+            .map(|(n, i)| container_status(pod, n, i, run.clone(), true))
+            .collect(),
+    );
+    s
+}
+
+fn terminated(
+    exit_code: i32,
+    reason: &str,
+    started: Option<Timestamp>,
+    now: Timestamp,
+) -> ContainerState {
+    ContainerState {
+        terminated: Some(ContainerStateTerminated {
+            exit_code,
+            reason: Some(reason.into()),
+            started_at: started.map(Time),
+            finished_at: Some(Time(now)),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// Every container stopped with `exit_code`; phase as given (`None`: unchanged).
+fn stopped(
+    pod: &Pod,
+    phase: Option<&str>,
+    exit_code: i32,
+    reason: &str,
+    message: Option<String>,
+    now: Timestamp,
+) -> PodStatus {
+    let mut s = pod.status.clone().unwrap_or_default();
+    if let Some(phase) = phase {
+        s.phase = Some(phase.into());
+    }
+    let started = running_since(&s);
+    for t in ["ContainersReady", "Ready"] {
+        set_condition(&mut s, t, false, Some("PodCompleted"), now);
+    }
+    s.container_statuses = Some(
+        containers(pod)
+            .map(|(n, i)| {
+                let mut state = terminated(exit_code, reason, started, now);
+                if let Some(t) = state.terminated.as_mut() {
+                    t.message = message.clone();
+                }
+                container_status(pod, n, i, state, false)
+            })
+            .collect(),
+    );
+    s
+}
+
+/// The end of the run as the pod's annotations direct: (phase, status).
+fn finished(pod: &Pod, now: Timestamp) -> (&'static str, PodStatus) {
+    let oom = annotation(pod, sim::OOM).is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+    let code = annotation(pod, sim::EXIT_CODE)
+        .and_then(|v| v.trim().parse::<i32>().ok())
+        .unwrap_or(0);
+    let (phase, code, reason) = match (oom, code) {
+        (true, _) => ("Failed", OOM_EXIT_CODE, "OOMKilled"),
+        (false, 0) => ("Succeeded", 0, "Completed"),
+        (false, code) => ("Failed", code, "Error"),
+    };
+    (phase, stopped(pod, Some(phase), code, reason, None, now))
+}
+
+/// Answers a pending checkpoint request when its delay has passed; returns when to look
+/// again if it is not due yet.
+async fn checkpoint(
+    api: &Api<Pod>,
+    pod: &Pod,
+    ctx: &PodCtx,
+    now: Timestamp,
+) -> Result<Option<Timestamp>, Error> {
+    let Some(request) = annotation(pod, CHECKPOINT_REQUESTED) else {
+        return Ok(None);
+    };
+    let requested_at = request.trim().parse::<Timestamp>().ok();
+    if let Some(done) = annotation(pod, CHECKPOINT_DONE) {
+        let answered = match (done.trim().parse::<Timestamp>().ok(), requested_at) {
+            (Some(done), Some(requested)) => done >= requested,
+            _ => true,
+        };
+        if answered {
+            return Ok(None);
+        }
+    }
+    let delay = match annotation(pod, sim::CHECKPOINT_DELAY) {
+        Some(v) if v.trim().eq_ignore_ascii_case("never") => return Ok(None),
+        _ => seconds(pod, sim::CHECKPOINT_DELAY)
+            .unwrap_or(signed(ctx.agent.options.checkpoint_delay)),
+    };
+    let base = match requested_at {
+        Some(t) => t,
+        None => {
+            let key = (pod.uid().unwrap_or_default(), request.to_string());
+            *ctx.requests_seen.lock().await.entry(key).or_insert(now)
+        }
+    };
+    let due = add(base, delay);
+    if now < due {
+        return Ok(Some(due));
+    }
+    // Whole seconds, unless that would make the answer older than the request.
+    let stamp = now
+        .round(
+            TimestampRound::new()
+                .smallest(Unit::Second)
+                .mode(RoundMode::Trunc),
+        )
+        .unwrap_or(now);
+    let stamp = if requested_at.is_some_and(|r| stamp < r) {
+        now
+    } else {
+        stamp
+    };
+    let patch = json!({ "metadata": { "annotations": { CHECKPOINT_DONE: stamp.to_string() } } });
+    api.patch(
+        &pod.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(patch),
+    )
+    .await?;
+    tracing::debug!(pod = %pod.name_any(), "checkpoint acknowledged");
+    Ok(None)
+}
+
+/// Graceful deletion: stop the containers once the (capped) grace period has passed, then
+/// remove the pod.
+async fn terminate(
+    api: &Api<Pod>,
+    pod: &Pod,
+    ctx: &PodCtx,
+    now: Timestamp,
+) -> Result<Action, Error> {
+    let grace = pod
+        .metadata
+        .deletion_grace_period_seconds
+        .unwrap_or(0)
+        .max(0);
+    if grace == 0 {
+        // Already being removed at once; only finalizers can hold it.
+        return Ok(Action::await_change());
+    }
+    let status = pod.status.clone().unwrap_or_default();
+    let terminal = matches!(status.phase.as_deref(), Some("Succeeded" | "Failed"));
+    if !terminal && running_since(&status).is_some() {
+        let Some(deadline) = pod.metadata.deletion_timestamp.as_ref().map(|t| t.0) else {
+            return Ok(Action::await_change());
+        };
+        let grace = SignedDuration::from_secs(grace);
+        // The request time is deadline − grace, to the second; when this agent saw the
+        // deletion happen, the time it saw it is more precise.
+        let seen = match ctx.times(pod).await.deletion_seen {
+            Some(t) => t,
+            None => {
+                ctx.record(pod, |t| t.deletion_seen = Some(now)).await;
+                now
+            }
+        };
+        let requested = add(deadline, -grace);
+        let requested = if seen >= requested && seen < add(requested, SignedDuration::from_secs(1))
+        {
+            seen
+        } else {
+            requested
+        };
+        let due = add(
+            requested,
+            grace.min(signed(ctx.agent.options.max_termination_grace)),
+        );
+        if now < due {
+            return Ok(at(due, now));
+        }
+        let message = Some("stopped by pod deletion (simulated)".to_string());
+        write_status(
+            api,
+            pod,
+            stopped(pod, None, SIGTERM_EXIT_CODE, "Error", message, now),
+        )
+        .await?;
+    }
+    let params = DeleteParams {
+        grace_period_seconds: Some(0),
+        preconditions: Some(Preconditions {
+            uid: pod.uid(),
+            resource_version: None,
+        }),
+        ..Default::default()
+    };
+    match api.delete(&pod.name_any(), &params).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 404 => {}
+        Err(e) => return Err(e.into()),
+    }
+    ctx.forget(pod).await;
+    tracing::debug!(pod = %pod.name_any(), "deleted");
+    Ok(Action::await_change())
+}
+
+static NEXT_IP: AtomicU32 = AtomicU32::new(0);
+
+/// A pod IP in 10.244.0.0/16 that no bound pod has; the sequence starts at an offset derived
+/// from the process id so that two agents on one API server rarely race for an address.
+fn allocate_ip(pods: &Store<Pod>) -> String {
+    let used: HashSet<String> = pods
+        .state()
+        .iter()
+        .filter_map(|p| p.status.as_ref()?.pod_ip.clone())
+        .collect();
+    let offset = std::process::id().wrapping_mul(4099);
+    let ip = |n: u32| {
+        let n = n.wrapping_add(offset) % POD_IPS + 1;
+        format!("10.244.{}.{}", n >> 8, n & 0xff)
+    };
+    for _ in 0..POD_IPS {
+        let candidate = ip(NEXT_IP.fetch_add(1, Ordering::Relaxed));
+        if !used.contains(&candidate) {
+            return candidate;
+        }
+    }
+    tracing::warn!("pod network 10.244.0.0/16 exhausted; reusing an address");
+    ip(NEXT_IP.fetch_add(1, Ordering::Relaxed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(annotations: serde_json::Value) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": { "name": "p", "namespace": "n", "uid": "u", "annotations": annotations },
+            "spec": { "nodeName": "node", "containers": [{ "name": "main", "image": "busybox" }] },
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn lifecycle_statuses_are_consistent() {
+        let now = Timestamp::now();
+        let node = super::super::cluster::ClusterSpec::single(
+            "t",
+            super::super::cluster::NodeGroup::gpu_nodes("a", 1, 8, "NVIDIA A100-SXM4-80GB"),
+        )
+        .nodes()
+        .remove(0);
+        let mut p = pod(json!({ sim::EXIT_CODE: "3" }));
+        p.status = Some(accepted(&p, &node, now));
+        assert_eq!(running_since(p.status.as_ref().unwrap()), None);
+        p.status = Some(running(&p, "10.244.0.7".into(), now));
+        assert_eq!(running_since(p.status.as_ref().unwrap()), Some(now));
+        let (phase, s) = finished(&p, now);
+        assert_eq!(phase, "Failed");
+        let t = s.container_statuses.unwrap()[0]
+            .state
+            .clone()
+            .unwrap()
+            .terminated
+            .unwrap();
+        assert_eq!((t.exit_code, t.reason.as_deref()), (3, Some("Error")));
+        let ready = s
+            .conditions
+            .unwrap()
+            .into_iter()
+            .find(|c| c.type_ == "Ready")
+            .unwrap();
+        assert_eq!(ready.status, "False");
+
+        let oom = pod(json!({ sim::OOM: "true" }));
+        let (phase, s) = finished(&oom, now);
+        let t = s.container_statuses.unwrap()[0]
+            .state
+            .clone()
+            .unwrap()
+            .terminated
+            .unwrap();
+        assert_eq!(
+            (phase, t.exit_code, t.reason.as_deref()),
+            ("Failed", 137, Some("OOMKilled"))
+        );
+        assert_eq!(finished(&pod(json!({})), now).0, "Succeeded");
+    }
+
+    #[test]
+    fn allocates_distinct_ips() {
+        let (store, _writer) = kube::runtime::reflector::store::<Pod>();
+        let ips: HashSet<String> = (0..1000).map(|_| allocate_ip(&store)).collect();
+        assert_eq!(ips.len(), 1000);
+        assert!(ips.iter().all(|ip| ip.starts_with("10.244.")));
+    }
+}

@@ -1,0 +1,192 @@
+//! The topology annotation of a simulated node, built the way the node labeler would publish
+//! it from NVML: GPUs with index, UUID, product, memory, NUMA node and health; GPU groups; and
+//! per-pair links (NVLink count and closest common PCIe ancestor).
+//!
+//! GPUs are spread over two sockets (the first half on NUMA node 0), adjacent pairs share a
+//! PCIe switch, as on DGX-style boards.
+
+use serde::{Deserialize, Serialize};
+
+use kubetrain::api::topology::{
+    GpuGroup, GpuInfo, GpuLink, NodeTopology, PcieLevel, TOPOLOGY_VERSION,
+};
+
+/// How the GPUs of a node are connected.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum TopologyKind {
+    /// All GPUs joined through NVSwitch (one NVLink group, as DGX A100/H100).
+    #[default]
+    #[serde(rename = "nvswitch")]
+    NvSwitch,
+    /// Two NVLink groups of half the GPUs each, one per socket.
+    TwoNvlinkGroups,
+    /// No NVLink; pairs of GPUs under one PCIe switch.
+    PciePairs,
+}
+
+/// NVLinks between two GPUs of one NVSwitch node (A100: 12 links each).
+const NVSWITCH_LINKS: u32 = 12;
+/// NVLinks between two GPUs of one NVLink group.
+const GROUP_LINKS: u32 = 2;
+
+impl TopologyKind {
+    /// Whether `gpus` GPUs can take this shape.
+    pub fn check(self, gpus: u32) -> Result<(), String> {
+        match self {
+            TopologyKind::NvSwitch => Ok(()),
+            TopologyKind::TwoNvlinkGroups | TopologyKind::PciePairs if gpus.is_multiple_of(2) => {
+                Ok(())
+            }
+            _ => Err(format!(
+                "topology {self:?} needs an even number of GPUs, not {gpus}"
+            )),
+        }
+    }
+}
+
+/// Socket (NUMA node) of GPU `i` of `n`: pairs of GPUs stay together, the first half of the
+/// pairs is on socket 0.
+fn socket(i: u32, n: u32) -> u32 {
+    let pairs = n.div_ceil(2);
+    if pairs >= 2 { (i / 2) * 2 / pairs } else { 0 }
+}
+
+/// A stable fake GPU UUID from the node name and index.
+fn uuid(node: &str, index: u32) -> String {
+    let h = |seed: u64| {
+        node.bytes().chain(index.to_le_bytes()).fold(seed, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        })
+    };
+    let (a, b) = (h(0xcbf2_9ce4_8422_2325), h(0x84222325_cbf29ce4));
+    format!(
+        "GPU-{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xffff,
+        a & 0xffff,
+        b >> 48,
+        b & 0xffff_ffff_ffff
+    )
+}
+
+/// The annotation of a node with `n` GPUs of `product`, all healthy.
+pub fn build_topology(
+    node: &str,
+    kind: TopologyKind,
+    n: u32,
+    product: &str,
+    memory_mib: u64,
+    rack: Option<String>,
+) -> NodeTopology {
+    let gpus = (0..n)
+        .map(|i| GpuInfo {
+            index: i,
+            uuid: uuid(node, i),
+            product: product.into(),
+            memory_mib,
+            numa_node: Some(socket(i, n)),
+            socket: Some(socket(i, n)),
+            pci_bus_id: Some(format!("00000000:{:02X}:00.0", 0x07 + 0x10 * i)),
+            healthy: true,
+            ..Default::default()
+        })
+        .collect();
+    let group = |members: Vec<u32>, nvlink: bool| {
+        let s = socket(members[0], n);
+        let same = members.iter().all(|&g| socket(g, n) == s);
+        GpuGroup {
+            gpus: members,
+            nvlink,
+            numa_node: same.then_some(s),
+            socket: same.then_some(s),
+        }
+    };
+    let groups = match kind {
+        TopologyKind::NvSwitch => vec![group((0..n).collect(), true)],
+        TopologyKind::TwoNvlinkGroups => {
+            vec![
+                group((0..n / 2).collect(), true),
+                group((n / 2..n).collect(), true),
+            ]
+        }
+        TopologyKind::PciePairs => (0..n / 2)
+            .map(|p| group(vec![2 * p, 2 * p + 1], false))
+            .collect(),
+    };
+    let mut links = Vec::new();
+    for a in 0..n {
+        for b in a + 1..n {
+            let pcie = if a / 2 == b / 2 {
+                PcieLevel::Switch
+            } else if socket(a, n) == socket(b, n) {
+                PcieLevel::Numa
+            } else {
+                PcieLevel::System
+            };
+            let nvlinks = match kind {
+                TopologyKind::NvSwitch => NVSWITCH_LINKS,
+                TopologyKind::TwoNvlinkGroups if (a < n / 2) == (b < n / 2) => GROUP_LINKS,
+                _ => 0,
+            };
+            links.push(GpuLink {
+                a,
+                b,
+                nvlinks,
+                pcie: Some(pcie.as_str().into()),
+            });
+        }
+    }
+    NodeTopology {
+        version: TOPOLOGY_VERSION,
+        product: product.into(),
+        driver_version: Some("550.54.15".into()),
+        cuda_version: Some("12.4".into()),
+        rack,
+        gpus,
+        groups,
+        links,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_is_a_valid_annotation() {
+        for kind in [
+            TopologyKind::NvSwitch,
+            TopologyKind::TwoNvlinkGroups,
+            TopologyKind::PciePairs,
+        ] {
+            for n in [2, 4, 8] {
+                let t = build_topology("n-0", kind, n, "NVIDIA A100-SXM4-80GB", 81920, None);
+                let parsed = NodeTopology::parse(&t.to_annotation()).unwrap();
+                assert_eq!(parsed, t);
+                assert_eq!(t.healthy_count(), n as usize);
+                assert_eq!(t.links.len(), (n * (n - 1) / 2) as usize);
+            }
+        }
+        let single = build_topology("n-0", TopologyKind::NvSwitch, 1, "x", 0, None);
+        single.validate().unwrap();
+    }
+
+    #[test]
+    fn shapes_match_their_names() {
+        let t = build_topology("n-0", TopologyKind::TwoNvlinkGroups, 8, "p", 1, None);
+        assert_eq!(t.groups.len(), 2);
+        assert_eq!(t.groups[1].gpus, vec![4, 5, 6, 7]);
+        assert_eq!(t.groups[1].numa_node, Some(1));
+        assert_eq!(t.link(0, 3).unwrap().nvlinks, GROUP_LINKS);
+        assert_eq!(t.link(3, 4).unwrap().nvlinks, 0);
+        let p = build_topology("n-0", TopologyKind::PciePairs, 8, "p", 1, None);
+        assert_eq!(p.groups.len(), 4);
+        assert!(!p.has_nvlink());
+        assert_eq!(p.link(2, 3).unwrap().pcie_level(), Some(PcieLevel::Switch));
+        assert_eq!(p.link(0, 7).unwrap().pcie_level(), Some(PcieLevel::System));
+        let uuids: std::collections::BTreeSet<_> = p.gpus.iter().map(|g| g.uuid.clone()).collect();
+        assert_eq!(uuids.len(), 8);
+        assert_ne!(uuid("a", 0), uuid("b", 0));
+    }
+}

@@ -1,0 +1,197 @@
+//! TrainingJob lifecycle against the real control plane, simulated nodes and the operator:
+//! submit → queue → run → succeed; retry ≤ N then fail; gangs all or nothing; invalid
+//! references recovered by a later apply; reclaim with a checkpoint.
+
+use std::time::{Duration, Instant};
+
+use kubetrain_e2e::scenario::Scenario;
+
+const T: Duration = Duration::from_secs(60);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn happy_path_queued_running_succeeded() {
+    let s = Scenario::new("happy", 1, 8, 1).await;
+    let q = s.tenant("happy", 8, "FIFO", "");
+    let submitted = Instant::now();
+    s.cp.apply(&s.job("train", &q, 2, 2, &[("run-seconds", "3")], ""));
+    s.wait_phase("train", "Running", T).await;
+    let running = submitted.elapsed();
+    assert_eq!(
+        s.pods_of("train").len(),
+        2,
+        "both replicas exist while running"
+    );
+    let placement = s.job_status("train", "{.status.placement[*].node}");
+    assert_eq!(
+        placement.split_whitespace().count(),
+        2,
+        "placement recorded: {placement}"
+    );
+    s.wait_phase("train", "Succeeded", T).await;
+    let conditions = s.job_status(
+        "train",
+        "{range .status.conditions[*]}{.type}={.status} {end}",
+    );
+    for c in ["Valid=True", "Admitted=True", "Succeeded=True"] {
+        assert!(
+            conditions.contains(c),
+            "missing condition {c}: {conditions}"
+        );
+    }
+    assert!(s.job_status("train", "{.status.finishedAt}").len() > 10);
+    let events = s.event_reasons("train");
+    for r in ["Queued", "Admitted", "Succeeded"] {
+        assert!(
+            events.iter().any(|e| e == r),
+            "missing event {r}: {events:?}"
+        );
+    }
+    // GitOps: applying the same manifest again changes nothing and restarts nothing.
+    let rv = s.job_status("train", "{.metadata.resourceVersion}");
+    let again =
+        s.cp.apply(&s.job("train", &q, 2, 2, &[("run-seconds", "3")], ""));
+    assert!(again.contains("unchanged"), "{again}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(rv, s.job_status("train", "{.metadata.resourceVersion}"));
+    s.timing(&format!(
+        "happy_path: submit→running {:.2}s",
+        running.as_secs_f64()
+    ));
+    s.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_replica_is_retried_then_fails() {
+    let s = Scenario::new("retry", 1, 8, 1).await;
+    let q = s.tenant("retry", 8, "FIFO", "");
+    let extra = "  maxRetries: 2\n  backoff:\n    initialSeconds: 1\n    maxSeconds: 1\n";
+    s.cp.apply(&s.job(
+        "crash",
+        &q,
+        2,
+        1,
+        &[("run-seconds", "1"), ("exit-code", "3")],
+        extra,
+    ));
+    s.wait_phase("crash", "Failed", Duration::from_secs(90))
+        .await;
+    assert_eq!(s.job_status("crash", "{.status.retries}"), "2");
+    let msg = s.job_status("crash", "{.status.message}");
+    assert!(
+        msg.contains("exit code 3") && msg.contains("No retries left"),
+        "{msg}"
+    );
+    let reason = s.job_status(
+        "crash",
+        "{.status.conditions[?(@.type==\"Failed\")].reason}",
+    );
+    assert_eq!(reason, "RetriesExhausted");
+    let events = s.event_reasons("crash");
+    // Repeated events of one reason are folded into a series by the recorder.
+    assert!(events.iter().any(|e| e == "ReplicaFailed"), "{events:?}");
+    assert!(events.iter().any(|e| e == "Failed"), "{events:?}");
+    s.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oom_killed_replica_counts_as_a_failure() {
+    let s = Scenario::new("oom", 1, 8, 1).await;
+    let q = s.tenant("oom", 8, "FIFO", "");
+    s.cp.apply(&s.job(
+        "oom",
+        &q,
+        1,
+        1,
+        &[("run-seconds", "1"), ("oom-killed", "true")],
+        "  maxRetries: 0\n",
+    ));
+    s.wait_phase("oom", "Failed", T).await;
+    let msg = s.job_status("oom", "{.status.message}");
+    assert!(msg.contains("OOMKilled"), "{msg}");
+    s.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gang_is_never_partly_created() {
+    let s = Scenario::new("gang", 4, 8, 2).await;
+    let q = s.tenant("gang", 32, "FIFO", "");
+    // Two 4 × 8-GPU gangs on 32 GPUs: the second waits whole until the first is done.
+    s.cp.apply(&s.job("first", &q, 4, 8, &[("run-seconds", "4")], ""));
+    s.cp.apply(&s.job("second", &q, 4, 8, &[("run-seconds", "2")], ""));
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        for job in ["first", "second"] {
+            let n = s.pods_of(job).len();
+            assert!(n == 0 || n == 4, "{job} has {n} of 4 pods: a partial gang");
+        }
+        let both_running = s.job_status("first", "{.status.phase}") == "Running"
+            && s.job_status("second", "{.status.phase}") == "Running";
+        assert!(!both_running, "two 32-GPU gangs running on 32 GPUs");
+        if s.job_status("second", "{.status.phase}") == "Succeeded" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "second gang never ran: {}",
+            s.job_status("second", "{.status}")
+        );
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+    assert_eq!(s.job_status("first", "{.status.phase}"), "Succeeded");
+    s.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_queue_is_reported_and_recovered_by_a_later_apply() {
+    let s = Scenario::new("gitops", 1, 8, 1).await;
+    let queue = format!("late-{}", s.id);
+    s.cp.apply(&s.job("early", &queue, 1, 1, &[("run-seconds", "1")], ""));
+    let deadline = Instant::now() + T;
+    loop {
+        let reason = s.job_status("early", "{.status.conditions[?(@.type==\"Valid\")].reason}");
+        if reason == "UnknownQueue" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no UnknownQueue condition: {}",
+            s.job_status("early", "{.status}")
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(s.job_status("early", "{.status.phase}"), "Pending");
+    // The queue arrives later (another file of the same GitOps sync): the job recovers.
+    let vc = format!("late-{}", s.id);
+    s.cp.apply(&format!(
+        "apiVersion: kubetrain.io/v1alpha1\nkind: VirtualCluster\nmetadata:\n  name: {vc}\nspec:\n  namespaces: [{}]\n  guarantee:\n  - flavor: {}\n    gpus: 8\n---\napiVersion: kubetrain.io/v1alpha1\nkind: Queue\nmetadata:\n  name: {queue}\nspec:\n  virtualCluster: {vc}\n",
+        s.ns, s.flavor
+    ));
+    s.wait_phase("early", "Succeeded", T).await;
+    let valid = s.job_status("early", "{.status.conditions[?(@.type==\"Valid\")].status}");
+    assert_eq!(valid, "True");
+    s.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_job_removes_its_pods_and_frees_its_gpus() {
+    let s = Scenario::new("delete", 1, 8, 1).await;
+    let q = s.tenant("delete", 8, "FIFO", "");
+    s.cp.apply(&s.job("big", &q, 1, 8, &[], ""));
+    s.wait_phase("big", "Running", T).await;
+    s.cp.apply(&s.job("next", &q, 1, 8, &[("run-seconds", "1")], ""));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        s.job_status("next", "{.status.phase}"),
+        "Queued",
+        "no room while big runs"
+    );
+    s.cp.kubectl_ok(&["delete", "tj", "big", "-n", &s.ns, "--wait=false"])
+        .expect("delete");
+    s.wait_phase("next", "Succeeded", T).await;
+    let deadline = Instant::now() + T;
+    while !s.pods_of("big").is_empty() {
+        assert!(Instant::now() < deadline, "pods of the deleted job remain");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    s.finish().await;
+}

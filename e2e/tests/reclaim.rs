@@ -1,0 +1,133 @@
+//! Two VirtualClusters with bonus lending and reclaim: the owner gets its guarantee back
+//! within the grace period (+5 s), the borrower was asked to checkpoint, returns to Queued
+//! keeping its place and later succeeds; no node ever has more GPUs assigned than it has.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use kubetrain_e2e::scenario::Scenario;
+
+const T: Duration = Duration::from_secs(60);
+
+/// GPUs assigned per node by the pods of the namespace that still exist and are active.
+fn gpus_per_node(s: &Scenario) -> BTreeMap<String, usize> {
+    let out = s.cp.jsonpath(
+        &["pods", "-n", &s.ns],
+        "{range .items[*]}{.spec.nodeName} {.status.phase} {.metadata.annotations.kubetrain\\.io/gpus}{\"\\n\"}{end}",
+    );
+    let mut per = BTreeMap::new();
+    for line in out.lines() {
+        let parts: Vec<&str> = line.split_whitespace().collect();
+        if parts.len() < 3 || parts[1] == "Succeeded" || parts[1] == "Failed" {
+            continue;
+        }
+        *per.entry(parts[0].to_string()).or_insert(0) += parts[2].split(',').count();
+    }
+    per
+}
+
+async fn reclaim(name: &str, checkpoint_delay: &str, grace: u32) {
+    let s = Scenario::new(name, 1, 8, 1).await;
+    let owner = s.tenant("owner", 8, "FIFO", "");
+    let borrower = s.tenant("borrower", 0, "FIFO", "");
+    // The borrower takes the owner's idle node as bonus.
+    let borrow = s.job(
+        "borrow",
+        &borrower,
+        1,
+        8,
+        &[
+            ("run-seconds", "6"),
+            ("checkpoint-delay-seconds", checkpoint_delay),
+        ],
+        &format!("  checkpoint:\n    gracePeriodSeconds: {grace}\n"),
+    );
+    s.cp.apply(&borrow);
+    s.wait_phase("borrow", "Running", T).await;
+    assert_eq!(s.job_status("borrow", "{.status.bonus}"), "true");
+    // `kubectl get vc` shows the loan (the status follows within a few seconds).
+    let until = Instant::now() + Duration::from_secs(15);
+    while s.cp.jsonpath(&["vc", &borrower], "{.status.bonusGpus}") != "8" {
+        assert!(
+            Instant::now() < until,
+            "borrower's bonus GPUs: {}",
+            s.cp.jsonpath(&["vc", &borrower], "{.status}")
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(s.cp.jsonpath(&["vc", &owner], "{.status.lentGpus}"), "8");
+
+    // The owner wants its guarantee back.
+    let submitted = Instant::now();
+    s.cp.apply(&s.job("own", &owner, 1, 8, &[("run-seconds", "2")], ""));
+    let deadline = submitted + Duration::from_secs(u64::from(grace) + 5 + 5);
+    let mut saw_preempting = false;
+    loop {
+        for (node, used) in gpus_per_node(&s) {
+            assert!(used <= 8, "node {node} has {used} GPUs assigned");
+        }
+        if s.job_status("borrow", "{.status.phase}") == "Preempting" {
+            saw_preempting = true;
+        }
+        if s.job_status("own", "{.status.phase}") == "Running"
+            || s.job_status("own", "{.status.phase}") == "Succeeded"
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "owner not running in time: {}",
+            s.job_status("own", "{.status}")
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let latency = submitted.elapsed();
+    assert!(saw_preempting || s.event_reasons("borrow").iter().any(|e| e == "Preempting"));
+    assert!(
+        latency <= Duration::from_secs(u64::from(grace) + 5 + 2),
+        "reclaim took {latency:?}"
+    );
+    let events = s.event_reasons("borrow");
+    assert!(
+        events.iter().any(|e| e == "Preempting"),
+        "victim was not asked to checkpoint: {events:?}"
+    );
+    assert!(events.iter().any(|e| e == "Requeued"), "{events:?}");
+    assert_eq!(s.job_status("borrow", "{.status.preemptions}"), "1");
+    assert_eq!(
+        s.job_status("borrow", "{.status.retries}"),
+        "0",
+        "a preemption is not a retry"
+    );
+    let checkpoint = s.job_status("borrow", "{.status.lastCheckpointTime}");
+    if checkpoint_delay == "never" {
+        assert!(
+            checkpoint.is_empty(),
+            "no acknowledgement, no checkpoint time: {checkpoint}"
+        );
+    } else {
+        assert!(
+            !checkpoint.is_empty(),
+            "the acknowledgement sets lastCheckpointTime"
+        );
+    }
+    // The borrower runs again once the owner is done, and succeeds.
+    s.wait_phase("own", "Succeeded", T).await;
+    s.wait_phase("borrow", "Succeeded", Duration::from_secs(90))
+        .await;
+    s.timing(&format!(
+        "reclaim({name}): owner submit→running {:.2}s (grace {grace}s)",
+        latency.as_secs_f64()
+    ));
+    s.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reclaim_with_checkpoint_acknowledgement() {
+    reclaim("reclaimack", "1", 30).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reclaim_after_grace_timeout_without_acknowledgement() {
+    reclaim("reclaimgrace", "never", 3).await;
+}

@@ -1,0 +1,241 @@
+//! Placement and ordering as users see them: topology-aware placement, queue policies,
+//! and the numbers `kubectl get queues` / `kubectl get vc` print.
+
+use std::time::{Duration, Instant};
+
+use kubetrain_e2e::scenario::Scenario;
+
+const T: Duration = Duration::from_secs(60);
+
+/// NVLink groups of a node, from its topology annotation, as sets of GPU indices.
+fn nvlink_groups(s: &Scenario, node: &str) -> Vec<Vec<u32>> {
+    let raw = s.cp.jsonpath(
+        &["node", node],
+        "{.metadata.annotations.gpu\\.kubetrain\\.io/topology}",
+    );
+    let topo: kubetrain::api::topology::NodeTopology =
+        serde_json::from_str(&raw).expect("topology annotation");
+    topo.groups
+        .into_iter()
+        .filter(|g| g.nvlink)
+        .map(|g| g.gpus)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topology_nvlink_pair_whole_node_and_one_rack() {
+    // 16 nodes × 8 GPUs (two 4-GPU NVLink groups each) in 2 racks of 8.
+    let s = Scenario::with_topology("topo", 16, 8, 2, "two-nvlink-groups").await;
+    let q = s.tenant("topo", 128, "FIFO", "");
+    // A 1-GPU job first, so the cluster is not empty and choices matter.
+    s.cp.apply(&s.job("small", &q, 1, 1, &[], ""));
+    s.wait_phase("small", "Running", T).await;
+    s.cp.apply(&s.job("pair", &q, 1, 2, &[], ""));
+    s.cp.apply(&s.job("node", &q, 1, 8, &[], ""));
+    s.cp.apply(&s.job("rack", &q, 8, 8, &[], ""));
+    for j in ["pair", "node", "rack"] {
+        s.wait_phase(j, "Running", T).await;
+    }
+    // The 2-GPU job's GPUs are one NVLink pair (same NVLink group).
+    let node = s.job_status("pair", "{.status.placement[0].node}");
+    let gpus: Vec<u32> = s
+        .job_status("pair", "{.status.placement[0].gpus[*]}")
+        .split_whitespace()
+        .map(|g| g.parse().expect("index"))
+        .collect();
+    assert_eq!(gpus.len(), 2);
+    let groups = nvlink_groups(&s, &node);
+    assert!(
+        groups.iter().any(|g| gpus.iter().all(|x| g.contains(x))),
+        "GPUs {gpus:?} on {node} span NVLink groups {groups:?}"
+    );
+    // The 8-GPU job: one node.
+    assert_eq!(
+        s.job_status("node", "{.status.placement[*].node}")
+            .split_whitespace()
+            .count(),
+        1
+    );
+    // The 64-GPU job: 8 whole nodes of one rack.
+    let nodes: Vec<String> = s
+        .job_status("rack", "{.status.placement[*].node}")
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(nodes.len(), 8);
+    let racks: std::collections::BTreeSet<String> = nodes
+        .iter()
+        .map(|n| {
+            s.cp.jsonpath(
+                &["node", n],
+                "{.metadata.labels.topology\\.kubernetes\\.io/rack}",
+            )
+        })
+        .collect();
+    assert_eq!(racks.len(), 1, "64-GPU job spans racks {racks:?}");
+    // Ranks follow the placement: rank 0..7, one per node, and MASTER_ADDR is rank 0's pod.
+    let ranks = s.job_status("rack", "{.status.placement[*].rank}");
+    assert_eq!(ranks, "0 1 2 3 4 5 6 7");
+    s.finish().await;
+}
+
+/// Waits until `job` is Running or Succeeded and returns when it was admitted (seconds).
+async fn admitted_at(s: &Scenario, job: &str) -> String {
+    let deadline = Instant::now() + T;
+    loop {
+        let at = s.job_status(job, "{.status.admittedAt}");
+        if !at.is_empty() {
+            return at;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{job} never admitted: {}",
+            s.job_status(job, "{.status}")
+        );
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+}
+
+/// The order in which jobs were admitted, from the Admitted events' order of arrival.
+async fn admission_order(s: &Scenario, jobs: &[&str]) -> Vec<String> {
+    let mut seen: Vec<(String, String)> = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while seen.len() < jobs.len() {
+        for j in jobs {
+            if seen.iter().any(|(n, _)| n == j) {
+                continue;
+            }
+            if !s.job_status(j, "{.status.admittedAt}").is_empty() {
+                seen.push((j.to_string(), s.job_status(j, "{.status.admittedAt}")));
+            }
+        }
+        assert!(Instant::now() < deadline, "not all admitted: {seen:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    seen.into_iter().map(|(n, _)| n).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_policies_order_jobs() {
+    let s = Scenario::new("policy", 1, 8, 1).await;
+    // Priority: a blocker holds the node; three waiting jobs run by priority, not age.
+    let pq = s.tenant("prio", 8, "Priority", "");
+    s.cp.apply(&s.job("blocker", &pq, 1, 8, &[("run-seconds", "3")], ""));
+    s.wait_phase("blocker", "Running", T).await;
+    for (name, prio) in [("low", 1), ("high", 9), ("mid", 5)] {
+        s.cp.apply(&s.job(
+            name,
+            &pq,
+            1,
+            8,
+            &[("run-seconds", "1")],
+            &format!("  priority: {prio}\n"),
+        ));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let order = admission_order(&s, &["low", "high", "mid"]).await;
+    assert_eq!(order, vec!["high", "mid", "low"], "Priority order");
+    for j in ["low", "high", "mid"] {
+        s.wait_phase(j, "Succeeded", T).await;
+    }
+
+    // ShortestPredictedFirst: shortest prediction first; no prediction last.
+    let sq = s.tenant("spf", 8, "ShortestPredictedFirst", "");
+    s.cp.apply(&s.job("blocker2", &sq, 1, 8, &[("run-seconds", "3")], ""));
+    s.wait_phase("blocker2", "Running", T).await;
+    s.cp.apply(&s.job("unknown", &sq, 1, 8, &[("run-seconds", "1")], ""));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for (name, secs) in [("long", 7200), ("short", 60)] {
+        s.cp.apply(&s.job(
+            name,
+            &sq,
+            1,
+            8,
+            &[("run-seconds", "1")],
+            &format!("  predictedDurationSeconds: {secs}\n"),
+        ));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let order = admission_order(&s, &["unknown", "long", "short"]).await;
+    assert_eq!(
+        order,
+        vec!["short", "long", "unknown"],
+        "ShortestPredictedFirst order"
+    );
+    let _ = admitted_at(&s, "unknown").await;
+    s.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_queues_and_vcs_show_live_numbers() {
+    let s = Scenario::new("numbers", 2, 8, 1).await;
+    let owner = s.tenant("numbers", 8, "FIFO", "");
+    s.cp.apply(&s.job("a", &owner, 1, 8, &[], ""));
+    s.cp.apply(&s.job("b", &owner, 1, 4, &[], ""));
+    s.cp.apply(&s.job("c", &owner, 1, 8, &[], ""));
+    s.wait_phase("a", "Running", T).await;
+    s.wait_phase("b", "Running", T).await;
+    // 16 GPUs: a (8, guaranteed) and b (4, bonus) run; c (8) waits.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let row = s.cp.jsonpath(
+            &["q", &owner],
+            "{.status.pending} {.status.running} {.status.gpusInUse} {.status.bonusGpus}",
+        );
+        let vc = s.cp.jsonpath(
+            &["vc", &owner],
+            "{.status.guaranteedGpus} {.status.inUseGpus} {.status.bonusGpus}",
+        );
+        if row == "1 2 12 4" && vc == "8 12 4" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "queue status {row:?}, vc status {vc:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let table =
+        s.cp.kubectl_ok(&["get", "queue", &owner])
+            .expect("get queue");
+    let header: Vec<&str> = table
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header,
+        [
+            "NAME",
+            "VIRTUALCLUSTER",
+            "POLICY",
+            "PENDING",
+            "RUNNING",
+            "GPUS",
+            "BONUS",
+            "AGE"
+        ]
+    );
+    let row: Vec<&str> = table
+        .lines()
+        .nth(1)
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        &row[..7],
+        [owner.as_str(), owner.as_str(), "FIFO", "1", "2", "12", "4"],
+        "{table}"
+    );
+    let reason = s.job_status("c", "{.status.conditions[?(@.type==\"Admitted\")].reason}");
+    assert!(
+        !reason.is_empty() && reason != "Waiting",
+        "c's wait reason: {reason}"
+    );
+    let describe =
+        s.cp.kubectl_ok(&["describe", "tj", "c", "-n", &s.ns])
+            .expect("describe");
+    assert!(describe.contains(&reason), "{describe}");
+    s.finish().await;
+}

@@ -1,0 +1,95 @@
+//! metav1.Condition bookkeeping: `lastTransitionTime` changes only when the status does.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+
+/// Sets (or replaces) the condition of `type_`, keeping its `lastTransitionTime` when the
+/// status is unchanged. Returns whether the status changed (a transition worth an Event).
+pub fn set(
+    conditions: &mut Vec<Condition>,
+    type_: &str,
+    status: bool,
+    reason: &str,
+    message: impl Into<String>,
+    generation: Option<i64>,
+    now: &Time,
+) -> bool {
+    let status = if status { "True" } else { "False" }.to_string();
+    let message = message.into();
+    match conditions.iter_mut().find(|c| c.type_ == type_) {
+        Some(c) => {
+            let changed = c.status != status;
+            if changed {
+                c.last_transition_time = now.clone();
+            }
+            c.status = status;
+            c.reason = reason.to_string();
+            c.message = message;
+            c.observed_generation = generation;
+            changed
+        }
+        None => {
+            conditions.push(Condition {
+                type_: type_.to_string(),
+                status,
+                reason: reason.to_string(),
+                message,
+                observed_generation: generation,
+                last_transition_time: now.clone(),
+            });
+            true
+        }
+    }
+}
+
+/// Whether the condition of `type_` is present and True.
+pub fn is_true(conditions: &[Condition], type_: &str) -> bool {
+    conditions
+        .iter()
+        .any(|c| c.type_ == type_ && c.status == "True")
+}
+
+/// Removes the condition of `type_`; returns whether it was there.
+pub fn remove(conditions: &mut Vec<Condition>, type_: &str) -> bool {
+    let before = conditions.len();
+    conditions.retain(|c| c.type_ != type_);
+    before != conditions.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: i64) -> Time {
+        Time(k8s_openapi::jiff::Timestamp::from_second(s).expect("valid"))
+    }
+
+    #[test]
+    fn transition_time_moves_only_when_status_changes() {
+        let mut c = Vec::new();
+        assert!(set(&mut c, "Valid", true, "Ok", "fine", Some(1), &t(10)));
+        assert!(!set(
+            &mut c,
+            "Valid",
+            true,
+            "Ok",
+            "still fine",
+            Some(2),
+            &t(20)
+        ));
+        assert_eq!(c[0].last_transition_time, t(10));
+        assert_eq!(c[0].observed_generation, Some(2));
+        assert!(set(
+            &mut c,
+            "Valid",
+            false,
+            "UnknownQueue",
+            "no queue",
+            Some(3),
+            &t(30)
+        ));
+        assert_eq!(c[0].last_transition_time, t(30));
+        assert!(!is_true(&c, "Valid"));
+        assert!(remove(&mut c, "Valid"));
+        assert!(c.is_empty());
+    }
+}

@@ -1,0 +1,182 @@
+//! What every controller task shares: the client, the caches, the scheduler's in-memory
+//! state (rebuilt from the API after a restart), settings and metrics.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::Store;
+use kube::{Client, Resource, ResourceExt};
+use tokio::sync::Notify;
+
+use super::metrics::Metrics;
+use super::pods::PodSettings;
+use super::snapshot::Inflight;
+use super::usage::Usage;
+use super::validate::Refs;
+use crate::api::{Queue, TrainingJob, VirtualCluster};
+use crate::sched::WaitReason;
+
+/// Field manager of every write the operator makes.
+pub const MANAGER: &str = "kubetrain";
+
+/// Operator settings (from the command line).
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub pods: PodSettings,
+    /// Periodic scheduling cycle even when nothing changed.
+    pub resync: Duration,
+    /// Wait after a change before a cycle, to batch bursts.
+    pub debounce: Duration,
+    /// Retries caused by infrastructure (node lost, GPU unhealthy) before they count.
+    pub max_infrastructure_retries: i32,
+    /// A partial gang older than this with no admission in flight is torn down.
+    pub incomplete_gang_timeout: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            pods: PodSettings::default(),
+            resync: Duration::from_secs(5),
+            debounce: Duration::from_millis(100),
+            max_infrastructure_retries: 10,
+            incomplete_gang_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Reflector caches of everything the operator reads.
+#[derive(Clone)]
+pub struct Stores {
+    pub nodes: Store<Node>,
+    pub pods: Store<Pod>,
+    pub jobs: Store<TrainingJob>,
+    pub queues: Store<Queue>,
+    pub vcs: Store<VirtualCluster>,
+    pub namespaces: Store<Namespace>,
+}
+
+/// The scheduler's memory between cycles. Nothing here is needed after a restart: it only
+/// covers the time between an API write and the cache showing it.
+#[derive(Default)]
+pub struct SchedState {
+    /// Admissions whose pods the cache may not show yet, by job key.
+    pub inflight: BTreeMap<String, Inflight>,
+    /// Why each waiting job waits, from the last cycle.
+    pub waiting: BTreeMap<String, WaitReason>,
+    /// Queue and VirtualCluster numbers from the last cycle.
+    pub usage: Usage,
+}
+
+pub struct Context {
+    pub client: Client,
+    pub settings: Settings,
+    pub stores: Stores,
+    pub state: Mutex<SchedState>,
+    /// Wakes the scheduler loop.
+    pub wake: Arc<Notify>,
+    pub metrics: Arc<Metrics>,
+    pub recorder: Recorder,
+}
+
+/// Owned copies of the small maps validation needs.
+pub struct RefMaps {
+    pub queues: BTreeMap<String, Arc<Queue>>,
+    pub vcs: BTreeMap<String, Arc<VirtualCluster>>,
+    pub namespaces: BTreeMap<String, Namespace>,
+    pub flavors: std::collections::BTreeSet<String>,
+}
+
+impl RefMaps {
+    pub fn refs(&self) -> Refs<'_> {
+        Refs {
+            queues: &self.queues,
+            vcs: &self.vcs,
+            namespaces: &self.namespaces,
+            flavors: &self.flavors,
+        }
+    }
+}
+
+impl Context {
+    pub fn new(client: Client, settings: Settings, stores: Stores, instance: String) -> Self {
+        let reporter = Reporter {
+            controller: "kubetrain".into(),
+            instance: Some(instance),
+        };
+        Context {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            settings,
+            stores,
+            state: Mutex::new(SchedState::default()),
+            wake: Arc::new(Notify::new()),
+            metrics: Arc::new(Metrics::default()),
+        }
+    }
+
+    /// Locks the scheduler state; a panic elsewhere must not wedge the operator.
+    pub fn state(&self) -> std::sync::MutexGuard<'_, SchedState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn ref_maps(&self) -> RefMaps {
+        RefMaps {
+            queues: self
+                .stores
+                .queues
+                .state()
+                .into_iter()
+                .map(|q| (q.name_any(), q))
+                .collect(),
+            vcs: self
+                .stores
+                .vcs
+                .state()
+                .into_iter()
+                .map(|v| (v.name_any(), v))
+                .collect(),
+            namespaces: self
+                .stores
+                .namespaces
+                .state()
+                .into_iter()
+                .map(|n| (n.name_any(), (*n).clone()))
+                .collect(),
+            flavors: self
+                .stores
+                .nodes
+                .state()
+                .iter()
+                .filter_map(|n| {
+                    n.labels()
+                        .get(crate::api::annotations::PRODUCT_LABEL)
+                        .cloned()
+                })
+                .collect(),
+        }
+    }
+
+    /// Publishes a Kubernetes Event about `obj`; failures are logged, never fatal.
+    pub async fn event<K: Resource<DynamicType = ()>>(
+        &self,
+        obj: &K,
+        type_: EventType,
+        reason: &str,
+        note: String,
+    ) {
+        let ev = Event {
+            type_,
+            reason: reason.into(),
+            note: Some(note),
+            action: reason.into(),
+            secondary: None,
+        };
+        if let Err(e) = self.recorder.publish(&ev, &obj.object_ref(&())).await {
+            tracing::warn!(error = %e, reason, "could not publish event");
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! Prometheus metrics, served on `/metrics`.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PhaseLabels {
+    pub phase: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabels {
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct VcLabels {
+    pub virtual_cluster: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct QueueLabels {
+    pub queue: String,
+}
+
+/// Every metric the operator exports.
+pub struct Metrics {
+    pub registry: Registry,
+    pub jobs: Family<PhaseLabels, Gauge>,
+    pub queueing_delay: Family<QueueLabels, Histogram>,
+    pub admissions: Family<QueueLabels, Counter>,
+    pub cycle_seconds: Histogram,
+    pub preemptions: Family<ReasonLabels, Counter>,
+    pub gpus_guaranteed: Family<VcLabels, Gauge>,
+    pub gpus_in_use: Family<VcLabels, Gauge>,
+    pub gpus_bonus: Family<VcLabels, Gauge>,
+    pub reconcile_errors: Counter,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("kubetrain");
+        let jobs = Family::<PhaseLabels, Gauge>::default();
+        registry.register("jobs", "TrainingJobs by phase", jobs.clone());
+        let queueing_delay = Family::<QueueLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(1.0, 2.0, 16))
+        });
+        registry.register(
+            "queueing_delay_seconds",
+            "Time from entering the queue to admission",
+            queueing_delay.clone(),
+        );
+        let admissions = Family::<QueueLabels, Counter>::default();
+        registry.register("admissions", "Jobs admitted", admissions.clone());
+        let cycle_seconds = Histogram::new(exponential_buckets(0.0005, 2.0, 16));
+        registry.register(
+            "scheduling_cycle_seconds",
+            "Duration of one scheduling cycle (snapshot and decisions)",
+            cycle_seconds.clone(),
+        );
+        let preemptions = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "preemptions",
+            "Jobs asked to checkpoint and leave, by reason",
+            preemptions.clone(),
+        );
+        let gpus_guaranteed = Family::<VcLabels, Gauge>::default();
+        registry.register(
+            "virtualcluster_gpus_guaranteed",
+            "Guaranteed GPUs per VirtualCluster",
+            gpus_guaranteed.clone(),
+        );
+        let gpus_in_use = Family::<VcLabels, Gauge>::default();
+        registry.register(
+            "virtualcluster_gpus_in_use",
+            "GPUs held per VirtualCluster",
+            gpus_in_use.clone(),
+        );
+        let gpus_bonus = Family::<VcLabels, Gauge>::default();
+        registry.register(
+            "virtualcluster_gpus_bonus",
+            "GPUs held beyond the guarantee per VirtualCluster",
+            gpus_bonus.clone(),
+        );
+        let reconcile_errors = Counter::default();
+        registry.register(
+            "reconcile_errors",
+            "Reconciliations that failed and were retried",
+            reconcile_errors.clone(),
+        );
+        Metrics {
+            registry,
+            jobs,
+            queueing_delay,
+            admissions,
+            cycle_seconds,
+            preemptions,
+            gpus_guaranteed,
+            gpus_in_use,
+            gpus_bonus,
+            reconcile_errors,
+        }
+    }
+}
+
+impl Metrics {
+    /// The text exposition format.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+}

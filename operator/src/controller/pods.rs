@@ -1,0 +1,491 @@
+//! The pods and the headless Service of an admitted gang.
+//!
+//! Pods are bound to their nodes by `spec.nodeName` (kube-scheduler is not involved), named
+//! `<job>-<task>-<index>` with that hostname under a headless Service named after the job,
+//! so `MASTER_ADDR` is a stable DNS name. The GPU indices chosen by the scheduler go in the
+//! `kubetrain.io/gpus` annotation; how they reach the container is [`GpuBinding`].
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{
+    Container, DownwardAPIVolumeFile, DownwardAPIVolumeSource, EnvVar, EnvVarSource,
+    ObjectFieldSelector, Pod, PodSpec, PodTemplateSpec, Service, ServicePort, ServiceSpec, Volume,
+    VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::{Resource, ResourceExt};
+
+use super::resources::GPU_RESOURCE;
+use crate::api::TrainingJob;
+use crate::api::annotations::{
+    CHECKPOINT_REQUESTED, GPU_SHARE_ANNOTATION, GPUS_ANNOTATION, INDEX_LABEL, JOB_LABEL, TASK_LABEL,
+};
+use crate::sched::ReplicaPlacement;
+
+/// Pod annotation: the replica's global rank.
+pub const RANK_ANNOTATION: &str = "kubetrain.io/rank";
+/// Pod annotation: `true` when the gang runs on borrowed (bonus) capacity.
+pub const BONUS_ANNOTATION: &str = "kubetrain.io/bonus";
+/// Pod annotation: which admission of the job created the pod (retries + preemptions +
+/// infrastructure retries at that time); pods of an older attempt are stale.
+pub const ATTEMPT_ANNOTATION: &str = "kubetrain.io/attempt";
+/// Pod annotation: the number of replicas in the gang, so a partial gang is recognisable.
+pub const GANG_SIZE_ANNOTATION: &str = "kubetrain.io/gang-size";
+/// Where the checkpoint request appears inside every container.
+pub const CHECKPOINT_DIR: &str = "/etc/kubetrain";
+
+/// How the scheduler's GPU choice reaches the container.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum GpuBinding {
+    /// HiveD-style: `nvidia.com/gpu` requests are removed and `NVIDIA_VISIBLE_DEVICES` is set
+    /// from the `kubetrain.io/gpus` annotation through the downward API, so the container gets
+    /// exactly the GPUs the topology-aware placement chose. Needs the NVIDIA container runtime
+    /// (it honours `NVIDIA_VISIBLE_DEVICES`) and no device plugin competing for the GPUs.
+    #[default]
+    VisibleDevices,
+    /// `nvidia.com/gpu` requests are kept for the NVIDIA device plugin, which picks the GPU
+    /// indices itself; kubetrain still chooses the node and counts GPUs, and the annotation is
+    /// informative only. Use when the device plugin must stay in charge.
+    DevicePlugin,
+}
+
+/// Settings for pods.
+#[derive(Clone, Debug)]
+pub struct PodSettings {
+    pub gpu_binding: GpuBinding,
+    /// Port of the rank-0 replica for `MASTER_PORT`.
+    pub master_port: i32,
+}
+
+impl Default for PodSettings {
+    fn default() -> Self {
+        PodSettings {
+            gpu_binding: GpuBinding::default(),
+            master_port: 23456,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PodError {
+    #[error("task {0} of the placement is not in the job")]
+    UnknownTask(String),
+    #[error("the job has no namespace")]
+    NoNamespace,
+    #[error("the placement is empty")]
+    EmptyPlacement,
+    #[error("task {task}: invalid pod template: {error}")]
+    Template { task: String, error: String },
+}
+
+/// Name of a replica's pod (also its hostname).
+pub fn pod_name(job: &str, task: &str, index: u32) -> String {
+    format!("{job}-{task}-{index}")
+}
+
+fn owner(
+    job: &TrainingJob,
+) -> Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference> {
+    job.controller_owner_ref(&())
+}
+
+/// The headless Service that gives every replica a stable DNS name.
+pub fn headless_service(job: &TrainingJob, settings: &PodSettings) -> Service {
+    let name = job.name_any();
+    Service {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            namespace: job.namespace(),
+            labels: Some(BTreeMap::from([(JOB_LABEL.to_string(), name.clone())])),
+            owner_references: owner(job).map(|o| vec![o]),
+            ..Default::default()
+        },
+        spec: Some(ServiceSpec {
+            cluster_ip: Some("None".into()),
+            selector: Some(BTreeMap::from([(JOB_LABEL.to_string(), name)])),
+            publish_not_ready_addresses: Some(true),
+            ports: Some(vec![ServicePort {
+                name: Some("master".into()),
+                port: settings.master_port,
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn env(name: &str, value: impl ToString) -> EnvVar {
+    EnvVar {
+        name: name.into(),
+        value: Some(value.to_string()),
+        value_from: None,
+    }
+}
+
+fn env_from_annotation(name: &str, annotation: &str) -> EnvVar {
+    EnvVar {
+        name: name.into(),
+        value: None,
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: format!("metadata.annotations['{annotation}']"),
+                api_version: None,
+            }),
+            ..Default::default()
+        }),
+    }
+}
+
+/// Ranks as the placement gives them, plus the node rank and local rank derived from it:
+/// nodes numbered in order of their lowest rank, local ranks in rank order within a node.
+fn node_and_local_ranks(placement: &[ReplicaPlacement]) -> Vec<(u32, u32)> {
+    let mut by_rank: Vec<usize> = (0..placement.len()).collect();
+    by_rank.sort_by_key(|&i| placement[i].rank);
+    let mut nodes: Vec<&str> = Vec::new();
+    let mut local: BTreeMap<&str, u32> = BTreeMap::new();
+    let mut out = vec![(0, 0); placement.len()];
+    for i in by_rank {
+        let node = placement[i].node.as_str();
+        let node_rank = match nodes.iter().position(|n| *n == node) {
+            Some(p) => p,
+            None => {
+                nodes.push(node);
+                nodes.len() - 1
+            }
+        };
+        let l = local.entry(node).or_insert(0);
+        out[i] = (node_rank as u32, *l);
+        *l += 1;
+    }
+    out
+}
+
+/// The pods of a gang, one per placed replica, in placement order.
+pub fn gang_pods(
+    job: &TrainingJob,
+    placement: &[ReplicaPlacement],
+    bonus: bool,
+    attempt: i32,
+    settings: &PodSettings,
+) -> Result<Vec<Pod>, PodError> {
+    let ns = job.namespace().ok_or(PodError::NoNamespace)?;
+    let name = job.name_any();
+    let master = placement
+        .iter()
+        .min_by_key(|p| p.rank)
+        .ok_or(PodError::EmptyPlacement)?;
+    let master_addr = format!(
+        "{}.{name}.{ns}.svc",
+        pod_name(&name, &master.task, master.index)
+    );
+    let ranks = node_and_local_ranks(placement);
+    let world = placement.len();
+    placement
+        .iter()
+        .zip(ranks)
+        .map(|(p, (node_rank, local_rank))| {
+            let task = job
+                .spec
+                .tasks
+                .iter()
+                .find(|t| t.name == p.task)
+                .ok_or_else(|| PodError::UnknownTask(p.task.clone()))?;
+            let common_env = vec![
+                env("MASTER_ADDR", &master_addr),
+                env("MASTER_PORT", settings.master_port),
+                env("WORLD_SIZE", world),
+                env("RANK", p.rank),
+                env("NODE_RANK", node_rank),
+                env("LOCAL_RANK", local_rank),
+                env("KUBETRAIN_JOB", &name),
+                env("KUBETRAIN_TASK", &p.task),
+                env("KUBETRAIN_REPLICA_INDEX", p.index),
+                env(
+                    "KUBETRAIN_CHECKPOINT_FILE",
+                    format!("{CHECKPOINT_DIR}/checkpoint-requested"),
+                ),
+                env_from_annotation("KUBETRAIN_GPUS", GPUS_ANNOTATION),
+            ];
+            let template = task.pod_template().map_err(|e| PodError::Template {
+                task: task.name.clone(),
+                error: e.to_string(),
+            })?;
+            Ok(replica_pod(
+                job, &template, p, bonus, attempt, world, common_env, settings,
+            ))
+        })
+        .collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn replica_pod(
+    job: &TrainingJob,
+    template: &PodTemplateSpec,
+    p: &ReplicaPlacement,
+    bonus: bool,
+    attempt: i32,
+    world: usize,
+    common_env: Vec<EnvVar>,
+    settings: &PodSettings,
+) -> Pod {
+    let name = job.name_any();
+    let mut meta = template.metadata.clone().unwrap_or_default();
+    let pod_name = pod_name(&name, &p.task, p.index);
+    meta.name = Some(pod_name.clone());
+    meta.namespace = job.namespace();
+    meta.generate_name = None;
+    meta.owner_references = owner(job).map(|o| vec![o]);
+    let labels = meta.labels.get_or_insert_with(BTreeMap::new);
+    labels.insert(JOB_LABEL.into(), name.clone());
+    labels.insert(TASK_LABEL.into(), p.task.clone());
+    labels.insert(INDEX_LABEL.into(), p.index.to_string());
+    let ann = meta.annotations.get_or_insert_with(BTreeMap::new);
+    let gpus = p
+        .gpus
+        .iter()
+        .map(|g| g.0.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    ann.insert(GPUS_ANNOTATION.into(), gpus);
+    ann.insert(RANK_ANNOTATION.into(), p.rank.to_string());
+    ann.insert(BONUS_ANNOTATION.into(), bonus.to_string());
+    ann.insert(ATTEMPT_ANNOTATION.into(), attempt.to_string());
+    ann.insert(GANG_SIZE_ANNOTATION.into(), world.to_string());
+    if let Some(share) = p.share {
+        ann.insert(GPU_SHARE_ANNOTATION.into(), share.0.to_string());
+    }
+
+    let mut spec: PodSpec = template.spec.clone().unwrap_or_default();
+    spec.node_name = Some(p.node.clone());
+    spec.hostname = Some(pod_name.clone());
+    spec.subdomain = Some(name.clone());
+    // The gang restarts as a whole (retries are counted per job), never one pod in place.
+    spec.restart_policy = Some("Never".into());
+    let volume = "kubetrain-checkpoint";
+    spec.volumes.get_or_insert_with(Vec::new).push(Volume {
+        name: volume.into(),
+        downward_api: Some(DownwardAPIVolumeSource {
+            items: Some(vec![DownwardAPIVolumeFile {
+                path: "checkpoint-requested".into(),
+                field_ref: Some(ObjectFieldSelector {
+                    field_path: format!("metadata.annotations['{CHECKPOINT_REQUESTED}']"),
+                    api_version: None,
+                }),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    let uses_gpu = !p.gpus.is_empty();
+    for c in &mut spec.containers {
+        prepare_container(
+            c,
+            &common_env,
+            volume,
+            uses_gpu,
+            p.share.is_some(),
+            settings,
+        );
+    }
+    Pod {
+        metadata: meta,
+        spec: Some(spec),
+        status: None,
+    }
+}
+
+fn prepare_container(
+    c: &mut Container,
+    common_env: &[EnvVar],
+    volume: &str,
+    uses_gpu: bool,
+    shared: bool,
+    settings: &PodSettings,
+) {
+    let env = c.env.get_or_insert_with(Vec::new);
+    env.retain(|e| !common_env.iter().any(|x| x.name == e.name));
+    env.extend(common_env.iter().cloned());
+    if shared {
+        env.push(env_from_annotation(
+            "KUBETRAIN_GPU_SHARE",
+            GPU_SHARE_ANNOTATION,
+        ));
+    }
+    let strip_gpu_requests = settings.gpu_binding == GpuBinding::VisibleDevices || shared;
+    if strip_gpu_requests {
+        if let Some(r) = c.resources.as_mut() {
+            r.limits.as_mut().map(|l| l.remove(GPU_RESOURCE));
+            r.requests.as_mut().map(|l| l.remove(GPU_RESOURCE));
+        }
+        env.retain(|e| e.name != "NVIDIA_VISIBLE_DEVICES");
+        if uses_gpu {
+            env.push(env_from_annotation(
+                "NVIDIA_VISIBLE_DEVICES",
+                GPUS_ANNOTATION,
+            ));
+        } else {
+            // Without this the NVIDIA runtime may expose every GPU to a CPU-only container.
+            env.push(self::env("NVIDIA_VISIBLE_DEVICES", "void"));
+        }
+    }
+    c.volume_mounts
+        .get_or_insert_with(Vec::new)
+        .push(VolumeMount {
+            name: volume.into(),
+            mount_path: CHECKPOINT_DIR.into(),
+            read_only: Some(true),
+            ..Default::default()
+        });
+}
+
+/// The job's pod names, for every replica of every task.
+pub fn expected_pod_names(job: &TrainingJob) -> Vec<String> {
+    let name = job.name_any();
+    job.spec
+        .tasks
+        .iter()
+        .flat_map(|t| {
+            (0..t.replicas().max(0) as u32)
+                .map(|i| pod_name(&name, &t.name, i))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The placement recorded on a pod: node, GPUs, share, rank.
+pub fn placement_of(pod: &Pod) -> Option<ReplicaPlacement> {
+    let labels = pod.metadata.labels.as_ref()?;
+    let ann = pod.metadata.annotations.as_ref()?;
+    let gpus = ann.get(GPUS_ANNOTATION)?;
+    Some(ReplicaPlacement {
+        task: labels.get(TASK_LABEL)?.clone(),
+        index: labels.get(INDEX_LABEL)?.parse().ok()?,
+        rank: ann
+            .get(RANK_ANNOTATION)
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(0),
+        node: pod.spec.as_ref()?.node_name.clone()?,
+        gpus: gpus
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(|s| s.trim().parse().map(crate::sched::GpuIndex))
+            .collect::<Result<_, _>>()
+            .ok()?,
+        share: ann
+            .get(GPU_SHARE_ANNOTATION)
+            .and_then(|s| s.parse().ok())
+            .map(crate::sched::MilliGpu),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::GpuIndex;
+
+    fn job() -> TrainingJob {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "kubetrain.io/v1alpha1", "kind": "TrainingJob",
+            "metadata": {"name": "llm", "namespace": "team", "uid": "u-1"},
+            "spec": {"queue": "q", "tasks": [{"name": "worker", "replicas": 2, "template": {"spec": {"containers": [
+                {"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 2}}, "env": [{"name": "RANK", "value": "99"}]}
+            ]}}}]}
+        }))
+        .expect("valid job")
+    }
+
+    fn placed(index: u32, rank: u32, node: &str, gpus: &[u32]) -> ReplicaPlacement {
+        ReplicaPlacement {
+            task: "worker".into(),
+            index,
+            rank,
+            node: node.into(),
+            gpus: gpus.iter().copied().map(GpuIndex).collect(),
+            share: None,
+        }
+    }
+
+    #[test]
+    fn gang_pods_carry_placement_ranks_and_env() {
+        let placement = vec![placed(0, 1, "n2", &[2, 3]), placed(1, 0, "n1", &[0, 1])];
+        let pods = gang_pods(&job(), &placement, true, 3, &PodSettings::default()).expect("pods");
+        assert_eq!(pods.len(), 2);
+        let p0 = &pods[0];
+        assert_eq!(p0.metadata.name.as_deref(), Some("llm-worker-0"));
+        let spec = p0.spec.as_ref().expect("spec");
+        assert_eq!(spec.node_name.as_deref(), Some("n2"));
+        assert_eq!(spec.subdomain.as_deref(), Some("llm"));
+        let c = &spec.containers[0];
+        let env: BTreeMap<_, _> = c
+            .env
+            .iter()
+            .flatten()
+            .map(|e| (e.name.as_str(), e.value.clone()))
+            .collect();
+        assert_eq!(
+            env["RANK"].as_deref(),
+            Some("1"),
+            "user's RANK is replaced by the placement's"
+        );
+        assert_eq!(env["NODE_RANK"].as_deref(), Some("1"));
+        assert_eq!(env["WORLD_SIZE"].as_deref(), Some("2"));
+        assert_eq!(
+            env["MASTER_ADDR"].as_deref(),
+            Some("llm-worker-1.llm.team.svc")
+        );
+        assert!(env.contains_key("NVIDIA_VISIBLE_DEVICES"));
+        let limits = c
+            .resources
+            .as_ref()
+            .and_then(|r| r.limits.as_ref())
+            .expect("limits");
+        assert!(
+            !limits.contains_key(GPU_RESOURCE),
+            "visible-devices binding strips GPU requests"
+        );
+        assert_eq!(placement_of(p0), Some(placement[0].clone()));
+        assert_eq!(p0.metadata.owner_references.as_ref().map(Vec::len), Some(1));
+    }
+
+    #[test]
+    fn device_plugin_binding_keeps_gpu_requests() {
+        let settings = PodSettings {
+            gpu_binding: GpuBinding::DevicePlugin,
+            ..Default::default()
+        };
+        let pods = gang_pods(
+            &job(),
+            &[placed(0, 0, "n1", &[0, 1]), placed(1, 1, "n1", &[2, 3])],
+            false,
+            0,
+            &settings,
+        )
+        .expect("pods");
+        let c = &pods[1].spec.as_ref().expect("spec").containers[0];
+        assert!(
+            c.resources
+                .as_ref()
+                .and_then(|r| r.limits.as_ref())
+                .expect("limits")
+                .contains_key(GPU_RESOURCE)
+        );
+        let env: BTreeMap<_, _> = c
+            .env
+            .iter()
+            .flatten()
+            .map(|e| (e.name.as_str(), e.value.clone()))
+            .collect();
+        assert_eq!(env["LOCAL_RANK"].as_deref(), Some("1"));
+        assert_eq!(env["NODE_RANK"].as_deref(), Some("0"));
+    }
+
+    #[test]
+    fn expected_names_cover_every_replica() {
+        assert_eq!(
+            expected_pod_names(&job()),
+            vec!["llm-worker-0", "llm-worker-1"]
+        );
+    }
+}

@@ -1,0 +1,158 @@
+//! The Queue reconciler: status (what `kubectl get queues` shows) and a finalizer that keeps
+//! a queue with unfinished jobs from disappearing under them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::api::{Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::finalizer::{Event as Finalizer, finalizer};
+use kube::{Api, ResourceExt};
+use tracing::{instrument, warn};
+
+use super::conditions;
+use super::context::{Context, MANAGER};
+use super::usage::gpus;
+use crate::api::{Queue, QueueStatus};
+
+pub const FINALIZER: &str = "kubetrain.io/queue-jobs";
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("kube: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("finalizer: {0}")]
+    Finalizer(String),
+    #[error("queue {queue} still has {jobs} unfinished job(s)")]
+    NotEmpty { queue: String, jobs: i32 },
+}
+
+#[instrument(skip_all, fields(queue = %queue.name_any()))]
+pub async fn reconcile(queue: Arc<Queue>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let api: Api<Queue> = Api::all(ctx.client.clone());
+    finalizer(&api, FINALIZER, queue, |event| async {
+        match event {
+            Finalizer::Apply(q) => apply(&q, &ctx).await,
+            Finalizer::Cleanup(q) => cleanup(&q, &ctx).await,
+        }
+    })
+    .await
+    .map_err(|e| match e {
+        kube::runtime::finalizer::Error::ApplyFailed(e)
+        | kube::runtime::finalizer::Error::CleanupFailed(e) => e,
+        other => Error::Finalizer(other.to_string()),
+    })
+}
+
+fn unfinished_jobs(queue: &Queue, ctx: &Context) -> i32 {
+    let name = queue.name_any();
+    ctx.stores
+        .jobs
+        .state()
+        .iter()
+        .filter(|j| {
+            j.spec.queue == name && !j.status.as_ref().is_some_and(|s| s.phase.is_finished())
+        })
+        .count() as i32
+}
+
+async fn write_status(queue: &Queue, ctx: &Context, status: QueueStatus) -> Result<(), Error> {
+    if queue.status.as_ref() == Some(&status) {
+        return Ok(());
+    }
+    let api: Api<Queue> = Api::all(ctx.client.clone());
+    let patch = serde_json::json!({"apiVersion": "kubetrain.io/v1alpha1", "kind": "Queue", "status": status});
+    api.patch_status(
+        &queue.name_any(),
+        &PatchParams::apply(MANAGER).force(),
+        &Patch::Apply(&patch),
+    )
+    .await?;
+    Ok(())
+}
+
+fn computed_status(queue: &Queue, ctx: &Context) -> QueueStatus {
+    let name = queue.name_any();
+    let state = ctx.state();
+    let u = state.usage.queues.get(&name).cloned().unwrap_or_default();
+    let mut status = queue.status.clone().unwrap_or_default();
+    status.pending = u.pending;
+    status.admitted = u.admitted;
+    status.running = u.running;
+    status.gpus_in_use = gpus(u.milli_gpus);
+    status.bonus_gpus = gpus(u.bonus_milli_gpus);
+    // Rounded to the minute so the status is not rewritten every cycle.
+    status.oldest_pending_seconds = u.oldest_pending_seconds.map(|s| s / 60 * 60);
+    status.observed_generation = queue.metadata.generation;
+    status
+}
+
+async fn apply(queue: &Queue, ctx: &Context) -> Result<Action, Error> {
+    if !ctx.state().usage.computed {
+        return Ok(Action::requeue(Duration::from_secs(1)));
+    }
+    let mut status = computed_status(queue, ctx);
+    let t =
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
+    let vc = &queue.spec.virtual_cluster;
+    let (ok, reason, msg) = if ctx.stores.vcs.state().iter().any(|v| v.name_any() == *vc) {
+        (
+            true,
+            "Ready",
+            format!("Admitting jobs into VirtualCluster {vc}."),
+        )
+    } else {
+        (
+            false,
+            "UnknownVirtualCluster",
+            format!("VirtualCluster {vc} does not exist; jobs of this queue wait."),
+        )
+    };
+    conditions::set(
+        &mut status.conditions,
+        "Ready",
+        ok,
+        reason,
+        msg,
+        queue.metadata.generation,
+        &t,
+    );
+    conditions::remove(&mut status.conditions, "Terminating");
+    write_status(queue, ctx, status).await?;
+    Ok(Action::requeue(Duration::from_secs(5)))
+}
+
+async fn cleanup(queue: &Queue, ctx: &Context) -> Result<Action, Error> {
+    let jobs = unfinished_jobs(queue, ctx);
+    if jobs == 0 {
+        return Ok(Action::await_change());
+    }
+    let mut status = computed_status(queue, ctx);
+    let t =
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
+    let msg = format!(
+        "Deletion waits for {jobs} unfinished job(s) of this queue to finish or be deleted."
+    );
+    conditions::set(
+        &mut status.conditions,
+        "Terminating",
+        true,
+        "JobsRemain",
+        msg,
+        queue.metadata.generation,
+        &t,
+    );
+    write_status(queue, ctx, status).await?;
+    Err(Error::NotEmpty {
+        queue: queue.name_any(),
+        jobs,
+    })
+}
+
+pub fn error_policy(queue: Arc<Queue>, err: &Error, ctx: Arc<Context>) -> Action {
+    if !matches!(err, Error::NotEmpty { .. }) {
+        ctx.metrics.reconcile_errors.inc();
+        warn!(queue = %queue.name_any(), error = %err, "reconcile failed; retrying");
+    }
+    Action::requeue(Duration::from_secs(5))
+}

@@ -1,0 +1,374 @@
+//! The scheduling loop: one task that turns the caches into a snapshot, asks
+//! [`sched::schedule`] for decisions, and carries them out.
+//!
+//! It runs on every cache change (debounced) and on a periodic resync. Admission creates the
+//! gang's pods bound to their nodes; preemption marks the victims' pods with a checkpoint
+//! request. Everything else — phases, conditions, deleting pods after a checkpoint — is the
+//! TrainingJob reconciler's, which reads the same caches.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{Pod, Service};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::events::EventType;
+use kube::{Api, ResourceExt};
+use tracing::{Instrument, debug, info, info_span, warn};
+
+use super::context::Context;
+use super::metrics::{QueueLabels, ReasonLabels};
+use super::pods::{BONUS_ANNOTATION, gang_pods, headless_service};
+use super::snapshot::{self, Inflight, World, job_key};
+use super::usage;
+use crate::api::annotations::{CHECKPOINT_REQUESTED, JOB_LABEL};
+use crate::api::{Phase, TrainingJob};
+use crate::sched;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AdmitError {
+    #[error("job {0} is no longer in the cache")]
+    Gone(String),
+    #[error("building pods: {0}")]
+    Pods(#[from] super::pods::PodError),
+    #[error("creating pods: {0}")]
+    Kube(#[from] kube::Error),
+}
+
+/// Runs cycles until the process stops.
+pub async fn run(ctx: Arc<Context>) {
+    loop {
+        tokio::select! {
+            _ = ctx.wake.notified() => {}
+            _ = tokio::time::sleep(ctx.settings.resync) => {}
+        }
+        // Let a burst of changes (a gang's pods, many applied jobs) land before looking.
+        tokio::time::sleep(ctx.settings.debounce).await;
+        cycle(&ctx).instrument(info_span!("cycle")).await;
+    }
+}
+
+fn now() -> i64 {
+    k8s_openapi::jiff::Timestamp::now().as_second()
+}
+
+/// One scheduling cycle.
+pub async fn cycle(ctx: &Arc<Context>) {
+    let started = Instant::now();
+    let nodes = ctx.stores.nodes.state();
+    let pods = ctx.stores.pods.state();
+    let jobs = ctx.stores.jobs.state();
+    let maps = ctx.ref_maps();
+    let now = now();
+    let inflight = {
+        let mut state = ctx.state();
+        // An admission stops being in flight once the cache shows every pod of it.
+        let by_job = snapshot::pods_by_job(&pods);
+        state.inflight.retain(|job, f| {
+            let seen = by_job
+                .get(job)
+                .map_or(0, |ps| ps.iter().filter(|p| snapshot::is_active(p)).count());
+            seen < f.placement.len() && now - f.at < 120
+        });
+        state.inflight.clone()
+    };
+    let world = World {
+        now,
+        nodes: &nodes,
+        pods: &pods,
+        jobs: &jobs,
+        refs: maps.refs(),
+        inflight: &inflight,
+    };
+    let snap = snapshot::build(&world);
+    let decisions = sched::schedule(&snap);
+    let usage = usage::compute(&snap, &jobs);
+    ctx.metrics
+        .cycle_seconds
+        .observe(started.elapsed().as_secs_f64());
+    let mut by_phase: std::collections::BTreeMap<String, i64> = [
+        Phase::Pending,
+        Phase::Queued,
+        Phase::Running,
+        Phase::Preempting,
+        Phase::Retrying,
+        Phase::Suspended,
+        Phase::Succeeded,
+        Phase::Failed,
+    ]
+    .iter()
+    .map(|p| (p.to_string(), 0))
+    .collect();
+    for j in jobs.iter() {
+        *by_phase
+            .entry(
+                j.status
+                    .as_ref()
+                    .map(|s| s.phase)
+                    .unwrap_or_default()
+                    .to_string(),
+            )
+            .or_default() += 1;
+    }
+    for (phase, n) in by_phase {
+        ctx.metrics
+            .jobs
+            .get_or_create(&super::metrics::PhaseLabels { phase })
+            .set(n);
+    }
+    debug!(
+        nodes = snap.nodes.len(),
+        jobs = snap.jobs.len(),
+        admitted = decisions.admissions.len(),
+        preempted = decisions.preemptions.len(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "cycle"
+    );
+    {
+        let mut state = ctx.state();
+        state.waiting = decisions
+            .waiting
+            .iter()
+            .map(|w| (w.job.clone(), w.reason.clone()))
+            .collect();
+        state.usage = usage;
+    }
+    let jobs_by_key: std::collections::BTreeMap<String, Arc<TrainingJob>> =
+        jobs.iter().map(|j| (job_key(j), j.clone())).collect();
+
+    for admission in &decisions.admissions {
+        let Some(job) = jobs_by_key.get(&admission.job) else {
+            continue;
+        };
+        if let Err(e) = admit(ctx, job, admission).await {
+            warn!(job = %admission.job, error = %e, "admission failed; the job stays queued");
+            ctx.event(
+                job.as_ref(),
+                EventType::Warning,
+                "AdmissionFailed",
+                format!("Could not create the job's pods: {e}. It stays queued and is retried."),
+            )
+            .await;
+        }
+    }
+    for preemption in &decisions.preemptions {
+        for victim in &preemption.victims {
+            let Some(job) = jobs_by_key.get(victim) else {
+                continue;
+            };
+            request_checkpoint(ctx, job, &pods, preemption).await;
+        }
+    }
+    for promoted in &decisions.promotions {
+        if let Some(job) = jobs_by_key.get(promoted) {
+            mark_bonus(ctx, job, &pods, false).await;
+        }
+    }
+}
+
+/// Creates the gang: the headless Service, then every pod, bound to its node. On a failure
+/// the pods already created are deleted, so no job is ever half-started.
+async fn admit(
+    ctx: &Arc<Context>,
+    job: &Arc<TrainingJob>,
+    admission: &sched::Admission,
+) -> Result<(), AdmitError> {
+    let key = job_key(job);
+    let ns = job
+        .namespace()
+        .ok_or_else(|| AdmitError::Gone(key.clone()))?;
+    let status = job.status.clone().unwrap_or_default();
+    let attempt = status.retries + status.preemptions + status.infrastructure_retries;
+    let pods = gang_pods(
+        job,
+        &admission.placement,
+        admission.bonus,
+        attempt,
+        &ctx.settings.pods,
+    )?;
+    ctx.state().inflight.insert(
+        key.clone(),
+        Inflight {
+            placement: admission.placement.clone(),
+            bonus: admission.bonus,
+            at: now(),
+        },
+    );
+    let services: Api<Service> = Api::namespaced(ctx.client.clone(), &ns);
+    match services
+        .create(
+            &PostParams::default(),
+            &headless_service(job, &ctx.settings.pods),
+        )
+        .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 => {}
+        Err(e) => {
+            ctx.state().inflight.remove(&key);
+            return Err(e.into());
+        }
+    }
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
+    let results: Vec<Result<String, kube::Error>> = futures::stream::iter(pods)
+        .map(|pod| {
+            let api = api.clone();
+            async move {
+                let name = pod.name_any();
+                match api.create(&PostParams::default(), &pod).await {
+                    Ok(_) => Ok(name),
+                    Err(kube::Error::Api(e)) if e.code == 409 => Ok(name),
+                    Err(e) => Err(e),
+                }
+            }
+        })
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    if let Some(err) = results.iter().find_map(|r| r.as_ref().err()) {
+        let msg = err.to_string();
+        for name in results.iter().filter_map(|r| r.as_ref().ok()) {
+            let _ = api.delete(name, &DeleteParams::background()).await;
+        }
+        ctx.state().inflight.remove(&key);
+        return Err(AdmitError::Kube(kube::Error::Service(msg.into())));
+    }
+    let queue = job.spec.queue.clone();
+    ctx.metrics
+        .admissions
+        .get_or_create(&QueueLabels {
+            queue: queue.clone(),
+        })
+        .inc();
+    if let Some(q) = status
+        .queued_at
+        .as_ref()
+        .or(job.metadata.creation_timestamp.as_ref())
+    {
+        let delay = (now() - q.0.as_second()).max(0) as f64;
+        ctx.metrics
+            .queueing_delay
+            .get_or_create(&QueueLabels { queue })
+            .observe(delay);
+    }
+    let nodes: std::collections::BTreeSet<&str> = admission
+        .placement
+        .iter()
+        .map(|p| p.node.as_str())
+        .collect();
+    info!(job = %key, replicas = admission.placement.len(), nodes = nodes.len(), bonus = admission.bonus, "admitted");
+    ctx.event(
+        job.as_ref(),
+        EventType::Normal,
+        "Admitted",
+        format!(
+            "Admitted{}: {} replica(s) on {} node(s) ({}).",
+            if admission.bonus {
+                " on borrowed (bonus) GPUs"
+            } else {
+                ""
+            },
+            admission.placement.len(),
+            nodes.len(),
+            nodes.iter().copied().collect::<Vec<_>>().join(", ")
+        ),
+    )
+    .await;
+    ctx.wake.notify_one();
+    Ok(())
+}
+
+fn active_pods_of<'a>(
+    job: &TrainingJob,
+    pods: &'a [Arc<Pod>],
+) -> impl Iterator<Item = &'a Arc<Pod>> {
+    let ns = job.namespace().unwrap_or_default();
+    let name = job.name_any();
+    pods.iter().filter(move |p| {
+        p.namespace().as_deref() == Some(ns.as_str())
+            && p.labels().get(JOB_LABEL) == Some(&name)
+            && snapshot::is_active(p)
+            && p.metadata.deletion_timestamp.is_none()
+    })
+}
+
+/// Asks a victim to checkpoint: the request annotation on each of its pods (the job sees it
+/// through its downward-API file). The reconciler takes it from there.
+async fn request_checkpoint(
+    ctx: &Arc<Context>,
+    job: &Arc<TrainingJob>,
+    pods: &[Arc<Pod>],
+    p: &sched::Preemption,
+) {
+    let stamp = k8s_openapi::jiff::Timestamp::now().to_string();
+    let mut asked = 0;
+    for pod in active_pods_of(job, pods) {
+        if pod.annotations().contains_key(CHECKPOINT_REQUESTED) {
+            continue;
+        }
+        let api: Api<Pod> =
+            Api::namespaced(ctx.client.clone(), &pod.namespace().unwrap_or_default());
+        let patch = serde_json::json!({"metadata": {"annotations": {CHECKPOINT_REQUESTED: stamp}}});
+        match api
+            .patch(
+                &pod.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+        {
+            Ok(_) => asked += 1,
+            Err(e) => warn!(pod = %pod.name_any(), error = %e, "could not request a checkpoint"),
+        }
+    }
+    if asked > 0 {
+        ctx.metrics
+            .preemptions
+            .get_or_create(&ReasonLabels {
+                reason: p.reason.to_string(),
+            })
+            .inc();
+        info!(job = %job_key(job), reason = %p.reason, beneficiary = %p.beneficiary, "preempting");
+        ctx.event(
+            job.as_ref(),
+            EventType::Normal,
+            "Preempting",
+            format!(
+                "{} preemption for {}: asked to checkpoint within {} s; the job then returns to its queue, keeping its place.",
+                p.reason, p.beneficiary, job.spec.checkpoint.grace_period_seconds
+            ),
+        )
+        .await;
+    }
+}
+
+/// Records on the pods whether the gang runs on borrowed capacity.
+async fn mark_bonus(ctx: &Arc<Context>, job: &Arc<TrainingJob>, pods: &[Arc<Pod>], bonus: bool) {
+    let value = bonus.to_string();
+    let targets: Vec<Arc<Pod>> = active_pods_of(job, pods)
+        .filter(|p| p.annotations().get(BONUS_ANNOTATION) != Some(&value))
+        .cloned()
+        .collect();
+    let results: Vec<Result<Pod, kube::Error>> = futures::stream::iter(targets)
+        .map(|pod| {
+            let api: Api<Pod> =
+                Api::namespaced(ctx.client.clone(), &pod.namespace().unwrap_or_default());
+            let patch = serde_json::json!({"metadata": {"annotations": {BONUS_ANNOTATION: value}}});
+            async move {
+                api.patch(
+                    &pod.name_any(),
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                )
+                .await
+            }
+        })
+        .buffer_unordered(8)
+        .try_collect::<Vec<_>>()
+        .await
+        .map(|v| v.into_iter().map(Ok).collect())
+        .unwrap_or_else(|e| vec![Err(e)]);
+    if let Some(Err(e)) = results.into_iter().find(Result::is_err) {
+        warn!(job = %job_key(job), error = %e, "could not update the bonus mark");
+    }
+}

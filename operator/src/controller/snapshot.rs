@@ -1,0 +1,387 @@
+//! Cluster objects → the scheduling core's [`Snapshot`](crate::sched::Snapshot).
+//!
+//! A pure function of what the reflector caches hold plus the scheduler's own in-flight
+//! admissions (pods created but not yet seen in the cache), so the same world always gives
+//! the same snapshot and a restarted operator rebuilds it from the API alone.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::ResourceExt;
+
+use super::pods::{BONUS_ANNOTATION, placement_of};
+use super::resources::{GPU_RESOURCE, cpu_milli, pod_demand, whole};
+use super::validate::{Refs, validate};
+use crate::api::annotations::{CHECKPOINT_REQUESTED, JOB_LABEL, PRODUCT_LABEL, RACK_LABEL};
+use crate::api::topology::NodeTopology;
+use crate::api::{Phase, QueuePolicy, TOPOLOGY_ANNOTATION, TopologyLevel, TrainingJob};
+use crate::sched;
+
+/// An admission whose pods the cache may not show yet.
+#[derive(Clone, Debug)]
+pub struct Inflight {
+    pub placement: Vec<sched::ReplicaPlacement>,
+    pub bonus: bool,
+    pub at: i64,
+}
+
+/// Everything the snapshot is built from.
+pub struct World<'a> {
+    pub now: i64,
+    pub nodes: &'a [Arc<Node>],
+    pub pods: &'a [Arc<Pod>],
+    pub jobs: &'a [Arc<TrainingJob>],
+    pub refs: Refs<'a>,
+    pub inflight: &'a BTreeMap<String, Inflight>,
+}
+
+/// `namespace/name` of a job.
+pub fn job_key(job: &TrainingJob) -> String {
+    format!("{}/{}", job.namespace().unwrap_or_default(), job.name_any())
+}
+
+/// Whether a pod still holds its node's resources.
+pub fn is_active(pod: &Pod) -> bool {
+    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+    !matches!(phase, Some("Succeeded") | Some("Failed"))
+}
+
+/// Pods of kubetrain jobs by job key (`namespace/name`), active or not.
+pub fn pods_by_job(pods: &[Arc<Pod>]) -> BTreeMap<String, Vec<Arc<Pod>>> {
+    let mut out: BTreeMap<String, Vec<Arc<Pod>>> = BTreeMap::new();
+    for p in pods {
+        if let Some(job) = p.labels().get(JOB_LABEL) {
+            out.entry(format!("{}/{}", p.namespace().unwrap_or_default(), job))
+                .or_default()
+                .push(p.clone());
+        }
+    }
+    out
+}
+
+fn level(l: TopologyLevel) -> sched::TopologyLevel {
+    match l {
+        TopologyLevel::GpuGroup => sched::TopologyLevel::GpuGroup,
+        TopologyLevel::Node => sched::TopologyLevel::Node,
+        TopologyLevel::Rack => sched::TopologyLevel::Rack,
+    }
+}
+
+fn policy(p: QueuePolicy) -> sched::QueuePolicy {
+    match p {
+        QueuePolicy::Fifo => sched::QueuePolicy::Fifo,
+        QueuePolicy::Priority => sched::QueuePolicy::Priority,
+        QueuePolicy::ShortestPredictedFirst => sched::QueuePolicy::ShortestPredictedFirst,
+        QueuePolicy::UserFair => sched::QueuePolicy::UserFair,
+    }
+}
+
+/// The node's published topology, when present and of a version we read.
+pub fn node_topology(node: &Node) -> Option<NodeTopology> {
+    let raw = node.annotations().get(TOPOLOGY_ANNOTATION)?;
+    let t: NodeTopology = serde_json::from_str(raw).ok()?;
+    (t.version == crate::api::topology::TOPOLOGY_VERSION).then_some(t)
+}
+
+/// Whether a node takes new work: not cordoned, Ready, and without the node-lifecycle taints
+/// (`node.kubernetes.io/*`: not-ready, unreachable, pressure, unschedulable). Other taints,
+/// such as `nvidia.com/gpu:NoSchedule` on managed GPU pools, exist to keep ordinary pods off
+/// GPU nodes; kubetrain binds its pods itself and places them there on purpose.
+pub fn node_schedulable(node: &Node) -> bool {
+    let spec = node.spec.as_ref();
+    if spec.and_then(|s| s.unschedulable).unwrap_or(false) {
+        return false;
+    }
+    let tainted = spec.and_then(|s| s.taints.as_ref()).is_some_and(|ts| {
+        ts.iter().any(|t| {
+            t.key.starts_with("node.kubernetes.io/")
+                && (t.effect == "NoSchedule" || t.effect == "NoExecute")
+        })
+    });
+    !tainted && node_ready(node)
+}
+
+/// Whether the node's Ready condition is True.
+pub fn node_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+fn node_model(node: &Node, foreign: sched::Resources) -> sched::Node {
+    let alloc = node.status.as_ref().and_then(|s| s.allocatable.as_ref());
+    let get = |k: &str| alloc.and_then(|a| a.get(k));
+    let topo = node_topology(node);
+    let gpus = get(GPU_RESOURCE).and_then(|q| whole(q).ok()).unwrap_or(0) as u32;
+    let mut unhealthy = Vec::new();
+    let mut groups = Vec::new();
+    let mut rack = node.labels().get(RACK_LABEL).cloned();
+    if let Some(t) = &topo {
+        unhealthy = t
+            .gpus
+            .iter()
+            .filter(|g| !g.healthy)
+            .map(|g| sched::GpuIndex(g.index))
+            .collect();
+        groups = t
+            .groups
+            .iter()
+            .map(|g| sched::GpuGroup {
+                gpus: g.gpus.iter().copied().map(sched::GpuIndex).collect(),
+                nvlink: g.nvlink,
+                numa_node: g.numa_node,
+            })
+            .collect();
+        if t.rack.is_some() {
+            rack = t.rack.clone();
+        }
+    }
+    // Allocatable GPUs may drop below the topology's count when the device plugin hides
+    // unhealthy ones; GPUs past allocatable are treated as unusable.
+    let mut topology = sched::Topology { groups };
+    if !topology.groups.is_empty() {
+        let known: u32 = topology.groups.iter().map(|g| g.gpus.len() as u32).sum();
+        if known != gpus && topo.as_ref().is_some_and(|t| t.gpus.len() as u32 != gpus) {
+            // The annotation and allocatable disagree (for example a GPU was hidden): use
+            // the default so indices stay within allocatable.
+            topology = sched::Topology::default();
+            unhealthy.retain(|g| g.0 < gpus);
+        }
+    }
+    sched::Node {
+        name: node.name_any(),
+        flavor: sched::Flavor::new(
+            node.labels()
+                .get(PRODUCT_LABEL)
+                .cloned()
+                .unwrap_or_default(),
+        ),
+        allocatable: sched::Resources {
+            cpu_milli: get("cpu").and_then(|q| cpu_milli(q).ok()).unwrap_or(0),
+            memory_bytes: get("memory").and_then(|q| whole(q).ok()).unwrap_or(0),
+            gpus,
+        },
+        rack,
+        topology,
+        unhealthy_gpus: unhealthy,
+        schedulable: node_schedulable(node),
+        foreign,
+    }
+}
+
+fn secs(t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time) -> i64 {
+    t.0.as_second()
+}
+
+/// Builds the snapshot.
+pub fn build(world: &World<'_>) -> sched::Snapshot {
+    let node_names: BTreeSet<String> = world.nodes.iter().map(|n| n.name_any()).collect();
+    let mut foreign: BTreeMap<String, sched::Resources> = BTreeMap::new();
+    for p in world.pods {
+        if p.labels().contains_key(JOB_LABEL) || !is_active(p) {
+            continue;
+        }
+        let Some(spec) = p.spec.as_ref() else {
+            continue;
+        };
+        let Some(node) = spec.node_name.as_ref().filter(|n| node_names.contains(*n)) else {
+            continue;
+        };
+        let Ok(d) = pod_demand(spec) else { continue };
+        let f = foreign.entry(node.clone()).or_default();
+        f.cpu_milli += d.cpu_milli;
+        f.memory_bytes += d.memory_bytes;
+        f.gpus += d.gpus as u32;
+    }
+    let nodes = world
+        .nodes
+        .iter()
+        .map(|n| node_model(n, foreign.get(&n.name_any()).copied().unwrap_or_default()))
+        .collect();
+
+    let virtual_clusters = world
+        .refs
+        .vcs
+        .values()
+        .map(|vc| sched::VirtualCluster {
+            name: vc.name_any(),
+            guarantee: vc
+                .spec
+                .guarantee
+                .iter()
+                .map(|g| sched::FlavorGuarantee {
+                    flavor: sched::Flavor::new(g.flavor.clone()),
+                    gpus: g.gpus.max(0) as u32,
+                    cells: g
+                        .cells
+                        .iter()
+                        .map(|c| sched::CellGuarantee {
+                            level: level(c.level),
+                            count: c.count.max(0) as u32,
+                        })
+                        .collect(),
+                })
+                .collect(),
+            limit_gpus: vc.spec.limit.as_ref().map(|l| l.gpus.max(0) as u32),
+            weight: vc.spec.weight.max(1) as u32,
+        })
+        .collect();
+    let queues = world
+        .refs
+        .queues
+        .values()
+        .map(|q| sched::Queue {
+            name: q.name_any(),
+            virtual_cluster: q.spec.virtual_cluster.clone(),
+            parent: q.spec.parent.clone(),
+            share: q.spec.share.clamp(0, 100) as u32,
+            max_share: q.spec.max_share.clamp(0, 100) as u32,
+            user_limit: q.spec.user_limit.map(|u| u.max(0) as u32),
+            policy: policy(q.spec.policy),
+            priority_preemption: q.spec.priority_preemption,
+        })
+        .collect();
+
+    let by_job = pods_by_job(world.pods);
+    let jobs = world
+        .jobs
+        .iter()
+        .filter_map(|j| {
+            job_model(
+                j,
+                by_job.get(&job_key(j)).map(Vec::as_slice).unwrap_or(&[]),
+                world,
+            )
+        })
+        .collect();
+    sched::Snapshot {
+        now: world.now,
+        nodes,
+        virtual_clusters,
+        queues,
+        jobs,
+    }
+}
+
+/// A job as the core sees it, or None when it takes no part in this cycle (finished,
+/// suspended without pods, invalid, or waiting out a retry backoff).
+fn job_model(job: &TrainingJob, pods: &[Arc<Pod>], world: &World<'_>) -> Option<sched::Job> {
+    let key = job_key(job);
+    let status = job.status.clone().unwrap_or_default();
+    // Pods being deleted still hold their GPUs until their containers stop.
+    let active: Vec<&Arc<Pod>> = pods.iter().filter(|p| is_active(p)).collect();
+    let leaving: bool = active
+        .iter()
+        .any(|p| p.metadata.deletion_timestamp.is_some());
+    let inflight = world.inflight.get(&key);
+    if status.phase.is_finished() && active.is_empty() && !leaving {
+        return None;
+    }
+    let tasks = validate(job, &world.refs).ok()?;
+    let mut placement: Vec<sched::ReplicaPlacement> =
+        active.iter().filter_map(|p| placement_of(p)).collect();
+    let mut bonus = active.iter().any(|p| {
+        p.annotations()
+            .get(BONUS_ANNOTATION)
+            .is_some_and(|b| b == "true")
+    });
+    if let Some(f) = inflight {
+        // Pods the cache does not show yet still hold their GPUs.
+        for p in &f.placement {
+            if !placement
+                .iter()
+                .any(|q| q.task == p.task && q.index == p.index)
+            {
+                placement.push(p.clone());
+            }
+        }
+        bonus |= f.bonus;
+    }
+    // Pods on their way out still hold their GPUs; we cannot tell which, so count the job
+    // as preempting until they are gone.
+    let preempting = leaving
+        || active
+            .iter()
+            .any(|p| p.annotations().contains_key(CHECKPOINT_REQUESTED))
+        || matches!(
+            status.phase,
+            Phase::Preempting
+                | Phase::Retrying
+                | Phase::Succeeded
+                | Phase::Failed
+                | Phase::Suspended
+        )
+        || job.spec.suspend;
+    let running = if placement.is_empty() {
+        if job.spec.suspend || status.phase != Phase::Queued {
+            return None;
+        }
+        None
+    } else {
+        let started = status
+            .admitted_at
+            .as_ref()
+            .map(secs)
+            .or_else(|| {
+                active
+                    .iter()
+                    .filter_map(|p| p.metadata.creation_timestamp.as_ref().map(secs))
+                    .min()
+            })
+            .or(inflight.map(|f| f.at))
+            .unwrap_or(world.now);
+        placement.sort_by_key(|p| p.rank);
+        Some(sched::Running {
+            placement,
+            bonus,
+            started_at: started,
+            last_checkpoint: status.last_checkpoint_time.as_ref().map(secs),
+            checkpoint_grace_seconds: i64::from(job.spec.checkpoint.grace_period_seconds.max(0)),
+            min_runtime_seconds: 0,
+            preempting,
+        })
+    };
+    Some(sched::Job {
+        id: key,
+        queue: job.spec.queue.clone(),
+        priority: job.spec.priority,
+        queued_at: status
+            .queued_at
+            .as_ref()
+            .or(job.metadata.creation_timestamp.as_ref())
+            .map(secs)
+            .unwrap_or(world.now),
+        user: job
+            .spec
+            .user
+            .clone()
+            .unwrap_or_else(|| job.namespace().unwrap_or_default()),
+        tasks,
+        gpu_types: job
+            .spec
+            .gpu_types
+            .iter()
+            .map(|t| sched::Flavor::new(t.clone()))
+            .collect(),
+        topology: sched::TopologyConstraint {
+            required: job
+                .spec
+                .topology
+                .as_ref()
+                .and_then(|t| t.required)
+                .map(level),
+            preferred: job
+                .spec
+                .topology
+                .as_ref()
+                .and_then(|t| t.preferred)
+                .map(level),
+        },
+        retries: status.retries.max(0) as u32,
+        preemptions: status.preemptions.max(0) as u32,
+        predicted_duration_seconds: job.spec.predicted_duration_seconds,
+        running,
+    })
+}

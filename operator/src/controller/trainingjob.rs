@@ -1,0 +1,927 @@
+//! The TrainingJob reconciler: the job's state machine (DESIGN.md §3).
+//!
+//! It reads the job, its pods (from the shared cache) and the scheduler's last word on
+//! why it waits, decides the next phase, writes the whole status with server-side apply,
+//! records an Event for every transition, and deletes pods when a gang must stop (failure,
+//! preemption after the checkpoint, success of the deciding tasks). Every step is idempotent:
+//! a re-run after a crash at any point reaches the same state without counting twice,
+//! because each counter moves together with the phase that records it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::api::{DeleteParams, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::events::EventType;
+use kube::{Api, ResourceExt};
+use tracing::{info, instrument, warn};
+
+use super::conditions;
+use super::context::{Context, MANAGER};
+use super::pods::{BONUS_ANNOTATION, expected_pod_names, placement_of};
+use super::snapshot::{is_active, job_key, node_topology};
+use super::validate::validate;
+use crate::api::annotations::{CHECKPOINT_DONE, CHECKPOINT_REQUESTED, JOB_LABEL};
+use crate::api::trainingjob::ReplicaPlacement;
+use crate::api::{Phase, TrainingJob, TrainingJobStatus};
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("kube: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("serializing status: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// Why a running gang stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Failure {
+    /// The user's fault: counts as a retry.
+    Replica { pod: String, reason: String },
+    /// The platform's fault (node lost, GPU unhealthy, pod removed): retried without counting.
+    Infrastructure { pod: String, reason: String },
+}
+
+fn now() -> Time {
+    Time(Timestamp::now())
+}
+
+fn parse_time(s: &str) -> Option<Timestamp> {
+    s.parse().ok()
+}
+
+/// Backoff before retry `n` (1-based): initial × 2^(n-1), at most max.
+pub fn backoff(initial: i32, max: i32, n: i32) -> Duration {
+    let initial = u64::try_from(initial.max(0)).unwrap_or(0);
+    let max = u64::try_from(max.max(0)).unwrap_or(0);
+    let shift = u32::try_from((n - 1).clamp(0, 30)).unwrap_or(30);
+    Duration::from_secs(initial.saturating_mul(1u64 << shift).min(max))
+}
+
+/// Classifies a finished-badly pod.
+fn pod_failure(pod: &Pod) -> Option<Failure> {
+    let status = pod.status.as_ref()?;
+    if status.phase.as_deref() != Some("Failed") {
+        return None;
+    }
+    let name = pod.name_any();
+    let reason = status.reason.clone().unwrap_or_default();
+    if matches!(
+        reason.as_str(),
+        "NodeLost" | "Shutdown" | "NodeShutdown" | "UnexpectedAdmissionError" | "Terminated"
+    ) {
+        return Some(Failure::Infrastructure {
+            pod: name,
+            reason: format!("pod {reason}"),
+        });
+    }
+    let terminated = status
+        .container_statuses
+        .iter()
+        .flatten()
+        .filter_map(|c| c.state.as_ref().and_then(|s| s.terminated.as_ref()))
+        .find(|t| t.exit_code != 0);
+    let why = match terminated {
+        Some(t) if t.reason.as_deref() == Some("OOMKilled") => "OOMKilled".to_string(),
+        Some(t) => format!("exit code {}", t.exit_code),
+        None if !reason.is_empty() => reason,
+        None => "failed".to_string(),
+    };
+    Some(Failure::Replica {
+        pod: name,
+        reason: why,
+    })
+}
+
+/// The job's pods from the cache: (active and not being deleted, all that still exist).
+fn job_pods(ctx: &Context, job: &TrainingJob) -> Vec<Arc<Pod>> {
+    let ns = job.namespace();
+    let name = job.name_any();
+    ctx.stores
+        .pods
+        .state()
+        .into_iter()
+        .filter(|p| p.namespace() == ns && p.labels().get(JOB_LABEL) == Some(&name))
+        .collect()
+}
+
+/// An infrastructure problem under a running pod: its node gone or NotReady, or one of its
+/// GPUs unhealthy.
+fn infrastructure_failure(ctx: &Context, pods: &[Arc<Pod>]) -> Option<Failure> {
+    for pod in pods.iter().filter(|p| is_active(p)) {
+        let Some(node_name) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) else {
+            continue;
+        };
+        let Some(node) = ctx
+            .stores
+            .nodes
+            .state()
+            .into_iter()
+            .find(|n| n.name_any() == node_name)
+        else {
+            return Some(Failure::Infrastructure {
+                pod: pod.name_any(),
+                reason: format!("node {node_name} is gone"),
+            });
+        };
+        let unreachable = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.as_ref())
+            .is_some_and(|ts| {
+                ts.iter()
+                    .any(|t| t.effect == "NoExecute" && t.key.starts_with("node.kubernetes.io/"))
+            });
+        if unreachable {
+            return Some(Failure::Infrastructure {
+                pod: pod.name_any(),
+                reason: format!("node {node_name} is not ready"),
+            });
+        }
+        if let (Some(topo), Some(p)) = (node_topology(&node), placement_of(pod)) {
+            let bad: BTreeSet<u32> = topo
+                .gpus
+                .iter()
+                .filter(|g| !g.healthy)
+                .map(|g| g.index)
+                .collect();
+            if let Some(g) = p.gpus.iter().find(|g| bad.contains(&g.0)) {
+                return Some(Failure::Infrastructure {
+                    pod: pod.name_any(),
+                    reason: format!("GPU {} on node {node_name} turned unhealthy", g.0),
+                });
+            }
+        }
+    }
+    None
+}
+
+/// What the reconcile decided besides the status.
+#[derive(Default)]
+struct Effects {
+    events: Vec<(EventType, &'static str, String)>,
+    delete_pods: bool,
+    requeue: Option<Duration>,
+}
+
+impl Effects {
+    fn event(&mut self, t: EventType, reason: &'static str, note: impl Into<String>) {
+        self.events.push((t, reason, note.into()));
+    }
+    fn requeue(&mut self, d: Duration) {
+        self.requeue = Some(self.requeue.map_or(d, |r| r.min(d)));
+    }
+}
+
+#[instrument(skip_all, fields(job = %job_key(&job)))]
+pub async fn reconcile(job: Arc<TrainingJob>, ctx: Arc<Context>) -> Result<Action, Error> {
+    if job.metadata.deletion_timestamp.is_some() {
+        // Owner references take the pods and the Service; the scheduler sees the GPUs free.
+        ctx.wake.notify_one();
+        return Ok(Action::await_change());
+    }
+    let pods = job_pods(&ctx, &job);
+    let old = job.status.clone().unwrap_or_default();
+    let mut status = old.clone();
+    let mut fx = Effects::default();
+    let t = now();
+    step(&ctx, &job, &pods, &mut status, &mut fx, &t);
+    status.observed_generation = job.metadata.generation;
+    if status.gpus.is_none() || old.phase != status.phase {
+        status.gpus = Some(requested_gpus(&job));
+    }
+
+    if status != old {
+        let api: Api<TrainingJob> =
+            Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
+        let patch = serde_json::json!({
+            "apiVersion": "kubetrain.io/v1alpha1",
+            "kind": "TrainingJob",
+            "status": serde_json::to_value(&status)?,
+        });
+        api.patch_status(
+            &job.name_any(),
+            &PatchParams::apply(MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
+        .await?;
+        if old.phase != status.phase {
+            info!(from = %old.phase, to = %status.phase, "phase");
+            ctx.wake.notify_one();
+        }
+    }
+    for (t, reason, note) in fx.events {
+        ctx.event(job.as_ref(), t, reason, note).await;
+    }
+    if fx.delete_pods {
+        delete_pods(&ctx, &job, &pods).await?;
+    }
+    Ok(match fx.requeue {
+        Some(d) => Action::requeue(d),
+        None => Action::requeue(Duration::from_secs(60)),
+    })
+}
+
+fn requested_gpus(job: &TrainingJob) -> f64 {
+    job.spec
+        .tasks
+        .iter()
+        .map(|t| {
+            let per = match t.gpu_share {
+                Some(s) => f64::from(s) / 1000.0,
+                None => t
+                    .pod_template()
+                    .ok()
+                    .and_then(|tpl| tpl.spec)
+                    .and_then(|s| super::resources::pod_demand(&s).ok())
+                    .map_or(0.0, |d| d.gpus as f64),
+            };
+            per * f64::from(t.replicas())
+        })
+        .sum()
+}
+
+async fn delete_pods(ctx: &Context, job: &TrainingJob, pods: &[Arc<Pod>]) -> Result<(), Error> {
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
+    for p in pods
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+    {
+        match api.delete(&p.name_any(), &DeleteParams::background()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// The state machine: updates `status` and `fx` from the job and its pods.
+fn step(
+    ctx: &Context,
+    job: &TrainingJob,
+    pods: &[Arc<Pod>],
+    status: &mut TrainingJobStatus,
+    fx: &mut Effects,
+    t: &Time,
+) {
+    let generation = job.metadata.generation;
+    let key = job_key(job);
+    let active: Vec<&Arc<Pod>> = pods.iter().filter(|p| is_active(p)).collect();
+    let present: Vec<&Arc<Pod>> = pods
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .collect();
+
+    if status.phase.is_finished() {
+        if !active.is_empty() {
+            fx.delete_pods = true;
+        }
+        if let (Some(ttl), Some(done)) = (
+            job.spec.ttl_seconds_after_finished,
+            status.finished_at.as_ref(),
+        ) {
+            let expires = done.0 + SignedDuration::from_secs(i64::from(ttl));
+            if t.0 >= expires {
+                fx.event(
+                    EventType::Normal,
+                    "Expired",
+                    format!("Deleted {ttl} s after it finished (ttlSecondsAfterFinished)."),
+                );
+                let api: Api<TrainingJob> =
+                    Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
+                let name = job.name_any();
+                tokio::spawn(async move {
+                    let _ = api.delete(&name, &DeleteParams::background()).await;
+                });
+            } else {
+                fx.requeue(Duration::from_secs(
+                    (expires.as_second() - t.0.as_second()).max(1) as u64,
+                ));
+            }
+        }
+        return;
+    }
+
+    // Validity: what the schema cannot check. An invalid job that holds nothing waits in
+    // Pending; a running one keeps running (its spec change does not touch the pods).
+    let maps = ctx.ref_maps();
+    match validate(job, &maps.refs()) {
+        Err(invalid) => {
+            let changed = conditions::set(
+                &mut status.conditions,
+                "Valid",
+                false,
+                invalid.reason(),
+                invalid.to_string(),
+                generation,
+                t,
+            );
+            if changed {
+                fx.event(
+                    EventType::Warning,
+                    invalid.reason(),
+                    format!("{invalid}. The job waits until a change fixes it."),
+                );
+            }
+            if present.is_empty() && matches!(status.phase, Phase::Pending | Phase::Queued) {
+                status.phase = Phase::Pending;
+                status.message = Some(invalid.to_string());
+            }
+            fx.requeue(Duration::from_secs(15));
+            if present.is_empty() {
+                return;
+            }
+        }
+        Ok(_) => {
+            if conditions::set(
+                &mut status.conditions,
+                "Valid",
+                true,
+                "Valid",
+                "The job's references and templates are valid.",
+                generation,
+                t,
+            ) && status.phase != Phase::Pending
+            {
+                fx.event(EventType::Normal, "Valid", "The job is valid again.");
+            }
+        }
+    }
+
+    if status.phase == Phase::Pending && conditions::is_true(&status.conditions, "Valid") {
+        status.phase = Phase::Queued;
+        if status.queued_at.is_none() {
+            status.queued_at = Some(t.clone());
+        }
+        status.message = Some(format!("Waiting in queue {}.", job.spec.queue));
+        fx.event(
+            EventType::Normal,
+            "Queued",
+            format!("Entered queue {}.", job.spec.queue),
+        );
+    }
+
+    // Suspension: stop the gang (checkpoint first, as for a preemption), keep the job queued.
+    if job.spec.suspend && !matches!(status.phase, Phase::Preempting) {
+        if present.is_empty() {
+            if status.phase != Phase::Suspended {
+                status.phase = Phase::Suspended;
+                status.placement.clear();
+                status.message = Some("Suspended: spec.suspend is true.".into());
+                fx.event(
+                    EventType::Normal,
+                    "Suspended",
+                    "Suspended; set spec.suspend to false to queue it again.",
+                );
+            }
+            return;
+        }
+        status.phase = Phase::Preempting;
+        conditions::set(
+            &mut status.conditions,
+            "Preempting",
+            true,
+            "Suspended",
+            "Asked to checkpoint because the job was suspended.",
+            generation,
+            t,
+        );
+        fx.delete_pods = false;
+    }
+    if status.phase == Phase::Suspended && !job.spec.suspend {
+        status.phase = Phase::Queued;
+        status.message = Some(format!("Resumed; waiting in queue {}.", job.spec.queue));
+        fx.event(
+            EventType::Normal,
+            "Resumed",
+            "spec.suspend is false: back in the queue.",
+        );
+    }
+
+    let expected = expected_pod_names(job);
+    let gang_size = expected.len();
+    let by_name: BTreeMap<String, &Arc<Pod>> = present.iter().map(|p| (p.name_any(), *p)).collect();
+    let checkpoint_requested = present
+        .iter()
+        .any(|p| p.annotations().contains_key(CHECKPOINT_REQUESTED));
+
+    match status.phase {
+        Phase::Queued => {
+            if present.is_empty() {
+                if !pods.is_empty() {
+                    // Old pods still terminating: the scheduler counts them; wait.
+                    fx.requeue(Duration::from_secs(1));
+                    return;
+                }
+                let reason = ctx.state().waiting.get(&key).cloned();
+                let (code, msg) = match reason {
+                    Some(r) => (r.code().to_string(), r.to_string()),
+                    None => (
+                        "Waiting".to_string(),
+                        format!(
+                            "Waiting in queue {} for the next scheduling cycle.",
+                            job.spec.queue
+                        ),
+                    ),
+                };
+                conditions::set(
+                    &mut status.conditions,
+                    "Admitted",
+                    false,
+                    &code,
+                    msg.clone(),
+                    generation,
+                    t,
+                );
+                status.message = Some(msg);
+                fx.requeue(Duration::from_secs(3));
+                return;
+            }
+            if checkpoint_requested {
+                status.phase = Phase::Preempting;
+                return step_preempting(job, &present, status, fx, t, generation);
+            }
+            let complete = expected.iter().all(|n| by_name.contains_key(n));
+            if !complete {
+                let in_flight = ctx.state().inflight.contains_key(&key);
+                let newest = present
+                    .iter()
+                    .filter_map(|p| p.metadata.creation_timestamp.as_ref())
+                    .map(|c| c.0)
+                    .max();
+                let age = newest.map_or(0, |n| t.0.as_second() - n.as_second());
+                if in_flight || age < ctx.settings.incomplete_gang_timeout.as_secs() as i64 {
+                    fx.requeue(Duration::from_secs(1));
+                    return;
+                }
+                // A gang left half-created (the operator stopped mid-admission): tear it
+                // down and queue again; never run part of a gang.
+                fx.delete_pods = true;
+                status.infrastructure_retries += 1;
+                fx.event(EventType::Warning, "IncompleteGang", format!("Found {} of {gang_size} pods with no admission in progress; removed them and queued the job again.", present.len()));
+                return;
+            }
+            status.phase = Phase::Running;
+            status.admitted_at = Some(t.clone());
+            status.started_at = None;
+            status.bonus = present.iter().any(|p| {
+                p.annotations()
+                    .get(BONUS_ANNOTATION)
+                    .is_some_and(|b| b == "true")
+            });
+            status.placement = placements(&present);
+            let nodes: BTreeSet<&str> = status.placement.iter().map(|p| p.node.as_str()).collect();
+            let msg = format!(
+                "Admitted{}: {gang_size} replica(s) on {} node(s).",
+                if status.bonus {
+                    " on borrowed (bonus) GPUs; it may be preempted with a checkpoint request when their owner needs them"
+                } else {
+                    ""
+                },
+                nodes.len()
+            );
+            conditions::set(
+                &mut status.conditions,
+                "Admitted",
+                true,
+                if status.bonus {
+                    "AdmittedAsBonus"
+                } else {
+                    "AdmittedWithinGuarantee"
+                },
+                msg.clone(),
+                generation,
+                t,
+            );
+            status.message = Some(msg);
+            fx.requeue(Duration::from_secs(2));
+        }
+        Phase::Running => {
+            status.bonus = present.iter().any(|p| {
+                p.annotations()
+                    .get(BONUS_ANNOTATION)
+                    .is_some_and(|b| b == "true")
+            });
+            if checkpoint_requested {
+                status.phase = Phase::Preempting;
+                return step_preempting(job, &present, status, fx, t, generation);
+            }
+            // Success: every replica of every deciding task succeeded.
+            let deciding: Vec<String> = job
+                .spec
+                .tasks
+                .iter()
+                .filter(|task| task.required_for_completion())
+                .flat_map(|task| {
+                    (0..task.replicas().max(1) as u32)
+                        .map(|i| super::pods::pod_name(&job.name_any(), &task.name, i))
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            let succeeded = |n: &String| {
+                by_name
+                    .get(n)
+                    .and_then(|p| p.status.as_ref())
+                    .and_then(|s| s.phase.as_deref())
+                    == Some("Succeeded")
+            };
+            if !deciding.is_empty() && deciding.iter().all(succeeded) {
+                status.phase = Phase::Succeeded;
+                status.finished_at = Some(t.clone());
+                status.message = Some("All replicas succeeded.".into());
+                conditions::set(
+                    &mut status.conditions,
+                    "Succeeded",
+                    true,
+                    "Succeeded",
+                    "All replicas succeeded.",
+                    generation,
+                    t,
+                );
+                conditions::set(
+                    &mut status.conditions,
+                    "Running",
+                    false,
+                    "Succeeded",
+                    "The job finished.",
+                    generation,
+                    t,
+                );
+                fx.event(EventType::Normal, "Succeeded", "All replicas succeeded.");
+                fx.delete_pods = active
+                    .iter()
+                    .any(|p| p.metadata.deletion_timestamp.is_none());
+                return;
+            }
+            let missing = expected.iter().find(|n| !by_name.contains_key(*n));
+            let failure = present
+                .iter()
+                .find_map(|p| pod_failure(p))
+                .or_else(|| {
+                    missing.map(|m| Failure::Infrastructure {
+                        pod: m.clone(),
+                        reason: "the pod was removed".into(),
+                    })
+                })
+                .or_else(|| infrastructure_failure(ctx, pods));
+            if let Some(f) = failure {
+                return fail(ctx, job, status, fx, t, generation, f);
+            }
+            let all_running = expected.iter().all(|n| {
+                by_name
+                    .get(n)
+                    .and_then(|p| p.status.as_ref())
+                    .and_then(|s| s.phase.as_deref())
+                    .is_some_and(|ph| ph == "Running" || ph == "Succeeded")
+            });
+            if all_running && status.started_at.is_none() {
+                status.started_at = Some(t.clone());
+                let msg = format!("All {gang_size} replica(s) are running.");
+                conditions::set(
+                    &mut status.conditions,
+                    "Running",
+                    true,
+                    "AllReplicasRunning",
+                    msg.clone(),
+                    generation,
+                    t,
+                );
+                status.message = Some(msg.clone());
+                fx.event(EventType::Normal, "Running", msg);
+            }
+            fx.requeue(Duration::from_secs(if all_running { 30 } else { 2 }));
+        }
+        Phase::Preempting => step_preempting(job, &present, status, fx, t, generation),
+        Phase::Retrying => {
+            if !present.is_empty() {
+                fx.delete_pods = true;
+            }
+            if !pods.is_empty() {
+                fx.requeue(Duration::from_secs(1));
+                return;
+            }
+            let due = status.retry_at.as_ref().is_none_or(|r| t.0 >= r.0);
+            if due {
+                status.phase = Phase::Queued;
+                status.retry_at = None;
+                status.placement.clear();
+                status.started_at = None;
+                status.message = Some(format!(
+                    "Back in queue {} after a failure (retry {} of {}).",
+                    job.spec.queue, status.retries, job.spec.max_retries
+                ));
+                fx.event(
+                    EventType::Normal,
+                    "Requeued",
+                    "Backoff over: back in the queue.",
+                );
+            } else if let Some(r) = &status.retry_at {
+                fx.requeue(Duration::from_secs(
+                    (r.0.as_second() - t.0.as_second()).max(1) as u64,
+                ));
+            }
+        }
+        Phase::Pending | Phase::Suspended | Phase::Succeeded | Phase::Failed => {}
+    }
+}
+
+fn placements(pods: &[&Arc<Pod>]) -> Vec<ReplicaPlacement> {
+    let mut out: Vec<ReplicaPlacement> = pods
+        .iter()
+        .filter_map(|p| placement_of(p))
+        .map(|p| ReplicaPlacement {
+            task: p.task,
+            index: p.index as i32,
+            rank: p.rank as i32,
+            node: p.node,
+            gpus: p.gpus.iter().map(|g| g.0 as i32).collect(),
+            gpu_share: p.share.map(|s| s.0 as i32),
+        })
+        .collect();
+    out.sort_by_key(|p| p.rank);
+    out
+}
+
+/// A running gang stopped: retry (counted or not) or fail for good.
+fn fail(
+    ctx: &Context,
+    job: &TrainingJob,
+    status: &mut TrainingJobStatus,
+    fx: &mut Effects,
+    t: &Time,
+    generation: Option<i64>,
+    f: Failure,
+) {
+    fx.delete_pods = true;
+    let (pod, reason, infra) = match f {
+        Failure::Replica { pod, reason } => (pod, reason, false),
+        Failure::Infrastructure { pod, reason } => (pod, reason, true),
+    };
+    if infra && status.infrastructure_retries < ctx.settings.max_infrastructure_retries {
+        status.infrastructure_retries += 1;
+        status.phase = Phase::Retrying;
+        status.retry_at = Some(t.clone());
+        let msg = format!(
+            "Replica {pod} stopped: {reason}. Not the job's fault: restarting without counting a retry."
+        );
+        conditions::set(
+            &mut status.conditions,
+            "Running",
+            false,
+            "InfrastructureFailure",
+            msg.clone(),
+            generation,
+            t,
+        );
+        status.message = Some(msg.clone());
+        fx.event(EventType::Warning, "InfrastructureFailure", msg);
+        return;
+    }
+    if status.retries < job.spec.max_retries {
+        status.retries += 1;
+        let wait = backoff(
+            job.spec.backoff.initial_seconds,
+            job.spec.backoff.max_seconds,
+            status.retries,
+        );
+        status.phase = Phase::Retrying;
+        status.retry_at = Some(Time(t.0 + SignedDuration::from_secs(wait.as_secs() as i64)));
+        let msg = format!(
+            "Replica {pod} failed: {reason}. Retry {} of {} in {} s.",
+            status.retries,
+            job.spec.max_retries,
+            wait.as_secs()
+        );
+        conditions::set(
+            &mut status.conditions,
+            "Running",
+            false,
+            "ReplicaFailed",
+            msg.clone(),
+            generation,
+            t,
+        );
+        status.message = Some(msg.clone());
+        fx.event(EventType::Warning, "ReplicaFailed", msg);
+        fx.requeue(wait.max(Duration::from_secs(1)));
+    } else {
+        status.phase = Phase::Failed;
+        status.finished_at = Some(t.clone());
+        let msg = format!(
+            "Replica {pod} failed: {reason}. No retries left ({} of {} used).",
+            status.retries, job.spec.max_retries
+        );
+        conditions::set(
+            &mut status.conditions,
+            "Failed",
+            true,
+            "RetriesExhausted",
+            msg.clone(),
+            generation,
+            t,
+        );
+        conditions::set(
+            &mut status.conditions,
+            "Running",
+            false,
+            "ReplicaFailed",
+            msg.clone(),
+            generation,
+            t,
+        );
+        status.message = Some(msg.clone());
+        fx.event(EventType::Warning, "Failed", msg);
+    }
+}
+
+/// Preempting: wait for the checkpoint acknowledgement, the pods' own exit, or the grace
+/// period; then delete the pods; once they are gone, back to Queued keeping the job's place.
+fn step_preempting(
+    job: &TrainingJob,
+    present: &[&Arc<Pod>],
+    status: &mut TrainingJobStatus,
+    fx: &mut Effects,
+    t: &Time,
+    generation: Option<i64>,
+) {
+    if present.is_empty() {
+        status.phase = if job.spec.suspend {
+            Phase::Suspended
+        } else {
+            Phase::Queued
+        };
+        status.preemptions += if job.spec.suspend { 0 } else { 1 };
+        status.placement.clear();
+        status.bonus = false;
+        status.started_at = None;
+        let msg = if job.spec.suspend {
+            "Suspended after its checkpoint.".to_string()
+        } else {
+            format!(
+                "Preempted and back in queue {}, keeping its place in line.",
+                job.spec.queue
+            )
+        };
+        conditions::set(
+            &mut status.conditions,
+            "Preempting",
+            false,
+            "Requeued",
+            msg.clone(),
+            generation,
+            t,
+        );
+        conditions::set(
+            &mut status.conditions,
+            "Running",
+            false,
+            "Preempted",
+            msg.clone(),
+            generation,
+            t,
+        );
+        status.message = Some(msg.clone());
+        fx.event(
+            EventType::Normal,
+            if job.spec.suspend {
+                "Suspended"
+            } else {
+                "Requeued"
+            },
+            msg,
+        );
+        return;
+    }
+    let requested = present
+        .iter()
+        .filter_map(|p| {
+            p.annotations()
+                .get(CHECKPOINT_REQUESTED)
+                .and_then(|s| parse_time(s))
+        })
+        .min()
+        .unwrap_or(t.0);
+    let ack = present
+        .iter()
+        .filter_map(|p| {
+            p.annotations()
+                .get(CHECKPOINT_DONE)
+                .and_then(|s| parse_time(s))
+        })
+        .max();
+    let exited = present
+        .iter()
+        .all(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Succeeded"));
+    let grace = i64::from(job.spec.checkpoint.grace_period_seconds.max(0));
+    let deadline = requested + SignedDuration::from_secs(grace);
+    let newly = conditions::set(
+        &mut status.conditions,
+        "Preempting",
+        true,
+        "CheckpointRequested",
+        format!(
+            "Asked to checkpoint; the pods are deleted after the acknowledgement or {grace} s."
+        ),
+        generation,
+        t,
+    );
+    if newly {
+        status.message = Some(format!("Preempting: asked to checkpoint within {grace} s."));
+    }
+    if let Some(a) = ack {
+        status.last_checkpoint_time = Some(Time(a));
+    }
+    if ack.is_some() || exited || t.0 >= deadline {
+        fx.delete_pods = true;
+        let why = if ack.is_some() {
+            "checkpoint acknowledged"
+        } else if exited {
+            "the pods exited on their own"
+        } else {
+            "grace period over without acknowledgement"
+        };
+        if status.message.as_deref().is_none_or(|m| !m.contains(why)) {
+            status.message = Some(format!("Preempting: {why}; stopping the pods."));
+        }
+        fx.requeue(Duration::from_secs(1));
+    } else {
+        let left = (deadline.as_second() - t.0.as_second()).clamp(1, 2) as u64;
+        fx.requeue(Duration::from_secs(left));
+    }
+}
+
+/// On errors: count, log, retry soon.
+pub fn error_policy(job: Arc<TrainingJob>, err: &Error, ctx: Arc<Context>) -> Action {
+    ctx.metrics.reconcile_errors.inc();
+    warn!(job = %job_key(&job), error = %err, "reconcile failed; retrying");
+    Action::requeue(Duration::from_secs(2))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_max() {
+        assert_eq!(backoff(10, 600, 1), Duration::from_secs(10));
+        assert_eq!(backoff(10, 600, 2), Duration::from_secs(20));
+        assert_eq!(backoff(10, 600, 4), Duration::from_secs(80));
+        assert_eq!(backoff(10, 600, 10), Duration::from_secs(600));
+        assert_eq!(backoff(0, 600, 3), Duration::ZERO);
+        assert_eq!(backoff(10, 600, 1000), Duration::from_secs(600));
+    }
+
+    fn pod(json: serde_json::Value) -> Pod {
+        serde_json::from_value(json).expect("pod")
+    }
+
+    #[test]
+    fn failures_are_classified() {
+        let oom = pod(
+            serde_json::json!({"metadata": {"name": "a"}, "status": {"phase": "Failed", "containerStatuses": [
+                {"name": "c", "ready": false, "restartCount": 0, "image": "x", "imageID": "", "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}
+            ]}}),
+        );
+        assert_eq!(
+            pod_failure(&oom),
+            Some(Failure::Replica {
+                pod: "a".into(),
+                reason: "OOMKilled".into()
+            })
+        );
+        let exit = pod(
+            serde_json::json!({"metadata": {"name": "b"}, "status": {"phase": "Failed", "containerStatuses": [
+                {"name": "c", "ready": false, "restartCount": 0, "image": "x", "imageID": "", "state": {"terminated": {"exitCode": 3}}}
+            ]}}),
+        );
+        assert_eq!(
+            pod_failure(&exit),
+            Some(Failure::Replica {
+                pod: "b".into(),
+                reason: "exit code 3".into()
+            })
+        );
+        let lost = pod(
+            serde_json::json!({"metadata": {"name": "c"}, "status": {"phase": "Failed", "reason": "NodeLost"}}),
+        );
+        assert!(matches!(
+            pod_failure(&lost),
+            Some(Failure::Infrastructure { .. })
+        ));
+        let evicted = pod(
+            serde_json::json!({"metadata": {"name": "d"}, "status": {"phase": "Failed", "reason": "Evicted"}}),
+        );
+        assert!(matches!(
+            pod_failure(&evicted),
+            Some(Failure::Replica { .. })
+        ));
+        let running =
+            pod(serde_json::json!({"metadata": {"name": "e"}, "status": {"phase": "Running"}}));
+        assert_eq!(pod_failure(&running), None);
+    }
+}

@@ -1,0 +1,152 @@
+//! The VirtualCluster reconciler: status (guaranteed, in use, bonus, lent) and the
+//! `OverCommitted` condition when guarantees exceed the physical cluster.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::api::{Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::{Api, ResourceExt};
+use tracing::{instrument, warn};
+
+use super::conditions;
+use super::context::{Context, MANAGER};
+use super::metrics::VcLabels;
+use super::usage::gpus;
+use crate::api::VirtualCluster;
+use crate::api::virtualcluster::FlavorUsage;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("kube: {0}")]
+    Kube(#[from] kube::Error),
+}
+
+#[instrument(skip_all, fields(vc = %vc.name_any()))]
+pub async fn reconcile(vc: Arc<VirtualCluster>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let name = vc.name_any();
+    let (u, capacity, computed) = {
+        let state = ctx.state();
+        (
+            state.usage.vcs.get(&name).cloned().unwrap_or_default(),
+            state.usage.capacity.clone(),
+            state.usage.computed,
+        )
+    };
+    if !computed {
+        return Ok(Action::requeue(Duration::from_secs(1)));
+    }
+    let mut status = vc.status.clone().unwrap_or_default();
+    status.flavors = u
+        .flavors
+        .iter()
+        .filter(|(f, _)| !f.is_empty())
+        .map(|(flavor, f)| FlavorUsage {
+            flavor: flavor.clone(),
+            guaranteed: f.guaranteed as i32,
+            in_use: gpus(f.in_use_milli),
+            bonus: gpus(f.bonus_milli),
+            lent: gpus(f.lent_milli),
+        })
+        .collect();
+    status.guaranteed_gpus = vc.spec.guarantee.iter().map(|g| g.gpus.max(0)).sum();
+    status.in_use_gpus = status.flavors.iter().map(|f| f.in_use).sum();
+    status.bonus_gpus = status.flavors.iter().map(|f| f.bonus).sum();
+    status.lent_gpus = status.flavors.iter().map(|f| f.lent).sum();
+    status.pending = u.pending;
+    status.running = u.running;
+    status.observed_generation = vc.metadata.generation;
+
+    // OverCommitted: all VCs' guarantees for a flavor above what the cluster has of it.
+    let mut guaranteed: std::collections::BTreeMap<String, i64> = Default::default();
+    for other in ctx.stores.vcs.state() {
+        for g in &other.spec.guarantee {
+            *guaranteed.entry(g.flavor.clone()).or_default() += i64::from(g.gpus.max(0));
+        }
+    }
+    let over: Vec<String> = vc
+        .spec
+        .guarantee
+        .iter()
+        .filter_map(|g| {
+            let total = guaranteed.get(&g.flavor).copied().unwrap_or(0);
+            let have = i64::from(capacity.get(&g.flavor).copied().unwrap_or(0));
+            (total > have).then(|| {
+                format!(
+                    "{}: {total} guaranteed in all, {have} in the cluster",
+                    g.flavor
+                )
+            })
+        })
+        .collect();
+    let t =
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
+    let generation = vc.metadata.generation;
+    if over.is_empty() {
+        conditions::set(
+            &mut status.conditions,
+            "OverCommitted",
+            false,
+            "WithinCapacity",
+            "All guarantees fit the cluster.",
+            generation,
+            &t,
+        );
+    } else {
+        conditions::set(
+            &mut status.conditions,
+            "OverCommitted",
+            true,
+            "GuaranteesExceedCapacity",
+            format!(
+                "Guarantees exceed the cluster ({}); not every guarantee can be honoured at once.",
+                over.join("; ")
+            ),
+            generation,
+            &t,
+        );
+    }
+    conditions::set(
+        &mut status.conditions,
+        "Ready",
+        true,
+        "Ready",
+        "Guarantee and usage are up to date.",
+        generation,
+        &t,
+    );
+
+    let labels = VcLabels {
+        virtual_cluster: name.clone(),
+    };
+    ctx.metrics
+        .gpus_guaranteed
+        .get_or_create(&labels)
+        .set(i64::from(status.guaranteed_gpus));
+    ctx.metrics
+        .gpus_in_use
+        .get_or_create(&labels)
+        .set(i64::from(status.in_use_gpus));
+    ctx.metrics
+        .gpus_bonus
+        .get_or_create(&labels)
+        .set(i64::from(status.bonus_gpus));
+
+    if vc.status.as_ref() != Some(&status) {
+        let api: Api<VirtualCluster> = Api::all(ctx.client.clone());
+        let patch = serde_json::json!({"apiVersion": "kubetrain.io/v1alpha1", "kind": "VirtualCluster", "status": status});
+        api.patch_status(
+            &name,
+            &PatchParams::apply(MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
+        .await?;
+    }
+    Ok(Action::requeue(Duration::from_secs(5)))
+}
+
+pub fn error_policy(vc: Arc<VirtualCluster>, err: &Error, ctx: Arc<Context>) -> Action {
+    ctx.metrics.reconcile_errors.inc();
+    warn!(vc = %vc.name_any(), error = %err, "reconcile failed; retrying");
+    Action::requeue(Duration::from_secs(5))
+}

@@ -1,0 +1,258 @@
+//! Capacity accounting: guarantees, bonus, limits, queue shares and user limits.
+//!
+//! All amounts are milli-GPUs. Per VirtualCluster and flavor the core tracks *guaranteed*
+//! usage (jobs admitted within the guarantee, plus room promised by a planned reclaim) and
+//! *bonus* usage (jobs admitted on idle capacity beyond it). A job is guaranteed when
+//! `guaranteed + need ≤ guarantee` for its flavor. Limits (VC limit, queue maxShare along the
+//! queue's ancestors, per-user limit) cap guaranteed and bonus usage together.
+//!
+//! Fairness: VCs take turns in order of their *weighted dominant share* — for the guaranteed
+//! phase the largest fraction of any flavor's guarantee in use, for the bonus phase the
+//! largest fraction of any flavor's capacity borrowed, divided by the VC's weight
+//! (dominant-resource fairness over GPU types). Within a VC, queues take turns in order of
+//! usage divided by entitlement (`share` percent of the parent's entitlement, the root being
+//! the VC's guarantee), so a queue below its share goes first and unused share flows to
+//! siblings.
+
+use std::collections::BTreeMap;
+
+use super::decisions::WaitReason;
+use super::model::Snapshot;
+use super::nodes::FlavorId;
+
+pub(crate) type VcIdx = usize;
+pub(crate) type QueueIdx = usize;
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Tenants {
+    pub vc_names: Vec<String>,
+    pub vc_by_name: BTreeMap<String, VcIdx>,
+    pub queue_by_name: BTreeMap<String, QueueIdx>,
+    /// Per queue: its VC, or None when the VC is unknown or the hierarchy is broken.
+    pub queue_vc: Vec<Option<VcIdx>>,
+    /// Per queue: itself and its ancestors.
+    pub chain: Vec<Vec<QueueIdx>>,
+    pub queue_max: Vec<Option<u64>>,
+    pub entitlement: Vec<u64>,
+    /// `[vc][flavor]` guaranteed milli-GPUs.
+    pub guarantee: Vec<Vec<u64>>,
+    pub limit: Vec<Option<u64>>,
+    pub weight: Vec<u64>,
+    /// Capacity per flavor (healthy GPUs on schedulable nodes), milli.
+    pub flavor_cap: Vec<u64>,
+    pub guar_used: Vec<Vec<u64>>,
+    pub bonus_used: Vec<Vec<u64>>,
+    pub vc_used: Vec<u64>,
+    pub queue_used: Vec<u64>,
+    pub user_used: BTreeMap<(QueueIdx, String), u64>,
+}
+
+pub(crate) fn gpus(milli: u64) -> u32 {
+    milli.div_ceil(1000).min(u64::from(u32::MAX)) as u32
+}
+
+impl Tenants {
+    pub fn build(
+        snap: &Snapshot,
+        flavor_by_name: &BTreeMap<String, FlavorId>,
+        flavor_cap: Vec<u64>,
+    ) -> Tenants {
+        let nf = flavor_cap.len();
+        let mut t = Tenants {
+            flavor_cap,
+            ..Default::default()
+        };
+        for vc in &snap.virtual_clusters {
+            if t.vc_by_name.contains_key(&vc.name) {
+                continue;
+            }
+            let mut g = vec![0u64; nf];
+            for fg in &vc.guarantee {
+                if let Some(&f) = flavor_by_name.get(fg.flavor.as_str()) {
+                    g[f as usize] += u64::from(fg.gpus) * 1000;
+                }
+            }
+            t.vc_by_name.insert(vc.name.clone(), t.vc_names.len());
+            t.vc_names.push(vc.name.clone());
+            t.guarantee.push(g);
+            t.limit.push(vc.limit_gpus.map(|l| u64::from(l) * 1000));
+            t.weight.push(u64::from(vc.weight.max(1)));
+        }
+        let nv = t.vc_names.len();
+        t.guar_used = vec![vec![0; nf]; nv];
+        t.bonus_used = vec![vec![0; nf]; nv];
+        t.vc_used = vec![0; nv];
+        let nq = snap.queues.len();
+        for (i, q) in snap.queues.iter().enumerate() {
+            t.queue_by_name.entry(q.name.clone()).or_insert(i);
+        }
+        let total_cap: u64 = t.flavor_cap.iter().sum();
+        t.queue_vc = vec![None; nq];
+        t.chain = vec![Vec::new(); nq];
+        t.queue_max = vec![None; nq];
+        t.entitlement = vec![0; nq];
+        t.queue_used = vec![0; nq];
+        for (i, q) in snap.queues.iter().enumerate() {
+            if t.queue_by_name.get(&q.name) != Some(&i) {
+                continue; // duplicate name
+            }
+            let Some(&vc) = t.vc_by_name.get(&q.virtual_cluster) else {
+                continue;
+            };
+            // walk up the parents; a cycle, a missing parent or a parent in another VC
+            // makes the queue unusable
+            let mut chain = vec![i];
+            let mut cur = q;
+            let mut ok = true;
+            while let Some(p) = &cur.parent {
+                match t.queue_by_name.get(p) {
+                    Some(&pi)
+                        if !chain.contains(&pi)
+                            && snap.queues[pi].virtual_cluster == q.virtual_cluster =>
+                    {
+                        chain.push(pi);
+                        cur = &snap.queues[pi];
+                    }
+                    _ => {
+                        ok = false;
+                        break;
+                    }
+                }
+            }
+            if !ok {
+                continue;
+            }
+            let vc_guar: u64 = t.guarantee[vc].iter().sum();
+            let mut ent = vc_guar;
+            for &qi in chain.iter().rev() {
+                ent = ent * u64::from(snap.queues[qi].share.min(100)) / 100;
+            }
+            let base = t.limit[vc].unwrap_or(total_cap);
+            t.queue_max[i] = (q.max_share < 100).then(|| base * u64::from(q.max_share) / 100);
+            t.entitlement[i] = ent;
+            t.queue_vc[i] = Some(vc);
+            t.chain[i] = chain;
+        }
+        t
+    }
+
+    /// Whether `need` more fits the VC's guarantee for a flavor.
+    pub fn within_guarantee(&self, vc: VcIdx, f: FlavorId, need: u64) -> bool {
+        self.guar_used[vc][f as usize] + need <= self.guarantee[vc][f as usize]
+    }
+
+    /// Limits that would stop `need` more: VC limit, queue maxShare, user limit.
+    pub fn check_limits(
+        &self,
+        snap: &Snapshot,
+        q: QueueIdx,
+        user: &str,
+        need: u64,
+    ) -> Result<(), WaitReason> {
+        let Some(vc) = self.queue_vc[q] else {
+            return Ok(());
+        };
+        if let Some(l) = self.limit[vc]
+            && self.vc_used[vc] + need > l
+        {
+            return Err(WaitReason::OverLimit {
+                virtual_cluster: self.vc_names[vc].clone(),
+                limit_gpus: gpus(l),
+                in_use_gpus: gpus(self.vc_used[vc]),
+                needed_gpus: gpus(need),
+            });
+        }
+        for &qi in &self.chain[q] {
+            if let Some(m) = self.queue_max[qi]
+                && self.queue_used[qi] + need > m
+            {
+                return Err(WaitReason::QueueMaxShare {
+                    queue: snap.queues[qi].name.clone(),
+                    max_gpus: gpus(m),
+                    in_use_gpus: gpus(self.queue_used[qi]),
+                    needed_gpus: gpus(need),
+                });
+            }
+        }
+        if let Some(l) = snap.queues[q].user_limit {
+            let used = self
+                .user_used
+                .get(&(q, user.to_string()))
+                .copied()
+                .unwrap_or(0);
+            if used + need > u64::from(l) * 1000 {
+                return Err(WaitReason::UserLimit {
+                    user: user.to_string(),
+                    queue: snap.queues[q].name.clone(),
+                    limit_gpus: l,
+                    in_use_gpus: gpus(used),
+                    needed_gpus: gpus(need),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Add (or with `add == false` remove) usage.
+    pub fn charge(
+        &mut self,
+        q: QueueIdx,
+        user: &str,
+        f: FlavorId,
+        milli: u64,
+        bonus: bool,
+        add: bool,
+    ) {
+        let Some(vc) = self.queue_vc[q] else { return };
+        let op = |x: &mut u64| {
+            if add {
+                *x += milli
+            } else {
+                *x = x.saturating_sub(milli)
+            }
+        };
+        if bonus {
+            op(&mut self.bonus_used[vc][f as usize]);
+        } else {
+            op(&mut self.guar_used[vc][f as usize]);
+        }
+        op(&mut self.vc_used[vc]);
+        for &qi in &self.chain[q] {
+            op(&mut self.queue_used[qi]);
+        }
+        op(self.user_used.entry((q, user.to_string())).or_insert(0));
+    }
+
+    /// Weighted dominant share of the guarantee in use (guaranteed phase turn order).
+    pub fn guaranteed_share(&self, vc: VcIdx) -> f64 {
+        let mut s: f64 = 0.0;
+        for (f, &g) in self.guarantee[vc].iter().enumerate() {
+            if g > 0 {
+                s = s.max(self.guar_used[vc][f] as f64 / g as f64);
+            }
+        }
+        s / self.weight[vc] as f64
+    }
+
+    /// Weighted dominant share of borrowed capacity (bonus phase turn order).
+    pub fn bonus_share(&self, vc: VcIdx) -> f64 {
+        let mut s: f64 = 0.0;
+        for (f, &cap) in self.flavor_cap.iter().enumerate() {
+            if cap > 0 {
+                s = s.max(self.bonus_used[vc][f] as f64 / cap as f64);
+            }
+        }
+        s / self.weight[vc] as f64
+    }
+
+    /// Queue turn order inside a VC: usage over entitlement, smallest first.
+    pub fn queue_key(&self, q: QueueIdx) -> (u64, u64) {
+        match self.queue_used[q]
+            .saturating_mul(1_000_000)
+            .checked_div(self.entitlement[q])
+        {
+            Some(ratio) => (ratio, 0),
+            None => (u64::MAX, self.queue_used[q]),
+        }
+    }
+}

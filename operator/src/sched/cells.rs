@@ -1,0 +1,300 @@
+//! Topology guarantees through cells, bound lazily.
+//!
+//! A guarantee of "N cells of level L" (GPU group, node or rack) of a flavor promises N whole
+//! domains of that level. Cells are not pinned to machines (that would fragment the
+//! cluster and idle them): a domain is *bound* to a VC only by use — it is owned by VC `v`
+//! when all guaranteed (non-bonus) GPUs in it are `v`'s, *clean* when it holds no guaranteed
+//! GPUs and nothing foreign (free or bonus only: it can be emptied by reclaim), and *mixed*
+//! otherwise. The invariant, per flavor and level, is
+//!
+//! `clean domains ≥ Σ_v max(0, cells_v − domains owned by v)`
+//!
+//! so every VC can always get its missing cells back by reclaiming bonus jobs from clean
+//! domains. A guaranteed placement that would break it (by dirtying a clean domain that is
+//! spoken for, or mixing another VC's domain) is refused; placement then retries on domains
+//! the VC already owns or that are already mixed (buddy-style: fill partly used cells before
+//! splitting a whole one). Bonus placements never change ownership, because they can be
+//! reclaimed. When the invariant is already broken (guarantees over the cluster), moves that
+//! do not make it worse are allowed.
+
+use std::collections::BTreeMap;
+
+use super::capacity::{Tenants, VcIdx};
+use super::model::{Snapshot, TopologyLevel};
+use super::nodes::{Cluster, FlavorId, NodeIdx};
+use super::placement::Trial;
+use super::reclaim::RunInfo;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Owner {
+    Clean,
+    Vc(VcIdx),
+    Mixed,
+}
+
+fn merge(o: Owner, vc: VcIdx) -> Owner {
+    match o {
+        Owner::Clean => Owner::Vc(vc),
+        Owner::Vc(v) if v == vc => o,
+        _ => Owner::Mixed,
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+struct Table {
+    owners: Vec<Owner>,
+    want: Vec<i64>,
+    bound: Vec<i64>,
+    clean: i64,
+}
+
+impl Table {
+    fn slack(&self) -> i64 {
+        self.clean
+            - self
+                .want
+                .iter()
+                .zip(&self.bound)
+                .map(|(w, b)| (w - b).max(0))
+                .sum::<i64>()
+    }
+    fn set(&mut self, d: usize, new: Owner) {
+        let old = self.owners[d];
+        if old == new {
+            return;
+        }
+        match old {
+            Owner::Clean => self.clean -= 1,
+            Owner::Vc(v) => self.bound[v] -= 1,
+            Owner::Mixed => {}
+        }
+        match new {
+            Owner::Clean => self.clean += 1,
+            Owner::Vc(v) => self.bound[v] += 1,
+            Owner::Mixed => {}
+        }
+        self.owners[d] = new;
+    }
+}
+
+/// Cell ownership for every (flavor, level) some VC has cells of.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Cells {
+    tables: BTreeMap<(FlavorId, TopologyLevel), Table>,
+    /// First GPU-group domain id of each node.
+    group_base: Vec<usize>,
+}
+
+impl Cells {
+    pub fn build(snap: &Snapshot, c: &Cluster, t: &Tenants, runs: &[RunInfo]) -> Cells {
+        let mut cells = Cells::default();
+        let nv = t.vc_names.len();
+        for vc in &snap.virtual_clusters {
+            let Some(&v) = t.vc_by_name.get(&vc.name) else {
+                continue;
+            };
+            for g in &vc.guarantee {
+                let Some(&f) = c.flavor_by_name.get(g.flavor.as_str()) else {
+                    continue;
+                };
+                for cell in &g.cells {
+                    let tb = cells
+                        .tables
+                        .entry((f, cell.level))
+                        .or_insert_with(|| Table {
+                            want: vec![0; nv],
+                            bound: vec![0; nv],
+                            ..Default::default()
+                        });
+                    tb.want[v] += i64::from(cell.count);
+                }
+            }
+        }
+        if cells.tables.is_empty() {
+            return cells;
+        }
+        let mut base = 0;
+        for n in &c.nodes {
+            cells.group_base.push(base);
+            base += n.groups.len();
+        }
+        let eligible_node = |n: &super::nodes::NodeState, i: usize| {
+            n.schedulable
+                && n.gpus.iter().all(|g| g.cap > 0)
+                && snap.nodes[n.src as usize].foreign.gpus == 0
+                && !n.gpus.is_empty()
+                && i < c.nodes.len()
+        };
+        for (&(f, level), tb) in cells.tables.iter_mut() {
+            let size = match level {
+                TopologyLevel::GpuGroup => base,
+                TopologyLevel::Node => c.nodes.len(),
+                TopologyLevel::Rack => c.racks.len(),
+            };
+            tb.owners = vec![Owner::Mixed; size];
+            let mut clean = vec![false; size];
+            match level {
+                TopologyLevel::Rack => {
+                    for (r, rg) in c.racks.iter().enumerate() {
+                        clean[r] = rg.flavor == f
+                            && !rg.nodes.is_empty()
+                            && rg
+                                .nodes
+                                .iter()
+                                .all(|&n| eligible_node(&c.nodes[n as usize], n as usize));
+                    }
+                }
+                _ => {
+                    for (i, n) in c.nodes.iter().enumerate() {
+                        if n.flavor != f || !eligible_node(n, i) {
+                            continue;
+                        }
+                        if level == TopologyLevel::Node {
+                            clean[i] = true;
+                        } else {
+                            for g in 0..n.groups.len() {
+                                clean[cells.group_base[i] + g] = true;
+                            }
+                        }
+                    }
+                }
+            }
+            for (d, &cl) in clean.iter().enumerate() {
+                if cl {
+                    tb.set(d, Owner::Clean);
+                }
+            }
+        }
+        for r in runs.iter().filter(|r| !r.gone && !r.bonus) {
+            let Some(vc) = r.vc else { continue };
+            let touched: Vec<(NodeIdx, Vec<u8>)> = r
+                .takes
+                .iter()
+                .map(|(n, g, _, _)| (*n, g.iter().map(|x| x.0).collect()))
+                .collect();
+            cells.apply(c, r.flavor, &touched, vc);
+        }
+        cells
+    }
+
+    fn domains(
+        &self,
+        c: &Cluster,
+        level: TopologyLevel,
+        touched: &[(NodeIdx, Vec<u8>)],
+    ) -> Vec<usize> {
+        let mut out = Vec::new();
+        for (n, gpus) in touched {
+            if gpus.is_empty() {
+                continue;
+            }
+            let node = &c.nodes[*n as usize];
+            match level {
+                TopologyLevel::Node => out.push(*n as usize),
+                TopologyLevel::Rack => out.extend(node.rack.map(|r| r as usize)),
+                TopologyLevel::GpuGroup => {
+                    for (gi, g) in node.groups.iter().enumerate() {
+                        if gpus.iter().any(|x| g.contains(x)) {
+                            out.push(self.group_base[*n as usize] + gi);
+                        }
+                    }
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    fn apply(&mut self, c: &Cluster, f: FlavorId, touched: &[(NodeIdx, Vec<u8>)], vc: VcIdx) {
+        let keys: Vec<(FlavorId, TopologyLevel)> =
+            self.tables.keys().filter(|k| k.0 == f).copied().collect();
+        for k in keys {
+            let ds = self.domains(c, k.1, touched);
+            let tb = self.tables.get_mut(&k).expect("key from the map");
+            for d in ds {
+                let o = tb.owners[d];
+                tb.set(d, merge(o, vc));
+            }
+        }
+    }
+
+    fn touched(trial: &Trial) -> Vec<(NodeIdx, Vec<u8>)> {
+        trial
+            .takes
+            .iter()
+            .map(|(_, t)| (t.node, t.gpus.iter().map(|x| x.0).collect()))
+            .collect()
+    }
+
+    /// Whether a guaranteed placement of `vc` keeps every cell guarantee obtainable.
+    pub fn accepts(&self, c: &Cluster, trial: &Trial, vc: VcIdx) -> bool {
+        let Some((_, t0)) = trial.takes.first() else {
+            return true;
+        };
+        let f = c.nodes[t0.node as usize].flavor;
+        let touched = Self::touched(trial);
+        for (&(tf, level), tb) in &self.tables {
+            if tf != f {
+                continue;
+            }
+            let before = tb.slack();
+            let mut after = tb.clone();
+            for d in self.domains(c, level, &touched) {
+                let o = after.owners[d];
+                after.set(d, merge(o, vc));
+            }
+            let s = after.slack();
+            if s < 0 && s < before {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Record a guaranteed placement.
+    pub fn bind(&mut self, c: &Cluster, trial: &Trial, vc: VcIdx) {
+        if self.tables.is_empty() {
+            return;
+        }
+        let Some((_, t0)) = trial.takes.first() else {
+            return;
+        };
+        let f = c.nodes[t0.node as usize].flavor;
+        let touched = Self::touched(trial);
+        self.apply(c, f, &touched, vc);
+    }
+
+    /// Nodes of a flavor where a guaranteed placement of `vc` dirties no clean domain and
+    /// mixes no other VC's domain.
+    pub fn allowed_nodes(&self, c: &Cluster, f: FlavorId, vc: VcIdx) -> Vec<NodeIdx> {
+        let nodes = c
+            .facts
+            .get(f as usize)
+            .map(|x| x.nodes.clone())
+            .unwrap_or_default();
+        nodes
+            .into_iter()
+            .filter(|&n| {
+                self.tables
+                    .iter()
+                    .filter(|(k, _)| k.0 == f)
+                    .all(|(&(_, level), tb)| {
+                        let node = &c.nodes[n as usize];
+                        let ds: Vec<usize> = match level {
+                            TopologyLevel::Node => vec![n as usize],
+                            TopologyLevel::Rack => {
+                                node.rack.map(|r| r as usize).into_iter().collect()
+                            }
+                            TopologyLevel::GpuGroup => (0..node.groups.len())
+                                .map(|g| self.group_base[n as usize] + g)
+                                .collect(),
+                        };
+                        ds.iter().any(|&d| {
+                            matches!(tb.owners[d], Owner::Mixed) || tb.owners[d] == Owner::Vc(vc)
+                        }) || ds.is_empty()
+                    })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,756 @@
+//! One scheduling cycle: build the state, then the guaranteed phase, the bonus phase and
+//! priority preemption (see the module docs of `sched`).
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+
+use super::capacity::{QueueIdx, Tenants, VcIdx, gpus};
+use super::cells::Cells;
+use super::decisions::{Admission, Decisions, Preemption, PreemptionReason, WaitReason, Waiting};
+use super::model::{Flavor, GpuDemand, Snapshot, TopologyLevel};
+use super::nodes::{Cluster, FlavorId, Mode, NodeIdx};
+use super::order;
+use super::placement::{Demand, Request, Scope, Trial, place};
+use super::reclaim::{self, Outcome, RunInfo};
+
+/// A pending job, digested.
+#[derive(Clone, Debug)]
+struct Pending {
+    job: usize,
+    queue: QueueIdx,
+    vc: VcIdx,
+    milli: u64,
+    demands: Vec<Demand>,
+    whole: u32,
+    largest_replica: u32,
+    flavors: Vec<FlavorId>,
+    nvlink: bool,
+}
+
+/// Totally ordered f64 for the turn heaps.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Key(f64);
+impl Eq for Key {}
+impl PartialOrd for Key {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Key {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&o.0)
+    }
+}
+
+type ShapeKey = (
+    FlavorId,
+    Option<TopologyLevel>,
+    Option<TopologyLevel>,
+    Vec<(GpuDemand, u64, u64)>,
+);
+
+struct Cycle<'a> {
+    snap: &'a Snapshot,
+    c: Cluster,
+    t: Tenants,
+    cells: Cells,
+    runs: Vec<RunInfo>,
+    on_node: Vec<Vec<usize>>,
+    out: Decisions,
+    /// Shapes that did not fit a flavor now: capacity only shrinks within a cycle.
+    no_fit: BTreeSet<ShapeKey>,
+    /// (vc or queue marker, reason kind, shape) whose victim search found nothing.
+    no_victims: BTreeSet<(usize, bool, ShapeKey)>,
+    /// Jobs a cell guarantee kept from capacity that would otherwise fit.
+    cells_blocked: BTreeSet<usize>,
+}
+
+fn sort_key(d: &Demand) -> (u8, Reverse<u64>, u16, u32) {
+    match d.gpu {
+        GpuDemand::Whole(k) => (0, Reverse(u64::from(k)), d.task, d.index),
+        GpuDemand::Share(m) => (1, Reverse(u64::from(m.0)), d.task, d.index),
+        GpuDemand::None => (2, Reverse(0), d.task, d.index),
+    }
+}
+
+/// The scheduling cycle: same snapshot, same decisions.
+pub fn schedule(snap: &Snapshot) -> Decisions {
+    let mut cy = Cycle::build(snap);
+    let pending = cy.digest();
+    cy.run(pending);
+    cy.out
+}
+
+/// Approximate bytes of the per-cycle node state the core builds for a snapshot (ledgers,
+/// topology, free index), for the memory budget. Diagnostic only.
+pub fn state_bytes(snap: &Snapshot) -> usize {
+    use std::mem::size_of;
+    let mut c = Cluster::build(snap);
+    c.index(snap);
+    let per_node: usize = c
+        .nodes
+        .iter()
+        .map(|n| {
+            size_of::<super::nodes::NodeState>()
+                + n.gpus.capacity() * size_of::<super::nodes::GpuLedger>()
+                + n.groups
+                    .iter()
+                    .map(|g| size_of::<Vec<u8>>() + g.capacity())
+                    .sum::<usize>()
+                + n.group_nvlink.capacity()
+                + n.gpu_pos.capacity()
+        })
+        .sum();
+    // name map, bucket and rack index entries (B-tree nodes ~ 2× the key size)
+    let index = c
+        .node_by_name
+        .keys()
+        .map(|k| k.capacity() + 48)
+        .sum::<usize>()
+        + c.nodes.len() * 2 * size_of::<(bool, NodeIdx)>();
+    per_node + index
+}
+
+impl<'a> Cycle<'a> {
+    fn build(snap: &'a Snapshot) -> Cycle<'a> {
+        let mut c = Cluster::build(snap);
+        let mut runs = Vec::new();
+        for (j, job) in snap.jobs.iter().enumerate() {
+            let Some(r) = &job.running else { continue };
+            let mut takes = Vec::new();
+            let mut milli = 0u64;
+            let mut flavor = None;
+            let mut nodes = Vec::new();
+            for p in &r.placement {
+                let Some(&n) = c.node_by_name.get(&p.node) else {
+                    continue;
+                };
+                let task = job.tasks.iter().find(|t| t.name == p.task);
+                let (cpu, mem) = task.map_or((0, 0), |t| (t.cpu_milli, t.memory_bytes));
+                let gl: Vec<(u8, u16)> = match p.share {
+                    Some(m) => p
+                        .gpus
+                        .first()
+                        .map(|g| (g.0.min(255) as u8, m.0.min(1000) as u16))
+                        .into_iter()
+                        .collect(),
+                    None => p.gpus.iter().map(|g| (g.0.min(255) as u8, 1000)).collect(),
+                };
+                c.charge_running(n, &p.gpus, p.share.map(|m| m.0), cpu, mem, r.preempting);
+                if !gl.is_empty() {
+                    flavor.get_or_insert(c.nodes[n as usize].flavor);
+                }
+                milli += gl.iter().map(|x| u64::from(x.1)).sum::<u64>();
+                if !nodes.contains(&n) {
+                    nodes.push(n);
+                }
+                takes.push((n, gl, cpu, mem));
+            }
+            let since = r.last_checkpoint.unwrap_or(r.started_at).max(r.started_at);
+            let secs = (snap.now - since).max(0) as u64;
+            runs.push(RunInfo {
+                job: j,
+                queue: None,
+                vc: None,
+                flavor: flavor
+                    .or_else(|| nodes.first().map(|&n| c.nodes[n as usize].flavor))
+                    .unwrap_or(0),
+                milli,
+                bonus: r.bonus,
+                priority: job.priority,
+                started: r.started_at,
+                lost: milli.saturating_mul(secs) / 1000,
+                young_until: (snap.now < r.started_at + r.min_runtime_seconds)
+                    .then_some(r.started_at + r.min_runtime_seconds),
+                takes,
+                nodes,
+                gone: r.preempting,
+            });
+        }
+        c.index(snap);
+        let cap: Vec<u64> = c
+            .facts
+            .iter()
+            .map(|f| u64::from(f.total_gpus) * 1000)
+            .collect();
+        let mut t = Tenants::build(snap, &c.flavor_by_name, cap);
+        let mut on_node = vec![Vec::new(); c.nodes.len()];
+        for (i, r) in runs.iter_mut().enumerate() {
+            let job = &snap.jobs[r.job];
+            r.queue = t.queue_by_name.get(&job.queue).copied();
+            r.vc = r.queue.and_then(|q| t.queue_vc[q]);
+            for &n in &r.nodes {
+                on_node[n as usize].push(i);
+            }
+        }
+        // usage: guaranteed jobs first, then bonus jobs oldest first, promoting those that
+        // now fit the guarantee
+        let mut out = Decisions::default();
+        let mut order: Vec<usize> = (0..runs.len()).filter(|&i| !runs[i].gone).collect();
+        order.sort_by_key(|&i| {
+            (
+                runs[i].bonus,
+                runs[i].started,
+                snap.jobs[runs[i].job].id.as_str(),
+            )
+        });
+        for i in order {
+            let r = &runs[i];
+            let (Some(q), Some(vc)) = (r.queue, r.vc) else {
+                continue;
+            };
+            let user = snap.jobs[r.job].user.as_str();
+            let mut bonus = r.bonus;
+            if bonus && t.within_guarantee(vc, r.flavor, r.milli) {
+                bonus = false;
+                out.promotions.push(snap.jobs[r.job].id.clone());
+            }
+            t.charge(q, user, r.flavor, r.milli, bonus, true);
+            runs[i].bonus = bonus;
+        }
+        let cells = Cells::build(snap, &c, &t, &runs);
+        Cycle {
+            snap,
+            c,
+            t,
+            cells,
+            runs,
+            on_node,
+            out,
+            no_fit: BTreeSet::new(),
+            no_victims: BTreeSet::new(),
+            cells_blocked: BTreeSet::new(),
+        }
+    }
+
+    fn wait(&mut self, job: usize, reason: WaitReason) {
+        self.out.waiting.push(Waiting {
+            job: self.snap.jobs[job].id.clone(),
+            reason,
+        });
+    }
+
+    /// Validate pending jobs and turn them into demands; invalid ones get their reason.
+    fn digest(&mut self) -> Vec<Option<Pending>> {
+        let snap = self.snap;
+        // reserve-and-pack: jobs that accept any type try the types fewest jobs ask for first
+        let mut asked: BTreeMap<FlavorId, usize> = BTreeMap::new();
+        for j in snap.jobs.iter().filter(|j| j.running.is_none()) {
+            for f in &j.gpu_types {
+                if let Some(&id) = self.c.flavor_by_name.get(f.as_str()) {
+                    *asked.entry(id).or_default() += 1;
+                }
+            }
+        }
+        let mut any_gpu: Vec<FlavorId> = (0..self.c.flavor_names.len() as FlavorId)
+            .filter(|&f| {
+                !self.c.flavor_names[f as usize].is_empty()
+                    && self.c.facts[f as usize].total_gpus > 0
+            })
+            .collect();
+        any_gpu.sort_by_key(|&f| {
+            (
+                asked.get(&f).copied().unwrap_or(0),
+                self.c.flavor_names[f as usize].clone(),
+            )
+        });
+        let mut any_cpu: Vec<FlavorId> = (0..self.c.flavor_names.len() as FlavorId)
+            .filter(|&f| !self.c.facts[f as usize].nodes.is_empty())
+            .collect();
+        any_cpu.sort_by_key(|&f| {
+            (
+                !self.c.flavor_names[f as usize].is_empty(),
+                self.c.flavor_names[f as usize].clone(),
+            )
+        });
+
+        let mut out = Vec::with_capacity(snap.jobs.len());
+        for (j, job) in snap.jobs.iter().enumerate() {
+            if job.running.is_some() {
+                out.push(None);
+                continue;
+            }
+            match self.digest_one(j, &any_gpu, &any_cpu) {
+                Ok(p) => out.push(Some(p)),
+                Err(reason) => {
+                    self.wait(j, reason);
+                    out.push(None);
+                }
+            }
+        }
+        out
+    }
+
+    fn digest_one(
+        &self,
+        j: usize,
+        any_gpu: &[FlavorId],
+        any_cpu: &[FlavorId],
+    ) -> Result<Pending, WaitReason> {
+        let job = &self.snap.jobs[j];
+        let invalid = |m: String| Err(WaitReason::Invalid { message: m });
+        let Some(&queue) = self.t.queue_by_name.get(&job.queue) else {
+            return invalid(format!("queue {} does not exist", job.queue));
+        };
+        let Some(vc) = self.t.queue_vc[queue] else {
+            return invalid(format!(
+                "queue {} has no valid VirtualCluster or parent",
+                job.queue
+            ));
+        };
+        if job.tasks.is_empty() || job.tasks.iter().all(|t| t.replicas == 0) {
+            return invalid("it has no replicas".into());
+        }
+        if job.tasks.len() > usize::from(u16::MAX) {
+            return invalid("it has too many tasks".into());
+        }
+        let mut demands = Vec::new();
+        for (ti, t) in job.tasks.iter().enumerate() {
+            let gpu = match t.gpus {
+                GpuDemand::Whole(0) => GpuDemand::None,
+                GpuDemand::Share(m) if m.0 == 0 || m.0 >= 1000 => {
+                    return invalid(format!(
+                        "task {} asks for a GPU share of {} milli; a share is 1 to 999",
+                        t.name, m.0
+                    ));
+                }
+                g => g,
+            };
+            for index in 0..t.replicas {
+                demands.push(Demand {
+                    gpu,
+                    cpu: t.cpu_milli,
+                    mem: t.memory_bytes,
+                    task: ti as u16,
+                    index,
+                });
+            }
+        }
+        demands.sort_by_key(sort_key);
+        let whole: u32 = demands
+            .iter()
+            .map(|d| {
+                if let GpuDemand::Whole(k) = d.gpu {
+                    k
+                } else {
+                    0
+                }
+            })
+            .sum();
+        let largest_replica = demands
+            .iter()
+            .map(|d| {
+                if let GpuDemand::Whole(k) = d.gpu {
+                    k
+                } else {
+                    0
+                }
+            })
+            .max()
+            .unwrap_or(0);
+        let uses_gpu = demands.iter().any(|d| d.gpu != GpuDemand::None);
+        let mut flavors: Vec<FlavorId> = if !uses_gpu {
+            any_cpu.to_vec()
+        } else if job.gpu_types.is_empty() {
+            any_gpu.to_vec()
+        } else {
+            job.gpu_types
+                .iter()
+                .filter_map(|f| self.c.flavor_by_name.get(f.as_str()).copied())
+                .filter(|f| any_gpu.contains(f))
+                .collect()
+        };
+        if flavors.is_empty() {
+            return Err(WaitReason::NeverFits {
+                message: format!(
+                    "no schedulable node has GPUs of type {}",
+                    job.gpu_types
+                        .iter()
+                        .map(Flavor::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
+        }
+        let level = job.topology.required;
+        flavors.retain(|&f| {
+            let x = &self.c.facts[f as usize];
+            largest_replica <= x.max_node_gpus
+                && whole <= x.total_gpus
+                && match level {
+                    Some(TopologyLevel::GpuGroup) => whole <= x.max_group_gpus,
+                    Some(TopologyLevel::Node) => whole <= x.max_node_gpus,
+                    Some(TopologyLevel::Rack) => whole <= x.max_rack_gpus,
+                    None => true,
+                }
+        });
+        if flavors.is_empty() {
+            return Err(WaitReason::NeverFits {
+                message: match level {
+                    Some(l) => format!(
+                        "{whole} GPUs ({largest_replica} per replica at most) do not fit in any one {l} of the acceptable GPU types"
+                    ),
+                    None => format!(
+                        "{whole} GPUs ({largest_replica} per replica at most) are more than the acceptable GPU types offer"
+                    ),
+                },
+            });
+        }
+        let nvlink = largest_replica >= 2
+            || job.topology.required == Some(TopologyLevel::GpuGroup)
+            || job.topology.preferred == Some(TopologyLevel::GpuGroup);
+        Ok(Pending {
+            job: j,
+            queue,
+            vc,
+            milli: job.gpu_milli(),
+            demands,
+            whole,
+            largest_replica,
+            flavors,
+            nvlink,
+        })
+    }
+
+    fn request<'p>(&self, p: &'p Pending, f: FlavorId) -> Request<'p> {
+        let job = &self.snap.jobs[p.job];
+        Request {
+            demands: &p.demands,
+            flavor: f,
+            required: job.topology.required,
+            preferred: job.topology.preferred,
+            whole_gpus: p.whole,
+            nvlink_wanted: p.nvlink,
+        }
+    }
+
+    fn shape(&self, p: &Pending, f: FlavorId) -> ShapeKey {
+        let job = &self.snap.jobs[p.job];
+        (
+            f,
+            job.topology.required,
+            job.topology.preferred,
+            p.demands.iter().map(|d| (d.gpu, d.cpu, d.mem)).collect(),
+        )
+    }
+
+    /// Place now on flavor `f`; guaranteed placements must keep cell guarantees whole.
+    fn try_place(&mut self, p: &Pending, f: FlavorId, guaranteed: bool) -> Option<Trial> {
+        let key = self.shape(p, f);
+        if self.no_fit.contains(&key) {
+            return None;
+        }
+        let req = self.request(p, f);
+        let Some(trial) = place(&mut self.c, &req, Mode::Now, Scope::Flavor) else {
+            self.no_fit.insert(key);
+            return None;
+        };
+        if !guaranteed || self.cells.accepts(&self.c, &trial, p.vc) {
+            return Some(trial);
+        }
+        trial.undo(&mut self.c);
+        self.cells_blocked.insert(p.job);
+        // retry on capacity that does not break a cell guarantee
+        let allowed = self.cells.allowed_nodes(&self.c, f, p.vc);
+        let trial = place(&mut self.c, &req, Mode::Now, Scope::Nodes(&allowed))?;
+        if self.cells.accepts(&self.c, &trial, p.vc) {
+            return Some(trial);
+        }
+        trial.undo(&mut self.c);
+        None
+    }
+
+    fn admit(&mut self, p: &Pending, f: FlavorId, trial: Trial, bonus: bool) {
+        let job = &self.snap.jobs[p.job];
+        if !bonus {
+            self.cells.bind(&self.c, &trial, p.vc);
+        }
+        let names: Vec<&str> = job.tasks.iter().map(|t| t.name.as_str()).collect();
+        let placement = trial.placements(&self.c, self.snap, &p.demands, &names);
+        self.t.charge(p.queue, &job.user, f, p.milli, bonus, true);
+        self.out.admissions.push(Admission {
+            job: job.id.clone(),
+            flavor: Flavor(self.c.flavor_names[f as usize].clone()),
+            bonus,
+            placement,
+        });
+    }
+
+    /// Plan a preemption for `p` on flavor `f`. Returns true when the job's fate is decided
+    /// (a plan, or a wait for minimum runtime).
+    fn preempt(&mut self, p: &Pending, f: FlavorId, reason: PreemptionReason, bonus: bool) -> bool {
+        let job = &self.snap.jobs[p.job];
+        let marker = match reason {
+            PreemptionReason::Reclaim => p.vc,
+            PreemptionReason::Priority => usize::MAX - p.queue,
+        };
+        let memo = (
+            marker,
+            reason == PreemptionReason::Priority,
+            self.shape(p, f),
+        );
+        if reason == PreemptionReason::Reclaim && self.no_victims.contains(&memo) {
+            return false;
+        }
+        let req = self.request(p, f);
+        let (vc, queue, prio) = (p.vc, p.queue, job.priority);
+        let eligible = move |r: &RunInfo| match reason {
+            PreemptionReason::Reclaim => r.bonus && r.vc.is_some() && r.vc != Some(vc),
+            PreemptionReason::Priority => r.queue == Some(queue) && r.priority < prio,
+        };
+        match reclaim::plan(&mut self.c, &mut self.runs, &self.on_node, &req, &eligible) {
+            Outcome::Plan {
+                victims,
+                lost,
+                trial,
+            } => {
+                if !bonus {
+                    self.cells.bind(&self.c, &trial, p.vc);
+                }
+                self.t.charge(p.queue, &job.user, f, p.milli, bonus, true);
+                for &v in &victims {
+                    let r = &self.runs[v];
+                    if let Some(q) = r.queue {
+                        self.t.charge(
+                            q,
+                            &self.snap.jobs[r.job].user,
+                            r.flavor,
+                            r.milli,
+                            r.bonus,
+                            false,
+                        );
+                    }
+                }
+                let mut names: Vec<String> = victims
+                    .iter()
+                    .map(|&v| self.snap.jobs[self.runs[v].job].id.clone())
+                    .collect();
+                let waiting_on = if names.is_empty() {
+                    // room comes from preemptions already under way on these nodes
+                    let nodes: BTreeSet<NodeIdx> = trial.takes.iter().map(|t| t.1.node).collect();
+                    let mut v: Vec<String> = self
+                        .runs
+                        .iter()
+                        .filter(|r| {
+                            self.snap.jobs[r.job]
+                                .running
+                                .as_ref()
+                                .is_some_and(|x| x.preempting)
+                                && r.nodes.iter().any(|n| nodes.contains(n))
+                        })
+                        .map(|r| self.snap.jobs[r.job].id.clone())
+                        .collect();
+                    v.sort();
+                    v
+                } else {
+                    names.sort();
+                    self.out.preemptions.push(Preemption {
+                        beneficiary: job.id.clone(),
+                        reason,
+                        victims: names.clone(),
+                        lost_gpu_seconds: lost,
+                    });
+                    names.clone()
+                };
+                self.wait(
+                    p.job,
+                    WaitReason::WaitingForPreemption {
+                        reason,
+                        victims: waiting_on,
+                    },
+                );
+                true
+            }
+            Outcome::MinRuntime { until, victims } => {
+                let mut names: Vec<String> = victims
+                    .iter()
+                    .map(|&v| self.snap.jobs[self.runs[v].job].id.clone())
+                    .collect();
+                names.sort();
+                self.wait(
+                    p.job,
+                    WaitReason::WaitingForMinRuntime {
+                        until,
+                        victims: names,
+                    },
+                );
+                true
+            }
+            Outcome::None => {
+                self.no_victims.insert(memo);
+                false
+            }
+        }
+    }
+
+    fn no_fit_reason(&self, p: &Pending, within: bool) -> WaitReason {
+        let job = &self.snap.jobs[p.job];
+        let (largest, free) = self.c.free_summary(&p.flavors);
+        if self.cells_blocked.contains(&p.job)
+            && let Some(&f) = p.flavors.first()
+        {
+            return WaitReason::ReservedForCells {
+                flavor: Flavor(self.c.flavor_names[f as usize].clone()),
+            };
+        }
+        if within {
+            WaitReason::NoFit {
+                flavors: p
+                    .flavors
+                    .iter()
+                    .map(|&f| Flavor(self.c.flavor_names[f as usize].clone()))
+                    .collect(),
+                needed_gpus: gpus(p.milli),
+                largest_per_replica: p.largest_replica,
+                required: job.topology.required,
+                largest_free_on_node: largest,
+                free_gpus: free,
+            }
+        } else {
+            let g: u64 = p
+                .flavors
+                .iter()
+                .map(|&f| self.t.guarantee[p.vc][f as usize])
+                .sum();
+            let u: u64 = p
+                .flavors
+                .iter()
+                .map(|&f| self.t.guar_used[p.vc][f as usize] + self.t.bonus_used[p.vc][f as usize])
+                .sum();
+            WaitReason::QuotaExhausted {
+                virtual_cluster: self.t.vc_names[p.vc].clone(),
+                guaranteed_gpus: gpus(g),
+                in_use_gpus: gpus(u),
+                needed_gpus: gpus(p.milli),
+            }
+        }
+    }
+
+    fn run(&mut self, pending: Vec<Option<Pending>>) {
+        let snap = self.snap;
+        let list: Vec<(usize, QueueIdx)> =
+            pending.iter().flatten().map(|p| (p.job, p.queue)).collect();
+        let mut lines = order::build(snap, &self.t, &list);
+        let nv = self.t.vc_names.len();
+
+        // Phase 1: guaranteed admission, VCs in turn by dominant share of guarantee used.
+        let mut deferred: Vec<Vec<(usize, bool)>> = vec![Vec::new(); nv];
+        let mut heap: BinaryHeap<Reverse<(Key, VcIdx)>> = (0..nv)
+            .map(|v| Reverse((Key(self.t.guaranteed_share(v)), v)))
+            .collect();
+        while let Some(Reverse((_, vc))) = heap.pop() {
+            let Some(j) = lines[vc].next(&self.t) else {
+                continue;
+            };
+            let p = pending[j].as_ref().expect("lines hold digested jobs");
+            self.guaranteed(p, &mut deferred[vc]);
+            heap.push(Reverse((Key(self.t.guaranteed_share(vc)), vc)));
+        }
+
+        // Phase 2: bonus admission, VCs in turn by weighted dominant share of borrowed GPUs.
+        let mut cursor = vec![0usize; nv];
+        let mut failed: Vec<(usize, bool)> = Vec::new();
+        let mut heap: BinaryHeap<Reverse<(Key, VcIdx)>> = (0..nv)
+            .filter(|&v| !deferred[v].is_empty())
+            .map(|v| Reverse((Key(self.t.bonus_share(v)), v)))
+            .collect();
+        while let Some(Reverse((_, vc))) = heap.pop() {
+            let (j, within) = deferred[vc][cursor[vc]];
+            cursor[vc] += 1;
+            let p = pending[j].as_ref().expect("deferred jobs are digested");
+            if !self.bonus(p) {
+                failed.push((j, within));
+            }
+            if cursor[vc] < deferred[vc].len() {
+                heap.push(Reverse((Key(self.t.bonus_share(vc)), vc)));
+            }
+        }
+
+        // Phase 3: priority preemption inside queues that allow it.
+        for (j, within) in failed {
+            let p = pending[j].as_ref().expect("failed jobs are digested");
+            if let Err(r) = self
+                .t
+                .check_limits(snap, p.queue, &snap.jobs[j].user, p.milli)
+            {
+                self.wait(j, r);
+                continue;
+            }
+            if snap.queues[p.queue].priority_preemption {
+                let mut done = false;
+                for &f in &p.flavors {
+                    let bonus = !self.t.within_guarantee(p.vc, f, p.milli);
+                    if self.preempt(p, f, PreemptionReason::Priority, bonus) {
+                        done = true;
+                        break;
+                    }
+                }
+                if done {
+                    continue;
+                }
+            }
+            let r = self.no_fit_reason(p, within);
+            self.wait(j, r);
+        }
+    }
+
+    fn guaranteed(&mut self, p: &Pending, deferred: &mut Vec<(usize, bool)>) {
+        let snap = self.snap;
+        if let Err(r) = self
+            .t
+            .check_limits(snap, p.queue, &snap.jobs[p.job].user, p.milli)
+        {
+            self.wait(p.job, r);
+            return;
+        }
+        let head: Vec<FlavorId> = p
+            .flavors
+            .iter()
+            .copied()
+            .filter(|&f| self.t.within_guarantee(p.vc, f, p.milli))
+            .collect();
+        if head.is_empty() {
+            deferred.push((p.job, false));
+            return;
+        }
+        for &f in &head {
+            if let Some(trial) = self.try_place(p, f, true) {
+                self.admit(p, f, trial, false);
+                return;
+            }
+        }
+        for &f in &head {
+            if self.preempt(p, f, PreemptionReason::Reclaim, false) {
+                return;
+            }
+        }
+        deferred.push((p.job, true));
+    }
+
+    /// Bonus (or, on a flavor with guarantee left, guaranteed) admission on idle capacity.
+    fn bonus(&mut self, p: &Pending) -> bool {
+        let snap = self.snap;
+        if self
+            .t
+            .check_limits(snap, p.queue, &snap.jobs[p.job].user, p.milli)
+            .is_err()
+        {
+            return false;
+        }
+        for &f in &p.flavors {
+            if self.t.within_guarantee(p.vc, f, p.milli)
+                && let Some(trial) = self.try_place(p, f, true)
+            {
+                self.admit(p, f, trial, false);
+                return true;
+            }
+            // on a flavor with guarantee left this borrows a cell kept for another VC:
+            // as bonus, it stays reclaimable
+            if let Some(trial) = self.try_place(p, f, false) {
+                self.admit(p, f, trial, true);
+                return true;
+            }
+        }
+        false
+    }
+}

@@ -1,0 +1,268 @@
+//! What one scheduling cycle decides: admissions with full placements, preemptions, and for
+//! every job left waiting a typed reason whose `Display` is a sentence a user can act on.
+
+use std::fmt;
+
+use super::model::{Flavor, ReplicaPlacement, TopologyLevel};
+
+/// The output of [`schedule`](super::schedule).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Decisions {
+    /// Jobs to start now, in decision order.
+    pub admissions: Vec<Admission>,
+    /// Jobs to ask for a checkpoint and then stop, grouped by the job they make room for.
+    pub preemptions: Vec<Preemption>,
+    /// Every pending job that is not admitted, with the reason.
+    pub waiting: Vec<Waiting>,
+    /// Running bonus jobs that now fit within their VC's guarantee: no longer preemptible by
+    /// reclaim (the controller clears their `bonus` flag).
+    pub promotions: Vec<String>,
+}
+
+impl Decisions {
+    /// The reason a job waits, if it does.
+    pub fn waiting_reason(&self, job: &str) -> Option<&WaitReason> {
+        self.waiting
+            .iter()
+            .find(|w| w.job == job)
+            .map(|w| &w.reason)
+    }
+    /// The admission of a job, if it is admitted.
+    pub fn admission(&self, job: &str) -> Option<&Admission> {
+        self.admissions.iter().find(|a| a.job == job)
+    }
+    /// All victims, in decision order.
+    pub fn victims(&self) -> impl Iterator<Item = &str> {
+        self.preemptions
+            .iter()
+            .flat_map(|p| p.victims.iter().map(String::as_str))
+    }
+}
+
+/// A job to start, with where every replica goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Admission {
+    pub job: String,
+    /// The GPU type chosen (empty for a CPU-only job).
+    pub flavor: Flavor,
+    /// Runs on borrowed capacity beyond its VC's guarantee: preemptible by reclaim.
+    pub bonus: bool,
+    /// One entry per replica of every task, ranks 0.. in topology order.
+    pub placement: Vec<ReplicaPlacement>,
+}
+
+/// Why a job is preempted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PreemptionReason {
+    /// The GPUs are borrowed (bonus) and their owner needs them back for its guarantee.
+    Reclaim,
+    /// A higher-priority job of the same queue (with priority preemption on) needs them.
+    Priority,
+}
+
+impl fmt::Display for PreemptionReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PreemptionReason::Reclaim => "Reclaim",
+            PreemptionReason::Priority => "Priority",
+        })
+    }
+}
+
+/// Victims to checkpoint and stop so that `beneficiary` fits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Preemption {
+    pub beneficiary: String,
+    pub reason: PreemptionReason,
+    pub victims: Vec<String>,
+    /// GPU-seconds of work lost since each victim's last checkpoint (or start), summed.
+    pub lost_gpu_seconds: u64,
+}
+
+/// A job left waiting.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Waiting {
+    pub job: String,
+    pub reason: WaitReason,
+}
+
+/// Why a job waits. `Display` gives a sentence for the job's status message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WaitReason {
+    /// The spec cannot be scheduled as written (unknown queue, zero replicas, ...).
+    Invalid { message: String },
+    /// The VC's guarantee for the job's GPU types is in use and no idle GPUs can be borrowed.
+    QuotaExhausted {
+        virtual_cluster: String,
+        guaranteed_gpus: u32,
+        in_use_gpus: u32,
+        needed_gpus: u32,
+    },
+    /// The VC's hard limit would be exceeded.
+    OverLimit {
+        virtual_cluster: String,
+        limit_gpus: u32,
+        in_use_gpus: u32,
+        needed_gpus: u32,
+    },
+    /// The queue (or an ancestor) would go above its maxShare.
+    QueueMaxShare {
+        queue: String,
+        max_gpus: u32,
+        in_use_gpus: u32,
+        needed_gpus: u32,
+    },
+    /// The user would go above the queue's per-user limit.
+    UserLimit {
+        user: String,
+        queue: String,
+        limit_gpus: u32,
+        in_use_gpus: u32,
+        needed_gpus: u32,
+    },
+    /// Within quota, but no free GPUs in the shape the job needs.
+    NoFit {
+        flavors: Vec<Flavor>,
+        needed_gpus: u32,
+        largest_per_replica: u32,
+        required: Option<TopologyLevel>,
+        /// Most free whole GPUs on one node of an acceptable type.
+        largest_free_on_node: u32,
+        /// Free whole GPUs of acceptable types in total.
+        free_gpus: u32,
+    },
+    /// The job can never fit this cluster (even empty).
+    NeverFits { message: String },
+    /// The free GPUs that would fit are whole cells kept for other tenants' cell guarantees.
+    ReservedForCells { flavor: Flavor },
+    /// Victims were asked to checkpoint and leave; the job starts once they are gone.
+    WaitingForPreemption {
+        reason: PreemptionReason,
+        victims: Vec<String>,
+    },
+    /// Only victims that have not yet run their minimum runtime could make room; the
+    /// preemption happens at `until` (seconds) at the latest.
+    WaitingForMinRuntime { until: i64, victims: Vec<String> },
+}
+
+impl WaitReason {
+    /// A CamelCase reason for a Kubernetes condition.
+    pub fn code(&self) -> &'static str {
+        match self {
+            WaitReason::Invalid { .. } => "Invalid",
+            WaitReason::QuotaExhausted { .. } => "QuotaExhausted",
+            WaitReason::OverLimit { .. } => "OverLimit",
+            WaitReason::QueueMaxShare { .. } => "QueueMaxShare",
+            WaitReason::UserLimit { .. } => "UserLimit",
+            WaitReason::NoFit { .. } => "NoFit",
+            WaitReason::NeverFits { .. } => "NeverFits",
+            WaitReason::ReservedForCells { .. } => "ReservedForCells",
+            WaitReason::WaitingForPreemption { .. } => "WaitingForPreemption",
+            WaitReason::WaitingForMinRuntime { .. } => "WaitingForMinRuntime",
+        }
+    }
+}
+
+fn list(flavors: &[Flavor]) -> String {
+    if flavors.is_empty() {
+        return "any type".to_string();
+    }
+    flavors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl fmt::Display for WaitReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WaitReason::Invalid { message } => write!(
+                f,
+                "The job cannot be scheduled: {message}. Fix the spec and apply it again."
+            ),
+            WaitReason::QuotaExhausted {
+                virtual_cluster,
+                guaranteed_gpus,
+                in_use_gpus,
+                needed_gpus,
+            } => write!(
+                f,
+                "VirtualCluster {virtual_cluster} uses {in_use_gpus} of its {guaranteed_gpus} guaranteed GPUs and no idle GPUs can be borrowed for the {needed_gpus} this job needs; it starts when the team's own jobs finish or idle GPUs appear."
+            ),
+            WaitReason::OverLimit {
+                virtual_cluster,
+                limit_gpus,
+                in_use_gpus,
+                needed_gpus,
+            } => write!(
+                f,
+                "VirtualCluster {virtual_cluster} holds {in_use_gpus} GPUs of its limit of {limit_gpus}; this job needs {needed_gpus} more. It starts when the team's jobs free GPUs, or ask for a higher limit."
+            ),
+            WaitReason::QueueMaxShare {
+                queue,
+                max_gpus,
+                in_use_gpus,
+                needed_gpus,
+            } => write!(
+                f,
+                "Queue {queue} holds {in_use_gpus} GPUs of its maximum of {max_gpus}; this job needs {needed_gpus} more. It starts when jobs of the queue finish, or raise the queue's maxShare."
+            ),
+            WaitReason::UserLimit {
+                user,
+                queue,
+                limit_gpus,
+                in_use_gpus,
+                needed_gpus,
+            } => write!(
+                f,
+                "User {user} holds {in_use_gpus} GPUs in queue {queue}, whose per-user limit is {limit_gpus}; this job needs {needed_gpus} more. It starts when the user's other jobs finish."
+            ),
+            WaitReason::NoFit {
+                flavors,
+                needed_gpus,
+                largest_per_replica,
+                required,
+                largest_free_on_node,
+                free_gpus,
+            } => {
+                write!(
+                    f,
+                    "No room for {needed_gpus} GPUs ({largest_per_replica} per replica at most"
+                )?;
+                if let Some(level) = required {
+                    write!(f, ", all within one {level}")?;
+                }
+                write!(
+                    f,
+                    ") of {}: {free_gpus} GPUs are free, at most {largest_free_on_node} on one node. The job waits for running jobs to finish; fewer GPUs per replica",
+                    list(flavors)
+                )?;
+                if required.is_some() {
+                    write!(f, ", a looser topology requirement")?;
+                }
+                write!(f, " or more GPU types would let it start sooner.")
+            }
+            WaitReason::NeverFits { message } => write!(
+                f,
+                "The job can never run on this cluster: {message}. Change its resources, GPU types or topology."
+            ),
+            WaitReason::ReservedForCells { flavor } => write!(
+                f,
+                "The free {flavor} GPUs that would fit are whole cells kept for other teams' topology guarantees; the job waits for partly used capacity to free up."
+            ),
+            WaitReason::WaitingForPreemption { reason, victims } => write!(
+                f,
+                "Waiting for {} job(s) to checkpoint and leave ({}) after a {} preemption; the job starts once they are gone.",
+                victims.len(),
+                victims.join(", "),
+                reason.to_string().to_lowercase()
+            ),
+            WaitReason::WaitingForMinRuntime { until, victims } => write!(
+                f,
+                "Room can only be made by preempting job(s) that have not yet run their minimum runtime ({}); they will be preempted at time {until} at the latest.",
+                victims.join(", ")
+            ),
+        }
+    }
+}

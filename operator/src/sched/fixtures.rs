@@ -1,0 +1,138 @@
+//! Builders for tests: small clusters, tenants and jobs in a few lines.
+
+use super::model::*;
+
+pub const GIB: u64 = 1 << 30;
+
+pub fn node(name: &str, flavor: &str, gpus: u32, rack: Option<&str>) -> Node {
+    Node {
+        name: name.into(),
+        flavor: Flavor::new(flavor),
+        allocatable: Resources {
+            cpu_milli: 96_000,
+            memory_bytes: 1024 * GIB,
+            gpus,
+        },
+        rack: rack.map(Into::into),
+        topology: Topology::default(),
+        unhealthy_gpus: vec![],
+        schedulable: true,
+        foreign: Resources::default(),
+    }
+}
+
+pub fn vc(name: &str, flavor: &str, gpus: u32) -> VirtualCluster {
+    VirtualCluster {
+        name: name.into(),
+        guarantee: if gpus > 0 {
+            vec![FlavorGuarantee {
+                flavor: Flavor::new(flavor),
+                gpus,
+                cells: vec![],
+            }]
+        } else {
+            vec![]
+        },
+        limit_gpus: None,
+        weight: 1,
+    }
+}
+
+pub fn queue(name: &str, vc: &str) -> Queue {
+    Queue {
+        name: name.into(),
+        virtual_cluster: vc.into(),
+        parent: None,
+        share: 100,
+        max_share: 100,
+        user_limit: None,
+        policy: QueuePolicy::Fifo,
+        priority_preemption: false,
+    }
+}
+
+/// A pending job: `replicas` × `gpus` whole GPUs.
+pub fn job(id: &str, queue: &str, replicas: u32, gpus: u32) -> Job {
+    Job {
+        id: id.into(),
+        queue: queue.into(),
+        priority: 0,
+        queued_at: 0,
+        user: "alice".into(),
+        tasks: vec![Task {
+            name: "worker".into(),
+            replicas,
+            cpu_milli: 1000,
+            memory_bytes: GIB,
+            gpus: if gpus == 0 {
+                GpuDemand::None
+            } else {
+                GpuDemand::Whole(gpus)
+            },
+        }],
+        gpu_types: vec![],
+        topology: TopologyConstraint::default(),
+        retries: 0,
+        preemptions: 0,
+        predicted_duration_seconds: None,
+        running: None,
+    }
+}
+
+/// A pending job of `replicas` fractional replicas.
+pub fn share_job(id: &str, queue: &str, replicas: u32, milli: u32) -> Job {
+    let mut j = job(id, queue, replicas, 0);
+    j.tasks[0].gpus = GpuDemand::Share(MilliGpu(milli));
+    j
+}
+
+/// Make `j` a running job placed replica by replica on (node, gpus).
+pub fn run(
+    mut j: Job,
+    places: &[(&str, &[u32])],
+    bonus: bool,
+    started: i64,
+    checkpoint: Option<i64>,
+) -> Job {
+    let share = match j.tasks[0].gpus {
+        GpuDemand::Share(m) => Some(m),
+        _ => None,
+    };
+    j.running = Some(Running {
+        placement: places
+            .iter()
+            .enumerate()
+            .map(|(i, (n, g))| ReplicaPlacement {
+                task: j.tasks[0].name.clone(),
+                index: i as u32,
+                rank: i as u32,
+                node: (*n).into(),
+                gpus: g.iter().map(|&x| GpuIndex(x)).collect(),
+                share,
+            })
+            .collect(),
+        bonus,
+        started_at: started,
+        last_checkpoint: checkpoint,
+        checkpoint_grace_seconds: 60,
+        min_runtime_seconds: 0,
+        preempting: false,
+    });
+    j
+}
+
+pub fn snapshot(
+    now: i64,
+    nodes: Vec<Node>,
+    vcs: Vec<VirtualCluster>,
+    queues: Vec<Queue>,
+    jobs: Vec<Job>,
+) -> Snapshot {
+    Snapshot {
+        now,
+        nodes,
+        virtual_clusters: vcs,
+        queues,
+        jobs,
+    }
+}

@@ -1,0 +1,379 @@
+//! The snapshot: what the scheduling core is told about the cluster, the tenants and the
+//! jobs. Plain structs with public fields, so that the controller can build them from
+//! Kubernetes objects and the simulator from a trace. Time is `now` in seconds (any epoch,
+//! the same for every timestamp in one snapshot); the core never reads a clock.
+
+use std::fmt;
+
+/// A fraction of one GPU in thousandths (1000 = one whole GPU).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct MilliGpu(pub u32);
+
+impl MilliGpu {
+    /// One whole GPU.
+    pub const WHOLE: MilliGpu = MilliGpu(1000);
+}
+
+impl fmt::Display for MilliGpu {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{:03} GPU", self.0 / 1000, self.0 % 1000)
+    }
+}
+
+/// Index of a GPU on its node, as NVML numbers them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct GpuIndex(pub u32);
+
+/// A GPU type (the node's `gpu.kubetrain.io/product` label). Empty for CPU-only nodes.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Flavor(pub String);
+
+impl Flavor {
+    pub fn new(name: impl Into<String>) -> Self {
+        Flavor(name.into())
+    }
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+    /// CPU-only nodes have no flavor.
+    pub fn is_cpu_only(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl fmt::Display for Flavor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            f.write_str("CPU-only")
+        } else {
+            f.write_str(&self.0)
+        }
+    }
+}
+
+/// A level of the topology tree, smallest domain first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TopologyLevel {
+    /// GPUs joined by NVLink or under one PCIe switch, on one node.
+    GpuGroup,
+    /// One machine.
+    Node,
+    /// Machines under one top-of-rack switch.
+    Rack,
+}
+
+impl fmt::Display for TopologyLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TopologyLevel::GpuGroup => "GPU group",
+            TopologyLevel::Node => "node",
+            TopologyLevel::Rack => "rack",
+        })
+    }
+}
+
+/// CPU, memory and GPU amounts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Resources {
+    pub cpu_milli: u64,
+    pub memory_bytes: u64,
+    pub gpus: u32,
+}
+
+/// A set of closely connected GPUs of one node.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct GpuGroup {
+    pub gpus: Vec<GpuIndex>,
+    /// Every pair in the group is joined by NVLink (or NVSwitch).
+    pub nvlink: bool,
+    /// NUMA node (socket), when known.
+    pub numa_node: Option<u32>,
+}
+
+/// The GPU topology of one node: GPU → group → (socket) → node. The order of groups and of
+/// GPUs inside them is the order ranks follow.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Topology {
+    pub groups: Vec<GpuGroup>,
+}
+
+impl Topology {
+    /// The topology assumed for a node that publishes none: PCIe only (no NVLink), GPUs
+    /// split evenly over two sockets when there are more than four, else one group.
+    pub fn default_for(gpu_count: u32) -> Topology {
+        let all: Vec<GpuIndex> = (0..gpu_count).map(GpuIndex).collect();
+        if gpu_count == 0 {
+            return Topology::default();
+        }
+        if gpu_count <= 4 {
+            return Topology {
+                groups: vec![GpuGroup {
+                    gpus: all,
+                    nvlink: false,
+                    numa_node: Some(0),
+                }],
+            };
+        }
+        let half = gpu_count.div_ceil(2) as usize;
+        Topology {
+            groups: vec![
+                GpuGroup {
+                    gpus: all[..half].to_vec(),
+                    nvlink: false,
+                    numa_node: Some(0),
+                },
+                GpuGroup {
+                    gpus: all[half..].to_vec(),
+                    nvlink: false,
+                    numa_node: Some(1),
+                },
+            ],
+        }
+    }
+
+    /// One NVLink group holding all GPUs (an NVSwitch machine such as a DGX).
+    pub fn nvswitch(gpu_count: u32) -> Topology {
+        Topology {
+            groups: vec![GpuGroup {
+                gpus: (0..gpu_count).map(GpuIndex).collect(),
+                nvlink: true,
+                numa_node: None,
+            }],
+        }
+    }
+}
+
+/// One Kubernetes node.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Node {
+    pub name: String,
+    /// GPU type; empty for a CPU-only node.
+    pub flavor: Flavor,
+    /// Allocatable CPU, memory and GPUs; GPUs are numbered `0..allocatable.gpus`.
+    pub allocatable: Resources,
+    pub rack: Option<String>,
+    /// Empty means [`Topology::default_for`] the GPU count.
+    pub topology: Topology,
+    /// GPUs nothing may be placed on (ECC errors, XID events).
+    pub unhealthy_gpus: Vec<GpuIndex>,
+    /// False when the node is cordoned: running work stays, nothing new is placed.
+    pub schedulable: bool,
+    /// Resources used by pods that are not kubetrain's (opaque: which GPUs is unknown, the
+    /// core assumes the highest-numbered ones not used by our jobs).
+    pub foreign: Resources,
+}
+
+/// How many GPUs, and which kind, a guarantee in cells means.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CellGuarantee {
+    pub level: TopologyLevel,
+    pub count: u32,
+}
+
+/// A VirtualCluster's guarantee for one GPU type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlavorGuarantee {
+    pub flavor: Flavor,
+    /// Guaranteed GPUs (cells count towards these).
+    pub gpus: u32,
+    /// Part of the guarantee as whole topology domains, obtainable at any time.
+    pub cells: Vec<CellGuarantee>,
+}
+
+/// A tenant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VirtualCluster {
+    pub name: String,
+    pub guarantee: Vec<FlavorGuarantee>,
+    /// Most GPUs (all types, bonus included) the tenant may hold. None: no cap.
+    pub limit_gpus: Option<u32>,
+    /// Share of idle capacity relative to other tenants (≥ 1).
+    pub weight: u32,
+}
+
+/// The order in which a queue admits its jobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum QueuePolicy {
+    /// Oldest `queued_at` first.
+    #[default]
+    Fifo,
+    /// Highest priority first, then FIFO.
+    Priority,
+    /// Smallest predicted duration first; jobs without a prediction after, FIFO.
+    ShortestPredictedFirst,
+    /// The user holding the smallest share of the queue's GPUs first, FIFO within a user.
+    UserFair,
+}
+
+/// A line of jobs inside one VirtualCluster.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Queue {
+    pub name: String,
+    pub virtual_cluster: String,
+    /// Parent queue (same VirtualCluster); a child's share is a share of its parent's.
+    pub parent: Option<String>,
+    /// Percent of the VC's (or the parent's) guarantee this queue is entitled to.
+    pub share: u32,
+    /// Percent of the VC's limit (or of the cluster when the VC has none) the queue may hold.
+    pub max_share: u32,
+    /// Most GPUs one user may hold in this queue.
+    pub user_limit: Option<u32>,
+    pub policy: QueuePolicy,
+    /// Whether a higher-priority job may preempt lower-priority jobs of this queue.
+    pub priority_preemption: bool,
+}
+
+/// What each replica of a task asks of GPUs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum GpuDemand {
+    #[default]
+    None,
+    /// Whole GPUs, none shared.
+    Whole(u32),
+    /// A fraction of one GPU (1..=999 milli).
+    Share(MilliGpu),
+}
+
+impl GpuDemand {
+    /// The demand in milli-GPUs.
+    pub fn milli(self) -> u64 {
+        match self {
+            GpuDemand::None => 0,
+            GpuDemand::Whole(n) => u64::from(n) * 1000,
+            GpuDemand::Share(m) => u64::from(m.0),
+        }
+    }
+}
+
+/// One role of a job: `replicas` identical pods.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Task {
+    pub name: String,
+    pub replicas: u32,
+    pub cpu_milli: u64,
+    pub memory_bytes: u64,
+    pub gpus: GpuDemand,
+}
+
+/// Where a job's GPUs must or should be relative to each other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct TopologyConstraint {
+    /// All of the job's GPUs within one domain of this level, or the job waits.
+    pub required: Option<TopologyLevel>,
+    /// All of the job's GPUs within one domain of this level when possible.
+    pub preferred: Option<TopologyLevel>,
+}
+
+/// Where one replica runs (also what an admission decides).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplicaPlacement {
+    pub task: String,
+    pub index: u32,
+    /// Global rank: contiguous per node, nodes in placement order, GPUs in topology order.
+    pub rank: u32,
+    pub node: String,
+    /// Whole GPUs, or the single GPU holding the share.
+    pub gpus: Vec<GpuIndex>,
+    /// Set for a fractional replica.
+    pub share: Option<MilliGpu>,
+}
+
+/// The state of a job that holds resources.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Running {
+    pub placement: Vec<ReplicaPlacement>,
+    /// Admitted beyond its VC's guarantee: preemptible by reclaim.
+    pub bonus: bool,
+    pub started_at: i64,
+    pub last_checkpoint: Option<i64>,
+    pub checkpoint_grace_seconds: i64,
+    /// Not a reclaim victim before it ran this long, while another victim set exists.
+    pub min_runtime_seconds: i64,
+    /// Already asked to checkpoint and leave: its resources are as good as free for
+    /// planning, and it is never chosen again.
+    pub preempting: bool,
+}
+
+/// A TrainingJob, pending (`running` is None) or holding resources.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Job {
+    /// `namespace/name`.
+    pub id: String,
+    pub queue: String,
+    pub priority: i32,
+    /// When it entered its queue (kept across preemptions).
+    pub queued_at: i64,
+    pub user: String,
+    pub tasks: Vec<Task>,
+    /// Acceptable GPU types, most preferred first; empty means any.
+    pub gpu_types: Vec<Flavor>,
+    pub topology: TopologyConstraint,
+    pub retries: u32,
+    pub preemptions: u32,
+    pub predicted_duration_seconds: Option<i64>,
+    pub running: Option<Running>,
+}
+
+impl Job {
+    /// Milli-GPUs the whole gang asks for.
+    pub fn gpu_milli(&self) -> u64 {
+        self.tasks
+            .iter()
+            .map(|t| u64::from(t.replicas) * t.gpus.milli())
+            .sum()
+    }
+}
+
+/// Everything one scheduling cycle looks at.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Snapshot {
+    /// Seconds; every other timestamp uses the same epoch.
+    pub now: i64,
+    pub nodes: Vec<Node>,
+    pub virtual_clusters: Vec<VirtualCluster>,
+    pub queues: Vec<Queue>,
+    /// Pending and running jobs (finished and suspended jobs are left out).
+    pub jobs: Vec<Job>,
+}
+
+impl Snapshot {
+    /// Approximate bytes this snapshot occupies (structs plus heap), for the memory budget.
+    pub fn approx_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let s = |x: &String| x.capacity();
+        let mut b = size_of::<Snapshot>();
+        for n in &self.nodes {
+            b += size_of::<Node>() + s(&n.name) + n.flavor.0.capacity();
+            b += n.rack.as_ref().map_or(0, s);
+            b += n.topology.groups.capacity() * size_of::<GpuGroup>();
+            b += n
+                .topology
+                .groups
+                .iter()
+                .map(|g| g.gpus.capacity() * size_of::<GpuIndex>())
+                .sum::<usize>();
+            b += n.unhealthy_gpus.capacity() * size_of::<GpuIndex>();
+        }
+        for j in &self.jobs {
+            b += size_of::<Job>() + s(&j.id) + s(&j.queue) + s(&j.user);
+            b += j.tasks.capacity() * size_of::<Task>();
+            b += j.tasks.iter().map(|t| s(&t.name)).sum::<usize>();
+            b += j
+                .gpu_types
+                .iter()
+                .map(|f| size_of::<Flavor>() + f.0.capacity())
+                .sum::<usize>();
+            if let Some(r) = &j.running {
+                b += r.placement.capacity() * size_of::<ReplicaPlacement>();
+                b += r
+                    .placement
+                    .iter()
+                    .map(|p| s(&p.task) + s(&p.node) + p.gpus.capacity() * size_of::<GpuIndex>())
+                    .sum::<usize>();
+            }
+        }
+        b += self.virtual_clusters.len() * size_of::<VirtualCluster>();
+        b += self.queues.len() * size_of::<Queue>();
+        b
+    }
+}

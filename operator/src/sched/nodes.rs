@@ -1,0 +1,651 @@
+//! Node state for one cycle: a ledger per GPU, CPU and memory, and the index of free capacity
+//! (nodes bucketed by free whole GPUs per flavor, racks ordered by free GPUs) that lets
+//! placement find a best-fit node in O(log n) instead of scanning the cluster.
+//!
+//! Every amount is a [`Ledger`]: `held` by running work, `releasing` (held by jobs that are
+//! being preempted) and `reserved` (promised to a job that waits for those releases). What
+//! can be used *now* is `cap - held - max(releasing, reserved)`; what can be used *after the
+//! releases* is `cap - held - reserved`. Reserving after-release capacity therefore never lets
+//! a job now take what a preemption is freeing for someone else.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::model::{GpuDemand, GpuIndex, Node, Snapshot, Topology};
+
+pub(crate) type NodeIdx = u32;
+pub(crate) type FlavorId = u16;
+
+/// Whether a placement uses capacity free now, or capacity free once releases complete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Now,
+    AfterRelease,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Ledger {
+    pub cap: u64,
+    pub held: u64,
+    pub releasing: u64,
+    pub reserved: u64,
+}
+
+impl Ledger {
+    pub fn avail(&self, mode: Mode) -> u64 {
+        let used = match mode {
+            Mode::Now => self.held + self.releasing.max(self.reserved),
+            Mode::AfterRelease => self.held + self.reserved,
+        };
+        self.cap.saturating_sub(used)
+    }
+    fn take(&mut self, amount: u64, mode: Mode) {
+        match mode {
+            Mode::Now => self.held += amount,
+            Mode::AfterRelease => self.reserved += amount,
+        }
+    }
+    fn give_back(&mut self, amount: u64, mode: Mode) {
+        match mode {
+            Mode::Now => self.held -= amount,
+            Mode::AfterRelease => self.reserved -= amount,
+        }
+    }
+    fn release(&mut self, amount: u64) {
+        let a = amount.min(self.held);
+        self.held -= a;
+        self.releasing += a;
+    }
+    fn unrelease(&mut self, amount: u64) {
+        let a = amount.min(self.releasing);
+        self.releasing -= a;
+        self.held += a;
+    }
+}
+
+/// Per-GPU ledger in milli-GPUs (cap 1000, or 0 when unhealthy).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct GpuLedger {
+    pub cap: u16,
+    pub held: u16,
+    pub releasing: u16,
+    pub reserved: u16,
+}
+
+impl GpuLedger {
+    pub fn avail(&self, mode: Mode) -> u16 {
+        let used = match mode {
+            Mode::Now => self.held + self.releasing.max(self.reserved),
+            Mode::AfterRelease => self.held + self.reserved,
+        };
+        self.cap.saturating_sub(used)
+    }
+    fn as_ledger(&self) -> Ledger {
+        Ledger {
+            cap: self.cap.into(),
+            held: self.held.into(),
+            releasing: self.releasing.into(),
+            reserved: self.reserved.into(),
+        }
+    }
+    fn set(&mut self, l: Ledger) {
+        // Amounts on one GPU are at most 1000 by construction.
+        self.held = l.held.min(u64::from(u16::MAX)) as u16;
+        self.releasing = l.releasing.min(u64::from(u16::MAX)) as u16;
+        self.reserved = l.reserved.min(u64::from(u16::MAX)) as u16;
+    }
+    fn update(&mut self, f: impl FnOnce(&mut Ledger)) {
+        let mut l = self.as_ledger();
+        f(&mut l);
+        self.set(l);
+    }
+}
+
+/// One node's state during a cycle.
+#[derive(Clone, Debug)]
+pub(crate) struct NodeState {
+    /// Index of the node in the snapshot.
+    pub src: u32,
+    pub flavor: FlavorId,
+    pub rack: Option<u32>,
+    pub schedulable: bool,
+    /// Has at least one NVLink group.
+    pub nvlink: bool,
+    pub cpu: Ledger,
+    pub mem: Ledger,
+    pub gpus: Vec<GpuLedger>,
+    /// Topology order: groups of GPU positions (indices into `gpus`).
+    pub groups: Vec<Vec<u8>>,
+    pub group_nvlink: Vec<bool>,
+    /// Position of each GPU in topology order (for ranks).
+    pub gpu_pos: Vec<u8>,
+    /// Whole GPUs usable now.
+    pub free_now: u8,
+    /// Has a GPU partly used by shares with room left, now.
+    pub partial: bool,
+}
+
+impl NodeState {
+    pub fn whole_avail(&self, mode: Mode) -> u32 {
+        self.gpus
+            .iter()
+            .filter(|g| g.cap > 0 && g.avail(mode) == 1000)
+            .count() as u32
+    }
+    pub fn healthy_gpus(&self) -> u32 {
+        self.gpus.iter().filter(|g| g.cap > 0).count() as u32
+    }
+}
+
+/// Capacity taken by one replica on one node (for undo and for the decision).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Take {
+    pub node: NodeIdx,
+    pub gpus: Vec<(u8, u16)>,
+    pub cpu: u64,
+    pub mem: u64,
+    pub mode: Mode,
+}
+
+/// A rack's nodes of one flavor.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RackGroup {
+    pub flavor: FlavorId,
+    pub nodes: Vec<NodeIdx>,
+    pub free_now: u32,
+    pub healthy_gpus: u32,
+}
+
+/// Static facts per flavor, for quick "never fits" answers.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct FlavorFacts {
+    pub nodes: Vec<NodeIdx>,
+    pub max_node_gpus: u32,
+    pub max_group_gpus: u32,
+    pub max_rack_gpus: u32,
+    pub total_gpus: u32,
+}
+
+/// The cluster during a cycle.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Cluster {
+    pub nodes: Vec<NodeState>,
+    pub node_by_name: BTreeMap<String, NodeIdx>,
+    pub flavor_names: Vec<String>,
+    pub flavor_by_name: BTreeMap<String, FlavorId>,
+    pub facts: Vec<FlavorFacts>,
+    /// `[flavor][free whole GPUs now]` → (has NVLink, node).
+    pub buckets: Vec<Vec<BTreeSet<(bool, NodeIdx)>>>,
+    /// Nodes with a partly shared GPU that has room, per flavor.
+    pub partial: Vec<BTreeSet<NodeIdx>>,
+    pub racks: Vec<RackGroup>,
+    /// Per flavor: (free now, rack group).
+    pub rack_index: Vec<BTreeSet<(u32, u32)>>,
+}
+
+fn build_topology(n: &Node, count: usize) -> (Vec<Vec<u8>>, Vec<bool>) {
+    let default;
+    let topo = if n.topology.groups.is_empty() {
+        default = Topology::default_for(count as u32);
+        &default
+    } else {
+        &n.topology
+    };
+    let mut seen = vec![false; count];
+    let mut groups = Vec::new();
+    let mut nvl = Vec::new();
+    for g in &topo.groups {
+        let members: Vec<u8> = g
+            .gpus
+            .iter()
+            .filter(|i| (i.0 as usize) < count && !std::mem::replace(&mut seen[i.0 as usize], true))
+            .map(|i| i.0 as u8)
+            .collect();
+        if !members.is_empty() {
+            groups.push(members);
+            nvl.push(g.nvlink);
+        }
+    }
+    for (i, s) in seen.iter().enumerate() {
+        if !s {
+            groups.push(vec![i as u8]);
+            nvl.push(false);
+        }
+    }
+    (groups, nvl)
+}
+
+impl Cluster {
+    pub fn build(snap: &Snapshot) -> Cluster {
+        let mut c = Cluster::default();
+        let mut rack_ids: BTreeMap<(FlavorId, &str), u32> = BTreeMap::new();
+        for (src, n) in snap.nodes.iter().enumerate() {
+            if c.node_by_name.contains_key(&n.name) {
+                continue; // duplicate names: the first wins
+            }
+            let flavor = c.flavor_id_or_insert(n.flavor.as_str());
+            let count = (n.allocatable.gpus.min(255)) as usize;
+            let (groups, group_nvlink) = build_topology(n, count);
+            let mut gpu_pos = vec![0u8; count];
+            for (p, i) in groups.iter().flatten().enumerate() {
+                gpu_pos[*i as usize] = p as u8;
+            }
+            let mut gpus = vec![
+                GpuLedger {
+                    cap: 1000,
+                    ..Default::default()
+                };
+                count
+            ];
+            for u in &n.unhealthy_gpus {
+                if let Some(g) = gpus.get_mut(u.0 as usize) {
+                    g.cap = 0;
+                }
+            }
+            let rack = n.rack.as_deref().map(|r| {
+                let next = rack_ids.len() as u32;
+                *rack_ids.entry((flavor, r)).or_insert(next)
+            });
+            let idx = c.nodes.len() as NodeIdx;
+            c.node_by_name.insert(n.name.clone(), idx);
+            c.nodes.push(NodeState {
+                src: src as u32,
+                flavor,
+                rack,
+                schedulable: n.schedulable,
+                nvlink: group_nvlink.iter().any(|&b| b),
+                cpu: Ledger {
+                    cap: n.allocatable.cpu_milli,
+                    held: n.foreign.cpu_milli,
+                    ..Default::default()
+                },
+                mem: Ledger {
+                    cap: n.allocatable.memory_bytes,
+                    held: n.foreign.memory_bytes,
+                    ..Default::default()
+                },
+                gpus,
+                groups,
+                group_nvlink,
+                gpu_pos,
+                free_now: 0,
+                partial: false,
+            });
+        }
+        c.racks = vec![RackGroup::default(); rack_ids.len()];
+        for (&(f, _), &id) in &rack_ids {
+            c.racks[id as usize].flavor = f;
+        }
+        c
+    }
+
+    fn flavor_id_or_insert(&mut self, name: &str) -> FlavorId {
+        if let Some(&id) = self.flavor_by_name.get(name) {
+            return id;
+        }
+        let id = self.flavor_names.len() as FlavorId;
+        self.flavor_names.push(name.to_string());
+        self.flavor_by_name.insert(name.to_string(), id);
+        id
+    }
+
+    /// Charge a running replica's resources (before [`Cluster::index`]).
+    pub fn charge_running(
+        &mut self,
+        node: NodeIdx,
+        gpus: &[GpuIndex],
+        share: Option<u32>,
+        cpu: u64,
+        mem: u64,
+        releasing: bool,
+    ) {
+        let n = &mut self.nodes[node as usize];
+        let amount = share.map_or(1000, |s| s.min(1000));
+        let f = |l: &mut Ledger, a: u64| {
+            l.held += a;
+            if releasing {
+                l.release(a);
+            }
+        };
+        f(&mut n.cpu, cpu);
+        f(&mut n.mem, mem);
+        for g in gpus {
+            if let Some(gl) = n.gpus.get_mut(g.0 as usize) {
+                gl.update(|l| f(l, u64::from(amount)));
+            }
+        }
+    }
+
+    /// Charge foreign GPUs to the highest-numbered GPUs left, then build the free index.
+    pub fn index(&mut self, snap: &Snapshot) {
+        for (i, n) in snap.nodes.iter().enumerate() {
+            let Some(&idx) = self.node_by_name.get(&n.name) else {
+                continue;
+            };
+            if self.nodes[idx as usize].src as usize != i {
+                continue;
+            }
+            let st = &mut self.nodes[idx as usize];
+            let mut left = n.foreign.gpus;
+            for g in st.gpus.iter_mut().rev() {
+                if left == 0 {
+                    break;
+                }
+                if g.cap > 0 && g.held == 0 && g.releasing == 0 {
+                    g.held = 1000;
+                    left -= 1;
+                }
+            }
+        }
+        let nf = self.flavor_names.len();
+        self.facts = vec![FlavorFacts::default(); nf];
+        self.buckets = vec![Vec::new(); nf];
+        self.partial = vec![BTreeSet::new(); nf];
+        self.rack_index = vec![BTreeSet::new(); nf];
+        for (i, n) in self.nodes.iter().enumerate() {
+            let f = n.flavor as usize;
+            let healthy = n.healthy_gpus();
+            let facts = &mut self.facts[f];
+            if n.schedulable {
+                facts.nodes.push(i as NodeIdx);
+                facts.max_node_gpus = facts.max_node_gpus.max(healthy);
+                let mg = n
+                    .groups
+                    .iter()
+                    .map(|g| g.iter().filter(|&&x| n.gpus[x as usize].cap > 0).count() as u32)
+                    .max()
+                    .unwrap_or(0);
+                facts.max_group_gpus = facts.max_group_gpus.max(mg);
+                facts.total_gpus += healthy;
+                if let Some(r) = n.rack {
+                    self.racks[r as usize].nodes.push(i as NodeIdx);
+                    self.racks[r as usize].healthy_gpus += healthy;
+                }
+            }
+            let b = &mut self.buckets[f];
+            if b.len() <= n.gpus.len() {
+                b.resize(n.gpus.len() + 1, BTreeSet::new());
+            }
+        }
+        for r in &self.racks {
+            let f = &mut self.facts[r.flavor as usize];
+            f.max_rack_gpus = f.max_rack_gpus.max(r.healthy_gpus);
+        }
+        for i in 0..self.nodes.len() {
+            self.nodes[i].free_now = 0;
+            self.reindex(i as NodeIdx, true);
+        }
+    }
+
+    /// Recompute a node's free counts and move it in the indexes.
+    fn reindex(&mut self, idx: NodeIdx, first: bool) {
+        let n = &self.nodes[idx as usize];
+        if !n.schedulable {
+            return;
+        }
+        let f = n.flavor as usize;
+        let old = n.free_now;
+        let new = n.whole_avail(Mode::Now) as u8;
+        let partial = n.gpus.iter().any(|g| {
+            let a = g.avail(Mode::Now);
+            g.cap > 0 && a > 0 && a < 1000 && g.held > 0 && g.held < 1000
+        });
+        let key = (n.nvlink, idx);
+        let rack = n.rack;
+        if first || old != new {
+            if !first {
+                self.buckets[f][old as usize].remove(&key);
+            }
+            self.buckets[f][new as usize].insert(key);
+            if let Some(r) = rack {
+                let rg = &mut self.racks[r as usize];
+                if !first {
+                    self.rack_index[f].remove(&(rg.free_now, r));
+                }
+                rg.free_now = rg.free_now + u32::from(new) - if first { 0 } else { u32::from(old) };
+                self.rack_index[f].insert((rg.free_now, r));
+            }
+        }
+        let n = &mut self.nodes[idx as usize];
+        n.free_now = new;
+        if partial != n.partial || first {
+            n.partial = partial;
+            if partial {
+                self.partial[f].insert(idx);
+            } else {
+                self.partial[f].remove(&idx);
+            }
+        }
+    }
+
+    /// Try to take one replica's resources on a node; `group` restricts whole GPUs to one
+    /// GPU group. Applies the take and returns it, or leaves the node untouched.
+    #[allow(clippy::too_many_arguments)] // one replica's whole demand, spelled out
+    pub fn try_take(
+        &mut self,
+        idx: NodeIdx,
+        d: GpuDemand,
+        cpu: u64,
+        mem: u64,
+        mode: Mode,
+        nvlink_wanted: bool,
+        group: Option<usize>,
+    ) -> Option<Take> {
+        let n = &self.nodes[idx as usize];
+        if !n.schedulable || n.cpu.avail(mode) < cpu || n.mem.avail(mode) < mem {
+            return None;
+        }
+        let gpus: Vec<(u8, u16)> = match d {
+            GpuDemand::None => Vec::new(),
+            GpuDemand::Whole(k) => choose_whole(n, k, mode, nvlink_wanted, group)?
+                .into_iter()
+                .map(|g| (g, 1000))
+                .collect(),
+            GpuDemand::Share(m) => vec![(
+                choose_share(n, m.0.min(1000) as u16, mode, nvlink_wanted)?,
+                m.0.min(1000) as u16,
+            )],
+        };
+        let t = Take {
+            node: idx,
+            gpus,
+            cpu,
+            mem,
+            mode,
+        };
+        self.apply(&t, true);
+        Some(t)
+    }
+
+    fn apply(&mut self, t: &Take, add: bool) {
+        let n = &mut self.nodes[t.node as usize];
+        let op = |l: &mut Ledger, a: u64| {
+            if add {
+                l.take(a, t.mode)
+            } else {
+                l.give_back(a, t.mode)
+            }
+        };
+        op(&mut n.cpu, t.cpu);
+        op(&mut n.mem, t.mem);
+        for &(g, a) in &t.gpus {
+            n.gpus[g as usize].update(|l| op(l, u64::from(a)));
+        }
+        self.reindex(t.node, false);
+    }
+
+    pub fn undo(&mut self, t: &Take) {
+        self.apply(t, false);
+    }
+
+    /// Move a running replica's resources to (or back from) `releasing`.
+    pub fn set_releasing(
+        &mut self,
+        node: NodeIdx,
+        gpus: &[(u8, u16)],
+        cpu: u64,
+        mem: u64,
+        on: bool,
+    ) {
+        let n = &mut self.nodes[node as usize];
+        let op = |l: &mut Ledger, a: u64| if on { l.release(a) } else { l.unrelease(a) };
+        op(&mut n.cpu, cpu);
+        op(&mut n.mem, mem);
+        for &(g, a) in gpus {
+            if let Some(gl) = n.gpus.get_mut(g as usize) {
+                gl.update(|l| op(l, u64::from(a)));
+            }
+        }
+        self.reindex(node, false);
+    }
+
+    /// Nodes of a flavor with at least `min_free` whole GPUs free now, best fit (fewest
+    /// free) first or largest first; NVLink nodes last unless `nvlink_first`.
+    pub fn bucket_candidates(
+        &self,
+        flavor: FlavorId,
+        min_free: u32,
+        largest: bool,
+        nvlink_first: bool,
+        limit: usize,
+        out: &mut Vec<NodeIdx>,
+    ) {
+        out.clear();
+        let Some(b) = self.buckets.get(flavor as usize) else {
+            return;
+        };
+        let lo = (min_free as usize).min(b.len());
+        let mut visit = |set: &BTreeSet<(bool, NodeIdx)>| {
+            let it: Box<dyn Iterator<Item = &(bool, NodeIdx)>> = if nvlink_first {
+                Box::new(set.range((true, 0)..).chain(set.range(..(true, 0))))
+            } else {
+                Box::new(set.iter())
+            };
+            for &(_, n) in it {
+                if out.len() >= limit {
+                    return true;
+                }
+                out.push(n);
+            }
+            out.len() >= limit
+        };
+        if largest {
+            for set in b[lo..].iter().rev() {
+                if visit(set) {
+                    return;
+                }
+            }
+        } else {
+            for set in &b[lo..] {
+                if visit(set) {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Most whole GPUs free now on one node, and in total, over some flavors.
+    pub fn free_summary(&self, flavors: &[FlavorId]) -> (u32, u32) {
+        let mut largest = 0;
+        let mut total = 0;
+        for &f in flavors {
+            if let Some(b) = self.buckets.get(f as usize) {
+                for (free, set) in b.iter().enumerate() {
+                    if !set.is_empty() {
+                        largest = largest.max(free as u32);
+                        total += free as u32 * set.len() as u32;
+                    }
+                }
+            }
+        }
+        (largest, total)
+    }
+}
+
+/// Whole GPUs on a node: within the best-fitting group (fewest free GPUs that still hold
+/// them; a group of the wanted NVLink kind on ties), else across the groups with the most
+/// free GPUs. Returns positions in topology order.
+fn choose_whole(
+    n: &NodeState,
+    k: u32,
+    mode: Mode,
+    nvlink_wanted: bool,
+    group: Option<usize>,
+) -> Option<Vec<u8>> {
+    if k == 0 {
+        return Some(Vec::new());
+    }
+    let free_in = |g: usize| -> Vec<u8> {
+        n.groups[g]
+            .iter()
+            .copied()
+            .filter(|&i| n.gpus[i as usize].avail(mode) == 1000)
+            .collect()
+    };
+    if let Some(g) = group {
+        let f = free_in(g);
+        return (f.len() as u32 >= k).then(|| f[..k as usize].to_vec());
+    }
+    let mut best: Option<(u32, bool, usize)> = None;
+    let mut frees: Vec<Vec<u8>> = Vec::with_capacity(n.groups.len());
+    for g in 0..n.groups.len() {
+        let f = free_in(g);
+        let c = f.len() as u32;
+        if c >= k {
+            let key = (c, n.group_nvlink[g] != nvlink_wanted, g);
+            if best.is_none_or(|b| key < b) {
+                best = Some(key);
+            }
+        }
+        frees.push(f);
+    }
+    if let Some((_, _, g)) = best {
+        return Some(frees[g][..k as usize].to_vec());
+    }
+    let total: usize = frees.iter().map(Vec::len).sum();
+    if total < k as usize {
+        return None;
+    }
+    let mut order: Vec<usize> = (0..frees.len()).collect();
+    order.sort_by_key(|&g| (std::cmp::Reverse(frees[g].len()), g));
+    let mut out = Vec::with_capacity(k as usize);
+    for g in order {
+        for &i in &frees[g] {
+            if out.len() < k as usize {
+                out.push(i);
+            }
+        }
+    }
+    out.sort_by_key(|&i| n.gpu_pos[i as usize]);
+    Some(out)
+}
+
+/// One GPU for a share: the partly used GPU with the least room that still fits (packing
+/// shares together), else a free GPU from the group with the fewest free GPUs (keeping
+/// large groups whole), non-NVLink first.
+fn choose_share(n: &NodeState, m: u16, mode: Mode, nvlink_wanted: bool) -> Option<u8> {
+    let mut best: Option<(u16, u8)> = None;
+    for (i, g) in n.gpus.iter().enumerate() {
+        let a = g.avail(mode);
+        if g.cap > 0 && a >= m && a < 1000 && best.is_none_or(|b| (a, i as u8) < b) {
+            best = Some((a, i as u8));
+        }
+    }
+    if let Some((_, i)) = best {
+        return Some(i);
+    }
+    let mut pick: Option<((u32, bool, usize), u8)> = None;
+    for g in 0..n.groups.len() {
+        let free: Vec<u8> = n.groups[g]
+            .iter()
+            .copied()
+            .filter(|&i| n.gpus[i as usize].avail(mode) == 1000)
+            .collect();
+        if let Some(&first) = free.first() {
+            let key = (free.len() as u32, n.group_nvlink[g] != nvlink_wanted, g);
+            if pick.as_ref().is_none_or(|(k, _)| key < *k) {
+                pick = Some((key, first));
+            }
+        }
+    }
+    pick.map(|(_, i)| i)
+}

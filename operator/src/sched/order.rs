@@ -1,0 +1,121 @@
+//! Queue policies: the order in which a VirtualCluster offers its pending jobs.
+//!
+//! Each queue is a line ordered by its policy — FIFO (`queued_at`, then id), Priority
+//! (higher first, then FIFO), ShortestPredictedFirst (shortest prediction first, jobs
+//! without one after them in FIFO order) or UserFair (the user holding the fewest GPUs in
+//! the queue next, FIFO within a user; usage is updated as jobs are admitted, which is
+//! dominant-resource fairness with GPUs as the dominant resource). A VC interleaves its
+//! queues: the next job comes from the non-empty queue with the lowest usage/entitlement.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, VecDeque};
+
+use super::capacity::{QueueIdx, Tenants, VcIdx};
+use super::model::{QueuePolicy, Snapshot};
+
+#[derive(Clone, Debug)]
+enum Line {
+    Ordered(VecDeque<usize>),
+    UserFair(BTreeMap<String, VecDeque<usize>>),
+}
+
+#[derive(Clone, Debug)]
+struct QueueLine {
+    queue: QueueIdx,
+    line: Line,
+}
+
+/// The pending jobs of one VirtualCluster, queue by queue.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct VcLines {
+    lines: Vec<QueueLine>,
+}
+
+impl VcLines {
+    /// The next job to consider, or None when every queue is empty.
+    pub fn next(&mut self, t: &Tenants) -> Option<usize> {
+        let mut best: Option<((u64, u64), usize)> = None;
+        for (i, l) in self.lines.iter().enumerate() {
+            let empty = match &l.line {
+                Line::Ordered(v) => v.is_empty(),
+                Line::UserFair(m) => m.is_empty(),
+            };
+            if empty {
+                continue;
+            }
+            let key = t.queue_key(l.queue);
+            if best.is_none_or(|b| key < b.0) {
+                best = Some((key, i));
+            }
+        }
+        let (_, i) = best?;
+        let l = &mut self.lines[i];
+        match &mut l.line {
+            Line::Ordered(v) => v.pop_front(),
+            Line::UserFair(m) => {
+                let q = l.queue;
+                let user = m
+                    .keys()
+                    .min_by_key(|u| {
+                        (
+                            t.user_used.get(&(q, (*u).clone())).copied().unwrap_or(0),
+                            (*u).clone(),
+                        )
+                    })?
+                    .clone();
+                let v = m.get_mut(&user)?;
+                let j = v.pop_front();
+                if v.is_empty() {
+                    m.remove(&user);
+                }
+                j
+            }
+        }
+    }
+}
+
+/// Build each VC's lines from the pending jobs (`pending` holds (job index, queue index)).
+pub(crate) fn build(snap: &Snapshot, t: &Tenants, pending: &[(usize, QueueIdx)]) -> Vec<VcLines> {
+    let mut per_queue: BTreeMap<QueueIdx, Vec<usize>> = BTreeMap::new();
+    for &(j, q) in pending {
+        per_queue.entry(q).or_default().push(j);
+    }
+    let mut out = vec![VcLines::default(); t.vc_names.len()];
+    for (q, mut jobs) in per_queue {
+        let Some(vc): Option<VcIdx> = t.queue_vc[q] else {
+            continue;
+        };
+        let fifo = |j: usize| (snap.jobs[j].queued_at, snap.jobs[j].id.as_str());
+        let line = match snap.queues[q].policy {
+            QueuePolicy::Fifo => {
+                jobs.sort_by(|&a, &b| fifo(a).cmp(&fifo(b)));
+                Line::Ordered(jobs.into())
+            }
+            QueuePolicy::Priority => {
+                jobs.sort_by(|&a, &b| {
+                    (Reverse(snap.jobs[a].priority), fifo(a))
+                        .cmp(&(Reverse(snap.jobs[b].priority), fifo(b)))
+                });
+                Line::Ordered(jobs.into())
+            }
+            QueuePolicy::ShortestPredictedFirst => {
+                let key = |j: usize| {
+                    let p = snap.jobs[j].predicted_duration_seconds;
+                    (p.is_none(), p.unwrap_or(0), fifo(j))
+                };
+                jobs.sort_by(|&a, &b| key(a).cmp(&key(b)));
+                Line::Ordered(jobs.into())
+            }
+            QueuePolicy::UserFair => {
+                jobs.sort_by(|&a, &b| fifo(a).cmp(&fifo(b)));
+                let mut m: BTreeMap<String, VecDeque<usize>> = BTreeMap::new();
+                for j in jobs {
+                    m.entry(snap.jobs[j].user.clone()).or_default().push_back(j);
+                }
+                Line::UserFair(m)
+            }
+        };
+        out[vc].lines.push(QueueLine { queue: q, line });
+    }
+    out
+}

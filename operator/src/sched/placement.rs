@@ -1,0 +1,427 @@
+//! Gang placement: all replicas of a job, or none.
+//!
+//! The search tries domains from the smallest that can hold the job to the largest, and
+//! scores candidates within a domain as follows (each score, and why):
+//!
+//! 1. **Replicas on nodes the job already uses first** (fewest nodes): every extra node adds
+//!    network hops to the job's collectives.
+//! 2. **Best fit for the rest of the gang**: when a new node is opened, the node with the
+//!    *fewest* free GPUs that still holds *all remaining* GPUs of the gang is chosen, so the
+//!    job ends on one node when it can and large free nodes stay whole for large jobs
+//!    (fragmentation-aware, like a buddy allocator keeping large cells free).
+//! 3. **Otherwise the largest free node**: when no node holds the rest, take the emptiest
+//!    one; this minimises the number of nodes the gang spans.
+//! 4. **Racks**: a gang larger than a node first tries one rack (the rack with the fewest
+//!    free GPUs that still holds it, again best fit), then the whole flavor, opening nodes in
+//!    racks it already uses first (fewest racks).
+//! 5. **Within a node**, whole GPUs come from the GPU group with the fewest free GPUs that
+//!    holds them (smallest topology domain, keeping NVLink groups whole), and shares go to the
+//!    partly used GPU with the least room (packing fractions together).
+//! 6. **NVLink reservation**: replicas of one GPU or a fraction do not need NVLink; they try
+//!    PCIe nodes and groups before NVLink ones, so the last NVLink-whole groups stay for
+//!    multi-GPU replicas, which try NVLink first.
+//!
+//! Ranks follow topology: nodes in the order the gang opened them, GPUs in topology order
+//! within a node, so ranks are contiguous per node.
+
+use super::model::{GpuDemand, GpuIndex, ReplicaPlacement, Snapshot, TopologyLevel};
+use super::nodes::{Cluster, FlavorId, Mode, NodeIdx, Take};
+
+/// One replica to place.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct Demand {
+    pub gpu: GpuDemand,
+    pub cpu: u64,
+    pub mem: u64,
+    pub task: u16,
+    pub index: u32,
+}
+
+/// A gang to place on one flavor.
+#[derive(Clone, Debug)]
+pub(crate) struct Request<'a> {
+    /// Sorted: most whole GPUs first, then shares, then CPU-only replicas.
+    pub demands: &'a [Demand],
+    pub flavor: FlavorId,
+    pub required: Option<TopologyLevel>,
+    pub preferred: Option<TopologyLevel>,
+    pub whole_gpus: u32,
+    pub nvlink_wanted: bool,
+}
+
+/// Where the search may look.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Scope<'a> {
+    /// Every node of the flavor, through the free index (capacity free now only).
+    Flavor,
+    /// Only these nodes.
+    Nodes(&'a [NodeIdx]),
+}
+
+/// A placement that has been applied to the cluster (undo it with [`Trial::undo`]).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Trial {
+    /// (demand position, take), in placement order.
+    pub takes: Vec<(usize, Take)>,
+    pub node_order: Vec<NodeIdx>,
+}
+
+impl Trial {
+    pub fn undo(self, c: &mut Cluster) {
+        for (_, t) in self.takes.iter().rev() {
+            c.undo(t);
+        }
+    }
+
+    /// Replica placements with ranks that follow topology: nodes in the order the gang
+    /// opened them, then GPU topology order, then task and index.
+    pub fn placements(
+        &self,
+        c: &Cluster,
+        snap: &Snapshot,
+        demands: &[Demand],
+        task_names: &[&str],
+    ) -> Vec<ReplicaPlacement> {
+        let mut rows: Vec<((usize, u8, u16, u32), ReplicaPlacement)> = self
+            .takes
+            .iter()
+            .map(|(di, t)| {
+                let d = &demands[*di];
+                let n = &c.nodes[t.node as usize];
+                let node_pos = self
+                    .node_order
+                    .iter()
+                    .position(|&x| x == t.node)
+                    .unwrap_or(usize::MAX);
+                let gpu_pos = t
+                    .gpus
+                    .iter()
+                    .map(|&(g, _)| n.gpu_pos[g as usize])
+                    .min()
+                    .unwrap_or(u8::MAX);
+                let share = match d.gpu {
+                    GpuDemand::Share(m) => Some(m),
+                    _ => None,
+                };
+                let mut gpus: Vec<GpuIndex> = t
+                    .gpus
+                    .iter()
+                    .map(|&(g, _)| GpuIndex(u32::from(g)))
+                    .collect();
+                gpus.sort_by_key(|g| n.gpu_pos[g.0 as usize]);
+                (
+                    (node_pos, gpu_pos, d.task, d.index),
+                    ReplicaPlacement {
+                        task: task_names
+                            .get(d.task as usize)
+                            .copied()
+                            .unwrap_or_default()
+                            .to_string(),
+                        index: d.index,
+                        rank: 0,
+                        node: snap.nodes[n.src as usize].name.clone(),
+                        gpus,
+                        share,
+                    },
+                )
+            })
+            .collect();
+        rows.sort_by_key(|r| r.0);
+        rows.into_iter()
+            .enumerate()
+            .map(|(rank, (_, mut p))| {
+                p.rank = rank as u32;
+                p
+            })
+            .collect()
+    }
+}
+
+/// Place the whole gang or nothing. On success the capacity is taken (`mode` decides from
+/// which pool) and the trial is returned; on failure the cluster is unchanged.
+pub(crate) fn place(c: &mut Cluster, req: &Request, mode: Mode, scope: Scope) -> Option<Trial> {
+    debug_assert!(mode == Mode::Now || matches!(scope, Scope::Nodes(_)));
+    let g = req.whole_gpus;
+    let facts = c.facts.get(req.flavor as usize)?;
+    let fits_node = g <= facts.max_node_gpus;
+    let has_racks = c.racks.iter().any(|r| r.flavor == req.flavor);
+    match req.required {
+        Some(TopologyLevel::GpuGroup) => single_group(c, req, mode, scope),
+        Some(TopologyLevel::Node) => spread(c, req, mode, scope, true),
+        Some(TopologyLevel::Rack) => in_one_rack(c, req, mode, scope),
+        None => {
+            if req.preferred == Some(TopologyLevel::GpuGroup)
+                && let Some(t) = single_group(c, req, mode, scope)
+            {
+                return Some(t);
+            }
+            if !fits_node
+                && has_racks
+                && let Some(t) = in_one_rack(c, req, mode, scope)
+            {
+                return Some(t);
+            }
+            spread(c, req, mode, scope, false)
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)] // the search parameters, spelled out
+fn candidates(
+    c: &Cluster,
+    req: &Request,
+    mode: Mode,
+    scope: Scope,
+    min_free: u32,
+    largest: bool,
+    limit: usize,
+    out: &mut Vec<NodeIdx>,
+) {
+    match scope {
+        Scope::Flavor => {
+            c.bucket_candidates(req.flavor, min_free, largest, req.nvlink_wanted, limit, out)
+        }
+        Scope::Nodes(list) => {
+            let mut v: Vec<(u32, bool, NodeIdx)> = list
+                .iter()
+                .filter(|&&n| {
+                    c.nodes[n as usize].schedulable && c.nodes[n as usize].flavor == req.flavor
+                })
+                .map(|&n| {
+                    (
+                        c.nodes[n as usize].whole_avail(mode),
+                        c.nodes[n as usize].nvlink,
+                        n,
+                    )
+                })
+                .filter(|&(f, _, _)| f >= min_free)
+                .collect();
+            v.sort_by_key(|&(f, nv, n)| {
+                let f = if largest { u32::MAX - f } else { f };
+                (f, nv != req.nvlink_wanted, n)
+            });
+            out.clear();
+            out.extend(v.into_iter().take(limit).map(|x| x.2));
+        }
+    }
+}
+
+/// All GPUs in one group of one node.
+fn single_group(c: &mut Cluster, req: &Request, mode: Mode, scope: Scope) -> Option<Trial> {
+    let g = req.whole_gpus;
+    let mut cand = Vec::new();
+    candidates(c, req, mode, scope, g, false, 4096, &mut cand);
+    for n in cand {
+        let node = &c.nodes[n as usize];
+        let mut groups: Vec<(u32, bool, usize)> = (0..node.groups.len())
+            .map(|gi| {
+                let free = node.groups[gi]
+                    .iter()
+                    .filter(|&&i| node.gpus[i as usize].avail(mode) == 1000)
+                    .count() as u32;
+                (free, node.group_nvlink[gi] != req.nvlink_wanted, gi)
+            })
+            .filter(|x| x.0 >= g)
+            .collect();
+        groups.sort();
+        for (_, _, gi) in groups {
+            let mut trial = Trial::default();
+            let mut ok = true;
+            for (di, d) in req.demands.iter().enumerate() {
+                let grp = matches!(d.gpu, GpuDemand::Whole(_)).then_some(gi);
+                match c.try_take(n, d.gpu, d.cpu, d.mem, mode, req.nvlink_wanted, grp) {
+                    Some(t) => trial.takes.push((di, t)),
+                    None => {
+                        ok = false;
+                        break;
+                    }
+                }
+            }
+            if ok {
+                trial.node_order.push(n);
+                return Some(trial);
+            }
+            trial.undo(c);
+        }
+    }
+    None
+}
+
+/// The gang within one rack: racks with the fewest free GPUs that hold it first.
+fn in_one_rack(c: &mut Cluster, req: &Request, mode: Mode, scope: Scope) -> Option<Trial> {
+    let g = req.whole_gpus;
+    let racks: Vec<(u32, Vec<NodeIdx>)> = match scope {
+        Scope::Flavor => c.rack_index[req.flavor as usize]
+            .range((g, 0)..)
+            .map(|&(free, r)| (free, c.racks[r as usize].nodes.clone()))
+            .collect(),
+        Scope::Nodes(list) => {
+            let mut by_rack: std::collections::BTreeMap<u32, Vec<NodeIdx>> = Default::default();
+            for &n in list {
+                if let Some(r) = c.nodes[n as usize].rack {
+                    by_rack.entry(r).or_default().push(n);
+                }
+            }
+            let mut v: Vec<(u32, Vec<NodeIdx>)> = by_rack
+                .into_values()
+                .map(|ns| {
+                    (
+                        ns.iter()
+                            .map(|&n| c.nodes[n as usize].whole_avail(mode))
+                            .sum(),
+                        ns,
+                    )
+                })
+                .filter(|x| x.0 >= g)
+                .collect();
+            v.sort();
+            v
+        }
+    };
+    for (_, nodes) in racks {
+        if let Some(t) = spread(c, req, mode, Scope::Nodes(&nodes), false) {
+            return Some(t);
+        }
+    }
+    None
+}
+
+/// Greedy gang placement (scores 1-3, 6 above). `one_node` keeps the whole gang on one node.
+fn spread(
+    c: &mut Cluster,
+    req: &Request,
+    mode: Mode,
+    scope: Scope,
+    one_node: bool,
+) -> Option<Trial> {
+    if one_node {
+        let mut cand = Vec::new();
+        candidates(c, req, mode, scope, req.whole_gpus, false, 4096, &mut cand);
+        for n in cand {
+            let mut trial = Trial::default();
+            let mut ok = true;
+            for (di, d) in req.demands.iter().enumerate() {
+                match c.try_take(n, d.gpu, d.cpu, d.mem, mode, want(req, d), None) {
+                    Some(t) => trial.takes.push((di, t)),
+                    None => {
+                        ok = false;
+                        break;
+                    }
+                }
+            }
+            if ok {
+                trial.node_order.push(n);
+                return Some(trial);
+            }
+            trial.undo(c);
+        }
+        return None;
+    }
+    let mut trial = Trial::default();
+    let mut remaining: u32 = req.whole_gpus;
+    let mut cand = Vec::new();
+    for (di, d) in req.demands.iter().enumerate() {
+        let k = match d.gpu {
+            GpuDemand::Whole(k) => k,
+            _ => 0,
+        };
+        let nv = want(req, d);
+        // 1. nodes already used by the job
+        let mut placed = None;
+        for &n in &trial.node_order {
+            if let Some(t) = c.try_take(n, d.gpu, d.cpu, d.mem, mode, nv, None) {
+                placed = Some(t);
+                break;
+            }
+        }
+        // shares: a node with a partly used GPU first
+        if placed.is_none()
+            && matches!(d.gpu, GpuDemand::Share(_))
+            && mode == Mode::Now
+            && let Scope::Flavor = scope
+        {
+            let partial: Vec<NodeIdx> = c.partial[req.flavor as usize]
+                .iter()
+                .take(64)
+                .copied()
+                .collect();
+            for n in partial {
+                if let Some(t) = c.try_take(n, d.gpu, d.cpu, d.mem, mode, nv, None) {
+                    placed = Some(t);
+                    break;
+                }
+            }
+        }
+        if placed.is_none() {
+            let need_node = match d.gpu {
+                GpuDemand::Whole(k) => k,
+                GpuDemand::Share(_) => 1,
+                GpuDemand::None => 0,
+            };
+            // 2. best fit for the rest of the gang, in racks already used first
+            let mut tries: Vec<(u32, bool)> = Vec::new();
+            if remaining > need_node {
+                tries.push((remaining, false));
+            }
+            tries.push((need_node, remaining > need_node));
+            'outer: for (min_free, largest) in tries {
+                let rack_nodes: Vec<NodeIdx> =
+                    if let (Scope::Flavor, false) = (scope, trial.node_order.is_empty()) {
+                        let mut v: Vec<NodeIdx> = Vec::new();
+                        let mut seen: Vec<u32> = Vec::new();
+                        for &n in &trial.node_order {
+                            if let Some(r) = c.nodes[n as usize].rack
+                                && !seen.contains(&r)
+                            {
+                                seen.push(r);
+                                v.extend_from_slice(&c.racks[r as usize].nodes);
+                            }
+                        }
+                        v
+                    } else {
+                        Vec::new()
+                    };
+                let scopes: [Scope; 2] = [Scope::Nodes(&rack_nodes), scope];
+                for (si, sc) in scopes.iter().enumerate() {
+                    if si == 0 && rack_nodes.is_empty() {
+                        continue;
+                    }
+                    for limit in [16usize, 512] {
+                        candidates(c, req, mode, *sc, min_free, largest, limit, &mut cand);
+                        let got = cand.len();
+                        for &n in &cand {
+                            if trial.node_order.contains(&n) {
+                                continue;
+                            }
+                            if let Some(t) = c.try_take(n, d.gpu, d.cpu, d.mem, mode, nv, None) {
+                                placed = Some(t);
+                                break 'outer;
+                            }
+                        }
+                        if got < limit {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        match placed {
+            Some(t) => {
+                if !trial.node_order.contains(&t.node) {
+                    trial.node_order.push(t.node);
+                }
+                trial.takes.push((di, t));
+                remaining -= k;
+            }
+            None => {
+                trial.undo(c);
+                return None;
+            }
+        }
+    }
+    Some(trial)
+}
+
+fn want(req: &Request, d: &Demand) -> bool {
+    req.nvlink_wanted && matches!(d.gpu, GpuDemand::Whole(k) if k >= 2)
+}

@@ -1,0 +1,696 @@
+//! Invariants as properties over random clusters, tenants and jobs (issue 3 §6, issue 11).
+//!
+//! Worlds are built in two steps so that running jobs are always consistent: a first
+//! cycle admits random jobs on an empty cluster, those admissions become running jobs (with
+//! random bonus flags, start and checkpoint times, some already preempting), then fresh
+//! pending jobs arrive and the cycle under test runs. Case counts come from
+//! `KUBETRAIN_PROPTEST_CASES` (per property; the defaults add up to 10,000).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use proptest::prelude::*;
+
+use super::fixtures::*;
+use super::*;
+
+fn cases(default: u32) -> ProptestConfig {
+    let n = std::env::var("KUBETRAIN_PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default);
+    ProptestConfig {
+        failure_persistence: None,
+        ..ProptestConfig::with_cases(n)
+    }
+}
+
+const FLAVORS: [&str; 2] = ["A100", "H100"];
+
+#[derive(Clone, Debug)]
+struct JobSpec {
+    vc: usize,
+    queue: usize,
+    replicas: u32,
+    gpus: GpuDemand,
+    typed: Option<usize>,
+    required: Option<TopologyLevel>,
+    priority: i32,
+    user: u8,
+    predicted: Option<i64>,
+}
+
+fn job_spec(whole_only: bool) -> impl Strategy<Value = JobSpec> {
+    let gpus = if whole_only {
+        prop_oneof![
+            Just(GpuDemand::Whole(1)),
+            Just(GpuDemand::Whole(2)),
+            Just(GpuDemand::Whole(4)),
+            Just(GpuDemand::Whole(8))
+        ]
+        .boxed()
+    } else {
+        prop_oneof![
+            4 => Just(GpuDemand::Whole(1)),
+            2 => Just(GpuDemand::Whole(2)),
+            1 => Just(GpuDemand::Whole(4)),
+            2 => Just(GpuDemand::Whole(8)),
+            2 => (1u32..1000).prop_map(|m| GpuDemand::Share(MilliGpu(m))),
+            1 => Just(GpuDemand::None),
+        ]
+        .boxed()
+    };
+    let required = prop_oneof![6 => Just(None), 1 => Just(Some(TopologyLevel::GpuGroup)), 1 => Just(Some(TopologyLevel::Node)), 1 => Just(Some(TopologyLevel::Rack))];
+    (
+        0usize..3,
+        0usize..2,
+        prop_oneof![4 => Just(1u32), 1 => 2u32..5, 1 => Just(8u32)],
+        gpus,
+        prop::option::of(0usize..2),
+        required,
+        0i32..3,
+        0u8..3,
+        prop::option::of(1i64..1000),
+    )
+        .prop_map(
+            |(vc, queue, replicas, gpus, typed, required, priority, user, predicted)| JobSpec {
+                vc,
+                queue,
+                replicas,
+                gpus,
+                typed,
+                required,
+                priority,
+                user,
+                predicted,
+            },
+        )
+}
+
+#[derive(Clone, Debug)]
+struct World {
+    nodes: Vec<Node>,
+    vcs: Vec<VirtualCluster>,
+    queues: Vec<Queue>,
+    first: Vec<JobSpec>,
+    second: Vec<JobSpec>,
+    /// Per first-round admission: (bonus override, started, checkpoint age, preempting, min runtime).
+    fates: Vec<(bool, i64, i64, bool, i64)>,
+}
+
+fn world(simple: bool) -> impl Strategy<Value = World> {
+    let node_s = (
+        0usize..2,
+        prop_oneof![Just(1u32), Just(2), Just(4), Just(8), Just(8)],
+        0u8..3,
+        any::<bool>(),
+        0u8..10,
+        0u8..10,
+        0u8..10,
+    );
+    let nodes = prop::collection::vec(node_s, 1..9);
+    let vcs = prop::collection::vec(
+        (
+            0u32..9,
+            0u32..9,
+            prop::option::weighted(0.2, 1u32..24),
+            1u32..4,
+            0u8..6,
+        ),
+        3,
+    );
+    let queues = prop::collection::vec(
+        (
+            0usize..4,
+            prop::option::weighted(0.15, 1u32..6),
+            prop_oneof![3 => Just(100u32), 1 => 20u32..=100],
+            any::<bool>(),
+            0u8..4,
+        ),
+        6,
+    );
+    let fates = prop::collection::vec(
+        (
+            any::<bool>(),
+            0i64..1000,
+            0i64..1000,
+            prop::bool::weighted(0.2),
+            prop_oneof![2 => Just(0i64), 1 => 1000i64..4000],
+        ),
+        12,
+    );
+    (
+        nodes,
+        vcs,
+        queues,
+        prop::collection::vec(job_spec(simple), 0..16),
+        prop::collection::vec(job_spec(simple), 0..10),
+        fates,
+    )
+        .prop_map(move |(ns, vs, qs, first, second, fates)| {
+            let nodes: Vec<Node> = ns
+                .iter()
+                .enumerate()
+                .map(|(i, &(f, g, rack, nv, sick, cordon, foreign))| {
+                    let mut n = node(
+                        &format!("n{i}"),
+                        FLAVORS[f],
+                        g,
+                        (rack > 0).then_some(if rack == 1 { "r1" } else { "r2" }),
+                    );
+                    if nv {
+                        n.topology = Topology::nvswitch(g);
+                    }
+                    if !simple {
+                        if sick == 0 {
+                            n.unhealthy_gpus = vec![GpuIndex(0)];
+                        }
+                        n.schedulable = cordon != 0;
+                        if foreign == 0 {
+                            n.foreign.gpus = 1;
+                        }
+                    }
+                    n
+                })
+                .collect();
+            let cap = |f: &str| -> u32 {
+                nodes
+                    .iter()
+                    .filter(|n| n.flavor.as_str() == f)
+                    .map(|n| n.allocatable.gpus)
+                    .sum()
+            };
+            let mut vcs: Vec<VirtualCluster> = Vec::new();
+            let mut left = [cap(FLAVORS[0]), cap(FLAVORS[1])];
+            for (i, &(ga, gh, limit, weight, cells)) in vs.iter().enumerate() {
+                let mut v = vc(&format!("vc{i}"), "A100", 0);
+                // the third VC only borrows; guarantees never exceed the cluster
+                for (fi, g) in [ga, gh].into_iter().enumerate() {
+                    let g = if i == 2 { 0 } else { g.min(left[fi]) };
+                    left[fi] -= g;
+                    if g > 0 {
+                        let mut fg = FlavorGuarantee {
+                            flavor: Flavor::new(FLAVORS[fi]),
+                            gpus: g,
+                            cells: vec![],
+                        };
+                        if !simple && cells == 0 && g >= 8 {
+                            fg.cells.push(CellGuarantee {
+                                level: TopologyLevel::Node,
+                                count: 1,
+                            });
+                        }
+                        v.guarantee.push(fg);
+                    }
+                }
+                if !simple {
+                    v.limit_gpus = limit;
+                }
+                v.weight = weight;
+                vcs.push(v);
+            }
+            let queues: Vec<Queue> = qs
+                .iter()
+                .enumerate()
+                .map(|(i, &(policy, user_limit, max_share, pp, parent))| {
+                    let mut q = queue(&format!("q{i}"), &format!("vc{}", i / 2));
+                    q.policy = [
+                        QueuePolicy::Fifo,
+                        QueuePolicy::Priority,
+                        QueuePolicy::ShortestPredictedFirst,
+                        QueuePolicy::UserFair,
+                    ][policy];
+                    q.priority_preemption = pp;
+                    if !simple {
+                        q.user_limit = user_limit;
+                        q.max_share = max_share;
+                        if parent == 0 && i % 2 == 1 {
+                            q.parent = Some(format!("q{}", i - 1));
+                            q.share = 50;
+                        }
+                    }
+                    q
+                })
+                .collect();
+            World {
+                nodes,
+                vcs,
+                queues,
+                first,
+                second,
+                fates,
+            }
+        })
+}
+
+fn make_job(id: String, s: &JobSpec, t: i64) -> Job {
+    let mut j = job(&id, &format!("q{}", s.vc * 2 + s.queue), s.replicas, 0);
+    j.tasks[0].gpus = s.gpus;
+    j.gpu_types = s
+        .typed
+        .map(|f| vec![Flavor::new(FLAVORS[f])])
+        .unwrap_or_default();
+    j.topology.required = s.required;
+    j.priority = s.priority;
+    j.user = format!("user{}", s.user);
+    j.predicted_duration_seconds = s.predicted;
+    j.queued_at = t;
+    j
+}
+
+/// The snapshot under test: first-round admissions running, second-round jobs pending.
+fn build(w: &World) -> Snapshot {
+    let first: Vec<Job> = w
+        .first
+        .iter()
+        .enumerate()
+        .map(|(i, s)| make_job(format!("ns/first-{i}"), s, i as i64))
+        .collect();
+    let snap0 = snapshot(
+        0,
+        w.nodes.clone(),
+        w.vcs.clone(),
+        w.queues.clone(),
+        first.clone(),
+    );
+    let d0 = schedule(&snap0);
+    let now = 2000;
+    let mut jobs = Vec::new();
+    for (k, a) in d0.admissions.iter().enumerate() {
+        let mut j = first
+            .iter()
+            .find(|j| j.id == a.job)
+            .cloned()
+            .expect("admitted job exists");
+        let (flip, started, age, preempting, min_rt) = w.fates[k % w.fates.len()];
+        j.running = Some(Running {
+            placement: a.placement.clone(),
+            bonus: a.bonus || flip && k % 3 == 0,
+            started_at: started,
+            last_checkpoint: Some(now - age),
+            checkpoint_grace_seconds: 30,
+            min_runtime_seconds: min_rt,
+            preempting,
+        });
+        jobs.push(j);
+    }
+    for (i, s) in w.second.iter().enumerate() {
+        jobs.push(make_job(format!("ns/second-{i}"), s, 100 + i as i64));
+    }
+    snapshot(now, w.nodes.clone(), w.vcs.clone(), w.queues.clone(), jobs)
+}
+
+fn demand_of(j: &Job, task: &str) -> GpuDemand {
+    j.tasks
+        .iter()
+        .find(|t| t.name == task)
+        .map(|t| t.gpus)
+        .unwrap_or_default()
+}
+
+/// Check every invariant that holds for any snapshot.
+fn check_invariants(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
+    let jobs: BTreeMap<&str, &Job> = s.jobs.iter().map(|j| (j.id.as_str(), j)).collect();
+    let nodes: BTreeMap<&str, &Node> = s.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+    // determinism
+    prop_assert_eq!(&schedule(s), d);
+    // every pending job decided exactly once; running jobs never
+    let mut seen = BTreeSet::new();
+    for id in d
+        .admissions
+        .iter()
+        .map(|a| &a.job)
+        .chain(d.waiting.iter().map(|w| &w.job))
+    {
+        prop_assert!(seen.insert(id.as_str()), "{} decided twice", id);
+        prop_assert!(
+            jobs[id.as_str()].running.is_none(),
+            "running job {} decided",
+            id
+        );
+    }
+    prop_assert_eq!(
+        seen.len(),
+        s.jobs.iter().filter(|j| j.running.is_none()).count()
+    );
+
+    // no GPU (or fraction) given twice: running (incl. preempting) plus admissions
+    let victims: BTreeSet<&str> = d.victims().collect();
+    let mut milli: BTreeMap<(&str, u32), u32> = BTreeMap::new();
+    let mut whole: BTreeSet<(&str, u32)> = BTreeSet::new();
+    let mut gpus_used: BTreeMap<&str, BTreeSet<u32>> = BTreeMap::new();
+    let running = s
+        .jobs
+        .iter()
+        .filter_map(|j| j.running.as_ref().map(|r| (j, &r.placement)));
+    let admitted = d
+        .admissions
+        .iter()
+        .map(|a| (jobs[a.job.as_str()], &a.placement));
+    for (k, (j, placement)) in running.chain(admitted).enumerate() {
+        let is_admission = j.running.is_none();
+        for p in placement {
+            let n = nodes[p.node.as_str()];
+            if is_admission {
+                prop_assert!(n.schedulable, "admission on cordoned node");
+                match demand_of(j, &p.task) {
+                    GpuDemand::Whole(g) => prop_assert_eq!(p.gpus.len() as u32, g),
+                    GpuDemand::Share(m) => {
+                        prop_assert_eq!(p.gpus.len(), 1);
+                        prop_assert_eq!(p.share, Some(m));
+                    }
+                    GpuDemand::None => prop_assert!(p.gpus.is_empty()),
+                }
+                for g in &p.gpus {
+                    prop_assert!(g.0 < n.allocatable.gpus, "GPU out of range");
+                    prop_assert!(!n.unhealthy_gpus.contains(g), "admission on unhealthy GPU");
+                }
+            }
+            for g in &p.gpus {
+                gpus_used.entry(n.name.as_str()).or_default().insert(g.0);
+                let m = milli.entry((n.name.as_str(), g.0)).or_default();
+                match p.share {
+                    Some(sh) => *m += sh.0,
+                    None => {
+                        prop_assert!(
+                            *m == 0 && whole.insert((n.name.as_str(), g.0)),
+                            "GPU {}:{} given twice (entry {})",
+                            n.name,
+                            g.0,
+                            k
+                        );
+                        *m += 1000;
+                    }
+                }
+                prop_assert!(*m <= 1000, "GPU {}:{} over 1000 milli", n.name, g.0);
+            }
+        }
+    }
+    for (n, used) in &gpus_used {
+        let node = nodes[n];
+        let healthy = node.allocatable.gpus - node.unhealthy_gpus.len() as u32;
+        // foreign GPUs are opaque; only new work must leave room for them
+        let new_work = d.admissions.iter().any(|a| {
+            a.placement
+                .iter()
+                .any(|p| p.node == *n && !p.gpus.is_empty())
+        });
+        if new_work {
+            prop_assert!(
+                used.len() as u32 + node.foreign.gpus <= healthy,
+                "foreign GPUs on {} overbooked",
+                n
+            );
+        }
+    }
+
+    // gangs whole, ranks a permutation, contiguous per node
+    for a in &d.admissions {
+        let j = jobs[a.job.as_str()];
+        let want: BTreeSet<(String, u32)> = j
+            .tasks
+            .iter()
+            .flat_map(|t| (0..t.replicas).map(move |i| (t.name.clone(), i)))
+            .collect();
+        let got: BTreeSet<(String, u32)> = a
+            .placement
+            .iter()
+            .map(|p| (p.task.clone(), p.index))
+            .collect();
+        prop_assert_eq!(&want, &got, "gang of {} not whole", &a.job);
+        prop_assert_eq!(a.placement.len(), want.len());
+        let mut by_rank = a.placement.clone();
+        by_rank.sort_by_key(|p| p.rank);
+        prop_assert!(
+            by_rank.iter().enumerate().all(|(i, p)| p.rank == i as u32),
+            "ranks not 0..n"
+        );
+        let mut done = BTreeSet::new();
+        for w in by_rank.windows(2) {
+            if w[0].node != w[1].node {
+                prop_assert!(
+                    done.insert(w[0].node.clone()),
+                    "ranks of node {} not contiguous",
+                    &w[0].node
+                );
+                prop_assert!(
+                    !done.contains(&w[1].node),
+                    "ranks of node {} not contiguous",
+                    &w[1].node
+                );
+            }
+        }
+        if let Some(level) = j.topology.required {
+            let ns: BTreeSet<&str> = a
+                .placement
+                .iter()
+                .filter(|p| !p.gpus.is_empty())
+                .map(|p| p.node.as_str())
+                .collect();
+            match level {
+                TopologyLevel::Node | TopologyLevel::GpuGroup => prop_assert!(ns.len() <= 1),
+                TopologyLevel::Rack => {
+                    let racks: BTreeSet<Option<&String>> =
+                        ns.iter().map(|n| nodes[n].rack.as_ref()).collect();
+                    prop_assert!(racks.len() <= 1 && !racks.contains(&None));
+                }
+            }
+        }
+    }
+
+    // victims: running, not already preempting, each once; reclaim takes only other VCs'
+    // bonus jobs that have run their minimum runtime; priority only lower priority, same queue
+    let vc_of_queue: BTreeMap<&str, &str> = s
+        .queues
+        .iter()
+        .map(|q| (q.name.as_str(), q.virtual_cluster.as_str()))
+        .collect();
+    let mut once = BTreeSet::new();
+    for p in &d.preemptions {
+        prop_assert!(!p.victims.is_empty());
+        let b = jobs[p.beneficiary.as_str()];
+        prop_assert!(b.running.is_none());
+        for v in &p.victims {
+            prop_assert!(once.insert(v.as_str()), "victim {} twice", v);
+            let vj = jobs[v.as_str()];
+            let r = vj.running.as_ref().expect("victims run");
+            prop_assert!(!r.preempting);
+            prop_assert!(
+                s.now >= r.started_at + r.min_runtime_seconds,
+                "young victim {}",
+                v
+            );
+            match p.reason {
+                PreemptionReason::Reclaim => {
+                    prop_assert!(r.bonus, "reclaim victim {} is not bonus", v);
+                    prop_assert_ne!(
+                        vc_of_queue.get(vj.queue.as_str()),
+                        vc_of_queue.get(b.queue.as_str())
+                    );
+                }
+                PreemptionReason::Priority => {
+                    prop_assert_eq!(&vj.queue, &b.queue);
+                    prop_assert!(vj.priority < b.priority);
+                }
+            }
+        }
+        let waits = matches!(
+            d.waiting_reason(&p.beneficiary),
+            Some(WaitReason::WaitingForPreemption { .. })
+        );
+        prop_assert!(waits);
+    }
+
+    // no VC above its limit through admissions
+    for v in &s.virtual_clusters {
+        let Some(limit) = v.limit_gpus else { continue };
+        let mine = |j: &Job| vc_of_queue.get(j.queue.as_str()) == Some(&v.name.as_str());
+        let admitted: u64 = d
+            .admissions
+            .iter()
+            .map(|a| jobs[a.job.as_str()])
+            .filter(|j| mine(j))
+            .map(Job::gpu_milli)
+            .sum();
+        if admitted == 0 {
+            continue;
+        }
+        let held: u64 = s
+            .jobs
+            .iter()
+            .filter(|j| {
+                mine(j)
+                    && j.running.as_ref().is_some_and(|r| !r.preempting)
+                    && !victims.contains(j.id.as_str())
+            })
+            .map(Job::gpu_milli)
+            .sum();
+        let reserved: u64 = d
+            .preemptions
+            .iter()
+            .map(|p| jobs[p.beneficiary.as_str()])
+            .filter(|j| mine(j))
+            .map(Job::gpu_milli)
+            .sum();
+        prop_assert!(
+            held + admitted + reserved <= u64::from(limit) * 1000,
+            "VC {} above its limit",
+            v.name
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(cases(6000))]
+
+    /// No GPU twice, gangs whole, ranks contiguous, victims legitimate, limits kept,
+    /// determinism — over worlds with limits, cells, shares, cordons and sick GPUs.
+    #[test]
+    fn invariants_hold_for_any_world(w in world(false)) {
+        let s = build(&w);
+        let d = schedule(&s);
+        check_invariants(&s, &d)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(cases(2000))]
+
+    /// A VC below its guarantee with a pending 1-GPU job gets an admission or a preemption
+    /// plan (guarantees within the cluster, no limits, whole GPUs).
+    #[test]
+    fn guarantee_is_always_reclaimable(w in world(true), vc in 0usize..2) {
+        let mut s = build(&w);
+        // the VC under test holds no bonus jobs of its own (they could block it)
+        let vc_name = format!("vc{vc}");
+        let mine = |q: &str| q == format!("q{}", vc * 2) || q == format!("q{}", vc * 2 + 1);
+        s.jobs.retain(|j| !(mine(&j.queue) && j.running.as_ref().is_some_and(|r| r.bonus)));
+        for j in &mut s.jobs {
+            if let Some(r) = &mut j.running {
+                r.min_runtime_seconds = 0;
+                r.preempting = false;
+            }
+        }
+        let used: BTreeMap<String, u32> = FLAVORS.iter().map(|f| {
+            let u = s.jobs.iter().filter(|j| mine(&j.queue)).filter_map(|j| j.running.as_ref()).flat_map(|r| r.placement.iter())
+                .filter(|p| s.nodes.iter().any(|n| n.name == p.node && n.flavor.as_str() == *f)).map(|p| p.gpus.len() as u32).sum();
+            (f.to_string(), u)
+        }).collect();
+        let g = &s.virtual_clusters[vc].guarantee;
+        let Some(fg) = g.iter().find(|fg| used[fg.flavor.as_str()] < fg.gpus) else { return Ok(()) };
+        let mut probe = job("ns/probe", &format!("q{}", vc * 2), 1, 1);
+        probe.gpu_types = vec![fg.flavor.clone()];
+        probe.queued_at = -1;
+        s.jobs.push(probe);
+        let d = schedule(&s);
+        check_invariants(&s, &d)?;
+        let ok = d.admissions.iter().any(|a| mine(&s.jobs.iter().find(|j| j.id == a.job).unwrap().queue))
+            || d.waiting.iter().any(|w| mine(&s.jobs.iter().find(|j| j.id == w.job).unwrap().queue) && matches!(w.reason, WaitReason::WaitingForPreemption { .. }));
+        prop_assert!(ok, "{} below its guarantee got nothing: {:?}", vc_name, d);
+    }
+}
+
+proptest! {
+    #![proptest_config(cases(2000))]
+
+    /// No reclaim that leaves the gang unplaceable: with every victim (and every job already
+    /// preempting) gone, each beneficiary fits.
+    #[test]
+    fn beneficiary_fits_once_victims_are_gone(w in world(false)) {
+        let s = build(&w);
+        let d = schedule(&s);
+        for p in &d.preemptions {
+            let gone: BTreeSet<&str> = d.victims().collect();
+            let mut s2 = s.clone();
+            s2.jobs.retain(|j| match &j.running {
+                Some(r) => !r.preempting && !gone.contains(j.id.as_str()),
+                None => j.id == p.beneficiary,
+            });
+            let d2 = schedule(&s2);
+            prop_assert!(d2.admission(&p.beneficiary).is_some(), "{} does not fit after {:?}: {:?}", p.beneficiary, p.victims, d2);
+        }
+    }
+}
+
+/// The generators reach the interesting cases (otherwise the properties above prove
+/// little): reclaims, priority preemptions, min-runtime waits, shares and cells.
+#[test]
+fn generators_reach_interesting_cases() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    let mut runner = TestRunner::new_with_rng(
+        Config::default(),
+        TestRng::deterministic_rng(RngAlgorithm::ChaCha),
+    );
+    let strategy = world(false);
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    let n = 400;
+    for _ in 0..n {
+        let w = strategy.new_tree(&mut runner).expect("a world").current();
+        let s = build(&w);
+        let d = schedule(&s);
+        let mut hit = |k: &'static str, b: bool| *counts.entry(k).or_default() += usize::from(b);
+        hit("admission", !d.admissions.is_empty());
+        hit(
+            "reclaim",
+            d.preemptions
+                .iter()
+                .any(|p| p.reason == PreemptionReason::Reclaim),
+        );
+        hit(
+            "priority",
+            d.preemptions
+                .iter()
+                .any(|p| p.reason == PreemptionReason::Priority),
+        );
+        hit(
+            "share",
+            d.admissions
+                .iter()
+                .any(|a| a.placement.iter().any(|p| p.share.is_some())),
+        );
+        hit(
+            "multi-node",
+            d.admissions
+                .iter()
+                .any(|a| a.placement.windows(2).any(|w| w[0].node != w[1].node)),
+        );
+        hit(
+            "no-fit",
+            d.waiting
+                .iter()
+                .any(|w| matches!(w.reason, WaitReason::NoFit { .. })),
+        );
+        hit(
+            "waiting-in-flight",
+            d.waiting
+                .iter()
+                .any(|w| matches!(&w.reason, WaitReason::WaitingForPreemption { .. })),
+        );
+        hit(
+            "min-runtime",
+            d.waiting
+                .iter()
+                .any(|w| matches!(w.reason, WaitReason::WaitingForMinRuntime { .. })),
+        );
+        hit(
+            "limit",
+            d.waiting.iter().any(|w| {
+                matches!(
+                    w.reason,
+                    WaitReason::OverLimit { .. }
+                        | WaitReason::UserLimit { .. }
+                        | WaitReason::QueueMaxShare { .. }
+                )
+            }),
+        );
+        hit("promotion", !d.promotions.is_empty());
+    }
+    eprintln!("{counts:?} of {n}");
+    for (k, c) in &counts {
+        assert!(
+            *c * 100 >= n,
+            "generator reaches {k} in only {c} of {n} worlds"
+        );
+    }
+}

@@ -1,0 +1,261 @@
+//! Preemption victim selection, for reclaim (a VC takes back guaranteed GPUs lent as bonus)
+//! and for priority preemption inside a queue.
+//!
+//! Per candidate *domain* (each node when the gang fits one node, then each rack, then the
+//! whole flavor — the smallest domain first, so victims are never scattered across domains
+//! in a way that still leaves the gang unplaceable):
+//!
+//! 1. If the gang already fits once the jobs that are being preempted are gone, no new
+//!    victim is needed: the job waits for those releases.
+//! 2. Otherwise take the eligible jobs with a replica in the domain, ordered by lost work
+//!    (GPU-seconds since the last checkpoint, or start), then lower priority, then most
+//!    recently started, then id; mark them released one by one until the gang fits in the
+//!    domain (a real placement on the after-release capacity).
+//! 3. Make the set minimal: try dropping each chosen victim, most expensive first; keep it
+//!    dropped when the gang still fits. No victim can then be removed from the set.
+//!
+//! The domain whose set loses the least work (then fewest victims, then first in order)
+//! wins. Before anyone is asked to checkpoint the gang is placed on the capacity that will
+//! be free once all victims are gone, and that capacity is *reserved* for it (nobody else
+//! can take it now, see `nodes`), so the core never evicts for a gang that would not fit.
+//!
+//! Minimum runtime: victims that ran less than their minimum runtime are left out while
+//! another victim set exists; when only sets with such jobs exist, nothing is evicted and the
+//! job waits until the youngest of them has run its minimum.
+
+use super::capacity::{QueueIdx, VcIdx};
+use super::model::TopologyLevel;
+use super::nodes::{Cluster, FlavorId, Mode, NodeIdx};
+use super::placement::{Request, Scope, Trial, place};
+
+/// What one replica of a running job holds: node, (GPU, milli) pairs, CPU, memory.
+pub(crate) type Held = (NodeIdx, Vec<(u8, u16)>, u64, u64);
+
+/// A job holding resources.
+#[derive(Clone, Debug)]
+pub(crate) struct RunInfo {
+    pub job: usize,
+    pub queue: Option<QueueIdx>,
+    pub vc: Option<VcIdx>,
+    pub flavor: FlavorId,
+    pub milli: u64,
+    pub bonus: bool,
+    pub priority: i32,
+    pub started: i64,
+    /// GPU-seconds lost if stopped now.
+    pub lost: u64,
+    /// Set while the job has not yet run its minimum runtime: when it will have.
+    pub young_until: Option<i64>,
+    /// (node, (gpu, milli)s, cpu, mem) per replica.
+    pub takes: Vec<Held>,
+    pub nodes: Vec<NodeIdx>,
+    /// Being preempted (before this cycle, or chosen in it).
+    pub gone: bool,
+}
+
+/// What victim selection found.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    /// Victims (indices into the runs) are released and the gang is reserved.
+    Plan {
+        victims: Vec<usize>,
+        lost: u64,
+        trial: Trial,
+    },
+    /// Only jobs younger than their minimum runtime could make room.
+    MinRuntime {
+        until: i64,
+        victims: Vec<usize>,
+    },
+    None,
+}
+
+fn set(c: &mut Cluster, r: &RunInfo, on: bool) {
+    for (n, g, cpu, mem) in &r.takes {
+        c.set_releasing(*n, g, *cpu, *mem, on);
+    }
+}
+
+fn fits(c: &mut Cluster, req: &Request, domain: &[NodeIdx]) -> bool {
+    match place(c, req, Mode::AfterRelease, Scope::Nodes(domain)) {
+        Some(t) => {
+            t.undo(c);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Victims in one domain: greedy by cost, then made minimal. Leaves the cluster unchanged.
+fn in_domain(
+    c: &mut Cluster,
+    runs: &[RunInfo],
+    req: &Request,
+    domain: &[NodeIdx],
+    cands: &[usize],
+) -> Option<(Vec<usize>, u64)> {
+    if fits(c, req, domain) {
+        return Some((Vec::new(), 0));
+    }
+    let mut chosen: Vec<usize> = Vec::new();
+    let mut ok = false;
+    for &r in cands {
+        set(c, &runs[r], true);
+        chosen.push(r);
+        let free: u32 = domain
+            .iter()
+            .map(|&n| c.nodes[n as usize].whole_avail(Mode::AfterRelease))
+            .sum();
+        if free >= req.whole_gpus && fits(c, req, domain) {
+            ok = true;
+            break;
+        }
+    }
+    if !ok {
+        for &r in &chosen {
+            set(c, &runs[r], false);
+        }
+        return None;
+    }
+    let mut i = chosen.len();
+    while i > 0 {
+        i -= 1;
+        let r = chosen[i];
+        set(c, &runs[r], false);
+        if fits(c, req, domain) {
+            chosen.remove(i);
+        } else {
+            set(c, &runs[r], true);
+        }
+    }
+    for &r in &chosen {
+        set(c, &runs[r], false);
+    }
+    let lost = chosen.iter().map(|&r| runs[r].lost).sum();
+    Some((chosen, lost))
+}
+
+/// Choose victims so that `req` fits; `eligible` says which running jobs may be victims.
+pub(crate) fn plan(
+    c: &mut Cluster,
+    runs: &mut [RunInfo],
+    on_node: &[Vec<usize>],
+    req: &Request,
+    eligible: &dyn Fn(&RunInfo) -> bool,
+) -> Outcome {
+    let pass = |c: &mut Cluster,
+                runs: &[RunInfo],
+                young_ok: bool|
+     -> Option<(Vec<usize>, u64, Vec<NodeIdx>)> {
+        let ok = |r: &RunInfo| {
+            !r.gone
+                && r.flavor == req.flavor
+                && eligible(r)
+                && (young_ok || r.young_until.is_none())
+        };
+        let facts = c.facts.get(req.flavor as usize)?;
+        let g = req.whole_gpus;
+        let mut levels = Vec::new();
+        match req.required {
+            Some(TopologyLevel::GpuGroup) | Some(TopologyLevel::Node) => {
+                levels.push(TopologyLevel::Node)
+            }
+            Some(TopologyLevel::Rack) => levels.push(TopologyLevel::Rack),
+            None => {
+                if g <= facts.max_node_gpus {
+                    levels.push(TopologyLevel::Node);
+                }
+                levels.push(TopologyLevel::Rack);
+                levels.push(TopologyLevel::GpuGroup); // stands for "the whole flavor" here
+            }
+        }
+        let flavor_nodes = facts.nodes.clone();
+        let key = |r: usize| {
+            (
+                runs[r].lost,
+                runs[r].priority,
+                std::cmp::Reverse(runs[r].started),
+                runs[r].job,
+            )
+        };
+        let mut best: Option<(u64, usize, Vec<usize>, Vec<NodeIdx>)> = None;
+        for level in levels {
+            let domains: Vec<Vec<NodeIdx>> = match level {
+                TopologyLevel::Node => flavor_nodes
+                    .iter()
+                    .filter(|&&n| {
+                        let extra: u32 = on_node[n as usize]
+                            .iter()
+                            .filter(|&&r| ok(&runs[r]))
+                            .map(|&r| {
+                                runs[r]
+                                    .takes
+                                    .iter()
+                                    .filter(|t| t.0 == n)
+                                    .map(|t| t.1.iter().filter(|x| x.1 == 1000).count() as u32)
+                                    .sum::<u32>()
+                            })
+                            .sum();
+                        c.nodes[n as usize].whole_avail(Mode::AfterRelease) + extra >= g
+                    })
+                    .map(|&n| vec![n])
+                    .collect(),
+                TopologyLevel::Rack => c
+                    .racks
+                    .iter()
+                    .filter(|r| r.flavor == req.flavor && r.healthy_gpus >= g)
+                    .map(|r| r.nodes.clone())
+                    .collect(),
+                TopologyLevel::GpuGroup => vec![flavor_nodes.clone()],
+            };
+            for d in domains {
+                let mut cands: Vec<usize> = d
+                    .iter()
+                    .flat_map(|&n| on_node[n as usize].iter().copied())
+                    .filter(|&r| ok(&runs[r]))
+                    .collect();
+                cands.sort_by_key(|&r| key(r));
+                cands.dedup();
+                if let Some((v, lost)) = in_domain(c, runs, req, &d, &cands) {
+                    let k = (lost, v.len());
+                    if best.as_ref().is_none_or(|b| k < (b.0, b.1)) {
+                        let empty = v.is_empty();
+                        best = Some((lost, v.len(), v, d));
+                        if empty {
+                            break;
+                        }
+                    }
+                }
+            }
+            if best.is_some() {
+                break; // the smallest level with a plan wins
+            }
+        }
+        best.map(|(lost, _, v, d)| (v, lost, d))
+    };
+    if let Some((victims, lost, domain)) = pass(c, runs, false) {
+        for &r in &victims {
+            set(c, &runs[r], true);
+            runs[r].gone = true;
+        }
+        if let Some(trial) = place(c, req, Mode::AfterRelease, Scope::Nodes(&domain)) {
+            return Outcome::Plan {
+                victims,
+                lost,
+                trial,
+            };
+        }
+        for &r in &victims {
+            set(c, &runs[r], false);
+            runs[r].gone = false;
+        }
+        return Outcome::None;
+    }
+    if let Some((victims, _, _)) = pass(c, runs, true) {
+        let until = victims.iter().filter_map(|&r| runs[r].young_until).max();
+        if let Some(until) = until {
+            return Outcome::MinRuntime { until, victims };
+        }
+    }
+    Outcome::None
+}

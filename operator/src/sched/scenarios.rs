@@ -1,0 +1,754 @@
+//! Scenario tests: each reads like the user story it checks.
+
+use super::fixtures::*;
+use super::*;
+
+fn gpus_of(d: &Decisions, job: &str) -> Vec<(String, Vec<u32>)> {
+    d.admission(job)
+        .map(|a| {
+            a.placement
+                .iter()
+                .map(|p| (p.node.clone(), p.gpus.iter().map(|g| g.0).collect()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Team A (16 GPUs guaranteed) lent its idle GPUs to team C; A now needs a whole node back.
+/// C's bonus jobs on the node whose jobs lose the least work since their checkpoints go; C's
+/// job within C's own guarantee is never touched.
+#[test]
+fn team_a_takes_back_lent_gpus_least_lost_work_first() {
+    let nodes = vec![node("n0", "A100", 8, None), node("n1", "A100", 8, None)];
+    let vcs = vec![vc("team-a", "A100", 16), vc("team-c", "A100", 4)];
+    let queues = vec![queue("qa", "team-a"), queue("qc", "team-c")];
+    let now = 10_000;
+    let jobs = vec![
+        // C's guaranteed job and bonus jobs
+        run(
+            job("c/own", "qc", 1, 4),
+            &[("n0", &[0, 1, 2, 3])],
+            false,
+            0,
+            None,
+        ),
+        run(
+            job("c/fresh-ckpt", "qc", 1, 4),
+            &[("n0", &[4, 5, 6, 7])],
+            true,
+            0,
+            Some(now - 10),
+        ),
+        run(
+            job("c/old-a", "qc", 1, 4),
+            &[("n1", &[0, 1, 2, 3])],
+            true,
+            0,
+            Some(now - 5000),
+        ),
+        run(
+            job("c/old-b", "qc", 1, 4),
+            &[("n1", &[4, 5, 6, 7])],
+            true,
+            0,
+            Some(now - 4000),
+        ),
+        job("a/train", "qa", 1, 8),
+    ];
+    let snap = snapshot(
+        now,
+        nodes.clone(),
+        vcs.clone(),
+        queues.clone(),
+        jobs.clone(),
+    );
+    let d = schedule(&snap);
+    assert!(d.admissions.is_empty(), "nothing is free: {d:?}");
+    assert_eq!(d.preemptions.len(), 1, "{d:?}");
+    let p = &d.preemptions[0];
+    assert_eq!(p.beneficiary, "a/train");
+    assert_eq!(p.reason, PreemptionReason::Reclaim);
+    // n0 cannot be emptied (c/own is within C's guarantee); n1's two jobs must go
+    assert_eq!(
+        p.victims,
+        vec!["c/old-a".to_string(), "c/old-b".to_string()]
+    );
+    assert_eq!(p.lost_gpu_seconds, 4 * 5000 + 4 * 4000);
+    assert!(matches!(
+        d.waiting_reason("a/train"),
+        Some(WaitReason::WaitingForPreemption { .. })
+    ));
+
+    // next cycle: the victims are checkpointing; no new victims are chosen
+    let mut jobs2 = jobs.clone();
+    for j in &mut jobs2 {
+        if j.id.starts_with("c/old") {
+            j.running.as_mut().unwrap().preempting = true;
+        }
+    }
+    let d2 = schedule(&snapshot(
+        now + 5,
+        nodes.clone(),
+        vcs.clone(),
+        queues.clone(),
+        jobs2,
+    ));
+    assert!(d2.preemptions.is_empty(), "{d2:?}");
+    match d2.waiting_reason("a/train") {
+        Some(WaitReason::WaitingForPreemption { victims, .. }) => assert_eq!(victims.len(), 2),
+        r => panic!("unexpected {r:?}"),
+    }
+
+    // once they are gone, A's job starts on n1, within A's guarantee
+    let jobs3: Vec<Job> = jobs
+        .into_iter()
+        .filter(|j| !j.id.starts_with("c/old"))
+        .collect();
+    let d3 = schedule(&snapshot(now + 60, nodes, vcs, queues, jobs3));
+    let a = d3.admission("a/train").expect("admitted");
+    assert!(!a.bonus);
+    assert!(a.placement.iter().all(|p| p.node == "n1"));
+}
+
+/// The fresher checkpoint loses less work, so it is the one preempted when either would do.
+#[test]
+fn reclaim_prefers_the_victim_with_the_freshest_checkpoint() {
+    let nodes = vec![node("n0", "A100", 8, None)];
+    let vcs = vec![vc("a", "A100", 8), vc("c", "A100", 0)];
+    let queues = vec![queue("qa", "a"), queue("qc", "c")];
+    let jobs = vec![
+        run(
+            job("c/stale", "qc", 1, 4),
+            &[("n0", &[0, 1, 2, 3])],
+            true,
+            0,
+            Some(100),
+        ),
+        run(
+            job("c/fresh", "qc", 1, 4),
+            &[("n0", &[4, 5, 6, 7])],
+            true,
+            0,
+            Some(900),
+        ),
+        job("a/small", "qa", 1, 4),
+    ];
+    let d = schedule(&snapshot(1000, nodes, vcs, queues, jobs));
+    assert_eq!(d.preemptions.len(), 1);
+    assert_eq!(d.preemptions[0].victims, vec!["c/fresh".to_string()]);
+}
+
+/// An 8-GPU job waits for a whole node while 1-GPU jobs are packed onto partly used nodes,
+/// leaving the empty node whole for it.
+#[test]
+fn one_gpu_jobs_pack_and_leave_whole_nodes_for_big_jobs() {
+    let nodes = vec![
+        node("n0", "A100", 8, None),
+        node("n1", "A100", 8, None),
+        node("n2", "A100", 8, None),
+    ];
+    let vcs = vec![vc("t", "A100", 24)];
+    let queues = vec![queue("q", "t")];
+    let mut jobs = vec![
+        run(
+            job("t/r0", "q", 1, 4),
+            &[("n0", &[0, 1, 2, 3])],
+            false,
+            0,
+            None,
+        ),
+        run(
+            job("t/r1", "q", 1, 6),
+            &[("n1", &[0, 1, 2, 3, 4, 5])],
+            false,
+            0,
+            None,
+        ),
+    ];
+    for i in 0..4 {
+        let mut j = job(&format!("t/small-{i}"), "q", 1, 1);
+        j.queued_at = i;
+        jobs.push(j);
+    }
+    let mut big = job("t/big", "q", 1, 8);
+    big.queued_at = 10;
+    jobs.push(big);
+    let d = schedule(&snapshot(
+        100,
+        nodes.clone(),
+        vcs.clone(),
+        queues.clone(),
+        jobs.clone(),
+    ));
+    for i in 0..4 {
+        let g = gpus_of(&d, &format!("t/small-{i}"));
+        assert_eq!(g.len(), 1);
+        assert_ne!(
+            g[0].0, "n2",
+            "small jobs must not split the empty node: {d:?}"
+        );
+    }
+    assert_eq!(gpus_of(&d, "t/big")[0].0, "n2");
+
+    // with no whole node free, the big job waits and says why, the small ones still run
+    jobs.push(run(job("t/r2", "q", 1, 1), &[("n2", &[0])], false, 0, None));
+    let d = schedule(&snapshot(100, nodes, vcs, queues, jobs));
+    match d.waiting_reason("t/big") {
+        Some(
+            r @ WaitReason::NoFit {
+                largest_free_on_node,
+                ..
+            },
+        ) => {
+            assert_eq!(*largest_free_on_node, 7);
+            assert!(r.to_string().contains("at most 7 on one node"), "{r}");
+        }
+        r => panic!("unexpected {r:?}"),
+    }
+    assert_eq!(d.admissions.len(), 4);
+}
+
+/// Fractions of one GPU share it up to 1000 milli; whole-GPU replicas avoid shared GPUs.
+#[test]
+fn gpu_shares_pack_and_never_exceed_one_gpu() {
+    let nodes = vec![node("n0", "T4", 2, None)];
+    let vcs = vec![vc("t", "T4", 2)];
+    let queues = vec![queue("q", "t")];
+    let mut jobs: Vec<Job> = (0..4)
+        .map(|i| {
+            let mut j = share_job(&format!("t/dbg-{i}"), "q", 1, 300);
+            j.queued_at = i;
+            j
+        })
+        .collect();
+    let mut w = job("t/whole", "q", 1, 1);
+    w.queued_at = 10;
+    jobs.push(w);
+    let d = schedule(&snapshot(0, nodes, vcs, queues, jobs));
+    let gpu = |j: &str| d.admission(j).map(|a| a.placement[0].gpus[0].0);
+    assert_eq!(gpu("t/dbg-0"), gpu("t/dbg-1"));
+    assert_eq!(gpu("t/dbg-1"), gpu("t/dbg-2"));
+    assert_ne!(
+        gpu("t/dbg-3"),
+        gpu("t/dbg-0"),
+        "a fourth 300m share would exceed 1000m"
+    );
+    assert!(
+        d.admission("t/whole").is_none(),
+        "both GPUs hold shares: {d:?}"
+    );
+    assert_eq!(
+        d.admission("t/dbg-0").unwrap().placement[0].share,
+        Some(MilliGpu(300))
+    );
+}
+
+/// Idle GPUs are lent by weight: weight 3 gets three times what weight 1 gets.
+#[test]
+fn idle_gpus_are_lent_by_weighted_fair_share() {
+    let nodes = vec![node("n0", "A100", 8, None)];
+    let mut light = vc("light", "A100", 0);
+    let mut heavy = vc("heavy", "A100", 0);
+    light.weight = 1;
+    heavy.weight = 3;
+    let queues = vec![queue("ql", "light"), queue("qh", "heavy")];
+    let mut jobs = Vec::new();
+    for i in 0..8 {
+        jobs.push(job(&format!("l/{i}"), "ql", 1, 1));
+        jobs.push(job(&format!("h/{i}"), "qh", 1, 1));
+    }
+    let d = schedule(&snapshot(0, nodes, vec![light, heavy], queues, jobs));
+    let l = d
+        .admissions
+        .iter()
+        .filter(|a| a.job.starts_with("l/"))
+        .count();
+    let h = d
+        .admissions
+        .iter()
+        .filter(|a| a.job.starts_with("h/"))
+        .count();
+    assert_eq!((l, h), (2, 6));
+    assert!(d.admissions.iter().all(|a| a.bonus));
+    assert!(matches!(
+        d.waiting_reason("l/7"),
+        Some(WaitReason::QuotaExhausted { .. })
+    ));
+}
+
+/// Limits: the VC limit, the queue's maxShare and the per-user limit each stop admissions
+/// with their own reason.
+#[test]
+fn limits_stop_admissions_with_their_own_reason() {
+    let nodes = vec![node("n0", "A100", 8, None), node("n1", "A100", 8, None)];
+    let mut t = vc("t", "A100", 16);
+    t.limit_gpus = Some(10);
+    let mut q = queue("q", "t");
+    q.user_limit = Some(3);
+    let mut q2 = queue("q2", "t");
+    q2.max_share = 20; // 2 GPUs of the limit of 10
+    let mut jobs = Vec::new();
+    for i in 0..5 {
+        let mut j = job(&format!("t/alice-{i}"), "q", 1, 1);
+        j.queued_at = i;
+        jobs.push(j);
+    }
+    for i in 0..3 {
+        let mut j = job(&format!("t/q2-{i}"), "q2", 1, 1);
+        j.queued_at = i;
+        j.user = format!("u{i}");
+        jobs.push(j);
+    }
+    let mut big = job("t/bob-big", "q", 1, 8);
+    big.user = "bob".into();
+    big.queued_at = 100;
+    jobs.push(big);
+    let d = schedule(&snapshot(0, nodes, vec![t], vec![q, q2], jobs));
+    assert!(
+        matches!(
+            d.waiting_reason("t/alice-3"),
+            Some(WaitReason::UserLimit { .. })
+        ),
+        "{d:?}"
+    );
+    assert!(
+        matches!(
+            d.waiting_reason("t/q2-2"),
+            Some(WaitReason::QueueMaxShare { .. })
+        ),
+        "{d:?}"
+    );
+    // 3 + 2 in use, 8 more would exceed the limit of 10
+    assert!(
+        matches!(
+            d.waiting_reason("t/bob-big"),
+            Some(WaitReason::OverLimit { .. })
+        ),
+        "{d:?}"
+    );
+    assert_eq!(d.admissions.len(), 5);
+}
+
+/// Queue policies order admissions when only one job fits.
+#[test]
+fn queue_policies_pick_the_right_job() {
+    let run_policy = |policy: QueuePolicy| {
+        let nodes = vec![node("n0", "A100", 1, None)];
+        let mut q = queue("q", "t");
+        q.policy = policy;
+        let mut a = job("t/old-low-long", "q", 1, 1);
+        a.queued_at = 1;
+        a.priority = 1;
+        a.predicted_duration_seconds = Some(9000);
+        let mut b = job("t/new-high-short", "q", 1, 1);
+        b.queued_at = 2;
+        b.priority = 5;
+        b.predicted_duration_seconds = Some(60);
+        let d = schedule(&snapshot(
+            0,
+            nodes,
+            vec![vc("t", "A100", 1)],
+            vec![q],
+            vec![a, b],
+        ));
+        d.admissions[0].job.clone()
+    };
+    assert_eq!(run_policy(QueuePolicy::Fifo), "t/old-low-long");
+    assert_eq!(run_policy(QueuePolicy::Priority), "t/new-high-short");
+    assert_eq!(
+        run_policy(QueuePolicy::ShortestPredictedFirst),
+        "t/new-high-short"
+    );
+}
+
+/// UserFair: the user holding fewer GPUs goes next, even if their job is newer.
+#[test]
+fn user_fair_serves_the_user_with_less() {
+    let nodes = vec![node("n0", "A100", 2, None)];
+    let mut q = queue("q", "t");
+    q.policy = QueuePolicy::UserFair;
+    let mut jobs = vec![run(
+        job("t/heavy-running", "q", 1, 1),
+        &[("n0", &[0])],
+        false,
+        0,
+        None,
+    )];
+    let mut a = job("t/heavy-next", "q", 1, 1);
+    a.queued_at = 1;
+    let mut b = job("t/light", "q", 1, 1);
+    b.user = "bob".into();
+    b.queued_at = 2;
+    jobs.push(a);
+    jobs.push(b);
+    let d = schedule(&snapshot(0, nodes, vec![vc("t", "A100", 2)], vec![q], jobs));
+    assert_eq!(d.admissions.len(), 1);
+    assert_eq!(d.admissions[0].job, "t/light");
+}
+
+/// With priority preemption on, a high-priority job preempts a lower one of its queue.
+#[test]
+fn priority_preemption_inside_a_queue() {
+    let nodes = vec![node("n0", "A100", 4, None)];
+    let mut q = queue("q", "t");
+    q.priority_preemption = true;
+    q.policy = QueuePolicy::Priority;
+    let mut low = run(
+        job("t/low", "q", 1, 4),
+        &[("n0", &[0, 1, 2, 3])],
+        false,
+        0,
+        None,
+    );
+    low.priority = 1;
+    let mut high = job("t/high", "q", 1, 4);
+    high.priority = 10;
+    let mut same = job("t/same", "q", 1, 4);
+    same.priority = 1;
+    let d = schedule(&snapshot(
+        100,
+        nodes.clone(),
+        vec![vc("t", "A100", 4)],
+        vec![q.clone()],
+        vec![low.clone(), high],
+    ));
+    assert_eq!(d.preemptions.len(), 1);
+    assert_eq!(d.preemptions[0].reason, PreemptionReason::Priority);
+    assert_eq!(d.preemptions[0].victims, vec!["t/low".to_string()]);
+    // equal priority never preempts
+    let d = schedule(&snapshot(
+        100,
+        nodes,
+        vec![vc("t", "A100", 4)],
+        vec![q],
+        vec![low, same],
+    ));
+    assert!(d.preemptions.is_empty());
+}
+
+/// A victim that has not run its minimum runtime is spared while another set exists, and
+/// when none does the reclaim waits for it, saying until when.
+#[test]
+fn minimum_runtime_protects_young_jobs() {
+    let nodes = vec![node("n0", "A100", 4, None), node("n1", "A100", 4, None)];
+    let vcs = vec![vc("a", "A100", 4), vc("c", "A100", 0)];
+    let queues = vec![queue("qa", "a"), queue("qc", "c")];
+    let young = |id: &str, n: &str| {
+        let mut j = run(job(id, "qc", 1, 4), &[(n, &[0, 1, 2, 3])], true, 990, None);
+        j.running.as_mut().unwrap().min_runtime_seconds = 600;
+        j
+    };
+    // the young job loses less work (10 s) but is protected; the old one goes
+    let jobs = vec![
+        young("c/young", "n0"),
+        run(
+            job("c/old", "qc", 1, 4),
+            &[("n1", &[0, 1, 2, 3])],
+            true,
+            0,
+            Some(0),
+        ),
+        job("a/j", "qa", 1, 4),
+    ];
+    let d = schedule(&snapshot(
+        1000,
+        nodes.clone(),
+        vcs.clone(),
+        queues.clone(),
+        jobs,
+    ));
+    assert_eq!(d.preemptions[0].victims, vec!["c/old".to_string()]);
+    // both young: nobody is evicted yet
+    let jobs = vec![
+        young("c/y0", "n0"),
+        young("c/y1", "n1"),
+        job("a/j", "qa", 1, 4),
+    ];
+    let d = schedule(&snapshot(1000, nodes, vcs, queues, jobs));
+    assert!(d.preemptions.is_empty());
+    assert!(
+        matches!(
+            d.waiting_reason("a/j"),
+            Some(WaitReason::WaitingForMinRuntime { until: 1590, .. })
+        ),
+        "{d:?}"
+    );
+}
+
+/// Bonus jobs of the VC itself are not reclaimed for it, and a VC at its guarantee cannot
+/// reclaim: it only borrows idle GPUs.
+#[test]
+fn reclaim_only_below_guarantee_and_only_from_others() {
+    let nodes = vec![node("n0", "A100", 8, None)];
+    let vcs = vec![vc("a", "A100", 4), vc("c", "A100", 0)];
+    let queues = vec![queue("qa", "a"), queue("qc", "c")];
+    let jobs = vec![
+        run(
+            job("a/own", "qa", 1, 4),
+            &[("n0", &[0, 1, 2, 3])],
+            false,
+            0,
+            None,
+        ),
+        run(
+            job("c/bonus", "qc", 1, 4),
+            &[("n0", &[4, 5, 6, 7])],
+            true,
+            0,
+            None,
+        ),
+        job("a/more", "qa", 1, 4),
+    ];
+    let d = schedule(&snapshot(100, nodes, vcs, queues, jobs));
+    assert!(d.preemptions.is_empty(), "{d:?}");
+    assert!(matches!(
+        d.waiting_reason("a/more"),
+        Some(WaitReason::QuotaExhausted { .. })
+    ));
+}
+
+/// A bonus job that now fits its VC's guarantee is promoted and no longer a victim.
+#[test]
+fn bonus_jobs_within_guarantee_are_promoted() {
+    let nodes = vec![node("n0", "A100", 8, None)];
+    let vcs = vec![vc("a", "A100", 4), vc("c", "A100", 4)];
+    let queues = vec![queue("qa", "a"), queue("qc", "c")];
+    let jobs = vec![
+        run(
+            job("c/was-bonus", "qc", 1, 4),
+            &[("n0", &[0, 1, 2, 3])],
+            true,
+            0,
+            None,
+        ),
+        job("a/j", "qa", 1, 8),
+    ];
+    let d = schedule(&snapshot(100, nodes, vcs, queues, jobs));
+    assert_eq!(d.promotions, vec!["c/was-bonus".to_string()]);
+    assert!(d.preemptions.is_empty());
+}
+
+/// A gang that must stay within one rack lands in one rack, and ranks are contiguous per node.
+#[test]
+fn rack_requirement_and_topology_ranks() {
+    let nodes = vec![
+        node("r0-a", "H100", 8, Some("r0")),
+        node("r1-a", "H100", 8, Some("r1")),
+        node("r1-b", "H100", 8, Some("r1")),
+        node("r0-b", "H100", 8, Some("r0")),
+    ];
+    let mut jobs = vec![run(
+        job("t/busy", "q", 1, 4),
+        &[("r0-a", &[0, 1, 2, 3])],
+        false,
+        0,
+        None,
+    )];
+    let mut gang = job("t/gang", "q", 16, 1);
+    gang.topology.required = Some(TopologyLevel::Rack);
+    jobs.push(gang);
+    let d = schedule(&snapshot(
+        0,
+        nodes,
+        vec![vc("t", "H100", 32)],
+        vec![queue("q", "t")],
+        jobs,
+    ));
+    let a = d.admission("t/gang").expect("admitted");
+    assert!(
+        a.placement.iter().all(|p| p.node.starts_with("r1")),
+        "{a:?}"
+    );
+    let mut by_rank = a.placement.clone();
+    by_rank.sort_by_key(|p| p.rank);
+    assert_eq!(
+        by_rank.iter().map(|p| p.rank).collect::<Vec<_>>(),
+        (0..16).collect::<Vec<_>>()
+    );
+    assert!(
+        by_rank[..8].iter().all(|p| p.node == by_rank[0].node),
+        "ranks 0..7 on one node"
+    );
+    assert!(by_rank[8..].iter().all(|p| p.node == by_rank[8].node));
+    let gpus: Vec<u32> = by_rank[..8].iter().map(|p| p.gpus[0].0).collect();
+    assert_eq!(
+        gpus,
+        (0..8).collect::<Vec<_>>(),
+        "ranks follow GPU topology order"
+    );
+}
+
+/// A 64-GPU gang of 8 × 8 spans exactly 8 empty nodes.
+#[test]
+fn large_gang_takes_whole_nodes() {
+    let nodes: Vec<Node> = (0..10)
+        .map(|i| {
+            node(
+                &format!("n{i}"),
+                "H100",
+                8,
+                Some(if i < 5 { "r0" } else { "r1" }),
+            )
+        })
+        .collect();
+    let jobs = vec![
+        run(job("t/one", "q", 1, 1), &[("n0", &[0])], false, 0, None),
+        job("t/gang", "q", 8, 8),
+    ];
+    let d = schedule(&snapshot(
+        0,
+        nodes,
+        vec![vc("t", "H100", 80)],
+        vec![queue("q", "t")],
+        jobs,
+    ));
+    let a = d.admission("t/gang").expect("admitted");
+    let mut ns: Vec<&str> = a.placement.iter().map(|p| p.node.as_str()).collect();
+    ns.sort();
+    ns.dedup();
+    assert_eq!(ns.len(), 8);
+    assert!(!ns.contains(&"n0"));
+}
+
+/// Jobs that cannot be scheduled say so.
+#[test]
+fn invalid_and_never_fitting_jobs_say_why() {
+    let nodes = vec![node("n0", "A100", 8, None)];
+    let mut typed = job("t/h100", "q", 1, 1);
+    typed.gpu_types = vec![Flavor::new("H100")];
+    let jobs = vec![
+        job("t/lost", "nope", 1, 1),
+        job("t/huge", "q", 1, 16),
+        typed,
+    ];
+    let d = schedule(&snapshot(
+        0,
+        nodes,
+        vec![vc("t", "A100", 8)],
+        vec![queue("q", "t")],
+        jobs,
+    ));
+    assert!(matches!(
+        d.waiting_reason("t/lost"),
+        Some(WaitReason::Invalid { .. })
+    ));
+    assert!(matches!(
+        d.waiting_reason("t/huge"),
+        Some(WaitReason::NeverFits { .. })
+    ));
+    assert!(matches!(
+        d.waiting_reason("t/h100"),
+        Some(WaitReason::NeverFits { .. })
+    ));
+    assert!(
+        d.waiting_reason("t/lost")
+            .unwrap()
+            .to_string()
+            .contains("queue nope does not exist")
+    );
+}
+
+/// GPU type preference: the first listed type is used while it has room.
+#[test]
+fn gpu_type_preference_order() {
+    let nodes = vec![node("a", "A100", 8, None), node("h", "H100", 8, None)];
+    let mut j = job("t/j", "q", 1, 4);
+    j.gpu_types = vec![Flavor::new("H100"), Flavor::new("A100")];
+    let mut vcx = vc("t", "A100", 8);
+    vcx.guarantee.push(FlavorGuarantee {
+        flavor: Flavor::new("H100"),
+        gpus: 8,
+        cells: vec![],
+    });
+    let d = schedule(&snapshot(
+        0,
+        nodes,
+        vec![vcx],
+        vec![queue("q", "t")],
+        vec![j],
+    ));
+    assert_eq!(d.admission("t/j").unwrap().flavor, Flavor::new("H100"));
+}
+
+/// Cells: team A is guaranteed one whole node. Team B (GPUs only, no cells) may not break
+/// the last clean node for a guaranteed job; it borrows it as bonus, and A reclaims it.
+#[test]
+fn node_cell_guarantee_stays_obtainable() {
+    let nodes = vec![node("n0", "A100", 8, None), node("n1", "A100", 8, None)];
+    let mut a = vc("a", "A100", 8);
+    a.guarantee[0].cells = vec![CellGuarantee {
+        level: TopologyLevel::Node,
+        count: 1,
+    }];
+    let b = vc("b", "A100", 8);
+    let queues = vec![queue("qa", "a"), queue("qb", "b")];
+    let jobs = vec![
+        run(
+            job("b/big", "qb", 1, 7),
+            &[("n0", &[0, 1, 2, 3, 4, 5, 6])],
+            false,
+            0,
+            None,
+        ),
+        job("b/two", "qb", 1, 1 + 1),
+    ];
+    let d = schedule(&snapshot(
+        0,
+        nodes.clone(),
+        vec![a.clone(), b.clone()],
+        queues.clone(),
+        jobs.clone(),
+    ));
+    let adm = d.admission("b/two").expect("borrowed");
+    assert!(
+        adm.bonus,
+        "a guaranteed placement on n1 would break A's cell: {d:?}"
+    );
+    assert_eq!(adm.placement[0].node, "n1");
+
+    // A then asks for its whole node: B's borrowed job on n1 is reclaimed
+    let mut jobs2 = vec![
+        jobs[0].clone(),
+        run(job("b/two", "qb", 1, 2), &[("n1", &[0, 1])], true, 0, None),
+    ];
+    jobs2.push(job("a/node", "qa", 1, 8));
+    let d = schedule(&snapshot(10, nodes, vec![a, b], queues, jobs2));
+    assert_eq!(d.preemptions.len(), 1, "{d:?}");
+    assert_eq!(d.preemptions[0].victims, vec!["b/two".to_string()]);
+}
+
+/// Cordoned nodes and unhealthy GPUs get no new work; foreign pods' GPUs are respected.
+#[test]
+fn cordon_unhealthy_and_foreign_usage() {
+    let mut cordoned = node("c", "A100", 8, None);
+    cordoned.schedulable = false;
+    let mut sick = node("s", "A100", 2, None);
+    sick.unhealthy_gpus = vec![GpuIndex(0)];
+    sick.foreign.gpus = 1;
+    let jobs = vec![job("t/j", "q", 1, 1)];
+    let d = schedule(&snapshot(
+        0,
+        vec![cordoned, sick],
+        vec![vc("t", "A100", 8)],
+        vec![queue("q", "t")],
+        jobs,
+    ));
+    assert!(d.admission("t/j").is_none(), "{d:?}");
+    assert!(matches!(
+        d.waiting_reason("t/j"),
+        Some(WaitReason::NoFit { free_gpus: 0, .. })
+    ));
+}
+
+/// Every reason reads as a sentence.
+#[test]
+fn reasons_are_sentences() {
+    let r = WaitReason::OverLimit {
+        virtual_cluster: "a".into(),
+        limit_gpus: 8,
+        in_use_gpus: 8,
+        needed_gpus: 1,
+    };
+    assert!(r.to_string().ends_with('.'));
+    assert_eq!(r.code(), "OverLimit");
+}
