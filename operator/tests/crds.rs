@@ -14,18 +14,41 @@ fn committed_crds_match_crdgen_output() {
             stale.push(path.display().to_string());
         }
     }
-    assert!(stale.is_empty(), "stale CRD files {stale:?}: run `make crds` and commit the result");
+    assert!(
+        stale.is_empty(),
+        "stale CRD files {stale:?}: run `make crds` and commit the result"
+    );
 }
 
 #[test]
 fn every_crd_has_status_subresource_short_name_and_category() {
     for (plural, crd) in crds() {
         let names = &crd.spec.names;
-        assert!(names.categories.as_ref().is_some_and(|c| c.iter().any(|c| c == "kubetrain")), "{plural}");
-        assert_eq!(names.short_names.as_ref().map(Vec::len), Some(1), "{plural}");
+        assert!(
+            names
+                .categories
+                .as_ref()
+                .is_some_and(|c| c.iter().any(|c| c == "kubetrain")),
+            "{plural}"
+        );
+        assert_eq!(
+            names.short_names.as_ref().map(Vec::len),
+            Some(1),
+            "{plural}"
+        );
         let version = &crd.spec.versions[0];
-        assert!(version.subresources.as_ref().and_then(|s| s.status.as_ref()).is_some(), "{plural}");
+        assert!(
+            version
+                .subresources
+                .as_ref()
+                .and_then(|s| s.status.as_ref())
+                .is_some(),
+            "{plural}"
+        );
         let yaml = crd_yaml(&crd).expect("renders");
-        assert!(!yaml.contains("- null"), "{plural}: null in an enum is rejected by the API server");
+        assert!(
+            !yaml.contains("- null"),
+            "{plural}: null in an enum is rejected by the API server"
+        );
     }
 }

@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 /// A level of the GPU topology tree, from the smallest domain to the largest:
 /// `gpu-group` (GPUs joined by NVLink or one PCIe switch), `node` (one machine),
 /// `rack` (machines under one top-of-rack switch).
-#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum TopologyLevel {
     GpuGroup,

@@ -14,7 +14,7 @@ pub mod virtualcluster;
 
 pub use common::{Phase, TopologyLevel};
 pub use queue::{Queue, QueuePolicy, QueueSpec, QueueStatus};
-pub use topology::{GpuInfo, GpuLink, GpuGroup, NodeTopology, TOPOLOGY_ANNOTATION};
+pub use topology::{GpuGroup, GpuInfo, GpuLink, NodeTopology, TOPOLOGY_ANNOTATION};
 pub use trainingjob::{TrainingJob, TrainingJobSpec, TrainingJobStatus};
 pub use virtualcluster::{VirtualCluster, VirtualClusterSpec, VirtualClusterStatus};
 
@@ -53,7 +53,9 @@ fn server_compatible(crd: CustomResourceDefinition) -> CustomResourceDefinition 
             _ => {}
         }
     }
-    let Ok(mut value) = serde_json::to_value(&crd) else { return crd };
+    let Ok(mut value) = serde_json::to_value(&crd) else {
+        return crd;
+    };
     strip(&mut value);
     serde_json::from_value(value).unwrap_or(crd)
 }

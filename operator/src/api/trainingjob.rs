@@ -100,7 +100,10 @@ fn default_max_retries() -> i32 {
 pub struct TaskSpec {
     /// Name of the task, unique in the job (a DNS label, for example `worker`). Pods are
     /// named `<job>-<task>-<index>`.
-    #[schemars(length(min = 1, max = 20), regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"))]
+    #[schemars(
+        length(min = 1, max = 20),
+        regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    )]
     pub name: String,
 
     /// Number of identical replicas of this task (default 1).
@@ -202,7 +205,10 @@ pub struct BackoffSpec {
 
 impl Default for BackoffSpec {
     fn default() -> Self {
-        BackoffSpec { initial_seconds: default_backoff_initial(), max_seconds: default_backoff_max() }
+        BackoffSpec {
+            initial_seconds: default_backoff_initial(),
+            max_seconds: default_backoff_max(),
+        }
     }
 }
 fn default_backoff_initial() -> i32 {
@@ -233,7 +239,10 @@ pub struct CheckpointSpec {
 
 impl Default for CheckpointSpec {
     fn default() -> Self {
-        CheckpointSpec { grace_period_seconds: default_grace(), interval_seconds: None }
+        CheckpointSpec {
+            grace_period_seconds: default_grace(),
+            interval_seconds: None,
+        }
     }
 }
 fn default_grace() -> i32 {

@@ -12,7 +12,11 @@ use kubetrain::controller::{self, Config};
 use tracing::info;
 
 #[derive(Parser, Debug)]
-#[command(name = "kubetrain-operator", version, about = "Runs deep-learning training jobs on shared GPU clusters")]
+#[command(
+    name = "kubetrain-operator",
+    version,
+    about = "Runs deep-learning training jobs on shared GPU clusters"
+)]
 struct Args {
     /// Log format.
     #[arg(long, env = "KUBETRAIN_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
@@ -47,7 +51,9 @@ fn init_tracing(format: LogFormat) {
     // The API server of `make run` and the tests has a self-signed certificate; the client
     // warns about that on every connection.
     let default = "info,kube_client=warn,kube_runtime=warn,kube_client::client::tls=error";
-    let directives = std::env::var("RUST_LOG").ok().filter(|s| !s.trim().is_empty());
+    let directives = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|s| !s.trim().is_empty());
     let filter = tracing_subscriber::EnvFilter::new(directives.as_deref().unwrap_or(default));
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
     match format {
@@ -66,8 +72,14 @@ async fn main() -> anyhow::Result<()> {
     let crds: kube::Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
         kube::Api::all(client.clone());
     for (plural, _) in kubetrain::api::crds() {
-        if crds.get_opt(&format!("{plural}.kubetrain.io")).await?.is_none() {
-            anyhow::bail!("CRD {plural}.kubetrain.io is not installed: kubectl apply --server-side -f crds/");
+        if crds
+            .get_opt(&format!("{plural}.kubetrain.io"))
+            .await?
+            .is_none()
+        {
+            anyhow::bail!(
+                "CRD {plural}.kubetrain.io is not installed: kubectl apply --server-side -f crds/"
+            );
         }
     }
     let identity = args.identity.unwrap_or_else(|| {
@@ -80,7 +92,10 @@ async fn main() -> anyhow::Result<()> {
     };
     let config = Config {
         settings: Settings {
-            pods: PodSettings { gpu_binding: args.gpu_binding, master_port: args.master_port },
+            pods: PodSettings {
+                gpu_binding: args.gpu_binding,
+                master_port: args.master_port,
+            },
             resync: Duration::from_secs(args.resync_seconds.max(1)),
             ..Settings::default()
         },

@@ -218,7 +218,16 @@ impl Cluster {
     pub fn build(snap: &Snapshot) -> Cluster {
         let mut c = Cluster::default();
         let mut rack_ids: BTreeMap<(FlavorId, &str), u32> = BTreeMap::new();
-        for (src, n) in snap.nodes.iter().enumerate() {
+        // Index nodes rack by rack (then by name), so a rack's nodes are neighbours in the
+        // free-capacity index and ties between equal nodes stay within as few racks as
+        // possible; the order no longer depends on the order the caller listed them in.
+        let mut order: Vec<usize> = (0..snap.nodes.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (x, y) = (&snap.nodes[a], &snap.nodes[b]);
+            (x.rack.as_deref(), x.name.as_str()).cmp(&(y.rack.as_deref(), y.name.as_str()))
+        });
+        for src in order {
+            let n = &snap.nodes[src];
             if c.node_by_name.contains_key(&n.name) {
                 continue; // duplicate names: the first wins
             }

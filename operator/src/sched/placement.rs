@@ -178,6 +178,25 @@ fn candidates(
     out: &mut Vec<NodeIdx>,
 ) {
     match scope {
+        Scope::Flavor if !largest && c.racks.iter().any(|r| r.flavor == req.flavor) => {
+            // Best fit, and among equally fitting nodes the one in the rack with the fewest
+            // free GPUs: emptier racks stay whole for rack-sized gangs. A bounded pool keeps
+            // this cheap; nodes are indexed rack by rack, so the pool spans few racks.
+            let pool = limit.max(RACK_POOL);
+            c.bucket_candidates(req.flavor, min_free, false, req.nvlink_wanted, pool, out);
+            let key = |n: NodeIdx| {
+                let node = &c.nodes[n as usize];
+                let rack_free = node.rack.map_or(u32::MAX, |r| c.racks[r as usize].free_now);
+                (
+                    node.whole_avail(mode),
+                    node.nvlink != req.nvlink_wanted,
+                    rack_free,
+                    n,
+                )
+            };
+            out.sort_by_key(|&n| key(n));
+            out.truncate(limit);
+        }
         Scope::Flavor => {
             c.bucket_candidates(req.flavor, min_free, largest, req.nvlink_wanted, limit, out)
         }
@@ -205,6 +224,9 @@ fn candidates(
         }
     }
 }
+
+/// Candidate nodes looked at to prefer fuller racks among equally fitting nodes.
+const RACK_POOL: usize = 64;
 
 /// All GPUs in one group of one node.
 fn single_group(c: &mut Cluster, req: &Request, mode: Mode, scope: Scope) -> Option<Trial> {

@@ -752,3 +752,65 @@ fn reasons_are_sentences() {
     assert!(r.to_string().ends_with('.'));
     assert_eq!(r.code(), "OverLimit");
 }
+
+/// A whole-node job placed while a rack-sized gang waits must not split the last whole rack:
+/// among equally good nodes, take one in the rack with the fewest free GPUs.
+#[test]
+fn whole_node_job_keeps_a_whole_rack_free_for_a_rack_sized_gang() {
+    let mut nodes = Vec::new();
+    for i in 0..16 {
+        let rack = if i < 8 { "rack-0" } else { "rack-1" };
+        nodes.push(node(&format!("n-{i}"), "H100", 8, Some(rack)));
+    }
+    let jobs = vec![
+        run(job("t/small", "q", 1, 1), &[("n-0", &[0])], false, 0, None),
+        job("t/node", "q", 1, 8),
+        job("t/pair", "q", 1, 2),
+        job("t/rack", "q", 8, 8),
+    ];
+    let d = schedule(&snapshot(
+        0,
+        nodes,
+        vec![vc("t", "H100", 128)],
+        vec![queue("q", "t")],
+        jobs,
+    ));
+    let rack = d.admission("t/rack").expect("the 64-GPU gang is admitted");
+    let racks: std::collections::BTreeSet<bool> = rack
+        .placement
+        .iter()
+        .map(|p| p.node.trim_start_matches("n-").parse::<u32>().unwrap_or(0) < 8)
+        .collect();
+    assert_eq!(racks.len(), 1, "the gang spans racks: {:?}", rack.placement);
+    let node = d.admission("t/node").expect("admitted");
+    assert_eq!(node.placement.len(), 1);
+}
+
+/// The same across cycles: the whole-node job alone first, then the rack-sized gang.
+#[test]
+fn whole_node_job_alone_takes_a_node_in_the_fuller_rack() {
+    let mut nodes = Vec::new();
+    // Store order is arbitrary; names sort differently from rack order.
+    for i in [9, 3, 15, 0, 12, 5, 8, 1, 14, 7, 10, 2, 13, 4, 11, 6] {
+        let rack = if i < 8 { "rack-0" } else { "rack-1" };
+        nodes.push(node(&format!("n-{i}"), "H100", 8, Some(rack)));
+    }
+    let jobs = vec![
+        run(job("t/small", "q", 1, 1), &[("n-0", &[0])], false, 0, None),
+        job("t/node", "q", 1, 8),
+    ];
+    let d = schedule(&snapshot(
+        0,
+        nodes,
+        vec![vc("t", "H100", 128)],
+        vec![queue("q", "t")],
+        jobs,
+    ));
+    let node = d.admission("t/node").expect("admitted");
+    let idx: u32 = node.placement[0]
+        .node
+        .trim_start_matches("n-")
+        .parse()
+        .unwrap_or(99);
+    assert!(idx < 8, "took {} in the empty rack", node.placement[0].node);
+}
