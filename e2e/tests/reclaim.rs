@@ -131,3 +131,55 @@ async fn reclaim_with_checkpoint_acknowledgement() {
 async fn reclaim_after_grace_timeout_without_acknowledgement() {
     reclaim("reclaimgrace", "never", 3).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn minimum_runtime_delays_reclaim_and_says_so() {
+    let s = Scenario::new("minrun", 1, 8, 1).await;
+    let owner = s.tenant("owner", 8, "FIFO", "");
+    let borrower = s.tenant("borrower", 0, "FIFO", "");
+    s.cp.apply(&s.job(
+        "young",
+        &borrower,
+        1,
+        8,
+        &[("run-seconds", "30"), ("checkpoint-delay-seconds", "1")],
+        "  checkpoint:\n    gracePeriodSeconds: 10\n    minRuntimeSeconds: 8\n",
+    ));
+    s.wait_phase("young", "Running", T).await;
+    let started = Instant::now();
+    s.cp.apply(&s.job("own", &owner, 1, 8, &[("run-seconds", "1")], ""));
+    // The only victim is too young: the owner waits, and its condition says why.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let reason = s.job_status(
+            "own",
+            "{.status.conditions[?(@.type==\"Admitted\")].reason}",
+        );
+        if reason == "WaitingForMinRuntime" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "own's reason {reason:?}: {}",
+            s.job_status("own", "{.status}")
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(
+        s.job_status("young", "{.status.phase}"),
+        "Running",
+        "young was preempted before its minimum runtime"
+    );
+    s.wait_phase("own", "Succeeded", T).await;
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_secs(5),
+        "reclaim came after {waited:?}, before the minimum runtime"
+    );
+    assert_eq!(s.job_status("young", "{.status.preemptions}"), "1");
+    s.timing(&format!(
+        "min_runtime: owner waited {:.2}s for an 8s minimum runtime",
+        waited.as_secs_f64()
+    ));
+    s.finish().await;
+}

@@ -76,6 +76,26 @@ async fn topology_nvlink_pair_whole_node_and_one_rack() {
     // Ranks follow the placement: rank 0..7, one per node, and MASTER_ADDR is rank 0's pod.
     let ranks = s.job_status("rack", "{.status.placement[*].rank}");
     assert_eq!(ranks, "0 1 2 3 4 5 6 7");
+    // Each pod's RANK / NODE_RANK env matches the placement in status.
+    let placed = s.job_status(
+        "rack",
+        "{range .status.placement[*]}{.task}-{.index}={.rank} {end}",
+    );
+    for entry in placed.split_whitespace() {
+        let (replica, rank) = entry.split_once('=').expect("task-index=rank");
+        let pod = format!("rack-{replica}");
+        let env = s.cp.jsonpath(
+            &["pod", &pod, "-n", &s.ns],
+            "{range .spec.containers[0].env[*]}{.name}={.value} {end}",
+        );
+        assert!(env.contains(&format!("RANK={rank} ")), "{pod}: {env}");
+        assert!(
+            env.contains(&format!("NODE_RANK={rank} ")),
+            "{pod}: one replica per node: {env}"
+        );
+        assert!(env.contains("WORLD_SIZE=8 "), "{pod}: {env}");
+        assert!(env.contains("MASTER_ADDR=rack-worker-"), "{pod}: {env}");
+    }
     s.finish().await;
 }
 

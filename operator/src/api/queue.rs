@@ -60,6 +60,12 @@ pub struct QueueSpec {
     #[serde(default)]
     pub policy: QueuePolicy,
 
+    /// Default `spec.checkpoint.minRuntimeSeconds` of this queue's jobs: a bonus job that has
+    /// run less than this is spared by reclaim while another victim exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 86400))]
+    pub min_runtime_seconds: Option<i32>,
+
     /// Allow a higher-priority job of this queue to preempt lower-priority jobs of the same
     /// queue (with a checkpoint request) when it cannot otherwise run.
     #[serde(default)]

@@ -235,6 +235,13 @@ pub struct CheckpointSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub interval_seconds: Option<i32>,
+    /// Protection from start-stop thrash: while the job has run less than this many
+    /// seconds it is not chosen as a reclaim victim if any other choice exists; if none
+    /// does, the reclaim waits at most this long. Unset takes the Queue's, then the
+    /// VirtualCluster's `minRuntimeSeconds`, else 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 86400))]
+    pub min_runtime_seconds: Option<i32>,
 }
 
 impl Default for CheckpointSpec {
@@ -242,6 +249,7 @@ impl Default for CheckpointSpec {
         CheckpointSpec {
             grace_period_seconds: default_grace(),
             interval_seconds: None,
+            min_runtime_seconds: None,
         }
     }
 }

@@ -44,6 +44,12 @@ pub struct VirtualClusterSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<Limit>,
 
+    /// Default `spec.checkpoint.minRuntimeSeconds` of the tenant's jobs (a Queue's own
+    /// default wins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 86400))]
+    pub min_runtime_seconds: Option<i32>,
+
     /// Share of idle GPUs this tenant gets relative to other tenants (weighted fair share).
     #[serde(default = "default_weight")]
     #[schemars(range(min = 1, max = 1000))]

@@ -265,6 +265,22 @@ pub fn build(world: &World<'_>) -> sched::Snapshot {
     }
 }
 
+/// The job's minimum runtime before reclaim: its own, else its Queue's, else its
+/// VirtualCluster's, else none.
+fn min_runtime(job: &TrainingJob, refs: &super::validate::Refs<'_>) -> i64 {
+    let queue = refs.queues.get(&job.spec.queue);
+    job.spec
+        .checkpoint
+        .min_runtime_seconds
+        .or_else(|| queue.and_then(|q| q.spec.min_runtime_seconds))
+        .or_else(|| {
+            queue
+                .and_then(|q| refs.vcs.get(&q.spec.virtual_cluster))
+                .and_then(|vc| vc.spec.min_runtime_seconds)
+        })
+        .map_or(0, |s| i64::from(s.max(0)))
+}
+
 /// A job as the core sees it, or None when it takes no part in this cycle (finished,
 /// suspended without pods, invalid, or waiting out a retry backoff).
 fn job_model(job: &TrainingJob, pods: &[Arc<Pod>], world: &World<'_>) -> Option<sched::Job> {
@@ -339,7 +355,7 @@ fn job_model(job: &TrainingJob, pods: &[Arc<Pod>], world: &World<'_>) -> Option<
             started_at: started,
             last_checkpoint: status.last_checkpoint_time.as_ref().map(secs),
             checkpoint_grace_seconds: i64::from(job.spec.checkpoint.grace_period_seconds.max(0)),
-            min_runtime_seconds: 0,
+            min_runtime_seconds: min_runtime(job, &world.refs),
             preempting,
         })
     };
