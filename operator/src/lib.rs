@@ -7,6 +7,6 @@
 //! - [`controller`]: the reconcilers and the scheduling loop that drive `sched` from the API.
 
 pub mod api;
+pub mod controller;
 pub mod sched;
 pub mod sim;
-pub mod controller;

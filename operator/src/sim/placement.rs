@@ -1,0 +1,398 @@
+//! Setup A: placement quality under the FGD protocol (Weng et al., "Beware of
+//! Fragmentation", USENIX ATC'23) on the openb traces.
+//!
+//! The cluster is the openb GPU node list, one VirtualCluster whose guarantee is every GPU of
+//! every model, one FIFO queue. Pods arrive in a seeded order — the trace shuffled, then
+//! pods drawn from it with replacement until the arrived GPU demand reaches `target_pct` of
+//! the cluster's GPUs (the FGD simulator's "workload inflation"). **No pod ever leaves.**
+//! Each pod is placed at once or fails for good: the pods arriving within one 1 % step of
+//! demand are handed to `sched::schedule` as one batch of pending jobs (FIFO by arrival,
+//! so the core places them in arrival order on the state left by the ones before, exactly
+//! as one-at-a-time placement would), the admitted ones become running jobs of the next
+//! snapshot and the rest are dropped.
+//!
+//! Recorded per step: the GPU allocation ratio (allocated GPU milli / total) and the FGD
+//! fragmentation: for each node and each *typical pod shape* (the trace's GPU pods grouped
+//! by shape, weighted by frequency), the idle GPU capacity that shape cannot use there —
+//! all of the node's idle GPUs when the shape does not fit the node at all (GPU model, CPU,
+//! memory or GPUs), else the idle part of GPUs too small for it (a share larger than what
+//! is left of a partly used GPU; any partly used GPU for a whole-GPU pod). Fragmentation
+//! amount is that expectation summed over nodes, as % of all GPUs; the ratio is the amount
+//! over the idle GPUs. CPU-only pods are placed (they take CPU and memory on GPU nodes) but
+//! are not shapes of the fragmentation measure, since they never use a GPU.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::openb::{OpenbNode, OpenbPod};
+use super::rng::SplitMix64;
+use crate::sched::{
+    Flavor, FlavorGuarantee, GpuDemand, Job, Queue, QueuePolicy, Running, Snapshot,
+    TopologyConstraint, VirtualCluster, schedule,
+};
+
+/// The outcome of one seed on one trace.
+#[derive(Clone, Debug, Serialize)]
+pub struct PlacementRun {
+    pub workload: String,
+    pub seed: u64,
+    /// `alloc_pct[k]`: GPU allocation ratio (%) once arrived demand reached k % (k = 0..=target).
+    pub alloc_pct: Vec<f64>,
+    /// Fragmentation amount (% of all GPUs) per step.
+    pub frag_amount_pct: Vec<f64>,
+    /// Fragmentation over idle GPUs (%) per step.
+    pub frag_ratio_pct: Vec<f64>,
+    pub pods_arrived: usize,
+    pub pods_failed: usize,
+    pub gpu_pods_failed: usize,
+    pub cycles: usize,
+    pub seconds: f64,
+}
+
+/// A typical pod shape for the fragmentation measure, with its weight.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Shape {
+    gpu: GpuDemand,
+    cpu: u64,
+    mem_mib: u64,
+    spec: Vec<String>,
+}
+
+/// What is in use on each node, from the admissions (the simulator's own ledger).
+struct Usage {
+    cpu: Vec<u64>,
+    mem: Vec<u64>,
+    /// Milli-GPU used per GPU.
+    gpu: Vec<Vec<u32>>,
+}
+
+fn shapes(pods: &[OpenbPod]) -> Vec<(Shape, f64)> {
+    let mut m: BTreeMap<Shape, usize> = BTreeMap::new();
+    let mut n = 0usize;
+    for p in pods.iter().filter(|p| p.gpu_milli_total() > 0) {
+        *m.entry(Shape {
+            gpu: p.demand(),
+            cpu: p.cpu_milli,
+            mem_mib: p.memory_mib,
+            spec: p.gpu_spec.clone(),
+        })
+        .or_default() += 1;
+        n += 1;
+    }
+    m.into_iter()
+        .map(|(s, c)| (s, c as f64 / n.max(1) as f64))
+        .collect()
+}
+
+/// FGD fragmentation amount in milli-GPUs: Σ nodes Σ shapes p(shape) · F(node, shape).
+fn fragmentation(nodes: &[OpenbNode], u: &Usage, shapes: &[(Shape, f64)]) -> f64 {
+    let mut total = 0.0;
+    for (i, n) in nodes.iter().enumerate() {
+        let free: Vec<u32> = u.gpu[i]
+            .iter()
+            .map(|&x| 1000u32.saturating_sub(x))
+            .collect();
+        let idle: u32 = free.iter().sum();
+        if idle == 0 {
+            continue;
+        }
+        let cpu_free = n.cpu_milli.saturating_sub(u.cpu[i]);
+        let mem_free = n.memory_mib.saturating_sub(u.mem[i]);
+        let whole_free = free.iter().filter(|&&f| f == 1000).count() as u32;
+        for (s, p) in shapes {
+            let model_ok = s.spec.is_empty() || s.spec.contains(&n.model);
+            let frag = if !model_ok || cpu_free < s.cpu || mem_free < s.mem_mib {
+                idle
+            } else {
+                match s.gpu {
+                    GpuDemand::Share(m) => {
+                        if free.iter().any(|&f| f >= m.0) {
+                            free.iter().filter(|&&f| f < m.0).sum()
+                        } else {
+                            idle
+                        }
+                    }
+                    GpuDemand::Whole(k) => {
+                        if whole_free >= k {
+                            free.iter().filter(|&&f| f < 1000).sum()
+                        } else {
+                            idle
+                        }
+                    }
+                    GpuDemand::None => 0,
+                }
+            };
+            total += p * f64::from(frag);
+        }
+    }
+    total
+}
+
+/// The seeded arrival sequence: the trace shuffled, then resampled with replacement until
+/// the arrived GPU demand reaches `target_pct` of `cap_milli`.
+pub fn arrivals(pods: &[OpenbPod], seed: u64, cap_milli: u64, target_pct: u32) -> Vec<usize> {
+    let mut rng = SplitMix64::new(seed);
+    let mut order: Vec<usize> = (0..pods.len()).collect();
+    rng.shuffle(&mut order);
+    let goal = cap_milli * u64::from(target_pct) / 100;
+    let mut out = Vec::new();
+    let mut arrived = 0u64;
+    let mut i = 0usize;
+    if pods.iter().all(|p| p.gpu_milli_total() == 0) {
+        return out;
+    }
+    while arrived < goal {
+        let p = if i < order.len() {
+            order[i]
+        } else {
+            rng.below(pods.len() as u64) as usize
+        };
+        i += 1;
+        arrived += pods[p].gpu_milli_total();
+        out.push(p);
+    }
+    out
+}
+
+/// Run the FGD protocol for one seed.
+pub fn run(
+    workload: &str,
+    nodes: &[OpenbNode],
+    pods: &[OpenbPod],
+    seed: u64,
+    target_pct: u32,
+) -> PlacementRun {
+    let t0 = Instant::now();
+    let cap_milli: u64 = nodes.iter().map(|n| u64::from(n.gpus) * 1000).sum();
+    let mut per_model: BTreeMap<&str, u32> = BTreeMap::new();
+    for n in nodes {
+        *per_model.entry(n.model.as_str()).or_default() += n.gpus;
+    }
+    let vc = VirtualCluster {
+        name: "openb".into(),
+        guarantee: per_model
+            .iter()
+            .map(|(m, g)| FlavorGuarantee {
+                flavor: Flavor::new(*m),
+                gpus: *g,
+                cells: vec![],
+            })
+            .collect(),
+        limit_gpus: None,
+        weight: 1,
+    };
+    let queue = Queue {
+        name: "openb".into(),
+        virtual_cluster: "openb".into(),
+        parent: None,
+        share: 100,
+        max_share: 100,
+        user_limit: None,
+        policy: QueuePolicy::Fifo,
+        priority_preemption: false,
+    };
+    let mut snap = Snapshot {
+        now: 0,
+        nodes: nodes.iter().map(OpenbNode::to_node).collect(),
+        virtual_clusters: vec![vc],
+        queues: vec![queue],
+        jobs: vec![],
+    };
+    let node_idx: BTreeMap<String, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.clone(), i))
+        .collect();
+    let mut usage = Usage {
+        cpu: vec![0; nodes.len()],
+        mem: vec![0; nodes.len()],
+        gpu: nodes.iter().map(|n| vec![0; n.gpus as usize]).collect(),
+    };
+    let typical = shapes(pods);
+    let seq = arrivals(pods, seed, cap_milli, target_pct);
+    let mut out = PlacementRun {
+        workload: workload.to_string(),
+        seed,
+        alloc_pct: vec![0.0],
+        frag_amount_pct: vec![0.0],
+        frag_ratio_pct: vec![0.0],
+        pods_arrived: seq.len(),
+        pods_failed: 0,
+        gpu_pods_failed: 0,
+        cycles: 0,
+        seconds: 0.0,
+    };
+    let mut allocated = 0u64;
+    let mut arrived = 0u64;
+    let mut next = 0usize;
+    for step in 1..=target_pct {
+        let goal = cap_milli * u64::from(step) / 100;
+        let first = snap.jobs.len();
+        while next < seq.len() && arrived < goal {
+            let p = &pods[seq[next]];
+            arrived += p.gpu_milli_total();
+            snap.jobs.push(Job {
+                id: format!("p{next:06}/{}", p.name),
+                queue: "openb".into(),
+                priority: 0,
+                queued_at: next as i64,
+                user: "openb".into(),
+                tasks: vec![p.task()],
+                gpu_types: p.gpu_types(),
+                topology: TopologyConstraint::default(),
+                retries: 0,
+                preemptions: 0,
+                predicted_duration_seconds: None,
+                running: None,
+            });
+            next += 1;
+        }
+        if snap.jobs.len() > first {
+            snap.now = step.into();
+            let d = schedule(&snap);
+            out.cycles += 1;
+            let mut placed: BTreeMap<&str, &crate::sched::Admission> = BTreeMap::new();
+            for a in &d.admissions {
+                placed.insert(a.job.as_str(), a);
+            }
+            let mut kept = Vec::with_capacity(snap.jobs.len());
+            for (i, mut job) in snap.jobs.drain(..).enumerate() {
+                if i < first {
+                    kept.push(job);
+                    continue;
+                }
+                match placed.get(job.id.as_str()) {
+                    Some(a) => {
+                        let task = &job.tasks[0];
+                        for r in &a.placement {
+                            let Some(&n) = node_idx.get(&r.node) else {
+                                continue;
+                            };
+                            usage.cpu[n] += task.cpu_milli;
+                            usage.mem[n] += task.memory_bytes >> 20;
+                            let amount = r.share.map_or(1000, |m| m.0);
+                            for g in &r.gpus {
+                                if let Some(x) = usage.gpu[n].get_mut(g.0 as usize) {
+                                    *x += amount;
+                                }
+                                allocated += u64::from(amount);
+                            }
+                        }
+                        job.running = Some(Running {
+                            placement: a.placement.clone(),
+                            bonus: a.bonus,
+                            started_at: snap.now,
+                            last_checkpoint: None,
+                            checkpoint_grace_seconds: 0,
+                            min_runtime_seconds: 0,
+                            preempting: false,
+                        });
+                        kept.push(job);
+                    }
+                    None => {
+                        out.pods_failed += 1;
+                        if job.gpu_milli() > 0 {
+                            out.gpu_pods_failed += 1;
+                        }
+                    }
+                }
+            }
+            snap.jobs = kept;
+        }
+        let frag = fragmentation(nodes, &usage, &typical);
+        let idle = cap_milli.saturating_sub(allocated) as f64;
+        out.alloc_pct
+            .push(100.0 * allocated as f64 / cap_milli as f64);
+        out.frag_amount_pct.push(100.0 * frag / cap_milli as f64);
+        out.frag_ratio_pct
+            .push(if idle > 0.0 { 100.0 * frag / idle } else { 0.0 });
+    }
+    out.seconds = t0.elapsed().as_secs_f64();
+    out
+}
+
+/// Mean over seeds of one trace, in the columns of `fgd_summary.csv`.
+#[derive(Clone, Debug, Serialize)]
+pub struct PlacementSummary {
+    pub workload: String,
+    pub seeds: usize,
+    pub alloc_100: f64,
+    pub alloc_130: f64,
+    pub frag_ratio_80: f64,
+    pub frag_ratio_90: f64,
+    pub frag_amount_80: f64,
+    pub frag_amount_90: f64,
+    /// Mean allocation curve (index = arrived %).
+    pub curve: Vec<f64>,
+    pub seconds: f64,
+}
+
+pub fn summarize(runs: &[PlacementRun]) -> Option<PlacementSummary> {
+    let first = runs.first()?;
+    let n = runs.len() as f64;
+    let at = |f: &dyn Fn(&PlacementRun) -> &Vec<f64>, k: usize| {
+        runs.iter()
+            .map(|r| f(r).get(k).copied().unwrap_or(0.0))
+            .sum::<f64>()
+            / n
+    };
+    let len = first.alloc_pct.len();
+    Some(PlacementSummary {
+        workload: first.workload.clone(),
+        seeds: runs.len(),
+        alloc_100: at(&|r| &r.alloc_pct, 100),
+        alloc_130: at(&|r| &r.alloc_pct, 130.min(len - 1)),
+        frag_ratio_80: at(&|r| &r.frag_ratio_pct, 80),
+        frag_ratio_90: at(&|r| &r.frag_ratio_pct, 90),
+        frag_amount_80: at(&|r| &r.frag_amount_pct, 80),
+        frag_amount_90: at(&|r| &r.frag_amount_pct, 90),
+        curve: (0..len).map(|k| at(&|r| &r.alloc_pct, k)).collect(),
+        seconds: runs.iter().map(|r| r.seconds).sum(),
+    })
+}
+
+/// One row of `fgd_summary.csv`.
+#[derive(Clone, Debug, Serialize)]
+pub struct FgdRow {
+    pub workload: String,
+    pub policy: String,
+    pub alloc_100: f64,
+    pub alloc_130: f64,
+    pub frag_ratio_80: f64,
+    pub frag_ratio_90: f64,
+    pub frag_amount_80: f64,
+    pub frag_amount_90: f64,
+}
+
+/// Read the published FGD baselines.
+pub fn read_fgd(path: &std::path::Path) -> Result<Vec<FgdRow>, super::SimError> {
+    let t = super::Table::read(path)?;
+    let c = |n: &str| t.col(n);
+    let (w, p, a1, a3, r8, r9, m8, m9) = (
+        c("workload")?,
+        c("policy")?,
+        c("alloc_pct@100")?,
+        c("alloc_pct@130")?,
+        c("frag_ratio_pct@80")?,
+        c("frag_ratio_pct@90")?,
+        c("frag_amount_pct@80")?,
+        c("frag_amount_pct@90")?,
+    );
+    t.rows
+        .iter()
+        .map(|(line, row)| {
+            Ok(FgdRow {
+                workload: row.get(w).cloned().unwrap_or_default(),
+                policy: row.get(p).cloned().unwrap_or_default(),
+                alloc_100: t.get(*line, row, a1)?,
+                alloc_130: t.get(*line, row, a3)?,
+                frag_ratio_80: t.get(*line, row, r8)?,
+                frag_ratio_90: t.get(*line, row, r9)?,
+                frag_amount_80: t.get(*line, row, m8)?,
+                frag_amount_90: t.get(*line, row, m9)?,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,367 @@
+//! Report writers: markdown tables, per-job CSV, and hand-written SVG line plots (no
+//! plotting crate: a plot is a few hundred bytes of `<polyline>`).
+
+use std::fmt::Write as _;
+
+use super::placement::{FgdRow, PlacementSummary};
+use super::stats::cdf;
+use super::tenants::{JobRecord, PolicyResult};
+
+/// Per-job records as CSV.
+pub fn jobs_csv(records: &[JobRecord]) -> String {
+    let mut s = String::from(
+        "id,tenant,gpus,submit,duration,first_start,finish,queue_delay,jct,preemptions,lost_gpu_seconds\n",
+    );
+    let o = |x: Option<i64>| x.map(|v| v.to_string()).unwrap_or_default();
+    for r in records {
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{},{},{},{},{},{}",
+            r.id,
+            r.tenant,
+            r.gpus,
+            r.submit,
+            r.duration,
+            o(r.first_start),
+            o(r.finish),
+            o(r.queue_delay()),
+            o(r.jct()),
+            r.preemptions,
+            r.lost_gpu_seconds
+        );
+    }
+    s
+}
+
+fn fgd<'a>(rows: &'a [FgdRow], workload: &str, policy: &str) -> Option<&'a FgdRow> {
+    rows.iter()
+        .find(|r| r.workload == workload && r.policy.ends_with(policy))
+}
+
+/// Setup A next to the published FGD and BestFit numbers.
+pub fn placement_table(sums: &[PlacementSummary], rows: &[FgdRow]) -> String {
+    let mut s = String::from(
+        "| trace | seeds | alloc@100 kubetrain / FGD / BestFit | alloc@130 kubetrain / FGD / BestFit | Δ@130 vs FGD | frag ratio@80 kubetrain / FGD | frag ratio@90 kubetrain / FGD | frag amount@90 kubetrain / FGD |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n",
+    );
+    let n = |x: Option<f64>| x.map_or("–".to_string(), |v| format!("{v:.2}"));
+    for p in sums {
+        let f = fgd(rows, &p.workload, "FGD");
+        let b = fgd(rows, &p.workload, "BestFit");
+        let delta = f.map(|f| p.alloc_130 - f.alloc_130);
+        let _ = writeln!(
+            s,
+            "| {} | {} | **{:.2}** / {} / {} | **{:.2}** / {} / {} | {} | {:.1} / {} | {:.1} / {} | {:.2} / {} |",
+            p.workload.trim_start_matches("openb_pod_list_"),
+            p.seeds,
+            p.alloc_100,
+            n(f.map(|r| r.alloc_100)),
+            n(b.map(|r| r.alloc_100)),
+            p.alloc_130,
+            n(f.map(|r| r.alloc_130)),
+            n(b.map(|r| r.alloc_130)),
+            delta.map_or("–".into(), |d| format!("{d:+.2}")),
+            p.frag_ratio_80,
+            n(f.map(|r| r.frag_ratio_80)),
+            p.frag_ratio_90,
+            n(f.map(|r| r.frag_ratio_90)),
+            p.frag_amount_90,
+            n(f.map(|r| r.frag_amount_90)),
+        );
+    }
+    s
+}
+
+fn h(secs: f64) -> String {
+    if secs >= 3600.0 {
+        format!("{:.1} h", secs / 3600.0)
+    } else {
+        format!("{:.1} min", secs / 60.0)
+    }
+}
+
+/// Setup B, one row per policy.
+pub fn tenants_table(results: &[PolicyResult]) -> String {
+    let mut s = String::from(
+        "| policy | jobs finished | unfinished | avg JCT | p99 JCT | avg queueing | p99 queueing | GPU allocation | preemptions | lost GPU-hours | fragmentation | tenants with anomaly |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+    );
+    for r in results {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {:.1} % | {} | {:.1} | {:.2} % | {} / {} |",
+            r.name,
+            r.finished,
+            r.unfinished,
+            h(r.avg_jct_s),
+            h(r.p99_jct_s),
+            h(r.avg_queue_s),
+            h(r.p99_queue_s),
+            r.alloc_rate_pct,
+            r.preemptions,
+            r.lost_gpu_hours,
+            r.frag_pct,
+            r.tenants_with_anomaly,
+            r.tenants.len()
+        );
+    }
+    s
+}
+
+/// Setup B per tenant: avg / p99 queueing per policy and the sharing anomaly.
+pub fn tenant_detail_table(results: &[PolicyResult]) -> String {
+    let Some(first) = results.first() else {
+        return String::new();
+    };
+    let mut s = String::from("| tenant | guarantee | jobs | private avg / p99 |");
+    let mut sep = String::from("| --- | --- | --- | --- |");
+    for r in results {
+        let _ = write!(s, " {} avg / p99 (anomaly) |", r.name);
+        sep.push_str(" --- |");
+    }
+    s.push('\n');
+    s.push_str(&sep);
+    s.push('\n');
+    for (i, t) in first.tenants.iter().enumerate() {
+        let _ = write!(
+            s,
+            "| {} | {} GPUs | {} | {} / {} |",
+            t.tenant,
+            t.guarantee_gpus,
+            t.jobs,
+            h(t.private_avg_queue_s),
+            h(t.private_p99_queue_s)
+        );
+        for r in results {
+            let x = &r.tenants[i];
+            let _ = write!(
+                s,
+                " {} / {} ({:+.1} min) |",
+                h(x.avg_queue_s),
+                h(x.p99_queue_s),
+                x.anomaly_s / 60.0
+            );
+        }
+        s.push('\n');
+    }
+    s
+}
+
+const COLORS: [&str; 6] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
+];
+
+/// A series: name, points, dashed.
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+    pub dashed: bool,
+    pub markers: bool,
+}
+
+/// A line plot as SVG. With `log_x`, x values ≤ 0 are drawn at the left edge.
+pub fn svg_plot(
+    title: &str,
+    xlabel: &str,
+    ylabel: &str,
+    series: &[Series],
+    log_x: bool,
+    y_range: Option<(f64, f64)>,
+) -> String {
+    let (w, hgt, l, r, t, b) = (720.0, 440.0, 70.0, 200.0, 40.0, 55.0);
+    let pts = series.iter().flat_map(|s| s.points.iter());
+    let tx = |x: f64| if log_x { x.max(1.0).log10() } else { x };
+    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+    for &(x, y) in pts {
+        x0 = x0.min(tx(x));
+        x1 = x1.max(tx(x));
+        y0 = y0.min(y);
+        y1 = y1.max(y);
+    }
+    if let Some((a, c)) = y_range {
+        y0 = a;
+        y1 = c;
+    }
+    if log_x {
+        x0 = x0.floor();
+        x1 = x1.ceil();
+    }
+    if x1 <= x0 {
+        x1 = x0 + 1.0;
+    }
+    if y1 <= y0 {
+        y1 = y0 + 1.0;
+    }
+    let px = |x: f64| l + (tx(x) - x0) / (x1 - x0) * (w - l - r);
+    let py = |y: f64| hgt - b - (y.clamp(y0, y1) - y0) / (y1 - y0) * (hgt - t - b);
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{hgt}\" viewBox=\"0 0 {w} {hgt}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"{}\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">{title}</text>\n",
+        (w - r + l) / 2.0
+    );
+    // axes and grid
+    for i in 0..=5 {
+        let y = y0 + (y1 - y0) * f64::from(i) / 5.0;
+        let _ = writeln!(
+            s,
+            "<line x1=\"{l}\" x2=\"{}\" y1=\"{py:.1}\" y2=\"{py:.1}\" stroke=\"#ddd\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            w - r,
+            l - 6.0,
+            py(y) + 4.0,
+            if (y1 - y0) < 10.0 {
+                format!("{y:.2}")
+            } else {
+                format!("{y:.0}")
+            },
+            py = py(y)
+        );
+    }
+    let xticks: Vec<f64> = if log_x {
+        (x0 as i64..=x1 as i64)
+            .map(|e| 10f64.powi(e as i32))
+            .collect()
+    } else {
+        (0..=6)
+            .map(|i| x0 + (x1 - x0) * f64::from(i) / 6.0)
+            .collect()
+    };
+    for x in xticks {
+        let label = if log_x {
+            match x {
+                v if v >= 86_400.0 => format!("{:.0} d", v / 86_400.0),
+                v if v >= 3600.0 => format!("{:.0} h", v / 3600.0),
+                v if v >= 60.0 => format!("{:.0} min", v / 60.0),
+                v => format!("{v:.0} s"),
+            }
+        } else {
+            format!("{x:.0}")
+        };
+        let _ = writeln!(
+            s,
+            "<line x1=\"{px:.1}\" x2=\"{px:.1}\" y1=\"{t}\" y2=\"{}\" stroke=\"#eee\"/><text x=\"{px:.1}\" y=\"{}\" text-anchor=\"middle\">{label}</text>",
+            hgt - b,
+            hgt - b + 16.0,
+            px = px(x)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "<rect x=\"{l}\" y=\"{t}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{xlabel}</text>\n<text transform=\"translate(18,{}) rotate(-90)\" text-anchor=\"middle\">{ylabel}</text>",
+        w - l - r,
+        hgt - t - b,
+        (w - r + l) / 2.0,
+        hgt - 12.0,
+        (hgt - b + t) / 2.0
+    );
+    for (i, se) in series.iter().enumerate() {
+        let c = COLORS[i % COLORS.len()];
+        let dash = if se.dashed {
+            " stroke-dasharray=\"6,4\""
+        } else {
+            ""
+        };
+        let path: Vec<String> = se
+            .points
+            .iter()
+            .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
+            .collect();
+        let _ = writeln!(
+            s,
+            "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"2\"{dash} points=\"{}\"/>",
+            path.join(" ")
+        );
+        if se.markers {
+            for &(x, y) in &se.points {
+                let _ = writeln!(
+                    s,
+                    "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4\" fill=\"{c}\"/>",
+                    px(x),
+                    py(y)
+                );
+            }
+        }
+        let ly = t + 14.0 + 20.0 * i as f64;
+        let _ = writeln!(
+            s,
+            "<line x1=\"{}\" x2=\"{}\" y1=\"{ly}\" y2=\"{ly}\" stroke=\"{c}\" stroke-width=\"2\"{dash}/><text x=\"{}\" y=\"{}\">{}</text>",
+            w - r + 12.0,
+            w - r + 40.0,
+            w - r + 46.0,
+            ly + 4.0,
+            se.name
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// Allocation ratio vs arrived demand for one trace, against FGD's and BestFit's points.
+pub fn allocation_svg(sum: &PlacementSummary, rows: &[FgdRow]) -> String {
+    let mut series = vec![Series {
+        name: "kubetrain".into(),
+        points: sum
+            .curve
+            .iter()
+            .enumerate()
+            .skip(50)
+            .map(|(k, &a)| (k as f64, a))
+            .collect(),
+        dashed: false,
+        markers: false,
+    }];
+    for p in ["FGD", "BestFit", "Random"] {
+        if let Some(r) = fgd(rows, &sum.workload, p) {
+            series.push(Series {
+                name: format!("{p} (published)"),
+                points: vec![(100.0, r.alloc_100), (130.0, r.alloc_130)],
+                dashed: true,
+                markers: true,
+            });
+        }
+    }
+    series.push(Series {
+        name: "ideal".into(),
+        points: vec![(50.0, 50.0), (100.0, 100.0), (130.0, 100.0)],
+        dashed: true,
+        markers: false,
+    });
+    svg_plot(
+        &format!(
+            "GPU allocation vs arrived demand ({}, {} seeds)",
+            sum.workload.trim_start_matches("openb_pod_list_"),
+            sum.seeds
+        ),
+        "arrived GPU demand (% of capacity)",
+        "GPUs allocated (%)",
+        &series,
+        false,
+        Some((50.0, 100.0)),
+    )
+}
+
+/// CDF per policy of a per-job quantity (seconds), log x.
+pub fn cdf_svg(
+    title: &str,
+    xlabel: &str,
+    results: &[PolicyResult],
+    f: &dyn Fn(&JobRecord) -> Option<i64>,
+) -> String {
+    let series: Vec<Series> = results
+        .iter()
+        .map(|r| {
+            let v: Vec<f64> = r
+                .records
+                .iter()
+                .filter_map(f)
+                .map(|x| x.max(1) as f64)
+                .collect();
+            Series {
+                name: r.name.clone(),
+                points: cdf(&v, 400)
+                    .into_iter()
+                    .map(|(x, y)| (x, 100.0 * y))
+                    .collect(),
+                dashed: false,
+                markers: false,
+            }
+        })
+        .collect();
+    svg_plot(title, xlabel, "jobs (%)", &series, true, Some((0.0, 100.0)))
+}
