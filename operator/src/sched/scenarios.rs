@@ -814,3 +814,46 @@ fn whole_node_job_alone_takes_a_node_in_the_fuller_rack() {
         .unwrap_or(99);
     assert!(idx < 8, "took {} in the empty rack", node.placement[0].node);
 }
+
+/// Whole-domain reclaim: victims come from the one node whose freeing loses the least
+/// work, never two half-freed nodes that still cannot hold an 8-GPU job.
+#[test]
+fn reclaim_frees_one_whole_node_not_scattered_gpus() {
+    let nodes = vec![node("a", "H100", 8, None), node("b", "H100", 8, None)];
+    let mut jobs = Vec::new();
+    for i in 0..4u32 {
+        // On node a: checkpointed recently (little lost work); on b: never checkpointed.
+        jobs.push(run(
+            job(&format!("c/a{i}"), "qc", 1, 1),
+            &[("a", &[i])],
+            true,
+            0,
+            Some(990),
+        ));
+        jobs.push(run(
+            job(&format!("c/b{i}"), "qc", 1, 1),
+            &[("b", &[i])],
+            true,
+            0,
+            None,
+        ));
+    }
+    let mut big = job("o/big", "qo", 1, 8);
+    big.topology.required = Some(TopologyLevel::Node);
+    big.queued_at = 999;
+    jobs.push(big);
+    let d = schedule(&snapshot(
+        1000,
+        nodes,
+        vec![vc("o", "H100", 8), vc("c", "H100", 0)],
+        vec![queue("qo", "o"), queue("qc", "c")],
+        jobs,
+    ));
+    let mut victims: Vec<&str> = d.victims().collect();
+    victims.sort();
+    assert_eq!(victims, vec!["c/a0", "c/a1", "c/a2", "c/a3"], "{d:?}");
+    assert!(
+        d.admission("o/big").is_none(),
+        "admitted before the victims left"
+    );
+}
