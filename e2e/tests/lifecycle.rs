@@ -195,3 +195,56 @@ async fn deleting_a_job_removes_its_pods_and_frees_its_gpus() {
     }
     s.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unhealthy_gpu_restarts_the_job_without_counting_a_retry() {
+    let s = Scenario::new("gpufault", 1, 8, 1).await;
+    let q = s.tenant("gpufault", 8, "FIFO", "");
+    s.cp.apply(&s.job(
+        "victim",
+        &q,
+        1,
+        4,
+        &[("run-seconds", "20")],
+        "  maxRetries: 0\n",
+    ));
+    s.wait_phase("victim", "Running", T).await;
+    let node = s.job_status("victim", "{.status.placement[0].node}");
+    let gpu: u32 = s
+        .job_status("victim", "{.status.placement[0].gpus[0]}")
+        .parse()
+        .expect("a GPU index");
+    let before = s.job_status("victim", "{.metadata.uid}");
+    s.sim
+        .set_gpu_unhealthy(&node, gpu, "XID 79")
+        .await
+        .expect("fault injected");
+    // Not the user's fault: restarted elsewhere on healthy GPUs, retries untouched, even
+    // with maxRetries 0.
+    let deadline = Instant::now() + T;
+    loop {
+        let infra = s.job_status("victim", "{.status.infrastructureRetries}");
+        let phase = s.job_status("victim", "{.status.phase}");
+        let gpus = s.job_status("victim", "{.status.placement[0].gpus[*]}");
+        if infra == "1"
+            && phase == "Running"
+            && !gpus.split_whitespace().any(|g| g == gpu.to_string())
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not restarted on healthy GPUs: {}",
+            s.job_status("victim", "{.status}")
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(s.job_status("victim", "{.status.retries}"), "0");
+    assert_eq!(before, s.job_status("victim", "{.metadata.uid}"));
+    assert!(
+        s.event_reasons("victim")
+            .iter()
+            .any(|e| e == "InfrastructureFailure")
+    );
+    s.finish().await;
+}
