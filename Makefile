@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: run test e2e unit lint fmt clippy crds bench control-plane control-plane-down deploy
+.PHONY: run test e2e unit lint fmt clippy crds bench bench-docs control-plane control-plane-down deploy
 
 ## run: a local real control plane with simulated GPU nodes, the samples, and the operator
 run:
@@ -38,9 +38,19 @@ crds:
 	$(CARGO) run -q -p kubetrain --bin crdgen -- crds
 	$(CARGO) run -q -p kubetrain --bin crdgen -- config/crds
 
-## bench: scheduling-core benchmarks
+## bench: scheduling-core benchmarks, the quick simulator runs (Setups A and B) and the
+## control-plane throughput run (Setup C); reads ../shared/traces
 bench:
 	$(CARGO) bench -p kubetrain --bench sched
+	$(CARGO) build --release -p kubetrain --bin kubetrain-sim
+	./target/release/kubetrain-sim bench --traces ../shared/traces --out target/sim
+	bash e2e/scripts/install-control-plane.sh >/dev/null
+	$(CARGO) test -p kubetrain-e2e --test throughput -- --ignored --nocapture
+
+## bench-docs: full simulator benchmarks; rewrites docs/benchmarks.md and docs/img/*.svg
+bench-docs:
+	$(CARGO) build --release -p kubetrain --bin kubetrain-sim
+	./target/release/kubetrain-sim bench --full --traces ../shared/traces --out target/sim --docs docs
 
 ## control-plane: start a control plane in .kubetrain/ and leave it running
 control-plane:
