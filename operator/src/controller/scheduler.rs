@@ -35,6 +35,9 @@ pub enum AdmitError {
     Kube(#[from] kube::Error),
 }
 
+/// Gangs created at the same time by one cycle.
+const ADMISSION_CONCURRENCY: usize = 32;
+
 /// Runs cycles until the process stops.
 pub async fn run(ctx: Arc<Context>) {
     loop {
@@ -136,21 +139,28 @@ pub async fn cycle(ctx: &Arc<Context>) {
     let jobs_by_key: std::collections::BTreeMap<String, Arc<TrainingJob>> =
         jobs.iter().map(|j| (job_key(j), j.clone())).collect();
 
-    for admission in &decisions.admissions {
-        let Some(job) = jobs_by_key.get(&admission.job) else {
-            continue;
-        };
-        if let Err(e) = admit(ctx, job, admission).await {
-            warn!(job = %admission.job, error = %e, "admission failed; the job stays queued");
-            ctx.event(
-                job.as_ref(),
-                EventType::Warning,
-                "AdmissionFailed",
-                format!("Could not create the job's pods: {e}. It stays queued and is retried."),
-            )
-            .await;
-        }
-    }
+    // The core's placements never overlap, so gangs are created concurrently; each waits
+    // only on its own API calls.
+    futures::stream::iter(&decisions.admissions)
+        .for_each_concurrent(ADMISSION_CONCURRENCY, |admission| {
+            let jobs_by_key = &jobs_by_key;
+            async move {
+                let Some(job) = jobs_by_key.get(&admission.job) else {
+                    return;
+                };
+                if let Err(e) = admit(ctx, job, admission).await {
+                    warn!(job = %admission.job, error = %e, "admission failed; the job stays queued");
+                    ctx.event(
+                        job.as_ref(),
+                        EventType::Warning,
+                        "AdmissionFailed",
+                        format!("Could not create the job's pods: {e}. It stays queued and is retried."),
+                    )
+                    .await;
+                }
+            }
+        })
+        .await;
     for preemption in &decisions.preemptions {
         for victim in &preemption.victims {
             let Some(job) = jobs_by_key.get(victim) else {

@@ -116,13 +116,11 @@ fn infrastructure_failure(ctx: &Context, pods: &[Arc<Pod>]) -> Option<Failure> {
         let Some(node_name) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) else {
             continue;
         };
-        let Some(node) = ctx
-            .stores
-            .nodes
-            .state()
-            .into_iter()
-            .find(|n| n.name_any() == node_name)
-        else {
+        // One lookup in the cache's index per pod, not a scan of every node.
+        let key = kube::runtime::reflector::ObjectRef::<k8s_openapi::api::core::v1::Node>::new(
+            &node_name,
+        );
+        let Some(node) = ctx.stores.nodes.get(&key) else {
             return Some(Failure::Infrastructure {
                 pod: pod.name_any(),
                 reason: format!("node {node_name} is gone"),
