@@ -359,7 +359,7 @@ async fn mark_bonus(ctx: &Arc<Context>, job: &Arc<TrainingJob>, pods: &[Arc<Pod>
         .filter(|p| p.annotations().get(BONUS_ANNOTATION) != Some(&value))
         .cloned()
         .collect();
-    let results: Vec<Result<Pod, kube::Error>> = futures::stream::iter(targets)
+    let patched = futures::stream::iter(targets)
         .map(|pod| {
             let api: Api<Pod> =
                 Api::namespaced(ctx.client.clone(), &pod.namespace().unwrap_or_default());
@@ -374,11 +374,9 @@ async fn mark_bonus(ctx: &Arc<Context>, job: &Arc<TrainingJob>, pods: &[Arc<Pod>
             }
         })
         .buffer_unordered(8)
-        .try_collect::<Vec<_>>()
-        .await
-        .map(|v| v.into_iter().map(Ok).collect())
-        .unwrap_or_else(|e| vec![Err(e)]);
-    if let Some(Err(e)) = results.into_iter().find(Result::is_err) {
+        .try_collect::<Vec<Pod>>()
+        .await;
+    if let Err(e) = patched {
         warn!(job = %job_key(job), error = %e, "could not update the bonus mark");
     }
 }
