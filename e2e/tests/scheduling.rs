@@ -190,11 +190,13 @@ async fn queue_policies_order_jobs() {
 async fn get_queues_and_vcs_show_live_numbers() {
     let s = Scenario::new("numbers", 2, 8, 1).await;
     let owner = s.tenant("numbers", 8, "FIFO", "");
+    // c is applied only once a and b run: jobs applied in the same second tie on queuedAt,
+    // and which of them the first cycle sees is a race.
     s.cp.apply(&s.job("a", &owner, 1, 8, &[], ""));
-    s.cp.apply(&s.job("b", &owner, 1, 4, &[], ""));
-    s.cp.apply(&s.job("c", &owner, 1, 8, &[], ""));
     s.wait_phase("a", "Running", T).await;
+    s.cp.apply(&s.job("b", &owner, 1, 4, &[], ""));
     s.wait_phase("b", "Running", T).await;
+    s.cp.apply(&s.job("c", &owner, 1, 8, &[], ""));
     // 16 GPUs: a (8, guaranteed) and b (4, bonus) run; c (8) waits.
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
