@@ -9,6 +9,7 @@ use super::cells::Cells;
 use super::decisions::{Admission, Decisions, Preemption, PreemptionReason, WaitReason, Waiting};
 use super::model::{Flavor, GpuDemand, Snapshot, TopologyLevel};
 use super::nodes::{Cluster, FlavorId, Mode, NodeIdx};
+use super::options::Options;
 use super::order;
 use super::placement::{Demand, Request, Scope, Trial, place};
 use super::reclaim::{self, Outcome, RunInfo};
@@ -51,6 +52,7 @@ type ShapeKey = (
 
 struct Cycle<'a> {
     snap: &'a Snapshot,
+    opts: Options,
     c: Cluster,
     t: Tenants,
     cells: Cells,
@@ -75,7 +77,14 @@ fn sort_key(d: &Demand) -> (u8, Reverse<u64>, u16, u32) {
 
 /// The scheduling cycle: same snapshot, same decisions.
 pub fn schedule(snap: &Snapshot) -> Decisions {
+    schedule_with(snap, &Options::default())
+}
+
+/// [`schedule`] with non-default [`Options`] (the simulator's ablations; the operator always
+/// runs the defaults).
+pub fn schedule_with(snap: &Snapshot, opts: &Options) -> Decisions {
     let mut cy = Cycle::build(snap);
+    cy.opts = *opts;
     let pending = cy.digest();
     cy.run(pending);
     cy.out
@@ -211,6 +220,7 @@ impl<'a> Cycle<'a> {
         let cells = Cells::build(snap, &c, &t, &runs);
         Cycle {
             snap,
+            opts: Options::default(),
             c,
             t,
             cells,
@@ -476,6 +486,42 @@ impl<'a> Cycle<'a> {
         });
     }
 
+    /// Preempt `victims` for `job`: their usage is uncharged and the preemption recorded.
+    /// Returns the victims' names, sorted.
+    fn evict(
+        &mut self,
+        job: usize,
+        victims: &[usize],
+        lost: u64,
+        reason: PreemptionReason,
+    ) -> Vec<String> {
+        for &v in victims {
+            let r = &self.runs[v];
+            if let Some(q) = r.queue {
+                self.t.charge(
+                    q,
+                    &self.snap.jobs[r.job].user,
+                    r.flavor,
+                    r.milli,
+                    r.bonus,
+                    false,
+                );
+            }
+        }
+        let mut names: Vec<String> = victims
+            .iter()
+            .map(|&v| self.snap.jobs[self.runs[v].job].id.clone())
+            .collect();
+        names.sort();
+        self.out.preemptions.push(Preemption {
+            beneficiary: self.snap.jobs[job].id.clone(),
+            reason,
+            victims: names.clone(),
+            lost_gpu_seconds: lost,
+        });
+        names
+    }
+
     /// Plan a preemption for `p` on flavor `f`. Returns true when the job's fate is decided
     /// (a plan, or a wait for minimum runtime).
     fn preempt(&mut self, p: &Pending, f: FlavorId, reason: PreemptionReason, bonus: bool) -> bool {
@@ -498,7 +544,15 @@ impl<'a> Cycle<'a> {
             PreemptionReason::Reclaim => r.bonus && r.vc.is_some() && r.vc != Some(vc),
             PreemptionReason::Priority => r.queue == Some(queue) && r.priority < prio,
         };
-        match reclaim::plan(&mut self.c, &mut self.runs, &self.on_node, &req, &eligible) {
+        let victims = self.opts.victims;
+        match reclaim::plan(
+            &mut self.c,
+            &mut self.runs,
+            &self.on_node,
+            &req,
+            &eligible,
+            victims,
+        ) {
             Outcome::Plan {
                 victims,
                 lost,
@@ -508,24 +562,7 @@ impl<'a> Cycle<'a> {
                     self.cells.bind(&self.c, &trial, p.vc);
                 }
                 self.t.charge(p.queue, &job.user, f, p.milli, bonus, true);
-                for &v in &victims {
-                    let r = &self.runs[v];
-                    if let Some(q) = r.queue {
-                        self.t.charge(
-                            q,
-                            &self.snap.jobs[r.job].user,
-                            r.flavor,
-                            r.milli,
-                            r.bonus,
-                            false,
-                        );
-                    }
-                }
-                let mut names: Vec<String> = victims
-                    .iter()
-                    .map(|&v| self.snap.jobs[self.runs[v].job].id.clone())
-                    .collect();
-                let waiting_on = if names.is_empty() {
+                let waiting_on = if victims.is_empty() {
                     // room comes from preemptions already under way on these nodes
                     let nodes: BTreeSet<NodeIdx> = trial.takes.iter().map(|t| t.1.node).collect();
                     let mut v: Vec<String> = self
@@ -543,20 +580,24 @@ impl<'a> Cycle<'a> {
                     v.sort();
                     v
                 } else {
-                    names.sort();
-                    self.out.preemptions.push(Preemption {
-                        beneficiary: job.id.clone(),
-                        reason,
-                        victims: names.clone(),
-                        lost_gpu_seconds: lost,
-                    });
-                    names.clone()
+                    self.evict(p.job, &victims, lost, reason)
                 };
                 self.wait(
                     p.job,
                     WaitReason::WaitingForPreemption {
                         reason,
                         victims: waiting_on,
+                    },
+                );
+                true
+            }
+            Outcome::Blind { victims, lost } => {
+                let names = self.evict(p.job, &victims, lost, reason);
+                self.wait(
+                    p.job,
+                    WaitReason::WaitingForPreemption {
+                        reason,
+                        victims: names,
                     },
                 );
                 true

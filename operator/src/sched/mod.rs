@@ -49,6 +49,12 @@
 //! VCs' bonus jobs that have run their minimum runtime are reclaim victims; each beneficiary
 //! fits once its victims are gone; decisions are deterministic (see `proptests`).
 //!
+//! # Options
+//!
+//! [`schedule_with`] takes [`Options`]; the operator always runs the defaults. The simulator
+//! turns them to measure a design choice on the same code (e.g. `VictimSelection::Scattered`
+//! and `CountOnly` against the default whole-domain victim selection, `docs/benchmarks.md`).
+//!
 //! # Known simplifications
 //!
 //! Jobs already being preempted count as free for planning, whoever they were preempted
@@ -61,13 +67,15 @@ mod cycle;
 pub mod decisions;
 pub mod model;
 mod nodes;
+mod options;
 mod order;
 mod placement;
 mod reclaim;
 
-pub use cycle::{schedule, state_bytes};
+pub use cycle::{schedule, schedule_with, state_bytes};
 pub use decisions::{Admission, Decisions, Preemption, PreemptionReason, WaitReason, Waiting};
 pub use model::*;
+pub use options::{Options, VictimSelection};
 
 #[cfg(test)]
 mod fixtures;

@@ -594,11 +594,14 @@ proptest! {
     #![proptest_config(cases(2000))]
 
     /// No reclaim that leaves the gang unplaceable: with every victim (and every job already
-    /// preempting) gone, each beneficiary fits.
+    /// preempting) gone, each beneficiary fits — with either victim selection.
     #[test]
-    fn beneficiary_fits_once_victims_are_gone(w in world(false)) {
+    fn beneficiary_fits_once_victims_are_gone(w in world(false), scattered in any::<bool>()) {
         let s = build(&w);
-        let d = schedule(&s);
+        let opts = Options {
+            victims: if scattered { VictimSelection::Scattered } else { VictimSelection::WholeDomain },
+        };
+        let d = schedule_with(&s, &opts);
         for p in &d.preemptions {
             let gone: BTreeSet<&str> = d.victims().collect();
             let mut s2 = s.clone();

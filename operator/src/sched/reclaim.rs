@@ -26,6 +26,7 @@
 use super::capacity::{QueueIdx, VcIdx};
 use super::model::TopologyLevel;
 use super::nodes::{Cluster, FlavorId, Mode, NodeIdx};
+use super::options::VictimSelection;
 use super::placement::{Request, Scope, Trial, place};
 
 /// What one replica of a running job holds: node, (GPU, milli) pairs, CPU, memory.
@@ -61,6 +62,12 @@ pub(crate) enum Outcome {
         victims: Vec<usize>,
         lost: u64,
         trial: Trial,
+    },
+    /// Victims are released but the gang does not fit once they are gone (only with
+    /// [`VictimSelection::CountOnly`]).
+    Blind {
+        victims: Vec<usize>,
+        lost: u64,
     },
     /// Only jobs younger than their minimum runtime could make room.
     MinRuntime {
@@ -135,6 +142,80 @@ fn in_domain(
     Some((chosen, lost))
 }
 
+/// [`VictimSelection::CountOnly`]: enough whole GPUs free in number, wherever they are.
+fn count_only(
+    c: &mut Cluster,
+    runs: &mut [RunInfo],
+    req: &Request,
+    eligible: &dyn Fn(&RunInfo) -> bool,
+) -> Outcome {
+    let Some(facts) = c.facts.get(req.flavor as usize) else {
+        return Outcome::None;
+    };
+    let nodes = facts.nodes.clone();
+    let need = req.whole_gpus.max(1);
+    let free = |c: &Cluster| -> u32 {
+        nodes
+            .iter()
+            .map(|&n| c.nodes[n as usize].whole_avail(Mode::AfterRelease))
+            .sum()
+    };
+    let mut cands: Vec<usize> = (0..runs.len())
+        .filter(|&r| {
+            let x = &runs[r];
+            !x.gone && x.flavor == req.flavor && x.young_until.is_none() && eligible(x)
+        })
+        .collect();
+    cands.sort_by_key(|&r| {
+        (
+            runs[r].lost,
+            runs[r].priority,
+            std::cmp::Reverse(runs[r].started),
+            runs[r].job,
+        )
+    });
+    let mut chosen = Vec::new();
+    for &r in &cands {
+        if free(c) >= need {
+            break;
+        }
+        set(c, &runs[r], true);
+        chosen.push(r);
+    }
+    if free(c) < need {
+        for &r in &chosen {
+            set(c, &runs[r], false);
+        }
+        return Outcome::None;
+    }
+    let mut i = chosen.len();
+    while i > 0 {
+        i -= 1;
+        let r = chosen[i];
+        set(c, &runs[r], false);
+        if free(c) >= need {
+            chosen.remove(i);
+        } else {
+            set(c, &runs[r], true);
+        }
+    }
+    for &r in &chosen {
+        runs[r].gone = true;
+    }
+    let lost = chosen.iter().map(|&r| runs[r].lost).sum();
+    match place(c, req, Mode::AfterRelease, Scope::Nodes(&nodes)) {
+        Some(trial) => Outcome::Plan {
+            victims: chosen,
+            lost,
+            trial,
+        },
+        None => Outcome::Blind {
+            victims: chosen,
+            lost,
+        },
+    }
+}
+
 /// Choose victims so that `req` fits; `eligible` says which running jobs may be victims.
 pub(crate) fn plan(
     c: &mut Cluster,
@@ -142,7 +223,17 @@ pub(crate) fn plan(
     on_node: &[Vec<usize>],
     req: &Request,
     eligible: &dyn Fn(&RunInfo) -> bool,
+    selection: VictimSelection,
 ) -> Outcome {
+    if selection == VictimSelection::CountOnly {
+        let nodes = match c.facts.get(req.flavor as usize) {
+            Some(f) => f.nodes.clone(),
+            None => return Outcome::None,
+        };
+        if !fits(c, req, &nodes) {
+            return count_only(c, runs, req, eligible);
+        }
+    }
     let pass = |c: &mut Cluster,
                 runs: &[RunInfo],
                 young_ok: bool|
@@ -157,6 +248,9 @@ pub(crate) fn plan(
         let g = req.whole_gpus;
         let mut levels = Vec::new();
         match req.required {
+            // the ablation: one flavor-wide domain; the placement may still need a node or
+            // rack, but victims are not chosen per domain
+            _ if selection != VictimSelection::WholeDomain => levels.push(TopologyLevel::GpuGroup),
             Some(TopologyLevel::GpuGroup) | Some(TopologyLevel::Node) => {
                 levels.push(TopologyLevel::Node)
             }

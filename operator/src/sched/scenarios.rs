@@ -857,3 +857,85 @@ fn reclaim_frees_one_whole_node_not_scattered_gpus() {
         "admitted before the victims left"
     );
 }
+
+/// The ablation knob: with whole-domain selection team A's reclaim takes the node whose
+/// victims lose the least work (five small victims, 64 GPU-s); the flavor-wide scattered
+/// selection takes the cheapest victims wherever they run until the gang fits, which here
+/// completes the other node first (two victims, 104 GPU-s). Both plans let the gang fit;
+/// a count-only selection evicts jobs on both nodes and the gang still does not fit.
+#[test]
+fn whole_domain_reclaim_loses_less_than_scattered_selection() {
+    let nodes = vec![node("n0", "A100", 8, None), node("n1", "A100", 8, None)];
+    let vcs = vec![vc("team-a", "A100", 16), vc("team-c", "A100", 0)];
+    let queues = vec![queue("qa", "team-a"), queue("qc", "team-c")];
+    let now = 10_000;
+    let mut jobs: Vec<Job> = (0..4u32)
+        .map(|g| {
+            run(
+                job(&format!("c/small-{g}"), "qc", 1, 1),
+                &[("n0", &[g])],
+                true,
+                0,
+                Some(now - 1),
+            )
+        })
+        .collect();
+    // lost work = GPUs × seconds since the checkpoint
+    for (id, n, g, ago) in [
+        ("c/big-n0", "n0", [4, 5, 6, 7], 15),
+        ("c/x-n1", "n1", [0, 1, 2, 3], 12),
+        ("c/y-n1", "n1", [4, 5, 6, 7], 14),
+    ] {
+        jobs.push(run(
+            job(id, "qc", 1, 4),
+            &[(n, &g)],
+            true,
+            0,
+            Some(now - ago),
+        ));
+    }
+    jobs.push(job("a/train", "qa", 1, 8));
+    let snap = snapshot(now, nodes, vcs, queues, jobs);
+
+    let d = schedule(&snap);
+    assert_eq!(d.preemptions.len(), 1);
+    let p = &d.preemptions[0];
+    assert_eq!(p.beneficiary, "a/train");
+    assert_eq!(p.lost_gpu_seconds, 64);
+    let mut v: Vec<&str> = d.victims().collect();
+    v.sort();
+    assert_eq!(
+        v,
+        [
+            "c/big-n0",
+            "c/small-0",
+            "c/small-1",
+            "c/small-2",
+            "c/small-3"
+        ]
+    );
+
+    let scattered = Options {
+        victims: VictimSelection::Scattered,
+    };
+    let d = schedule_with(&snap, &scattered);
+    assert_eq!(d.preemptions.len(), 1);
+    assert_eq!(d.preemptions[0].lost_gpu_seconds, 104);
+    let v: Vec<&str> = d.victims().collect();
+    assert_eq!(v, ["c/x-n1", "c/y-n1"]);
+
+    // count-only frees eight GPUs in number, four per node: five victims and the gang
+    // still does not fit, so it waits and will ask for more
+    let count = Options {
+        victims: VictimSelection::CountOnly,
+    };
+    let d = schedule_with(&snap, &count);
+    assert_eq!(d.preemptions.len(), 1);
+    assert_eq!(d.preemptions[0].lost_gpu_seconds, 52);
+    let v: Vec<&str> = d.victims().collect();
+    assert_eq!(
+        v,
+        ["c/small-0", "c/small-1", "c/small-2", "c/small-3", "c/x-n1"]
+    );
+    assert!(d.admission("a/train").is_none());
+}
