@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
+use kubetrain::sched::{Options, VictimSelection};
 use kubetrain::sim::placement::{self, FgdRow, PlacementRun, PlacementSummary};
 use kubetrain::sim::tenants::{self, Policy, PolicyResult, TenantConfig, Workload};
 use kubetrain::sim::{openb, philly, report, write_text};
@@ -93,6 +94,10 @@ struct TenantArgs {
         default_value = "strict-quota,lend-kill-restart,hived-like,kubetrain"
     )]
     policy: Vec<String>,
+    /// Also run kubetrain with scattered (flavor-wide) and count-only victim selection, to
+    /// measure what whole-domain selection is worth.
+    #[arg(long)]
+    ablation: bool,
 }
 
 #[derive(Args, Clone)]
@@ -217,6 +222,8 @@ struct TenantOut {
     cfg: TenantConfig,
     workload: Workload,
     results: Vec<PolicyResult>,
+    /// kubetrain with the other victim selections, when asked for.
+    ablation: Vec<PolicyResult>,
     private_s: f64,
 }
 
@@ -254,14 +261,26 @@ fn run_tenants(a: &TenantArgs) -> Result<TenantOut> {
     let private = tenants::private_delays(&w, &cfg);
     let private_s = t0.elapsed().as_secs_f64();
     eprintln!("tenants: private clusters simulated in {private_s:.1} s");
-    let results = parallel(&policies, &|&p| {
-        let r = tenants::simulate(&w, &cfg, p, &private);
+    let mut runs: Vec<(Policy, Options)> =
+        policies.iter().map(|&p| (p, Options::default())).collect();
+    let ablate = a.ablation && policies.contains(&Policy::Kubetrain);
+    if ablate {
+        for victims in [VictimSelection::Scattered, VictimSelection::CountOnly] {
+            runs.push((Policy::Kubetrain, Options { victims }));
+        }
+    }
+    let mut results = parallel(&runs, &|&(p, o)| {
+        let r = tenants::simulate_with(&w, &cfg, p, &private, o);
         eprintln!(
-            "tenants {}: {} cycles in {:.1} s",
-            r.name, r.cycles, r.seconds
+            "tenants {} ({} victims): {} cycles in {:.1} s",
+            r.name,
+            tenants::victims_label(o.victims),
+            r.cycles,
+            r.seconds
         );
         r
     });
+    let ablation = results.split_off(policies.len());
     let out = &a.common.out;
     for r in &results {
         write_text(
@@ -275,17 +294,30 @@ fn run_tenants(a: &TenantArgs) -> Result<TenantOut> {
             &serde_json::json!({ "config": cfg, "workload": w, "results": results }),
         )?,
     )?;
-    let table = format!(
+    let mut table = format!(
         "{}\n{}",
         report::tenants_table(&results),
         report::tenant_detail_table(&results)
     );
+    if let Some(k) = results.iter().find(|r| r.policy == Policy::Kubetrain)
+        && !ablation.is_empty()
+    {
+        let mut rows = vec![k];
+        rows.extend(&ablation);
+        table.push('\n');
+        table.push_str(&report::reclaim_table(&rows));
+        write_text(
+            &out.join("ablation-victims.json"),
+            &serde_json::to_string_pretty(&ablation)?,
+        )?;
+    }
     write_text(&out.join("tenants.md"), &table)?;
     println!("{table}");
     Ok(TenantOut {
         cfg,
         workload: w,
         results,
+        ablation,
         private_s,
     })
 }
@@ -323,6 +355,7 @@ fn main() -> Result<()> {
                 ack_delay: 60,
                 tick: 60,
                 policy: Policy::ALL.iter().map(|p| p.name().to_string()).collect(),
+                ablation: true,
             };
             let t = run_tenants(&ta)?;
             let total = t0.elapsed().as_secs_f64();
@@ -388,6 +421,7 @@ fn docs_markdown(full: bool, p: &PlacementOut, t: &TenantOut, total: f64) -> Str
     ));
     s.push_str(&setup_a_text(p));
     s.push_str(&setup_b_text(w, c, &t.results));
+    s.push_str(&ablation_text(t));
     s.push_str(&losses(p, &t.results, t.cfg.ack_delay));
     s
 }
@@ -500,6 +534,33 @@ fn setup_a_text(p: &PlacementOut) -> String {
             "![allocation vs arrived demand, {name}](img/alloc-{name}.svg)\n\n"
         ));
     }
+    s
+}
+
+/// Whole-domain against the other victim selections, on the same Setup B run.
+fn ablation_text(t: &TenantOut) -> String {
+    let Some(k) = t.results.iter().find(|r| r.policy == Policy::Kubetrain) else {
+        return String::new();
+    };
+    if t.ablation.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("### Reclaim: whole-domain against scattered victim selection\n\n");
+    s.push_str(
+        "The kubetrain policy again, with the other settings of `sched::Options::victims` (same code, same trace). \
+         **whole-domain** (the default): the victim set is chosen per candidate node, then rack, then the whole GPU type, \
+         and the domain whose victims lose the least work since their last checkpoint wins. **scattered**: one flavor-wide \
+         candidate list (least lost work first, wherever the victims run) until the gang places, then made minimal — a \
+         scheduler that checks placement but not domains. **count-only**: victims until enough GPUs are free *in number*, \
+         no placement check, evicted even when the gang still does not fit (it asks again next cycle) — a quota manager \
+         that leaves placement to another scheduler. A *reclaim* is one plan that preempts at least one job for a job \
+         within its guarantee; *planned* loss is what `sched` computed when choosing the victims; the lost GPU-hours column \
+         is measured by the simulator over all preemptions.\n\n",
+    );
+    let mut rows = vec![k];
+    rows.extend(&t.ablation);
+    s.push_str(&report::reclaim_table(&rows));
+    s.push('\n');
     s
 }
 

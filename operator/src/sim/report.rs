@@ -106,6 +106,38 @@ pub fn tenants_table(results: &[PolicyResult]) -> String {
     s
 }
 
+/// The reclaim ablation: the same policy with different victim selections.
+pub fn reclaim_table(results: &[&PolicyResult]) -> String {
+    let mut s = String::from(
+        "| policy | victim selection | reclaims | victims | victims per reclaim | lost GPU-hours planned | per reclaim | lost GPU-hours (all preemptions) | preemptions | avg JCT | p99 JCT |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+    );
+    for r in results {
+        let per = |x: f64| {
+            if r.reclaims == 0 {
+                0.0
+            } else {
+                x / r.reclaims as f64
+            }
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {:.2} | {:.1} | {:.2} | {:.1} | {} | {} | {} |",
+            r.name,
+            super::tenants::victims_label(r.victims),
+            r.reclaims,
+            r.reclaim_victims,
+            per(r.reclaim_victims as f64),
+            r.reclaim_planned_lost_gpu_hours,
+            per(r.reclaim_planned_lost_gpu_hours),
+            r.lost_gpu_hours,
+            r.preemptions,
+            h(r.avg_jct_s),
+            h(r.p99_jct_s),
+        );
+    }
+    s
+}
+
 /// Setup B per tenant: avg / p99 queueing per policy and the sharing anomaly.
 pub fn tenant_detail_table(results: &[PolicyResult]) -> String {
     let Some(first) = results.first() else {

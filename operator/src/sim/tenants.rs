@@ -34,13 +34,27 @@ use serde::Serialize;
 use super::philly::PhillyJob;
 use super::stats::{mean, percentile};
 use crate::sched::{
-    CellGuarantee, Decisions, Flavor, FlavorGuarantee, GpuDemand, Job, Node, Queue, QueuePolicy,
-    ReplicaPlacement, Resources, Running, Snapshot, Task, Topology, TopologyConstraint,
-    TopologyLevel, VirtualCluster, WaitReason, schedule,
+    CellGuarantee, Decisions, Flavor, FlavorGuarantee, GpuDemand, Job, Node, Options,
+    PreemptionReason, Queue, QueuePolicy, ReplicaPlacement, Resources, Running, Snapshot, Task,
+    Topology, TopologyConstraint, TopologyLevel, VictimSelection, VirtualCluster, WaitReason,
+    schedule_with,
 };
 
 /// The flavor of every simulated Philly node.
 pub const FLAVOR: &str = "P100";
+
+/// The name of a victim selection, for reports.
+pub fn victims_label(v: VictimSelection) -> &'static str {
+    match v {
+        VictimSelection::WholeDomain => "whole-domain",
+        VictimSelection::Scattered => "scattered",
+        VictimSelection::CountOnly => "count-only",
+    }
+}
+
+fn victims_name<S: serde::Serializer>(v: &VictimSelection, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(victims_label(*v))
+}
 
 /// A multi-tenant policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -291,6 +305,13 @@ pub struct PolicyResult {
     /// Mean allocated GPUs over capacity during the window (%).
     pub alloc_rate_pct: f64,
     pub preemptions: u64,
+    /// Reclaim plans that preempted someone, their victims, and the GPU-hours lost as planned.
+    pub reclaims: u64,
+    pub reclaim_victims: u64,
+    pub reclaim_planned_lost_gpu_hours: f64,
+    /// How `sched` chose victims in this run.
+    #[serde(serialize_with = "victims_name")]
+    pub victims: VictimSelection,
     pub lost_gpu_hours: f64,
     /// Idle GPUs while some job within its quota waits for room (NoFit), mean over the window, % of capacity.
     pub frag_pct: f64,
@@ -343,8 +364,22 @@ struct Sim<'a> {
     alloc_area: f64,
     frag_area: f64,
     frag_free: Option<u64>,
+    opts: Options,
+    totals: Totals,
+}
+
+/// Counters of one simulation run.
+#[derive(Clone, Copy, Debug, Default)]
+struct Totals {
     cycles: u64,
+    /// Victims told to leave (a job preempted twice counts twice).
     preemptions: u64,
+    /// Reclaim plans that preempted at least one job.
+    reclaims: u64,
+    /// Victims of those plans.
+    reclaim_victims: u64,
+    /// GPU-seconds lost as `sched` planned them (since each victim's last checkpoint).
+    reclaim_planned_lost: u64,
 }
 
 impl<'a> Sim<'a> {
@@ -355,6 +390,7 @@ impl<'a> Sim<'a> {
         vcs: Vec<VirtualCluster>,
         jobs: &[PhillyJob],
         tenant_of: &dyn Fn(&str) -> Option<usize>,
+        opts: Options,
     ) -> Sim<'a> {
         let queues = vcs
             .iter()
@@ -432,8 +468,8 @@ impl<'a> Sim<'a> {
             alloc_area: 0.0,
             frag_area: 0.0,
             frag_free: None,
-            cycles: 0,
-            preemptions: 0,
+            opts,
+            totals: Totals::default(),
         }
     }
 
@@ -570,11 +606,16 @@ impl<'a> Sim<'a> {
             }
         }
         for p in &d.preemptions {
+            if p.reason == PreemptionReason::Reclaim && !p.victims.is_empty() {
+                self.totals.reclaims += 1;
+                self.totals.reclaim_victims += p.victims.len() as u64;
+                self.totals.reclaim_planned_lost += p.lost_gpu_seconds;
+            }
             for v in &p.victims {
                 let Some(&j) = self.by_id.get(v) else {
                     continue;
                 };
-                self.preemptions += 1;
+                self.totals.preemptions += 1;
                 let grace = self.grace();
                 if let State::Running { leave_at, .. } = &mut self.jobs[j].state {
                     if leave_at.is_some() {
@@ -599,12 +640,12 @@ impl<'a> Sim<'a> {
         immediate
     }
 
-    fn run(mut self) -> (Vec<JobRecord>, f64, f64, u64, u64) {
+    fn run(mut self) -> (Vec<JobRecord>, f64, f64, Totals) {
         let tick = self.cfg.tick.max(1);
         let stop = self.cfg.window_start + (self.cfg.window_days + self.cfg.drain_days) * 86_400;
         let mut now = match self.jobs.first() {
             Some(j) => j.rec.submit.div_euclid(tick) * tick + tick,
-            None => return (Vec::new(), 0.0, 0.0, 0, 0),
+            None => return (Vec::new(), 0.0, 0.0, Totals::default()),
         };
         loop {
             // events up to now, in time order
@@ -642,8 +683,8 @@ impl<'a> Sim<'a> {
             let mut reruns = 0;
             while dirty && reruns < 8 {
                 self.build_snapshot(now);
-                let d = schedule(&self.snap);
-                self.cycles += 1;
+                let d = schedule_with(&self.snap, &self.opts);
+                self.totals.cycles += 1;
                 dirty = self.apply(d, now);
                 reruns += 1;
             }
@@ -669,8 +710,7 @@ impl<'a> Sim<'a> {
             self.jobs.into_iter().map(|j| j.rec).collect(),
             alloc,
             frag,
-            self.cycles,
-            self.preemptions,
+            self.totals,
         )
     }
 }
@@ -715,9 +755,15 @@ pub fn private_delays(w: &Workload, cfg: &TenantConfig) -> BTreeMap<String, i64>
             weight: 1,
         };
         let nodes = cluster(n, cfg.rack_nodes, &format!("{name}-"));
-        let sim = Sim::new(cfg, Policy::Strict, nodes, vec![vc], &w.jobs, &|x| {
-            (x == name).then_some(0)
-        });
+        let sim = Sim::new(
+            cfg,
+            Policy::Strict,
+            nodes,
+            vec![vc],
+            &w.jobs,
+            &|x| (x == name).then_some(0),
+            Options::default(),
+        );
         let (recs, ..) = sim.run();
         for r in recs {
             if let Some(q) = r.queue_delay() {
@@ -735,6 +781,17 @@ pub fn simulate(
     policy: Policy,
     private: &BTreeMap<String, i64>,
 ) -> PolicyResult {
+    simulate_with(w, cfg, policy, private, Options::default())
+}
+
+/// [`simulate`] with `sched` options other than the defaults (the ablations).
+pub fn simulate_with(
+    w: &Workload,
+    cfg: &TenantConfig,
+    policy: Policy,
+    private: &BTreeMap<String, i64>,
+    opts: Options,
+) -> PolicyResult {
     let t0 = Instant::now();
     let idx: BTreeMap<&str, usize> = w
         .tenants
@@ -749,8 +806,9 @@ pub fn simulate(
         vcs_for(w, policy),
         &w.jobs,
         &|x| idx.get(x).copied(),
+        opts,
     );
-    let (records, alloc, frag, cycles, preemptions) = sim.run();
+    let (records, alloc, frag, totals) = sim.run();
     let f = |v: Vec<i64>| v.into_iter().map(|x| x as f64).collect::<Vec<f64>>();
     let jct = f(records.iter().filter_map(JobRecord::jct).collect());
     let queue = f(records.iter().filter_map(JobRecord::queue_delay).collect());
@@ -791,7 +849,11 @@ pub fn simulate(
         avg_queue_s: mean(&queue),
         p99_queue_s: percentile(&queue, 99.0),
         alloc_rate_pct: alloc,
-        preemptions,
+        preemptions: totals.preemptions,
+        reclaims: totals.reclaims,
+        reclaim_victims: totals.reclaim_victims,
+        reclaim_planned_lost_gpu_hours: totals.reclaim_planned_lost as f64 / 3600.0,
+        victims: opts.victims,
         lost_gpu_hours: records
             .iter()
             .map(|r| r.lost_gpu_seconds as f64)
@@ -803,7 +865,7 @@ pub fn simulate(
             .filter(|t| t.anomaly_s > cfg.tick as f64)
             .count(),
         tenants,
-        cycles,
+        cycles: totals.cycles,
         seconds: t0.elapsed().as_secs_f64(),
         records,
     }
