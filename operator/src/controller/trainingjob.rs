@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{DeleteParams, Patch, PatchParams};
@@ -109,6 +109,35 @@ fn job_pods(ctx: &Context, job: &TrainingJob) -> Vec<Arc<Pod>> {
         .collect()
 }
 
+enum NodeState {
+    Up(Arc<Node>),
+    /// Tainted by the node lifecycle controller (`node.kubernetes.io/not-ready`,
+    /// `unreachable`, ... with effect NoExecute): its kubelet cannot be trusted to act.
+    Lost,
+    Gone,
+}
+
+fn node_state(ctx: &Context, name: &str) -> NodeState {
+    // One lookup in the cache's index, not a scan of every node.
+    let key = kube::runtime::reflector::ObjectRef::<Node>::new(name);
+    let Some(node) = ctx.stores.nodes.get(&key) else {
+        return NodeState::Gone;
+    };
+    let lost = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .is_some_and(|ts| {
+            ts.iter()
+                .any(|t| t.effect == "NoExecute" && t.key.starts_with("node.kubernetes.io/"))
+        });
+    if lost {
+        NodeState::Lost
+    } else {
+        NodeState::Up(node)
+    }
+}
+
 /// An infrastructure problem under a running pod: its node gone or NotReady, or one of its
 /// GPUs unhealthy.
 fn infrastructure_failure(ctx: &Context, pods: &[Arc<Pod>]) -> Option<Failure> {
@@ -116,30 +145,21 @@ fn infrastructure_failure(ctx: &Context, pods: &[Arc<Pod>]) -> Option<Failure> {
         let Some(node_name) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) else {
             continue;
         };
-        // One lookup in the cache's index per pod, not a scan of every node.
-        let key = kube::runtime::reflector::ObjectRef::<k8s_openapi::api::core::v1::Node>::new(
-            &node_name,
-        );
-        let Some(node) = ctx.stores.nodes.get(&key) else {
-            return Some(Failure::Infrastructure {
-                pod: pod.name_any(),
-                reason: format!("node {node_name} is gone"),
-            });
+        let node = match node_state(ctx, &node_name) {
+            NodeState::Gone => {
+                return Some(Failure::Infrastructure {
+                    pod: pod.name_any(),
+                    reason: format!("node {node_name} is gone"),
+                });
+            }
+            NodeState::Lost => {
+                return Some(Failure::Infrastructure {
+                    pod: pod.name_any(),
+                    reason: format!("node {node_name} is not ready"),
+                });
+            }
+            NodeState::Up(node) => node,
         };
-        let unreachable = node
-            .spec
-            .as_ref()
-            .and_then(|s| s.taints.as_ref())
-            .is_some_and(|ts| {
-                ts.iter()
-                    .any(|t| t.effect == "NoExecute" && t.key.starts_with("node.kubernetes.io/"))
-            });
-        if unreachable {
-            return Some(Failure::Infrastructure {
-                pod: pod.name_any(),
-                reason: format!("node {node_name} is not ready"),
-            });
-        }
         if let (Some(topo), Some(p)) = (node_topology(&node), placement_of(pod)) {
             let bad: BTreeSet<u32> = topo
                 .gpus
@@ -216,7 +236,7 @@ pub async fn reconcile(job: Arc<TrainingJob>, ctx: Arc<Context>) -> Result<Actio
         ctx.event(job.as_ref(), t, reason, note).await;
     }
     if fx.delete_pods {
-        delete_pods(&ctx, &job, &pods).await?;
+        delete_pods(&ctx, &job, &pods, &t).await?;
     }
     Ok(match fx.requeue {
         Some(d) => Action::requeue(d),
@@ -243,19 +263,41 @@ fn requested_gpus(job: &TrainingJob) -> f64 {
         .sum()
 }
 
-async fn delete_pods(ctx: &Context, job: &TrainingJob, pods: &[Arc<Pod>]) -> Result<(), Error> {
+/// Deletes the job's pods gracefully. A pod whose graceful deletion is overdue on a node that
+/// is lost (NotReady, unreachable or gone) is deleted with no grace: no kubelet will ever
+/// confirm it, and until it is gone its name, GPUs and rank are blocked, so the gang could
+/// never restart. The pod's own grace period has passed by then, as it would have for a
+/// healthy kubelet.
+async fn delete_pods(
+    ctx: &Context,
+    job: &TrainingJob,
+    pods: &[Arc<Pod>],
+    now: &Time,
+) -> Result<(), Error> {
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
-    for p in pods
-        .iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-    {
-        match api.delete(&p.name_any(), &DeleteParams::background()).await {
+    for p in pods {
+        let params = match &p.metadata.deletion_timestamp {
+            None => DeleteParams::background(),
+            Some(at) if at.0 <= now.0 && on_lost_node(ctx, p) => {
+                info!(pod = %p.name_any(), "force-deleting a pod stuck on a lost node");
+                DeleteParams::background().grace_period(0)
+            }
+            Some(_) => continue,
+        };
+        match api.delete(&p.name_any(), &params).await {
             Ok(_) => {}
             Err(kube::Error::Api(e)) if e.code == 404 => {}
             Err(e) => return Err(e.into()),
         }
     }
     Ok(())
+}
+
+fn on_lost_node(ctx: &Context, pod: &Pod) -> bool {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .is_some_and(|n| !matches!(node_state(ctx, n), NodeState::Up(_)))
 }
 
 /// The state machine: updates `status` and `fx` from the job and its pods.
@@ -596,7 +638,8 @@ fn step(
         }
         Phase::Preempting => step_preempting(job, &present, status, fx, t, generation),
         Phase::Retrying => {
-            if !present.is_empty() {
+            // also for pods already being deleted: those stuck on a lost node are forced
+            if !pods.is_empty() {
                 fx.delete_pods = true;
             }
             if !pods.is_empty() {
