@@ -25,7 +25,7 @@ use super::context::{Context, MANAGER};
 use super::pods::{BONUS_ANNOTATION, expected_pod_names, placement_of};
 use super::snapshot::{is_active, job_key, node_topology};
 use super::validate::validate;
-use crate::api::annotations::{CHECKPOINT_DONE, CHECKPOINT_REQUESTED, JOB_LABEL};
+use crate::api::annotations::{CHECKPOINT_DONE, CHECKPOINT_REQUESTED};
 use crate::api::trainingjob::ReplicaPlacement;
 use crate::api::{Phase, TrainingJob, TrainingJobStatus};
 
@@ -95,18 +95,6 @@ fn pod_failure(pod: &Pod) -> Option<Failure> {
         pod: name,
         reason: why,
     })
-}
-
-/// The job's pods from the cache: (active and not being deleted, all that still exist).
-fn job_pods(ctx: &Context, job: &TrainingJob) -> Vec<Arc<Pod>> {
-    let ns = job.namespace();
-    let name = job.name_any();
-    ctx.stores
-        .pods
-        .state()
-        .into_iter()
-        .filter(|p| p.namespace() == ns && p.labels().get(JOB_LABEL) == Some(&name))
-        .collect()
 }
 
 /// An infrastructure problem under a running pod: its node gone or NotReady, or one of its
@@ -182,7 +170,7 @@ pub async fn reconcile(job: Arc<TrainingJob>, ctx: Arc<Context>) -> Result<Actio
         ctx.wake.notify_one();
         return Ok(Action::await_change());
     }
-    let pods = job_pods(&ctx, &job);
+    let pods = ctx.job_pods(&job);
     let old = job.status.clone().unwrap_or_default();
     let mut status = old.clone();
     let mut fx = Effects::default();
