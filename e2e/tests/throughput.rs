@@ -69,7 +69,11 @@ fn watch_pods(pods: Api<Pod>) -> (Arc<Mutex<Seen>>, tokio::task::JoinHandle<()>)
         futures::pin_mut!(stream);
         while let Some(Ok(p)) = stream.next().await {
             let now = Instant::now();
-            let Some(job) = p.metadata.labels.as_ref().and_then(|l| l.get("kubetrain.io/job"))
+            let Some(job) = p
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("kubetrain.io/job"))
             else {
                 continue;
             };
@@ -153,7 +157,11 @@ async fn submit_to_bound_throughput() {
         bound.len() as f64 / total,
         pct(&lat, 0.5),
         pct(&lat, 0.99),
-        if cfg!(debug_assertions) { "debug" } else { "release" },
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        },
     );
     s.timing(&line);
     println!("{line}");
@@ -191,7 +199,10 @@ async fn reclaim_latency() {
     submit(&api, manifests).await;
     let deadline = Instant::now() + Duration::from_secs(600);
     while seen.lock().unwrap_or_else(|e| e.into_inner()).bound.len() < gpus {
-        assert!(Instant::now() < deadline, "the bonus jobs were not all bound");
+        assert!(
+            Instant::now() < deadline,
+            "the bonus jobs were not all bound"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let filled = start.elapsed().as_secs_f64();
@@ -211,7 +222,10 @@ async fn reclaim_latency() {
                 break (seen.checkpoint.values().min().copied(), *b);
             }
         }
-        assert!(Instant::now() < deadline, "the owner was not bound in 120 s");
+        assert!(
+            Instant::now() < deadline,
+            "the owner was not bound in 120 s"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     let (rss, hwm) = memory_mib();
@@ -219,7 +233,11 @@ async fn reclaim_latency() {
         "reclaim: {nodes} nodes, {gpus} 1-GPU bonus jobs bound in {filled:.1}s; an 8-GPU guaranteed job: checkpoint requested after {:.2}s, victims gone and its pod bound after {:.2}s (the simulated jobs acknowledge 1 s after the request and stop within 2 s of deletion); test-process RSS {rss:.0} MiB (peak {hwm:.0} MiB); {} profile",
         asked.map_or(f64::NAN, |a| a.duration_since(submitted).as_secs_f64()),
         bound.duration_since(submitted).as_secs_f64(),
-        if cfg!(debug_assertions) { "debug" } else { "release" },
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        },
     );
     s.timing(&line);
     println!("{line}");
