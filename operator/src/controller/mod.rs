@@ -59,12 +59,13 @@ pub enum Error {
 }
 
 /// A reflector cache of `K`, kept current by a task that also wakes the scheduler on change
-/// and hands every event, once applied, to `on_event` (indexes, reconcile triggers).
+/// and hands every event, once applied, to `on_event` (indexes, reconcile triggers), which
+/// says whether the change can matter to the scheduler.
 fn cache<K>(
     api: Api<K>,
     wc: watcher::Config,
     wake: Arc<Notify>,
-    mut on_event: impl FnMut(&watcher::Event<K>) + Send + 'static,
+    mut on_event: impl FnMut(&watcher::Event<K>) -> bool + Send + 'static,
 ) -> Store<K>
 where
     K: Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
@@ -77,13 +78,14 @@ where
         while let Some(item) = stream.next().await {
             match item {
                 Ok(event) => {
-                    on_event(&event);
-                    if matches!(
-                        event,
-                        watcher::Event::Apply(_)
-                            | watcher::Event::Delete(_)
-                            | watcher::Event::InitApply(_)
-                    ) {
+                    if on_event(&event)
+                        && matches!(
+                            event,
+                            watcher::Event::Apply(_)
+                                | watcher::Event::Delete(_)
+                                | watcher::Event::InitApply(_)
+                        )
+                    {
                         wake.notify_one();
                     }
                 }
@@ -105,10 +107,35 @@ fn event_object<K>(event: &watcher::Event<K>) -> Option<&K> {
 }
 
 /// Bumps `generation` on every event (for the small kinds the reference maps copy).
-fn bump<K>(generation: Arc<AtomicU64>) -> impl FnMut(&watcher::Event<K>) + Send + 'static {
+fn bump<K>(generation: Arc<AtomicU64>) -> impl FnMut(&watcher::Event<K>) -> bool + Send + 'static {
     move |_| {
         generation.fetch_add(1, Ordering::SeqCst);
+        true
     }
+}
+
+/// What the scheduler reads of a node: everything but the heartbeat times, which change
+/// every few seconds on every node and would otherwise start a cycle each time.
+fn node_fingerprint(node: &Node) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    node.metadata.labels.hash(&mut h);
+    node.metadata.annotations.hash(&mut h);
+    if let Some(spec) = &node.spec {
+        spec.unschedulable.hash(&mut h);
+        for t in spec.taints.iter().flatten() {
+            (&t.key, &t.value, &t.effect).hash(&mut h);
+        }
+    }
+    if let Some(status) = &node.status {
+        for (k, q) in status.allocatable.iter().flatten() {
+            (k, &q.0).hash(&mut h);
+        }
+        for c in status.conditions.iter().flatten() {
+            (&c.type_, &c.status).hash(&mut h);
+        }
+    }
+    h.finish()
 }
 
 /// Runs the operator until a shutdown signal or the loss of leadership.
@@ -125,20 +152,33 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
             wake.clone(),
             {
                 // The GPU types the nodes offer feed validation: bump only when they change.
+                // Heartbeats alone do not wake the scheduler (its resync still runs).
                 let generation = refs_generation.clone();
-                let mut flavors: HashMap<String, Option<String>> = HashMap::new();
+                let mut seen: HashMap<String, (Option<String>, u64)> = HashMap::new();
                 move |event: &watcher::Event<Node>| {
-                    let changed = match event {
+                    let (flavor_changed, wake) = match event {
                         watcher::Event::Apply(n) | watcher::Event::InitApply(n) => {
                             let flavor = n.labels().get(PRODUCT_LABEL).cloned();
-                            flavors.insert(n.name_any(), flavor.clone()) != Some(flavor)
+                            let print = node_fingerprint(n);
+                            match seen.insert(n.name_any(), (flavor.clone(), print)) {
+                                Some((f, p)) => (f != flavor, p != print),
+                                None => (true, true),
+                            }
                         }
-                        watcher::Event::Delete(n) => flavors.remove(&n.name_any()).is_some(),
-                        watcher::Event::Init | watcher::Event::InitDone => true,
+                        watcher::Event::Delete(n) => {
+                            seen.remove(&n.name_any());
+                            (true, true)
+                        }
+                        watcher::Event::Init => {
+                            seen.clear();
+                            (true, true)
+                        }
+                        watcher::Event::InitDone => (true, true),
                     };
-                    if changed {
+                    if flavor_changed {
                         generation.fetch_add(1, Ordering::SeqCst);
                     }
+                    wake
                 }
             },
         ),
@@ -163,6 +203,7 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
                             }
                         }
                     }
+                    true
                 }
             },
         ),
@@ -176,6 +217,7 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
                     if let watcher::Event::Apply(j) | watcher::Event::InitApply(j) = event {
                         triggers.request(ObjectRef::from_obj(j));
                     }
+                    true
                 }
             },
         ),

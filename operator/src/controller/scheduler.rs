@@ -130,14 +130,36 @@ pub async fn cycle(ctx: &Arc<Context>) {
         elapsed_ms = started.elapsed().as_millis() as u64,
         "cycle"
     );
-    {
+    let changed: Vec<String> = {
         let mut state = ctx.state();
-        state.waiting = decisions
+        let waiting: std::collections::BTreeMap<String, sched::WaitReason> = decisions
             .waiting
             .iter()
             .map(|w| (w.job.clone(), w.reason.clone()))
             .collect();
+        let changed = waiting
+            .iter()
+            .filter(|(job, reason)| state.waiting.get(*job) != Some(*reason))
+            .map(|(job, _)| job.clone())
+            .chain(
+                state
+                    .waiting
+                    .keys()
+                    .filter(|job| !waiting.contains_key(*job))
+                    .cloned(),
+            )
+            .collect();
+        state.waiting = waiting;
         state.usage = usage;
+        changed
+    };
+    // A waiting job's status says why it waits: reconcile those whose reason changed now,
+    // rather than polling every waiting job.
+    for job in changed {
+        if let Some((ns, name)) = job.split_once('/') {
+            ctx.job_triggers
+                .request(kube::runtime::reflector::ObjectRef::new(name).within(ns));
+        }
     }
     let jobs_by_key: std::collections::BTreeMap<String, Arc<TrainingJob>> =
         jobs.iter().map(|j| (job_key(j), j.clone())).collect();

@@ -425,7 +425,9 @@ fn step(
                     t,
                 );
                 status.message = Some(msg);
-                fx.requeue(Duration::from_secs(3));
+                // The scheduler asks for a reconcile whenever the reason it waits changes;
+                // this is only a safety net.
+                fx.requeue(Duration::from_secs(30));
                 return;
             }
             if checkpoint_requested {
