@@ -89,6 +89,9 @@ pub struct Context {
     refs_cache: Mutex<Option<(u64, Arc<RefMaps>)>>,
     /// Reconcile requests for the TrainingJob controller, fed from the shared caches.
     pub job_triggers: Arc<JobTriggers>,
+    /// By job key: the resourceVersion our last status write was computed from (forgotten
+    /// when the job is deleted).
+    pub status_writes: Arc<Mutex<std::collections::HashMap<String, Option<String>>>>,
 }
 
 /// Reconcile requests for the TrainingJob controller. The caches feed it (so the controller
@@ -163,7 +166,25 @@ impl Context {
             refs_generation: Arc::default(),
             refs_cache: Mutex::new(None),
             job_triggers: Arc::new(JobTriggers::new().0),
+            status_writes: Arc::default(),
         }
+    }
+
+    /// The resourceVersion the last status write for the job was computed from.
+    pub fn status_written_from(&self, job: &str) -> Option<String> {
+        self.status_writes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(job)
+            .cloned()
+            .flatten()
+    }
+
+    pub fn record_status_write(&self, job: String, from: Option<String>) {
+        self.status_writes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(job, from);
     }
 
     /// The job's pods in the cache (any phase, being deleted or not), from the index.

@@ -145,6 +145,7 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
     let refs_generation = Arc::new(AtomicU64::new(0));
     let (triggers, trigger_rx) = JobTriggers::new();
     let triggers = Arc::new(triggers);
+    let status_writes: Arc<std::sync::Mutex<HashMap<String, Option<String>>>> = Arc::default();
     let stores = Stores {
         nodes: cache(
             Api::<Node>::all(client.clone()),
@@ -212,10 +213,20 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
             watcher::Config::default(),
             wake.clone(),
             {
-                let triggers = triggers.clone();
+                let (triggers, writes) = (triggers.clone(), status_writes.clone());
                 move |event: &watcher::Event<TrainingJob>| {
-                    if let watcher::Event::Apply(j) | watcher::Event::InitApply(j) = event {
-                        triggers.request(ObjectRef::from_obj(j));
+                    match event {
+                        watcher::Event::Apply(j) | watcher::Event::InitApply(j) => {
+                            triggers.request(ObjectRef::from_obj(j));
+                        }
+                        watcher::Event::Delete(j) => {
+                            let key = snapshot::job_key(j);
+                            writes
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .remove(&key);
+                        }
+                        watcher::Event::Init | watcher::Event::InitDone => {}
                     }
                     true
                 }
@@ -250,6 +261,7 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
     ctx.pod_index = pod_index;
     ctx.refs_generation = refs_generation;
     ctx.job_triggers = triggers.clone();
+    ctx.status_writes = status_writes;
     let ctx = Arc::new(ctx);
 
     let health = Arc::new(http::Health {

@@ -170,6 +170,15 @@ pub async fn reconcile(job: Arc<TrainingJob>, ctx: Arc<Context>) -> Result<Actio
         ctx.wake.notify_one();
         return Ok(Action::await_change());
     }
+    // Our last status write was computed from this very version: the cache has not shown
+    // the write yet, and a reconcile now would redo it from stale data (a second write, and
+    // times such as admittedAt taken anew). The write's watch event triggers the next one.
+    let key = job_key(&job);
+    if job.metadata.resource_version.is_some()
+        && ctx.status_written_from(&key) == job.metadata.resource_version
+    {
+        return Ok(Action::requeue(Duration::from_secs(1)));
+    }
     let pods = ctx.job_pods(&job);
     let old = job.status.clone().unwrap_or_default();
     let mut status = old.clone();
@@ -189,12 +198,16 @@ pub async fn reconcile(job: Arc<TrainingJob>, ctx: Arc<Context>) -> Result<Actio
             "kind": "TrainingJob",
             "status": serde_json::to_value(&status)?,
         });
-        api.patch_status(
-            &job.name_any(),
-            &PatchParams::apply(MANAGER).force(),
-            &Patch::Apply(&patch),
-        )
-        .await?;
+        let written = api
+            .patch_status(
+                &job.name_any(),
+                &PatchParams::apply(MANAGER).force(),
+                &Patch::Apply(&patch),
+            )
+            .await?;
+        if written.metadata.resource_version != job.metadata.resource_version {
+            ctx.record_status_write(key, job.metadata.resource_version.clone());
+        }
         if old.phase != status.phase {
             info!(from = %old.phase, to = %status.phase, "phase");
             ctx.wake.notify_one();
