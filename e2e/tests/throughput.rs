@@ -1,14 +1,25 @@
 //! Setup C of the benchmark issue: control-plane throughput against the real API server.
 //! Ignored in `make test`; `make bench` runs it. Sizes come from the environment:
-//! `KUBETRAIN_BENCH_NODES` (default 100) and `KUBETRAIN_BENCH_JOBS` (default 1000), 1-GPU jobs.
-//! Prints jobs admitted per second, pods bound per second, and submit → bound p50/p99.
+//! `KUBETRAIN_BENCH_NODES` (default 100, 8 GPUs each) and `KUBETRAIN_BENCH_JOBS` (default
+//! 1000), 1-GPU jobs. When the jobs outnumber the GPUs they run `KUBETRAIN_BENCH_RUN_SECONDS`
+//! (default 5) so every one gets its turn; otherwise they run until the end.
+//!
+//! `submit_to_bound_throughput` prints jobs admitted per second, pods bound per second and
+//! submit → bound p50/p99; `reclaim_latency` fills every GPU with bonus (borrowed) jobs and
+//! times a guaranteed job's arrival → its victims asked to checkpoint → its pod bound (which
+//! the operator does only once the victims' pods are gone). Both print the resident memory
+//! of the test process (VmRSS, and its peak VmHWM), which runs the operator in-process
+//! together with the simulated-node agent and this client. The client has no QPS limit:
+//! kube-rs has no client-side rate limiter, and neither the operator nor the bench sets one.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
 use kubetrain::api::TrainingJob;
 use kubetrain_e2e::scenario::Scenario;
 
@@ -26,24 +37,63 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "benchmark: run by `make bench`"]
-async fn submit_to_bound_throughput() {
-    let nodes = env("KUBETRAIN_BENCH_NODES", 100) as u32;
-    let jobs = env("KUBETRAIN_BENCH_JOBS", 1000);
-    let s = Scenario::new("bench", nodes, 8, (nodes / 20).max(1)).await;
-    let q = s.tenant("bench", nodes * 8, "FIFO", "");
-    let client = s.cp.client().await.expect("client");
-    let api: Api<TrainingJob> = Api::namespaced(client.clone(), &s.ns);
-    let pods: Api<Pod> = Api::namespaced(client, &s.ns);
-    let manifests: Vec<TrainingJob> = (0..jobs)
-        .map(|i| {
-            serde_yaml::from_str(&s.job(&format!("j{i}"), &q, 1, 1, &[], "")).expect("job manifest")
-        })
-        .collect();
-    let start = Instant::now();
-    let mut submitted: BTreeMap<String, Instant> = BTreeMap::new();
-    let created: Vec<(String, Instant)> = futures::stream::iter(manifests)
+/// (VmRSS, VmHWM) of this process in MiB.
+fn memory_mib() -> (f64, f64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map_or(f64::NAN, |kb| kb / 1024.0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// When a pod of each job was first seen, and when a checkpoint request first appeared, by
+/// job, from a watch of the namespace's kubetrain pods.
+#[derive(Default)]
+struct Seen {
+    bound: BTreeMap<String, Instant>,
+    checkpoint: BTreeMap<String, Instant>,
+}
+
+fn watch_pods(pods: Api<Pod>) -> (Arc<Mutex<Seen>>, tokio::task::JoinHandle<()>) {
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let out = seen.clone();
+    let task = tokio::spawn(async move {
+        let stream = watcher(pods, watcher::Config::default().labels("kubetrain.io/job"))
+            .default_backoff()
+            .applied_objects();
+        futures::pin_mut!(stream);
+        while let Some(Ok(p)) = stream.next().await {
+            let now = Instant::now();
+            let Some(job) = p
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("kubetrain.io/job"))
+            else {
+                continue;
+            };
+            let mut seen = out.lock().unwrap_or_else(|e| e.into_inner());
+            seen.bound.entry(job.clone()).or_insert(now);
+            if p.metadata
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.contains_key("kubetrain.io/checkpoint-requested"))
+            {
+                seen.checkpoint.entry(job.clone()).or_insert(now);
+            }
+        }
+    });
+    (seen, task)
+}
+
+/// Creates the jobs, 32 at a time; returns when each was submitted.
+async fn submit(api: &Api<TrainingJob>, manifests: Vec<TrainingJob>) -> BTreeMap<String, Instant> {
+    futures::stream::iter(manifests)
         .map(|tj| {
             let api = api.clone();
             async move {
@@ -57,43 +107,140 @@ async fn submit_to_bound_throughput() {
         })
         .buffer_unordered(32)
         .collect()
-        .await;
+        .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "benchmark: run by `make bench`"]
+async fn submit_to_bound_throughput() {
+    let nodes = env("KUBETRAIN_BENCH_NODES", 100) as u32;
+    let jobs = env("KUBETRAIN_BENCH_JOBS", 1000);
+    let gpus = nodes as usize * 8;
+    let run_seconds = (jobs > gpus).then(|| env("KUBETRAIN_BENCH_RUN_SECONDS", 5));
+    let s = Scenario::new("bench", nodes, 8, (nodes / 20).max(1)).await;
+    let q = s.tenant("bench", nodes * 8, "FIFO", "");
+    let client = s.cp.client().await.expect("client");
+    let api: Api<TrainingJob> = Api::namespaced(client.clone(), &s.ns);
+    let (seen, watch) = watch_pods(Api::namespaced(client, &s.ns));
+    let run = run_seconds.map(|r| r.to_string());
+    let sim: Vec<(&str, &str)> = run.iter().map(|r| ("run-seconds", r.as_str())).collect();
+    let manifests: Vec<TrainingJob> = (0..jobs)
+        .map(|i| {
+            serde_yaml::from_str(&s.job(&format!("j{i}"), &q, 1, 1, &sim, ""))
+                .expect("job manifest")
+        })
+        .collect();
+    let (rss_before, _) = memory_mib();
+    let start = Instant::now();
+    let submitted = submit(&api, manifests).await;
     let submit_secs = start.elapsed().as_secs_f64();
-    submitted.extend(created);
-    let mut bound: BTreeMap<String, Instant> = BTreeMap::new();
     let deadline = Instant::now() + Duration::from_secs(600);
-    while bound.len() < jobs && Instant::now() < deadline {
-        let list = pods
-            .list(&ListParams::default().labels("kubetrain.io/job"))
-            .await
-            .expect("list pods");
-        let now = Instant::now();
-        for p in list.items {
-            if let Some(job) = p
-                .metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get("kubetrain.io/job"))
-            {
-                bound.entry(job.clone()).or_insert(now);
-            }
+    loop {
+        let n = seen.lock().unwrap_or_else(|e| e.into_inner()).bound.len();
+        if n >= jobs || Instant::now() > deadline {
+            break;
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let total = start.elapsed().as_secs_f64();
+    let bound = seen.lock().unwrap_or_else(|e| e.into_inner()).bound.clone();
+    let last = bound.values().max().copied().unwrap_or(start);
+    let total = last.duration_since(start).as_secs_f64();
     let mut lat: Vec<f64> = bound
         .iter()
         .filter_map(|(j, b)| submitted.get(j).map(|s| b.duration_since(*s).as_secs_f64()))
         .collect();
     lat.sort_by(f64::total_cmp);
+    let (rss, hwm) = memory_mib();
     let line = format!(
-        "throughput: {nodes} nodes, {jobs} 1-GPU jobs: submitted in {submit_secs:.1}s, all bound in {total:.1}s; {:.0} jobs admitted/s = pods bound/s; submit→bound p50 {:.2}s p99 {:.2}s",
+        "throughput: {nodes} nodes, {jobs} 1-GPU jobs{}: submitted in {submit_secs:.1}s, all bound in {total:.1}s; {:.0} jobs admitted/s = pods bound/s; submit→bound p50 {:.2}s p99 {:.2}s; test-process RSS {rss:.0} MiB (peak {hwm:.0} MiB, {rss_before:.0} MiB before submitting); {} profile",
+        run_seconds.map_or(String::new(), |r| format!(" running {r}s each")),
         bound.len() as f64 / total,
         pct(&lat, 0.5),
-        pct(&lat, 0.99)
+        pct(&lat, 0.99),
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        },
     );
     s.timing(&line);
     println!("{line}");
+    watch.abort();
     assert_eq!(bound.len(), jobs, "not every job was bound within 600 s");
+    s.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "benchmark: run by `make bench`"]
+async fn reclaim_latency() {
+    let nodes = env("KUBETRAIN_BENCH_NODES", 100) as u32;
+    let gpus = nodes as usize * 8;
+    let s = Scenario::new("reclaimbench", nodes, 8, (nodes / 20).max(1)).await;
+    let owner = s.tenant("owner", nodes * 8, "FIFO", "");
+    let borrower = s.tenant("borrower", 0, "FIFO", "");
+    let client = s.cp.client().await.expect("client");
+    let api: Api<TrainingJob> = Api::namespaced(client.clone(), &s.ns);
+    let (seen, watch) = watch_pods(Api::namespaced(client, &s.ns));
+    // Every GPU borrowed by 1-GPU bonus jobs that acknowledge a checkpoint after 1 s.
+    let manifests: Vec<TrainingJob> = (0..gpus)
+        .map(|i| {
+            serde_yaml::from_str(&s.job(
+                &format!("b{i}"),
+                &borrower,
+                1,
+                1,
+                &[("checkpoint-delay-seconds", "1")],
+                "  checkpoint:\n    gracePeriodSeconds: 30\n",
+            ))
+            .expect("job manifest")
+        })
+        .collect();
+    let start = Instant::now();
+    submit(&api, manifests).await;
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while seen.lock().unwrap_or_else(|e| e.into_inner()).bound.len() < gpus {
+        assert!(
+            Instant::now() < deadline,
+            "the bonus jobs were not all bound"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let filled = start.elapsed().as_secs_f64();
+    // Let the job statuses settle (Running, bonus) before the owner arrives.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let own: TrainingJob =
+        serde_yaml::from_str(&s.job("own", &owner, 1, 8, &[], "")).expect("job manifest");
+    let submitted = Instant::now();
+    api.create(&PostParams::default(), &own)
+        .await
+        .expect("create job");
+    let deadline = submitted + Duration::from_secs(120);
+    let (asked, bound) = loop {
+        {
+            let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(b) = seen.bound.get("own") {
+                break (seen.checkpoint.values().min().copied(), *b);
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the owner was not bound in 120 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let (rss, hwm) = memory_mib();
+    let line = format!(
+        "reclaim: {nodes} nodes, {gpus} 1-GPU bonus jobs bound in {filled:.1}s; an 8-GPU guaranteed job: checkpoint requested after {:.2}s, victims gone and its pod bound after {:.2}s (the simulated jobs acknowledge 1 s after the request and stop within 2 s of deletion); test-process RSS {rss:.0} MiB (peak {hwm:.0} MiB); {} profile",
+        asked.map_or(f64::NAN, |a| a.duration_since(submitted).as_secs_f64()),
+        bound.duration_since(submitted).as_secs_f64(),
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        },
+    );
+    s.timing(&line);
+    println!("{line}");
+    watch.abort();
     s.finish().await;
 }

@@ -2,15 +2,17 @@
 //! state (rebuilt from the API after a restart), settings and metrics.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use kube::runtime::reflector::Store;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource, ResourceExt};
 use tokio::sync::Notify;
 
+use super::index::PodIndex;
 use super::metrics::Metrics;
 use super::pods::PodSettings;
 use super::snapshot::Inflight;
@@ -80,6 +82,51 @@ pub struct Context {
     pub wake: Arc<Notify>,
     pub metrics: Arc<Metrics>,
     pub recorder: Recorder,
+    /// The pod cache's index by job.
+    pub pod_index: Arc<PodIndex>,
+    /// Bumped by the caches whenever what [`RefMaps`] holds may have changed.
+    pub refs_generation: Arc<AtomicU64>,
+    refs_cache: Mutex<Option<(u64, Arc<RefMaps>)>>,
+    /// Reconcile requests for the TrainingJob controller, fed from the shared caches.
+    pub job_triggers: Arc<JobTriggers>,
+    /// By job key: the resourceVersion our last status write was computed from (forgotten
+    /// when the job is deleted).
+    pub status_writes: Arc<Mutex<std::collections::HashMap<String, Option<String>>>>,
+}
+
+/// Reconcile requests for the TrainingJob controller. The caches feed it (so the controller
+/// needs no watches of its own) only while this operator leads; a standby buffers nothing.
+pub struct JobTriggers {
+    tx: futures::channel::mpsc::UnboundedSender<ObjectRef<TrainingJob>>,
+    on: AtomicBool,
+}
+
+impl JobTriggers {
+    pub fn new() -> (
+        Self,
+        futures::channel::mpsc::UnboundedReceiver<ObjectRef<TrainingJob>>,
+    ) {
+        let (tx, rx) = futures::channel::mpsc::unbounded();
+        (
+            JobTriggers {
+                tx,
+                on: AtomicBool::new(false),
+            },
+            rx,
+        )
+    }
+
+    /// Starts forwarding requests.
+    pub fn enable(&self) {
+        self.on.store(true, Ordering::SeqCst);
+    }
+
+    /// Asks for a reconcile of the job (dropped while not enabled).
+    pub fn request(&self, job: ObjectRef<TrainingJob>) {
+        if self.on.load(Ordering::Relaxed) {
+            let _ = self.tx.unbounded_send(job);
+        }
+    }
 }
 
 /// Owned copies of the small maps validation needs.
@@ -115,7 +162,38 @@ impl Context {
             state: Mutex::new(SchedState::default()),
             wake: Arc::new(Notify::new()),
             metrics: Arc::new(Metrics::default()),
+            pod_index: Arc::default(),
+            refs_generation: Arc::default(),
+            refs_cache: Mutex::new(None),
+            job_triggers: Arc::new(JobTriggers::new().0),
+            status_writes: Arc::default(),
         }
+    }
+
+    /// The resourceVersion the last status write for the job was computed from.
+    pub fn status_written_from(&self, job: &str) -> Option<String> {
+        self.status_writes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(job)
+            .cloned()
+            .flatten()
+    }
+
+    pub fn record_status_write(&self, job: String, from: Option<String>) {
+        self.status_writes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(job, from);
+    }
+
+    /// The job's pods in the cache (any phase, being deleted or not), from the index.
+    pub fn job_pods(&self, job: &TrainingJob) -> Vec<Arc<Pod>> {
+        self.pod_index.pods_of(
+            &self.stores.pods,
+            &job.namespace().unwrap_or_default(),
+            &job.name_any(),
+        )
     }
 
     /// Locks the scheduler state; a panic elsewhere must not wedge the operator.
@@ -123,7 +201,21 @@ impl Context {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub fn ref_maps(&self) -> RefMaps {
+    /// The reference maps validation needs, rebuilt only after the caches changed them.
+    pub fn ref_maps(&self) -> Arc<RefMaps> {
+        let generation = self.refs_generation.load(Ordering::SeqCst);
+        let mut cached = self.refs_cache.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((g, maps)) = cached.as_ref()
+            && *g == generation
+        {
+            return maps.clone();
+        }
+        let maps = Arc::new(self.build_ref_maps());
+        *cached = Some((generation, maps.clone()));
+        maps
+    }
+
+    fn build_ref_maps(&self) -> RefMaps {
         RefMaps {
             queues: self
                 .stores

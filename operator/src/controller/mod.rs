@@ -9,6 +9,7 @@
 pub mod conditions;
 pub mod context;
 pub mod http;
+pub mod index;
 pub mod leader;
 pub mod metrics;
 pub mod pods;
@@ -21,22 +22,24 @@ pub mod usage;
 pub mod validate;
 pub mod virtualcluster;
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use futures::{Stream, StreamExt};
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::runtime::controller::Controller;
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client, Resource};
+use kube::{Api, Client, Resource, ResourceExt};
 use tokio::sync::Notify;
 use tracing::{info, warn};
 
-use crate::api::annotations::JOB_LABEL;
+use crate::api::annotations::{JOB_LABEL, PRODUCT_LABEL};
 use crate::api::{Queue, TrainingJob, VirtualCluster};
-use context::{Context, Settings, Stores};
+use context::{Context, JobTriggers, Settings, Stores};
+use index::PodIndex;
 use leader::{Elector, LeaderSettings};
 
 /// How the operator runs.
@@ -55,62 +58,197 @@ pub enum Error {
     Http(#[from] std::io::Error),
 }
 
-/// A reflector cache of `K`, kept current by a task that also wakes the scheduler on change.
-fn cache<K>(api: Api<K>, wc: watcher::Config, wake: Arc<Notify>) -> Store<K>
+/// A reflector cache of `K`, kept current by a task that also wakes the scheduler on change
+/// and hands every event, once applied, to `on_event` (indexes, reconcile triggers), which
+/// says whether the change can matter to the scheduler.
+fn cache<K>(
+    api: Api<K>,
+    wc: watcher::Config,
+    wake: Arc<Notify>,
+    mut on_event: impl FnMut(&watcher::Event<K>) -> bool + Send + 'static,
+) -> Store<K>
 where
     K: Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
     K::DynamicType: Default + Eq + std::hash::Hash + Clone,
 {
     let (reader, writer) = reflector::store();
-    let stream =
-        reflector::reflector(writer, watcher::watcher(api, wc).default_backoff()).touched_objects();
-    tokio::spawn(drain(stream, wake));
+    let stream = reflector::reflector(writer, watcher::watcher(api, wc).default_backoff());
+    tokio::spawn(async move {
+        futures::pin_mut!(stream);
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(event) => {
+                    if on_event(&event)
+                        && matches!(
+                            event,
+                            watcher::Event::Apply(_)
+                                | watcher::Event::Delete(_)
+                                | watcher::Event::InitApply(_)
+                        )
+                    {
+                        wake.notify_one();
+                    }
+                }
+                Err(e) => warn!(error = %e, "watch error; retrying with backoff"),
+            }
+        }
+    });
     reader
 }
 
-async fn drain<K, S: Stream<Item = Result<K, watcher::Error>>>(stream: S, wake: Arc<Notify>) {
-    futures::pin_mut!(stream);
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(_) => wake.notify_one(),
-            Err(e) => warn!(error = %e, "watch error; retrying with backoff"),
+/// The object of an event that carries one.
+fn event_object<K>(event: &watcher::Event<K>) -> Option<&K> {
+    match event {
+        watcher::Event::Apply(o) | watcher::Event::Delete(o) | watcher::Event::InitApply(o) => {
+            Some(o)
+        }
+        watcher::Event::Init | watcher::Event::InitDone => None,
+    }
+}
+
+/// Bumps `generation` on every event (for the small kinds the reference maps copy).
+fn bump<K>(generation: Arc<AtomicU64>) -> impl FnMut(&watcher::Event<K>) -> bool + Send + 'static {
+    move |_| {
+        generation.fetch_add(1, Ordering::SeqCst);
+        true
+    }
+}
+
+/// What the scheduler reads of a node: everything but the heartbeat times, which change
+/// every few seconds on every node and would otherwise start a cycle each time.
+fn node_fingerprint(node: &Node) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    node.metadata.labels.hash(&mut h);
+    node.metadata.annotations.hash(&mut h);
+    if let Some(spec) = &node.spec {
+        spec.unschedulable.hash(&mut h);
+        for t in spec.taints.iter().flatten() {
+            (&t.key, &t.value, &t.effect).hash(&mut h);
         }
     }
+    if let Some(status) = &node.status {
+        for (k, q) in status.allocatable.iter().flatten() {
+            (k, &q.0).hash(&mut h);
+        }
+        for c in status.conditions.iter().flatten() {
+            (&c.type_, &c.status).hash(&mut h);
+        }
+    }
+    h.finish()
 }
 
 /// Runs the operator until a shutdown signal or the loss of leadership.
 pub async fn run(client: Client, config: Config) -> Result<(), Error> {
     let wake = Arc::new(Notify::new());
+    let pod_index = Arc::new(PodIndex::default());
+    let refs_generation = Arc::new(AtomicU64::new(0));
+    let (triggers, trigger_rx) = JobTriggers::new();
+    let triggers = Arc::new(triggers);
+    let status_writes: Arc<std::sync::Mutex<HashMap<String, Option<String>>>> = Arc::default();
     let stores = Stores {
         nodes: cache(
             Api::<Node>::all(client.clone()),
             watcher::Config::default(),
             wake.clone(),
+            {
+                // The GPU types the nodes offer feed validation: bump only when they change.
+                // Heartbeats alone do not wake the scheduler (its resync still runs).
+                let generation = refs_generation.clone();
+                let mut seen: HashMap<String, (Option<String>, u64)> = HashMap::new();
+                move |event: &watcher::Event<Node>| {
+                    let (flavor_changed, wake) = match event {
+                        watcher::Event::Apply(n) | watcher::Event::InitApply(n) => {
+                            let flavor = n.labels().get(PRODUCT_LABEL).cloned();
+                            let print = node_fingerprint(n);
+                            match seen.insert(n.name_any(), (flavor.clone(), print)) {
+                                Some((f, p)) => (f != flavor, p != print),
+                                None => (true, true),
+                            }
+                        }
+                        watcher::Event::Delete(n) => {
+                            seen.remove(&n.name_any());
+                            (true, true)
+                        }
+                        watcher::Event::Init => {
+                            seen.clear();
+                            (true, true)
+                        }
+                        watcher::Event::InitDone => (true, true),
+                    };
+                    if flavor_changed {
+                        generation.fetch_add(1, Ordering::SeqCst);
+                    }
+                    wake
+                }
+            },
         ),
         pods: cache(
             Api::<Pod>::all(client.clone()),
             watcher::Config::default(),
             wake.clone(),
+            {
+                let (index, triggers) = (pod_index.clone(), triggers.clone());
+                move |event: &watcher::Event<Pod>| {
+                    index.apply(event);
+                    // What `Controller::owns` did with a watch of its own.
+                    if let Some(pod) = event_object(event)
+                        && pod.labels().contains_key(JOB_LABEL)
+                    {
+                        let ns = pod.namespace();
+                        for owner in pod.owner_references() {
+                            if let Some(job) =
+                                ObjectRef::<TrainingJob>::from_owner_ref(ns.as_deref(), owner, ())
+                            {
+                                triggers.request(job);
+                            }
+                        }
+                    }
+                    true
+                }
+            },
         ),
         jobs: cache(
             Api::<TrainingJob>::all(client.clone()),
             watcher::Config::default(),
             wake.clone(),
+            {
+                let (triggers, writes) = (triggers.clone(), status_writes.clone());
+                move |event: &watcher::Event<TrainingJob>| {
+                    match event {
+                        watcher::Event::Apply(j) | watcher::Event::InitApply(j) => {
+                            triggers.request(ObjectRef::from_obj(j));
+                        }
+                        watcher::Event::Delete(j) => {
+                            let key = snapshot::job_key(j);
+                            writes
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .remove(&key);
+                        }
+                        watcher::Event::Init | watcher::Event::InitDone => {}
+                    }
+                    true
+                }
+            },
         ),
         queues: cache(
             Api::<Queue>::all(client.clone()),
             watcher::Config::default(),
             wake.clone(),
+            bump(refs_generation.clone()),
         ),
         vcs: cache(
             Api::<VirtualCluster>::all(client.clone()),
             watcher::Config::default(),
             wake.clone(),
+            bump(refs_generation.clone()),
         ),
         namespaces: cache(
             Api::<Namespace>::all(client.clone()),
             watcher::Config::default(),
             wake.clone(),
+            bump(refs_generation.clone()),
         ),
     };
     let mut ctx = Context::new(
@@ -120,6 +258,10 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
         config.leader.identity.clone(),
     );
     ctx.wake = wake;
+    ctx.pod_index = pod_index;
+    ctx.refs_generation = refs_generation;
+    ctx.job_triggers = triggers.clone();
+    ctx.status_writes = status_writes;
     let ctx = Arc::new(ctx);
 
     let health = Arc::new(http::Health {
@@ -154,14 +296,17 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
         _ = shutdown_signal() => { info!("shutting down"); return Ok(()); }
     }
 
-    let jobs = Controller::new(
-        Api::<TrainingJob>::all(client.clone()),
-        watcher::Config::default(),
+    // The TrainingJob controller shares the caches: the job and pod caches' tasks send it
+    // what its own watches of jobs and of owned pods would have (see `cache` above).
+    triggers.enable();
+    for job in stores.jobs.state() {
+        triggers.request(ObjectRef::from_obj(job.as_ref()));
+    }
+    let jobs = Controller::for_stream(
+        futures::stream::pending::<Result<TrainingJob, watcher::Error>>(),
+        stores.jobs.clone(),
     )
-    .owns(
-        Api::<Pod>::all(client.clone()),
-        watcher::Config::default().labels(JOB_LABEL),
-    )
+    .reconcile_on(trigger_rx)
     .run(
         trainingjob::reconcile,
         trainingjob::error_policy,

@@ -21,7 +21,7 @@ use super::metrics::{QueueLabels, ReasonLabels};
 use super::pods::{BONUS_ANNOTATION, gang_pods, headless_service};
 use super::snapshot::{self, Inflight, World, job_key};
 use super::usage;
-use crate::api::annotations::{CHECKPOINT_REQUESTED, JOB_LABEL};
+use crate::api::annotations::CHECKPOINT_REQUESTED;
 use crate::api::{Phase, TrainingJob};
 use crate::sched;
 
@@ -66,11 +66,14 @@ pub async fn cycle(ctx: &Arc<Context>) {
     let inflight = {
         let mut state = ctx.state();
         // An admission stops being in flight once the cache shows every pod of it.
-        let by_job = snapshot::pods_by_job(&pods);
         state.inflight.retain(|job, f| {
-            let seen = by_job
-                .get(job)
-                .map_or(0, |ps| ps.iter().filter(|p| snapshot::is_active(p)).count());
+            let (ns, name) = job.split_once('/').unwrap_or_default();
+            let seen = ctx
+                .pod_index
+                .pods_of(&ctx.stores.pods, ns, name)
+                .iter()
+                .filter(|p| snapshot::is_active(p))
+                .count();
             seen < f.placement.len() && now - f.at < 120
         });
         state.inflight.clone()
@@ -127,14 +130,36 @@ pub async fn cycle(ctx: &Arc<Context>) {
         elapsed_ms = started.elapsed().as_millis() as u64,
         "cycle"
     );
-    {
+    let changed: Vec<String> = {
         let mut state = ctx.state();
-        state.waiting = decisions
+        let waiting: std::collections::BTreeMap<String, sched::WaitReason> = decisions
             .waiting
             .iter()
             .map(|w| (w.job.clone(), w.reason.clone()))
             .collect();
+        let changed = waiting
+            .iter()
+            .filter(|(job, reason)| state.waiting.get(*job) != Some(*reason))
+            .map(|(job, _)| job.clone())
+            .chain(
+                state
+                    .waiting
+                    .keys()
+                    .filter(|job| !waiting.contains_key(*job))
+                    .cloned(),
+            )
+            .collect();
+        state.waiting = waiting;
         state.usage = usage;
+        changed
+    };
+    // A waiting job's status says why it waits: reconcile those whose reason changed now,
+    // rather than polling every waiting job.
+    for job in changed {
+        if let Some((ns, name)) = job.split_once('/') {
+            ctx.job_triggers
+                .request(kube::runtime::reflector::ObjectRef::new(name).within(ns));
+        }
     }
     let jobs_by_key: std::collections::BTreeMap<String, Arc<TrainingJob>> =
         jobs.iter().map(|j| (job_key(j), j.clone())).collect();
@@ -166,12 +191,12 @@ pub async fn cycle(ctx: &Arc<Context>) {
             let Some(job) = jobs_by_key.get(victim) else {
                 continue;
             };
-            request_checkpoint(ctx, job, &pods, preemption).await;
+            request_checkpoint(ctx, job, preemption).await;
         }
     }
     for promoted in &decisions.promotions {
         if let Some(job) = jobs_by_key.get(promoted) {
-            mark_bonus(ctx, job, &pods, false).await;
+            mark_bonus(ctx, job, false).await;
         }
     }
 }
@@ -204,23 +229,20 @@ async fn admit(
             at: now(),
         },
     );
+    // The Service and the pods go out together: neither waits for the other (pods need no
+    // Service to be created, only to resolve names once running). A failure of either undoes
+    // the pods, so the gang is created whole or not at all.
     let services: Api<Service> = Api::namespaced(ctx.client.clone(), &ns);
-    match services
-        .create(
-            &PostParams::default(),
-            &headless_service(job, &ctx.settings.pods),
-        )
-        .await
-    {
-        Ok(_) => {}
-        Err(kube::Error::Api(e)) if e.code == 409 => {}
-        Err(e) => {
-            ctx.state().inflight.remove(&key);
-            return Err(e.into());
+    let service = headless_service(job, &ctx.settings.pods);
+    let create_service = async {
+        match services.create(&PostParams::default(), &service).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+            Err(e) => Err(e),
         }
-    }
+    };
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
-    let results: Vec<Result<String, kube::Error>> = futures::stream::iter(pods)
+    let create_pods = futures::stream::iter(pods)
         .map(|pod| {
             let api = api.clone();
             async move {
@@ -233,15 +255,22 @@ async fn admit(
             }
         })
         .buffer_unordered(16)
-        .collect()
-        .await;
-    if let Some(err) = results.iter().find_map(|r| r.as_ref().err()) {
-        let msg = err.to_string();
+        .collect::<Vec<Result<String, kube::Error>>>();
+    let (service, results) = futures::join!(create_service, create_pods);
+    let failed = match service {
+        Err(e) => Some(AdmitError::Kube(e)),
+        Ok(()) => results.iter().find_map(|r| {
+            r.as_ref()
+                .err()
+                .map(|e| AdmitError::Kube(kube::Error::Service(e.to_string().into())))
+        }),
+    };
+    if let Some(err) = failed {
         for name in results.iter().filter_map(|r| r.as_ref().ok()) {
             let _ = api.delete(name, &DeleteParams::background()).await;
         }
         ctx.state().inflight.remove(&key);
-        return Err(AdmitError::Kube(kube::Error::Service(msg.into())));
+        return Err(err);
     }
     let queue = job.spec.queue.clone();
     ctx.metrics
@@ -267,52 +296,41 @@ async fn admit(
         .map(|p| p.node.as_str())
         .collect();
     info!(job = %key, replicas = admission.placement.len(), nodes = nodes.len(), bonus = admission.bonus, "admitted");
-    ctx.event(
-        job.as_ref(),
-        EventType::Normal,
-        "Admitted",
-        format!(
-            "Admitted{}: {} replica(s) on {} node(s) ({}).",
-            if admission.bonus {
-                " on borrowed (bonus) GPUs"
-            } else {
-                ""
-            },
-            admission.placement.len(),
-            nodes.len(),
-            nodes.iter().copied().collect::<Vec<_>>().join(", ")
-        ),
-    )
-    .await;
+    let note = format!(
+        "Admitted{}: {} replica(s) on {} node(s) ({}).",
+        if admission.bonus {
+            " on borrowed (bonus) GPUs"
+        } else {
+            ""
+        },
+        admission.placement.len(),
+        nodes.len(),
+        nodes.iter().copied().collect::<Vec<_>>().join(", ")
+    );
+    // The Event is a record, not a step of the admission: it is written in the background
+    // so the next gang's pods need not wait for it.
+    let (events_ctx, job) = (ctx.clone(), job.clone());
+    tokio::spawn(async move {
+        events_ctx
+            .event(job.as_ref(), EventType::Normal, "Admitted", note)
+            .await;
+    });
     ctx.wake.notify_one();
     Ok(())
 }
 
-fn active_pods_of<'a>(
-    job: &TrainingJob,
-    pods: &'a [Arc<Pod>],
-) -> impl Iterator<Item = &'a Arc<Pod>> {
-    let ns = job.namespace().unwrap_or_default();
-    let name = job.name_any();
-    pods.iter().filter(move |p| {
-        p.namespace().as_deref() == Some(ns.as_str())
-            && p.labels().get(JOB_LABEL) == Some(&name)
-            && snapshot::is_active(p)
-            && p.metadata.deletion_timestamp.is_none()
-    })
+fn active_pods_of(ctx: &Context, job: &TrainingJob) -> impl Iterator<Item = Arc<Pod>> {
+    ctx.job_pods(job)
+        .into_iter()
+        .filter(|p| snapshot::is_active(p) && p.metadata.deletion_timestamp.is_none())
 }
 
 /// Asks a victim to checkpoint: the request annotation on each of its pods (the job sees it
 /// through its downward-API file). The reconciler takes it from there.
-async fn request_checkpoint(
-    ctx: &Arc<Context>,
-    job: &Arc<TrainingJob>,
-    pods: &[Arc<Pod>],
-    p: &sched::Preemption,
-) {
+async fn request_checkpoint(ctx: &Arc<Context>, job: &Arc<TrainingJob>, p: &sched::Preemption) {
     let stamp = k8s_openapi::jiff::Timestamp::now().to_string();
     let mut asked = 0;
-    for pod in active_pods_of(job, pods) {
+    for pod in active_pods_of(ctx, job) {
         if pod.annotations().contains_key(CHECKPOINT_REQUESTED) {
             continue;
         }
@@ -353,11 +371,10 @@ async fn request_checkpoint(
 }
 
 /// Records on the pods whether the gang runs on borrowed capacity.
-async fn mark_bonus(ctx: &Arc<Context>, job: &Arc<TrainingJob>, pods: &[Arc<Pod>], bonus: bool) {
+async fn mark_bonus(ctx: &Arc<Context>, job: &Arc<TrainingJob>, bonus: bool) {
     let value = bonus.to_string();
-    let targets: Vec<Arc<Pod>> = active_pods_of(job, pods)
+    let targets: Vec<Arc<Pod>> = active_pods_of(ctx, job)
         .filter(|p| p.annotations().get(BONUS_ANNOTATION) != Some(&value))
-        .cloned()
         .collect();
     let patched = futures::stream::iter(targets)
         .map(|pod| {

@@ -25,7 +25,7 @@ use super::context::{Context, MANAGER};
 use super::pods::{BONUS_ANNOTATION, expected_pod_names, placement_of};
 use super::snapshot::{is_active, job_key, node_topology};
 use super::validate::validate;
-use crate::api::annotations::{CHECKPOINT_DONE, CHECKPOINT_REQUESTED, JOB_LABEL};
+use crate::api::annotations::{CHECKPOINT_DONE, CHECKPOINT_REQUESTED};
 use crate::api::trainingjob::ReplicaPlacement;
 use crate::api::{Phase, TrainingJob, TrainingJobStatus};
 
@@ -95,18 +95,6 @@ fn pod_failure(pod: &Pod) -> Option<Failure> {
         pod: name,
         reason: why,
     })
-}
-
-/// The job's pods from the cache: (active and not being deleted, all that still exist).
-fn job_pods(ctx: &Context, job: &TrainingJob) -> Vec<Arc<Pod>> {
-    let ns = job.namespace();
-    let name = job.name_any();
-    ctx.stores
-        .pods
-        .state()
-        .into_iter()
-        .filter(|p| p.namespace() == ns && p.labels().get(JOB_LABEL) == Some(&name))
-        .collect()
 }
 
 enum NodeState {
@@ -202,7 +190,16 @@ pub async fn reconcile(job: Arc<TrainingJob>, ctx: Arc<Context>) -> Result<Actio
         ctx.wake.notify_one();
         return Ok(Action::await_change());
     }
-    let pods = job_pods(&ctx, &job);
+    // Our last status write was computed from this very version: the cache has not shown
+    // the write yet, and a reconcile now would redo it from stale data (a second write, and
+    // times such as admittedAt taken anew). The write's watch event triggers the next one.
+    let key = job_key(&job);
+    if job.metadata.resource_version.is_some()
+        && ctx.status_written_from(&key) == job.metadata.resource_version
+    {
+        return Ok(Action::requeue(Duration::from_secs(1)));
+    }
+    let pods = ctx.job_pods(&job);
     let old = job.status.clone().unwrap_or_default();
     let mut status = old.clone();
     let mut fx = Effects::default();
@@ -221,12 +218,16 @@ pub async fn reconcile(job: Arc<TrainingJob>, ctx: Arc<Context>) -> Result<Actio
             "kind": "TrainingJob",
             "status": serde_json::to_value(&status)?,
         });
-        api.patch_status(
-            &job.name_any(),
-            &PatchParams::apply(MANAGER).force(),
-            &Patch::Apply(&patch),
-        )
-        .await?;
+        let written = api
+            .patch_status(
+                &job.name_any(),
+                &PatchParams::apply(MANAGER).force(),
+                &Patch::Apply(&patch),
+            )
+            .await?;
+        if written.metadata.resource_version != job.metadata.resource_version {
+            ctx.record_status_write(key, job.metadata.resource_version.clone());
+        }
         if old.phase != status.phase {
             info!(from = %old.phase, to = %status.phase, "phase");
             ctx.wake.notify_one();
@@ -479,7 +480,9 @@ fn step(
                     t,
                 );
                 status.message = Some(msg);
-                fx.requeue(Duration::from_secs(3));
+                // The scheduler asks for a reconcile whenever the reason it waits changes;
+                // this is only a safety net.
+                fx.requeue(Duration::from_secs(30));
                 return;
             }
             if checkpoint_requested {

@@ -137,8 +137,13 @@ impl Tenants {
     }
 
     /// Whether `need` more fits the VC's guarantee for a flavor.
+    /// A flavor no node has any more (a running job whose nodes are all gone) has none.
     pub fn within_guarantee(&self, vc: VcIdx, f: FlavorId, need: u64) -> bool {
-        self.guar_used[vc][f as usize] + need <= self.guarantee[vc][f as usize]
+        let f = f as usize;
+        match (self.guar_used[vc].get(f), self.guarantee[vc].get(f)) {
+            (Some(used), Some(g)) => used + need <= *g,
+            _ => false,
+        }
     }
 
     /// Limits that would stop `need` more: VC limit, queue maxShare, user limit.
@@ -211,10 +216,15 @@ impl Tenants {
                 *x = x.saturating_sub(milli)
             }
         };
-        if bonus {
-            op(&mut self.bonus_used[vc][f as usize]);
+        // A flavor no node has any more (the job's nodes are all gone) has no per-flavor
+        // usage; the job still counts for its VirtualCluster, queues and user.
+        let per_flavor = if bonus {
+            self.bonus_used[vc].get_mut(f as usize)
         } else {
-            op(&mut self.guar_used[vc][f as usize]);
+            self.guar_used[vc].get_mut(f as usize)
+        };
+        if let Some(x) = per_flavor {
+            op(x);
         }
         op(&mut self.vc_used[vc]);
         for &qi in &self.chain[q] {
