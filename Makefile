@@ -39,13 +39,14 @@ crds:
 	$(CARGO) run -q -p kubetrain --bin crdgen -- config/crds
 
 ## bench: scheduling-core benchmarks, the quick simulator runs (Setups A and B) and the
-## control-plane throughput run (Setup C); reads ../shared/traces
+## control-plane throughput and reclaim runs (Setup C, release: the operator runs in-process
+## and a debug build costs it about three times the CPU); reads ../shared/traces
 bench:
 	$(CARGO) bench -p kubetrain --bench sched
 	$(CARGO) build --release -p kubetrain --bin kubetrain-sim
 	./target/release/kubetrain-sim bench --traces ../shared/traces --out target/sim
 	bash e2e/scripts/install-control-plane.sh >/dev/null
-	$(CARGO) test -p kubetrain-e2e --test throughput -- --ignored --nocapture
+	$(CARGO) test --release -p kubetrain-e2e --test throughput -- --ignored --nocapture --test-threads 1
 
 ## bench-docs: full simulator benchmarks; rewrites docs/benchmarks.md and docs/img/*.svg
 bench-docs:

@@ -106,6 +106,16 @@ fn event_object<K>(event: &watcher::Event<K>) -> Option<&K> {
     }
 }
 
+/// Asks for a reconcile of the TrainingJobs owning `pod`.
+fn request_owners(triggers: &JobTriggers, pod: &Pod) {
+    let ns = pod.namespace();
+    for owner in pod.owner_references() {
+        if let Some(job) = ObjectRef::<TrainingJob>::from_owner_ref(ns.as_deref(), owner, ()) {
+            triggers.request(job);
+        }
+    }
+}
+
 /// Bumps `generation` on every event (for the small kinds the reference maps copy).
 fn bump<K>(generation: Arc<AtomicU64>) -> impl FnMut(&watcher::Event<K>) -> bool + Send + 'static {
     move |_| {
@@ -146,6 +156,24 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
     let (triggers, trigger_rx) = JobTriggers::new();
     let triggers = Arc::new(triggers);
     let status_writes: Arc<std::sync::Mutex<HashMap<String, Option<String>>>> = Arc::default();
+    let pods = cache(
+        Api::<Pod>::all(client.clone()),
+        watcher::Config::default(),
+        wake.clone(),
+        {
+            let (index, triggers) = (pod_index.clone(), triggers.clone());
+            move |event: &watcher::Event<Pod>| {
+                index.apply(event);
+                // What `Controller::owns` did with a watch of its own.
+                if let Some(pod) = event_object(event)
+                    && pod.labels().contains_key(JOB_LABEL)
+                {
+                    request_owners(&triggers, pod);
+                }
+                true
+            }
+        },
+    );
     let stores = Stores {
         nodes: cache(
             Api::<Node>::all(client.clone()),
@@ -155,6 +183,7 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
                 // The GPU types the nodes offer feed validation: bump only when they change.
                 // Heartbeats alone do not wake the scheduler (its resync still runs).
                 let generation = refs_generation.clone();
+                let (pods, node_triggers) = (pods.clone(), triggers.clone());
                 let mut seen: HashMap<String, (Option<String>, u64)> = HashMap::new();
                 move |event: &watcher::Event<Node>| {
                     let (flavor_changed, wake) = match event {
@@ -179,35 +208,24 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
                     if flavor_changed {
                         generation.fetch_add(1, Ordering::SeqCst);
                     }
+                    // A node that changed (taints, readiness, GPU health): the jobs running
+                    // on it look at once whether it stopped them.
+                    if let (true, watcher::Event::Apply(n)) = (wake, event) {
+                        let name = n.name_any();
+                        for pod in pods.state() {
+                            if pod.labels().contains_key(JOB_LABEL)
+                                && pod.spec.as_ref().and_then(|s| s.node_name.as_ref())
+                                    == Some(&name)
+                            {
+                                request_owners(&node_triggers, &pod);
+                            }
+                        }
+                    }
                     wake
                 }
             },
         ),
-        pods: cache(
-            Api::<Pod>::all(client.clone()),
-            watcher::Config::default(),
-            wake.clone(),
-            {
-                let (index, triggers) = (pod_index.clone(), triggers.clone());
-                move |event: &watcher::Event<Pod>| {
-                    index.apply(event);
-                    // What `Controller::owns` did with a watch of its own.
-                    if let Some(pod) = event_object(event)
-                        && pod.labels().contains_key(JOB_LABEL)
-                    {
-                        let ns = pod.namespace();
-                        for owner in pod.owner_references() {
-                            if let Some(job) =
-                                ObjectRef::<TrainingJob>::from_owner_ref(ns.as_deref(), owner, ())
-                            {
-                                triggers.request(job);
-                            }
-                        }
-                    }
-                    true
-                }
-            },
-        ),
+        pods: pods.clone(),
         jobs: cache(
             Api::<TrainingJob>::all(client.clone()),
             watcher::Config::default(),
