@@ -400,15 +400,18 @@ impl Cluster {
         let new = n.whole_avail(Mode::Now) as u8;
         let key = (n.nvlink, idx);
         let rack = n.rack;
-        let keys: Vec<(u16, u8)> = n
+        let room = |(i, g): (usize, &GpuLedger)| {
+            let a = g.avail(Mode::Now);
+            (g.cap > 0 && a > 0 && a < 1000).then_some((a, i as u8))
+        };
+        let same = n
             .gpus
             .iter()
             .enumerate()
-            .filter_map(|(i, g)| {
-                let a = g.avail(Mode::Now);
-                (g.cap > 0 && a > 0 && a < 1000).then_some((a, i as u8))
-            })
-            .collect();
+            .filter_map(room)
+            .eq(n.share_keys.iter().copied());
+        let keys: Option<Vec<(u16, u8)>> =
+            (!same).then(|| n.gpus.iter().enumerate().filter_map(room).collect());
         if first || old != new {
             if !first {
                 self.buckets[f][old as usize].remove(&key);
@@ -425,7 +428,7 @@ impl Cluster {
         }
         let n = &mut self.nodes[idx as usize];
         n.free_now = new;
-        if keys != n.share_keys {
+        if let Some(keys) = keys {
             for &(a, g) in &n.share_keys {
                 self.share_index[f].remove(&(a, idx, g));
             }
@@ -596,15 +599,14 @@ impl Cluster {
         )
     }
 
-    /// How much placing one replica on a node now would change the node's fragmentation
-    /// (the GPUs `try_take` would choose), or None when it does not fit.
+    /// How much placing one replica on a node now would change the node's fragmentation, or
+    /// None when it does not fit.
     pub fn frag_delta(
         &self,
         idx: NodeIdx,
         d: GpuDemand,
         cpu: u64,
         mem: u64,
-        nvlink_wanted: bool,
         scratch: &mut Vec<u16>,
     ) -> Option<f64> {
         let n = &self.nodes[idx as usize];
@@ -615,17 +617,37 @@ impl Cluster {
         scratch.clear();
         scratch.extend(n.gpus.iter().map(|g| g.avail(Mode::Now)));
         let before = self.mix.node_frag(n.flavor, scratch, cpu_free, mem_free);
+        // The score depends only on how much is left on each GPU, not on which GPU: take
+        // the amounts `choose_whole`/`choose_share` would (k whole GPUs; the partly used GPU
+        // with the least room that fits, else a whole one) without choosing GPUs.
         match d {
             GpuDemand::None => {}
             GpuDemand::Whole(k) => {
-                for g in choose_whole(n, k, Mode::Now, nvlink_wanted, None)? {
-                    scratch[g as usize] = 0;
+                let mut left = k;
+                for x in scratch.iter_mut().filter(|x| **x >= 1000) {
+                    if left == 0 {
+                        break;
+                    }
+                    *x = 0;
+                    left -= 1;
+                }
+                if left > 0 {
+                    return None;
                 }
             }
             GpuDemand::Share(m) => {
                 let m = m.0.min(1000) as u16;
-                let g = choose_share(n, m, Mode::Now, nvlink_wanted)?;
-                scratch[g as usize] -= m;
+                let mut pick: Option<usize> = None;
+                for (i, &x) in scratch.iter().enumerate() {
+                    let better = match pick {
+                        None => x >= m,
+                        Some(p) => x >= m && x < scratch[p],
+                    };
+                    if better {
+                        pick = Some(i);
+                    }
+                }
+                scratch[pick?] -= m;
             }
         }
         let after = self

@@ -502,7 +502,7 @@ fn frag_pick(
         if skip.contains(&n) {
             continue;
         }
-        let Some(delta) = c.frag_delta(n, d.gpu, d.cpu, d.mem, nv, &mut scratch) else {
+        let Some(delta) = c.frag_delta(n, d.gpu, d.cpu, d.mem, &mut scratch) else {
             continue;
         };
         let node = &c.nodes[n as usize];
