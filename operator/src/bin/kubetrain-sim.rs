@@ -445,22 +445,26 @@ fn losses(p: &PlacementOut, results: &[PolicyResult], ack_delay: i64) -> String 
             })
         })
         .count();
-    if p.sums.iter().any(|x| {
-        p.fgd.iter().any(|r| {
-            r.workload == x.workload && r.policy.ends_with("FGD") && x.alloc_130 <= r.alloc_130
+    let below_fgd = p
+        .sums
+        .iter()
+        .filter(|x| {
+            p.fgd.iter().any(|r| {
+                r.workload == x.workload && r.policy.ends_with("FGD") && x.alloc_130 <= r.alloc_130
+            })
         })
-    }) {
+        .count();
+    if below_fgd > 0 {
         s.push_str(&format!(
-            "- **Placement (Setup A).** kubetrain stays below FGD on every trace, and below the published Random on {below_random} of {n} \
-             (lowest allocation at 130 %: {worst:.2} %). In our runs whole-GPU pods fail only when no node has enough free whole \
-             GPUs *and* CPU/memory for them, so the loss is in where earlier pods were put: (a) a job that accepts any GPU model \
-             tries the models in name order (`cycle.rs`, reserve-and-pack sorts by how many pending jobs ask for a model, all zero \
-             here), so 1-GPU and fractional pods fill the 8-GPU G2 nodes before the 2-GPU T4/P100 nodes and 8-GPU pods then fail; \
-             (b) within a model the node score is free whole GPUs only (best fit), blind to CPU/memory left and to the fragmentation \
-             a placement creates, which is exactly what FGD scores; (c) a share looks for a partly used GPU only among the first 64 \
-             nodes of the model's `partial` index (`placement.rs`, `spread`, in node-index order, not least room) before opening a \
-             whole GPU — removing that cap in a scratch copy raised `default` at 130 % by only about 1.4 points, so (a) and (b) \
-             are the likely bulk (not measured separately).\n"        ));
+            "- **Placement (Setup A).** kubetrain stays below FGD on {below_fgd} of {n} traces, and below the published Random on \
+             {below_random} (lowest allocation at 130 %: {worst:.2} %). Placement scores candidate nodes by the fragmentation they \
+             add for the workload's pod shapes, as FGD does (`sched/frag.rs`; a job accepting any GPU model tries the models in the \
+             order of that score), but differs from FGD in three ways that may explain the gap: it scores a bounded pool of \
+             candidates (the first 16 nodes of each free-whole-GPU bucket and the best-fitting partly used GPUs), not every node; \
+             it learns the shape mix from the jobs in the snapshot (the pods placed so far and the pending batch), not from the \
+             whole trace; and a job that lists GPU models (`gpu_spec`) tries them in the listed order, where FGD treats them as \
+             an unordered set (not measured separately).\n"
+        ));
     }
     let k = results.iter().find(|r| r.policy == Policy::Kubetrain);
     let h = results.iter().find(|r| r.policy == Policy::HivedLike);

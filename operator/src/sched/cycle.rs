@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use super::capacity::{QueueIdx, Tenants, VcIdx, gpus};
 use super::cells::Cells;
 use super::decisions::{Admission, Decisions, Preemption, PreemptionReason, WaitReason, Waiting};
+use super::frag::Mix;
 use super::model::{Flavor, GpuDemand, Snapshot, TopologyLevel};
 use super::nodes::{Cluster, FlavorId, Mode, NodeIdx};
 use super::options::Options;
@@ -123,6 +124,7 @@ pub fn state_bytes(snap: &Snapshot) -> usize {
 impl<'a> Cycle<'a> {
     fn build(snap: &'a Snapshot) -> Cycle<'a> {
         let mut c = Cluster::build(snap);
+        c.mix = Mix::build(snap, &c.flavor_by_name, c.flavor_names.len());
         let mut runs = Vec::new();
         for (j, job) in snap.jobs.iter().enumerate() {
             let Some(r) = &job.running else { continue };
@@ -444,6 +446,51 @@ impl<'a> Cycle<'a> {
         )
     }
 
+    /// A job that accepts any GPU type (or uses none): its acceptable types in the order of
+    /// the fragmentation its placement there would add (see `frag`; a type where it does not
+    /// fit last), ties in the reserve-and-pack order. So small replicas go to the types and
+    /// nodes where they strand the least capacity, not to the first type by name. A job that
+    /// lists its types keeps its own preference order.
+    fn rank_flavors(&mut self, p: &Pending, flavors: &[FlavorId]) -> Vec<FlavorId> {
+        let job = &self.snap.jobs[p.job];
+        if !job.gpu_types.is_empty() || flavors.len() < 2 || self.c.mix.is_empty() {
+            return flavors.to_vec();
+        }
+        let mut scored: Vec<(i64, usize, FlavorId)> = Vec::with_capacity(flavors.len());
+        let mut scratch = Vec::new();
+        for (i, &f) in flavors.iter().enumerate() {
+            let key = self.shape(p, f);
+            let mut score = i64::MAX;
+            if !self.no_fit.contains(&key) {
+                let req = self.request(p, f);
+                match place(&mut self.c, &req, Mode::Now, Scope::Flavor) {
+                    None => {
+                        self.no_fit.insert(key);
+                    }
+                    Some(trial) => {
+                        let mut nodes: Vec<NodeIdx> =
+                            trial.takes.iter().map(|t| t.1.node).collect();
+                        nodes.sort_unstable();
+                        nodes.dedup();
+                        let after: f64 = nodes
+                            .iter()
+                            .map(|&n| self.c.frag_now(n, &mut scratch))
+                            .sum();
+                        trial.undo(&mut self.c);
+                        let before: f64 = nodes
+                            .iter()
+                            .map(|&n| self.c.frag_now(n, &mut scratch))
+                            .sum();
+                        score = ((after - before) * 16.0).round() as i64;
+                    }
+                }
+            }
+            scored.push((score, i, f));
+        }
+        scored.sort_unstable();
+        scored.into_iter().map(|x| x.2).collect()
+    }
+
     /// Place now on flavor `f`; guaranteed placements must keep cell guarantees whole.
     fn try_place(&mut self, p: &Pending, f: FlavorId, guaranteed: bool) -> Option<Trial> {
         let key = self.shape(p, f);
@@ -754,6 +801,7 @@ impl<'a> Cycle<'a> {
             deferred.push((p.job, false));
             return;
         }
+        let head = self.rank_flavors(p, &head);
         for &f in &head {
             if let Some(trial) = self.try_place(p, f, true) {
                 self.admit(p, f, trial, false);
@@ -778,7 +826,7 @@ impl<'a> Cycle<'a> {
         {
             return false;
         }
-        for &f in &p.flavors {
+        for f in self.rank_flavors(p, &p.flavors) {
             if self.t.within_guarantee(p.vc, f, p.milli)
                 && let Some(trial) = self.try_place(p, f, true)
             {

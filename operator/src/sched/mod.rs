@@ -10,15 +10,18 @@
 //!    `held`, `releasing` (jobs being preempted) and `reserved` (promised to a job waiting for
 //!    those releases). Running jobs are charged, foreign pods take the highest free GPUs,
 //!    unhealthy GPUs have no capacity, cordoned nodes are left out of the index. The free
-//!    index buckets nodes by free whole GPUs per flavor (and racks by free GPUs), so finding
-//!    the best-fit node is a B-tree range walk, not a cluster scan.
+//!    index buckets nodes by free whole GPUs per flavor (and racks by free GPUs, partly used
+//!    GPUs by room left), so finding candidate nodes is a B-tree range walk, not a cluster
+//!    scan. The workload's shape mix (`frag`) is learned from the snapshot's jobs.
 //! 2. **Usage** (`capacity`). Running jobs are charged to their VC, queue (and ancestors) and
 //!    user, as guaranteed or bonus. A bonus job that now fits its VC's guarantee is
 //!    *promoted* (no longer preemptible). Cell ownership is derived (`cells`).
 //! 3. **Guaranteed phase.** VCs take turns by weighted dominant share of their guarantee in
 //!    use; a VC offers jobs from its queues (`order`: the queue furthest below its share
 //!    first, the queue's policy inside it). A job within its VC's guarantee for a flavor of
-//!    its preference list is placed (`placement`) on free capacity, keeping other VCs' cell
+//!    its preference list is placed (`placement`: the candidate node that adds the least
+//!    fragmentation for the shape mix; a job accepting any GPU type tries the types in the
+//!    order of the fragmentation it would add there) on free capacity, keeping other VCs' cell
 //!    guarantees obtainable. If it does not fit, a **reclaim** is planned (`reclaim`): victims
 //!    are other VCs' bonus jobs, chosen per candidate domain for least lost work; the gang is
 //!    placed on the capacity free once they are gone and that capacity is reserved. Jobs
@@ -38,8 +41,12 @@
 //! Capacity only shrinks within a cycle, so a job shape (flavor, topology, replica demands)
 //! that did not fit once will not fit later in the cycle: the first failure is memoised and
 //! every later job of that shape is answered in O(log n); the same holds for victim searches
-//! per VC and shape. Placement walks the free index from the best-fit bucket; nodes are only
-//! scanned linearly inside a rack or a reclaim domain. Limits are checked before placement.
+//! per VC and shape. Placement scores a bounded pool of candidates: the first few nodes of
+//! each free-GPU bucket and, for a share, the best-fitting partly used GPUs from the share
+//! index, each score costing O(GPUs per node + shapes kept), with at most
+//! `frag::MAX_SHAPES` shapes; a job accepting any type is placed once per type to rank
+//! them. Nodes are only scanned linearly inside a rack or a reclaim domain. Limits are
+//! checked before placement.
 //!
 //! # Guarantees the properties check
 //!
@@ -65,6 +72,7 @@ mod capacity;
 mod cells;
 mod cycle;
 pub mod decisions;
+mod frag;
 pub mod model;
 mod nodes;
 mod options;

@@ -10,6 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::frag::Mix;
 use super::model::{GpuDemand, GpuIndex, Node, Snapshot, Topology};
 
 pub(crate) type NodeIdx = u32;
@@ -120,8 +121,8 @@ pub(crate) struct NodeState {
     pub gpu_pos: Vec<u8>,
     /// Whole GPUs usable now.
     pub free_now: u8,
-    /// Has a GPU partly used by shares with room left, now.
-    pub partial: bool,
+    /// This node's entries (room now, GPU) in the flavor's `share_index`.
+    pub share_keys: Vec<(u16, u8)>,
 }
 
 impl NodeState {
@@ -175,8 +176,11 @@ pub(crate) struct Cluster {
     pub facts: Vec<FlavorFacts>,
     /// `[flavor][free whole GPUs now]` → (has NVLink, node).
     pub buckets: Vec<Vec<BTreeSet<(bool, NodeIdx)>>>,
-    /// Nodes with a partly shared GPU that has room, per flavor.
-    pub partial: Vec<BTreeSet<NodeIdx>>,
+    /// Partly used GPUs with room left now, per flavor: (room, node, GPU), least room first
+    /// (best fit for a share is the first entry at or above its size).
+    pub share_index: Vec<BTreeSet<(u16, NodeIdx, u8)>>,
+    /// The workload's shape mix that fragmentation is scored against (empty: no scores).
+    pub mix: Mix,
     pub racks: Vec<RackGroup>,
     /// Per flavor: (free now, rack group).
     pub rack_index: Vec<BTreeSet<(u32, u32)>>,
@@ -277,7 +281,7 @@ impl Cluster {
                 group_nvlink,
                 gpu_pos,
                 free_now: 0,
-                partial: false,
+                share_keys: Vec::new(),
             });
         }
         c.racks = vec![RackGroup::default(); rack_ids.len()];
@@ -348,7 +352,7 @@ impl Cluster {
         let nf = self.flavor_names.len();
         self.facts = vec![FlavorFacts::default(); nf];
         self.buckets = vec![Vec::new(); nf];
-        self.partial = vec![BTreeSet::new(); nf];
+        self.share_index = vec![BTreeSet::new(); nf];
         self.rack_index = vec![BTreeSet::new(); nf];
         for (i, n) in self.nodes.iter().enumerate() {
             let f = n.flavor as usize;
@@ -394,12 +398,20 @@ impl Cluster {
         let f = n.flavor as usize;
         let old = n.free_now;
         let new = n.whole_avail(Mode::Now) as u8;
-        let partial = n.gpus.iter().any(|g| {
-            let a = g.avail(Mode::Now);
-            g.cap > 0 && a > 0 && a < 1000 && g.held > 0 && g.held < 1000
-        });
         let key = (n.nvlink, idx);
         let rack = n.rack;
+        let room = |(i, g): (usize, &GpuLedger)| {
+            let a = g.avail(Mode::Now);
+            (g.cap > 0 && a > 0 && a < 1000).then_some((a, i as u8))
+        };
+        let same = n
+            .gpus
+            .iter()
+            .enumerate()
+            .filter_map(room)
+            .eq(n.share_keys.iter().copied());
+        let keys: Option<Vec<(u16, u8)>> =
+            (!same).then(|| n.gpus.iter().enumerate().filter_map(room).collect());
         if first || old != new {
             if !first {
                 self.buckets[f][old as usize].remove(&key);
@@ -416,13 +428,14 @@ impl Cluster {
         }
         let n = &mut self.nodes[idx as usize];
         n.free_now = new;
-        if partial != n.partial || first {
-            n.partial = partial;
-            if partial {
-                self.partial[f].insert(idx);
-            } else {
-                self.partial[f].remove(&idx);
+        if let Some(keys) = keys {
+            for &(a, g) in &n.share_keys {
+                self.share_index[f].remove(&(a, idx, g));
             }
+            for &(a, g) in &keys {
+                self.share_index[f].insert((a, idx, g));
+            }
+            n.share_keys = keys;
         }
     }
 
@@ -550,6 +563,97 @@ impl Cluster {
                 }
             }
         }
+    }
+
+    /// Up to `limit` nodes of a flavor with exactly `free` whole GPUs free now, in index
+    /// order, NVLink nodes last unless `nvlink_first`.
+    pub fn bucket_take(
+        &self,
+        flavor: FlavorId,
+        free: usize,
+        nvlink_first: bool,
+        limit: usize,
+        out: &mut Vec<NodeIdx>,
+    ) {
+        let Some(set) = self.buckets.get(flavor as usize).and_then(|b| b.get(free)) else {
+            return;
+        };
+        let it: Box<dyn Iterator<Item = &(bool, NodeIdx)>> = if nvlink_first {
+            Box::new(set.range((true, 0)..).chain(set.range(..(true, 0))))
+        } else {
+            Box::new(set.iter())
+        };
+        out.extend(it.take(limit).map(|&(_, n)| n));
+    }
+
+    /// Fragmentation of a node now (see `frag`).
+    pub fn frag_now(&self, idx: NodeIdx, scratch: &mut Vec<u16>) -> f64 {
+        let n = &self.nodes[idx as usize];
+        scratch.clear();
+        scratch.extend(n.gpus.iter().map(|g| g.avail(Mode::Now)));
+        self.mix.node_frag(
+            n.flavor,
+            scratch,
+            n.cpu.avail(Mode::Now),
+            n.mem.avail(Mode::Now),
+        )
+    }
+
+    /// How much placing one replica on a node now would change the node's fragmentation, or
+    /// None when it does not fit.
+    pub fn frag_delta(
+        &self,
+        idx: NodeIdx,
+        d: GpuDemand,
+        cpu: u64,
+        mem: u64,
+        scratch: &mut Vec<u16>,
+    ) -> Option<f64> {
+        let n = &self.nodes[idx as usize];
+        let (cpu_free, mem_free) = (n.cpu.avail(Mode::Now), n.mem.avail(Mode::Now));
+        if !n.schedulable || cpu_free < cpu || mem_free < mem {
+            return None;
+        }
+        scratch.clear();
+        scratch.extend(n.gpus.iter().map(|g| g.avail(Mode::Now)));
+        let before = self.mix.node_frag(n.flavor, scratch, cpu_free, mem_free);
+        // The score depends only on how much is left on each GPU, not on which GPU: take
+        // the amounts `choose_whole`/`choose_share` would (k whole GPUs; the partly used GPU
+        // with the least room that fits, else a whole one) without choosing GPUs.
+        match d {
+            GpuDemand::None => {}
+            GpuDemand::Whole(k) => {
+                let mut left = k;
+                for x in scratch.iter_mut().filter(|x| **x >= 1000) {
+                    if left == 0 {
+                        break;
+                    }
+                    *x = 0;
+                    left -= 1;
+                }
+                if left > 0 {
+                    return None;
+                }
+            }
+            GpuDemand::Share(m) => {
+                let m = m.0.min(1000) as u16;
+                let mut pick: Option<usize> = None;
+                for (i, &x) in scratch.iter().enumerate() {
+                    let better = match pick {
+                        None => x >= m,
+                        Some(p) => x >= m && x < scratch[p],
+                    };
+                    if better {
+                        pick = Some(i);
+                    }
+                }
+                scratch[pick?] -= m;
+            }
+        }
+        let after = self
+            .mix
+            .node_frag(n.flavor, scratch, cpu_free - cpu, mem_free - mem);
+        Some(after - before)
     }
 
     /// Most whole GPUs free now on one node, and in total, over some flavors.

@@ -5,9 +5,21 @@
 //!
 //! 1. **Replicas on nodes the job already uses first** (fewest nodes): every extra node adds
 //!    network hops to the job's collectives.
-//! 2. **Best fit for the rest of the gang**: when a new node is opened, the node with the
-//!    *fewest* free GPUs that still holds *all remaining* GPUs of the gang is chosen, so the
-//!    job ends on one node when it can and large free nodes stay whole for large jobs
+//! 2. **Least fragmentation for a job's first replica when it carries all the job's whole
+//!    GPUs** (a single-replica job, or a job of shares or CPU only), on capacity free now
+//!    anywhere in the flavor: among a bounded pool of candidates (the first
+//!    few nodes of each free-whole-GPU bucket that holds it; for a share also the nodes whose
+//!    partly used GPUs have the least room that fits, from the share index), the node whose
+//!    fragmentation for the workload's shape mix (`frag`, FGD) grows least. This weighs CPU
+//!    and memory left, partly used GPUs and how often each shape occurs: small replicas fill
+//!    partly used nodes and leave whole nodes whole, unless that strands CPU-starved GPUs. A
+//!    whole-GPU replica does not split the flavor's *last* node with the most free GPUs while
+//!    another candidate holds it (so one largest block stays for a waiting big job). Ties: best fit (fewest free whole
+//!    GPUs), the wanted NVLink kind, the fuller rack, index.
+//!    Otherwise (gangs, reclaim plans, restricted node sets) **best fit for the rest of the
+//!    gang**: when a gang opens a new node, the node
+//!    with the *fewest* free GPUs that still holds *all remaining* GPUs of the gang is chosen,
+//!    so the job ends on one node when it can and large free nodes stay whole for large jobs
 //!    (fragmentation-aware, like a buddy allocator keeping large cells free).
 //! 3. **Otherwise the largest free node**: when no node holds the rest, take the emptiest
 //!    one; this minimises the number of nodes the gang spans.
@@ -356,23 +368,16 @@ fn spread(
                 break;
             }
         }
-        // shares: a node with a partly used GPU first
+        // a replica that needs no more than one new node: the candidate whose
+        // fragmentation grows least
         if placed.is_none()
-            && matches!(d.gpu, GpuDemand::Share(_))
             && mode == Mode::Now
             && let Scope::Flavor = scope
+            && remaining <= k
+            && trial.node_order.is_empty()
+            && let Some(n) = frag_pick(c, req, d, nv, &trial.node_order)
         {
-            let partial: Vec<NodeIdx> = c.partial[req.flavor as usize]
-                .iter()
-                .take(64)
-                .copied()
-                .collect();
-            for n in partial {
-                if let Some(t) = c.try_take(n, d.gpu, d.cpu, d.mem, mode, nv, None) {
-                    placed = Some(t);
-                    break;
-                }
-            }
+            placed = c.try_take(n, d.gpu, d.cpu, d.mem, mode, nv, None);
         }
         if placed.is_none() {
             let need_node = match d.gpu {
@@ -442,6 +447,79 @@ fn spread(
         }
     }
     Some(trial)
+}
+
+/// Candidates per free-whole-GPU bucket (and per room on partly used GPUs for a share)
+/// that [`frag_pick`] scores.
+const FRAG_POOL: usize = 16;
+
+/// The node of the flavor where one replica adds the least fragmentation (see `frag`).
+/// Candidates: the first few nodes of every free-whole-GPU bucket that can hold the replica,
+/// and for a share the nodes holding the partly used GPUs with the least room that fits
+/// (best fit over all of them, through the share index). Ties: fewest free whole GPUs
+/// (best fit), the wanted NVLink kind, the rack with the fewest free GPUs, index.
+fn frag_pick(
+    c: &Cluster,
+    req: &Request,
+    d: &Demand,
+    nv: bool,
+    skip: &[NodeIdx],
+) -> Option<NodeIdx> {
+    let f = req.flavor;
+    let mut cand: Vec<NodeIdx> = Vec::new();
+    let min_free = match d.gpu {
+        GpuDemand::Whole(k) => k as usize,
+        GpuDemand::Share(m) => {
+            let m = m.0.min(1000) as u16;
+            let mut seen = 0;
+            for &(_, n, _) in c.share_index[f as usize].range((m, 0, 0)..) {
+                if cand.last() != Some(&n) && !cand.contains(&n) {
+                    cand.push(n);
+                    seen += 1;
+                    if seen >= FRAG_POOL {
+                        break;
+                    }
+                }
+            }
+            1
+        }
+        GpuDemand::None => 0,
+    };
+    let buckets = c.buckets.get(f as usize).map_or(0, Vec::len);
+    for b in min_free..buckets {
+        c.bucket_take(f, b, nv, FRAG_POOL, &mut cand);
+    }
+    let mut scratch = Vec::new();
+    // (splits the flavor's last largest free block, fragmentation added, free whole GPUs,
+    // NVLink kind not wanted, rack free GPUs, node)
+    type Key = (bool, i64, u32, bool, u32, NodeIdx);
+    let last_largest = c.buckets.get(f as usize).and_then(|b| {
+        let i = b.iter().rposition(|set| !set.is_empty())?;
+        (b[i].len() == 1).then_some(i as u32)
+    });
+    let mut best: Option<(Key, NodeIdx)> = None;
+    for &n in &cand {
+        if skip.contains(&n) {
+            continue;
+        }
+        let Some(delta) = c.frag_delta(n, d.gpu, d.cpu, d.mem, &mut scratch) else {
+            continue;
+        };
+        let node = &c.nodes[n as usize];
+        let free = node.whole_avail(Mode::Now);
+        let key = (
+            matches!(d.gpu, GpuDemand::Whole(k) if Some(free) == last_largest && k < free),
+            (delta * 16.0).round() as i64,
+            free,
+            node.nvlink != req.nvlink_wanted,
+            node.rack.map_or(u32::MAX, |r| c.racks[r as usize].free_now),
+            n,
+        );
+        if best.as_ref().is_none_or(|b| key < b.0) {
+            best = Some((key, n));
+        }
+    }
+    best.map(|b| b.1)
 }
 
 fn want(req: &Request, d: &Demand) -> bool {

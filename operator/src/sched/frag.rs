@@ -1,0 +1,253 @@
+//! Fragmentation score: how much idle GPU capacity of a node the workload's pod shapes could
+//! not use (after Weng et al., "Beware of Fragmentation", USENIX ATC'23, FGD).
+//!
+//! The *shape mix* is learned from the snapshot itself: every replica of every job (running
+//! and pending) that uses a GPU is one sample of its shape (GPU demand, CPU, memory,
+//! acceptable GPU types); the most frequent [`MAX_SHAPES`] shapes are kept, weighted by
+//! frequency. For a node and a shape, the fragment is
+//!
+//! - all idle GPU capacity of the node when the shape does not fit there at all (GPU type
+//!   not accepted, too little CPU or memory left, no GPU with room for the share, fewer free
+//!   whole GPUs than it asks for);
+//! - otherwise the idle part of the GPUs too small for it (a share larger than what is left
+//!   of a partly used GPU; any partly used GPU for a whole-GPU replica).
+//!
+//! A node's fragmentation is the weighted sum over shapes (milli-GPUs). Placement prefers
+//! the candidate whose fragmentation grows least (or shrinks most) when the replica is put
+//! there: small replicas then fill partly used nodes and the types fewer shapes accept,
+//! leave whole nodes to whole-node replicas, and do not strand GPUs by using up a node's CPU
+//! or memory. Everything is a pure function of the snapshot: same snapshot, same mix, same
+//! scores.
+
+use std::collections::BTreeMap;
+
+use super::model::{GpuDemand, Snapshot};
+use super::nodes::FlavorId;
+
+/// Most distinct shapes kept (the most frequent ones; the others are folded into the kept
+/// class of the same GPU demand and types): bounds the cost of one score.
+pub(crate) const MAX_SHAPES: usize = 128;
+
+/// Shapes with one GPU demand (and set of types), differing only in CPU and memory.
+#[derive(Clone, Debug)]
+struct Class {
+    gpu: GpuDemand,
+    weight: f64,
+    /// (CPU, memory, weight) of each shape of the class.
+    needs: Vec<(u64, u64, f64)>,
+}
+
+/// The workload's typical replica shapes, per GPU type.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Mix {
+    /// Per flavor: the classes of shapes that accept it.
+    accepting: Vec<Vec<Class>>,
+    /// Per flavor: total weight of the shapes that do not accept it (for them every idle GPU
+    /// of the flavor is a fragment).
+    other: Vec<f64>,
+}
+
+type ClassKey = (GpuDemand, Vec<FlavorId>);
+
+impl Mix {
+    /// Learn the mix from every job of the snapshot. `flavor_id` maps a GPU type name to its
+    /// id; types no node has are ignored (a job accepting only those accepts no node).
+    pub fn build(snap: &Snapshot, flavor_id: &BTreeMap<String, FlavorId>, flavors: usize) -> Mix {
+        let mut count: BTreeMap<(ClassKey, u64, u64), u64> = BTreeMap::new();
+        for j in &snap.jobs {
+            let mut types: Vec<FlavorId> = j
+                .gpu_types
+                .iter()
+                .filter_map(|f| flavor_id.get(f.as_str()).copied())
+                .collect();
+            if !j.gpu_types.is_empty() && types.is_empty() {
+                continue;
+            }
+            types.sort_unstable();
+            types.dedup();
+            for t in &j.tasks {
+                let gpu = match t.gpus {
+                    GpuDemand::Whole(k) if k > 0 => t.gpus,
+                    GpuDemand::Share(m) if m.0 > 0 && m.0 < 1000 => t.gpus,
+                    _ => continue,
+                };
+                if t.replicas == 0 {
+                    continue;
+                }
+                *count
+                    .entry(((gpu, types.clone()), t.cpu_milli, t.memory_bytes))
+                    .or_default() += u64::from(t.replicas);
+            }
+        }
+        let total: u64 = count.values().sum();
+        let mut mix = Mix {
+            accepting: vec![Vec::new(); flavors],
+            other: vec![0.0; flavors],
+        };
+        if total == 0 {
+            return mix;
+        }
+        // most frequent shapes first, ties in shape order (the map's): deterministic
+        let mut shapes: Vec<((ClassKey, u64, u64), u64)> = count.into_iter().collect();
+        shapes.sort_by_key(|s| std::cmp::Reverse(s.1));
+        let mut classes: BTreeMap<ClassKey, Vec<(u64, u64, u64)>> = BTreeMap::new();
+        for (i, ((class, cpu, mem), n)) in shapes.into_iter().enumerate() {
+            let needs = classes.entry(class).or_default();
+            if i < MAX_SHAPES || needs.is_empty() {
+                needs.push((cpu, mem, n));
+            } else {
+                // folded into the class's least demanding kept shape
+                let least = needs
+                    .iter_mut()
+                    .min_by_key(|x| (x.0, x.1))
+                    .expect("not empty");
+                least.2 += n;
+            }
+        }
+        for ((gpu, types), needs) in classes {
+            let n: u64 = needs.iter().map(|x| x.2).sum();
+            let class = Class {
+                gpu,
+                weight: n as f64 / total as f64,
+                needs: needs
+                    .iter()
+                    .map(|&(c, m, k)| (c, m, k as f64 / total as f64))
+                    .collect(),
+            };
+            for f in 0..flavors {
+                if types.is_empty() || types.binary_search(&(f as FlavorId)).is_ok() {
+                    mix.accepting[f].push(class.clone());
+                } else {
+                    mix.other[f] += class.weight;
+                }
+            }
+        }
+        mix
+    }
+
+    /// No shapes: every score is zero.
+    pub fn is_empty(&self) -> bool {
+        self.accepting.iter().all(Vec::is_empty)
+    }
+
+    /// Fragmentation (milli-GPUs) of a node of `flavor` with `free` milli-GPUs left on each
+    /// GPU and `cpu`/`mem` left.
+    pub fn node_frag(&self, flavor: FlavorId, free: &[u16], cpu: u64, mem: u64) -> f64 {
+        let f = flavor as usize;
+        let Some(classes) = self.accepting.get(f) else {
+            return 0.0;
+        };
+        let mut idle = 0u32;
+        let mut whole = 0u32;
+        let mut partial = 0u32;
+        let mut largest = 0u16;
+        for &x in free {
+            idle += u32::from(x);
+            largest = largest.max(x);
+            if x >= 1000 {
+                whole += 1;
+            } else {
+                partial += u32::from(x);
+            }
+        }
+        if idle == 0 {
+            return 0.0;
+        }
+        let idle_f = f64::from(idle);
+        let mut frag = self.other[f] * idle_f;
+        for cl in classes {
+            // GPUs lost to a shape of this class that has the CPU and memory it needs
+            let lost = match cl.gpu {
+                GpuDemand::Whole(k) => {
+                    if whole >= k {
+                        partial
+                    } else {
+                        idle
+                    }
+                }
+                GpuDemand::Share(m) => {
+                    let m = m.0.min(1000) as u16;
+                    if largest >= m {
+                        free.iter().filter(|&&x| x < m).map(|&x| u32::from(x)).sum()
+                    } else {
+                        idle
+                    }
+                }
+                GpuDemand::None => 0,
+            };
+            if lost == idle {
+                frag += cl.weight * idle_f;
+                continue;
+            }
+            let fits: f64 = cl
+                .needs
+                .iter()
+                .filter(|x| x.0 <= cpu && x.1 <= mem)
+                .map(|x| x.2)
+                .sum();
+            frag += fits * f64::from(lost) + (cl.weight - fits) * idle_f;
+        }
+        frag
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::model::{Flavor, Job, MilliGpu, Task};
+
+    fn job(gpus: GpuDemand, replicas: u32, types: &[&str]) -> Job {
+        Job {
+            id: "t/j".into(),
+            queue: "q".into(),
+            priority: 0,
+            queued_at: 0,
+            user: "u".into(),
+            tasks: vec![Task {
+                name: "w".into(),
+                replicas,
+                cpu_milli: 1000,
+                memory_bytes: 1,
+                gpus,
+            }],
+            gpu_types: types.iter().map(|t| Flavor::new(*t)).collect(),
+            topology: Default::default(),
+            retries: 0,
+            preemptions: 0,
+            predicted_duration_seconds: None,
+            running: None,
+        }
+    }
+
+    #[test]
+    fn fragments_follow_the_shapes() {
+        let ids: BTreeMap<String, FlavorId> = [("A".to_string(), 0), ("B".to_string(), 1)].into();
+        let snap = Snapshot {
+            jobs: vec![
+                job(GpuDemand::Whole(8), 1, &[]),
+                job(GpuDemand::Share(MilliGpu(500)), 2, &["A"]),
+                job(GpuDemand::Whole(1), 1, &["Nope"]),
+            ],
+            ..Default::default()
+        };
+        let mix = Mix::build(&snap, &ids, 2);
+        // an empty 8-GPU node of A: both shapes fit, nothing lost
+        let empty = [1000u16; 8];
+        assert_eq!(mix.node_frag(0, &empty, 10_000, 10), 0.0);
+        // of B: the share shape (2/3) does not accept B
+        let b = mix.node_frag(1, &empty, 10_000, 10);
+        assert!((b - 8000.0 * 2.0 / 3.0).abs() < 1e-6, "{b}");
+        // one GPU taken: the 8-GPU shape (1/3) loses the 7 left
+        let mut one = empty;
+        one[0] = 0;
+        let a = mix.node_frag(0, &one, 10_000, 10);
+        assert!((a - 7000.0 / 3.0).abs() < 1e-6, "{a}");
+        // no CPU left: everything idle is lost
+        assert!((mix.node_frag(0, &one, 0, 10) - 7000.0).abs() < 1e-6);
+        // 300 milli left on a GPU: too small for the 500m share
+        let mut part = one;
+        part[1] = 300;
+        let p = mix.node_frag(0, &part, 10_000, 10);
+        assert!((p - (6300.0 / 3.0 + 300.0 * 2.0 / 3.0)).abs() < 1e-6, "{p}");
+    }
+}
