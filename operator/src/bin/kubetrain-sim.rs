@@ -423,6 +423,11 @@ fn docs_markdown(full: bool, p: &PlacementOut, t: &TenantOut, total: f64) -> Str
     s.push_str(&setup_b_text(w, c, &t.results));
     s.push_str(&ablation_text(t));
     s.push_str(&losses(p, &t.results, t.cfg.ack_delay));
+    s.push_str(
+        "\n## Setup C — control plane\n\nMeasured against a real kube-apiserver with simulated nodes by \
+         `e2e/tests/throughput.rs` (`make bench`), not by the simulator: the numbers, and where they miss the goal, are in \
+         [benchmarks-control-plane.md](benchmarks-control-plane.md).\n",
+    );
     s
 }
 
