@@ -90,6 +90,23 @@ impl Setup {
         .await
     }
 
+    /// Waits until the node `name` passes `check`.
+    async fn node_where(
+        &self,
+        name: &str,
+        what: &str,
+        timeout: Duration,
+        check: impl Fn(&Node) -> bool,
+    ) -> Node {
+        let api = self.nodes();
+        ControlPlane::eventually(&format!("node {name}: {what}"), timeout, || {
+            let api = api.clone();
+            let check = &check;
+            async move { api.get_opt(name).await.ok().flatten().filter(|n| check(n)) }
+        })
+        .await
+    }
+
     async fn finish(self) {
         self.sim.shutdown().await.expect("shutdown");
         self.cp
@@ -332,19 +349,13 @@ async fn nodes_stay_ready_past_the_grace_period_unless_silent() {
         }
         tokio::time::sleep(Duration::from_secs(2)).await;
     }
-    let nodes = s.nodes();
-    ControlPlane::eventually(
-        "the silent node to be tainted unreachable",
+    s.node_where(
+        silent,
+        "tainted unreachable",
         Duration::from_secs(30),
-        || {
-            let nodes = nodes.clone();
-            async move {
-                let node = nodes.get(silent).await.ok()?;
-                (ready(&node).as_deref() == Some("Unknown")
-                    && taints(&node)
-                        .contains(&"node.kubernetes.io/unreachable:NoExecute".to_string()))
-                .then_some(())
-            }
+        |node| {
+            ready(node).as_deref() == Some("Unknown")
+                && taints(node).contains(&"node.kubernetes.io/unreachable:NoExecute".to_string())
         },
     )
     .await;
@@ -364,16 +375,8 @@ async fn not_ready_fault_is_seen_by_the_controller_manager_and_freezes_pods() {
         .set_node_fault(&node, NodeFault::NotReady)
         .await
         .expect("fault");
-    let nodes = s.nodes();
-    let node_ref = &node;
-    ControlPlane::eventually("the not-ready taint", Duration::from_secs(30), || {
-        let nodes = nodes.clone();
-        async move {
-            let n = nodes.get(node_ref).await.ok()?;
-            taints(&n)
-                .contains(&"node.kubernetes.io/not-ready:NoExecute".to_string())
-                .then_some(())
-        }
+    s.node_where(&node, "the not-ready taint", Duration::from_secs(30), |n| {
+        taints(n).contains(&"node.kubernetes.io/not-ready:NoExecute".to_string())
     })
     .await;
     // A pod bound to the dead node is not started.
@@ -396,13 +399,8 @@ async fn not_ready_fault_is_seen_by_the_controller_manager_and_freezes_pods() {
         |p| phase(p) == "Running",
     )
     .await;
-    ControlPlane::eventually("the taints to be lifted", Duration::from_secs(30), || {
-        let nodes = nodes.clone();
-        async move {
-            taints(&nodes.get(node_ref).await.ok()?)
-                .is_empty()
-                .then_some(())
-        }
+    s.node_where(&node, "the taints lifted", Duration::from_secs(30), |n| {
+        taints(n).is_empty()
     })
     .await;
     s.finish().await;

@@ -17,6 +17,7 @@ pub mod queue;
 pub mod resources;
 pub mod scheduler;
 pub mod snapshot;
+pub mod status;
 pub mod trainingjob;
 pub mod usage;
 pub mod validate;

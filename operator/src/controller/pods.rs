@@ -407,6 +407,14 @@ mod tests {
         }
     }
 
+    fn env_of(c: &Container) -> BTreeMap<&str, Option<String>> {
+        c.env
+            .iter()
+            .flatten()
+            .map(|e| (e.name.as_str(), e.value.clone()))
+            .collect()
+    }
+
     #[test]
     fn gang_pods_carry_placement_ranks_and_env() {
         let placement = vec![placed(0, 1, "n2", &[2, 3]), placed(1, 0, "n1", &[0, 1])];
@@ -418,12 +426,7 @@ mod tests {
         assert_eq!(spec.node_name.as_deref(), Some("n2"));
         assert_eq!(spec.subdomain.as_deref(), Some("llm"));
         let c = &spec.containers[0];
-        let env: BTreeMap<_, _> = c
-            .env
-            .iter()
-            .flatten()
-            .map(|e| (e.name.as_str(), e.value.clone()))
-            .collect();
+        let env = env_of(c);
         assert_eq!(
             env["RANK"].as_deref(),
             Some("1"),
@@ -471,12 +474,7 @@ mod tests {
                 .expect("limits")
                 .contains_key(GPU_RESOURCE)
         );
-        let env: BTreeMap<_, _> = c
-            .env
-            .iter()
-            .flatten()
-            .map(|e| (e.name.as_str(), e.value.clone()))
-            .collect();
+        let env = env_of(c);
         assert_eq!(env["LOCAL_RANK"].as_deref(), Some("1"));
         assert_eq!(env["NODE_RANK"].as_deref(), Some("0"));
     }

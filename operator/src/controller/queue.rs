@@ -4,14 +4,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
 use kube::{Api, ResourceExt};
 use tracing::{instrument, warn};
 
 use super::conditions;
-use super::context::{Context, MANAGER};
+use super::context::Context;
+use super::status;
 use super::usage::gpus;
 use crate::api::{Queue, QueueStatus};
 
@@ -61,13 +61,7 @@ async fn write_status(queue: &Queue, ctx: &Context, status: QueueStatus) -> Resu
         return Ok(());
     }
     let api: Api<Queue> = Api::all(ctx.client.clone());
-    let patch = serde_json::json!({"apiVersion": "kubetrain.io/v1alpha1", "kind": "Queue", "status": status});
-    api.patch_status(
-        &queue.name_any(),
-        &PatchParams::apply(MANAGER).force(),
-        &Patch::Apply(&patch),
-    )
-    .await?;
+    status::apply(&api, &queue.name_any(), &status).await?;
     Ok(())
 }
 

@@ -14,16 +14,17 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kube::api::{DeleteParams, Patch, PatchParams};
+use kube::api::DeleteParams;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::{Api, ResourceExt};
 use tracing::{info, instrument, warn};
 
 use super::conditions;
-use super::context::{Context, MANAGER};
+use super::context::Context;
 use super::pods::{BONUS_ANNOTATION, expected_pod_names, placement_of};
 use super::snapshot::{is_active, job_key, node_topology};
+use super::status;
 use super::validate::validate;
 use crate::api::annotations::{CHECKPOINT_DONE, CHECKPOINT_REQUESTED};
 use crate::api::trainingjob::ReplicaPlacement;
@@ -33,8 +34,6 @@ use crate::api::{Phase, TrainingJob, TrainingJobStatus};
 pub enum Error {
     #[error("kube: {0}")]
     Kube(#[from] kube::Error),
-    #[error("serializing status: {0}")]
-    Json(#[from] serde_json::Error),
 }
 
 /// Why a running gang stopped.
@@ -213,18 +212,7 @@ pub async fn reconcile(job: Arc<TrainingJob>, ctx: Arc<Context>) -> Result<Actio
     if status != old {
         let api: Api<TrainingJob> =
             Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
-        let patch = serde_json::json!({
-            "apiVersion": "kubetrain.io/v1alpha1",
-            "kind": "TrainingJob",
-            "status": serde_json::to_value(&status)?,
-        });
-        let written = api
-            .patch_status(
-                &job.name_any(),
-                &PatchParams::apply(MANAGER).force(),
-                &Patch::Apply(&patch),
-            )
-            .await?;
+        let written = status::apply(&api, &job.name_any(), &status).await?;
         if written.metadata.resource_version != job.metadata.resource_version {
             ctx.record_status_write(key, job.metadata.resource_version.clone());
         }

@@ -4,14 +4,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 use tracing::{instrument, warn};
 
 use super::conditions;
-use super::context::{Context, MANAGER};
+use super::context::Context;
 use super::metrics::VcLabels;
+use super::status;
 use super::usage::gpus;
 use crate::api::VirtualCluster;
 use crate::api::virtualcluster::FlavorUsage;
@@ -134,13 +134,7 @@ pub async fn reconcile(vc: Arc<VirtualCluster>, ctx: Arc<Context>) -> Result<Act
 
     if vc.status.as_ref() != Some(&status) {
         let api: Api<VirtualCluster> = Api::all(ctx.client.clone());
-        let patch = serde_json::json!({"apiVersion": "kubetrain.io/v1alpha1", "kind": "VirtualCluster", "status": status});
-        api.patch_status(
-            &name,
-            &PatchParams::apply(MANAGER).force(),
-            &Patch::Apply(&patch),
-        )
-        .await?;
+        status::apply(&api, &name, &status).await?;
     }
     Ok(Action::requeue(Duration::from_secs(5)))
 }
