@@ -60,6 +60,68 @@ fn memory_mib() -> (f64, f64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
+/// Write requests the API server has served so far, by "VERB resource[/subresource]", read
+/// from its own `/metrics` (`apiserver_request_total`) through kubectl.
+fn api_writes(s: &Scenario) -> BTreeMap<String, f64> {
+    let text =
+        s.cp.kubectl_ok(&["get", "--raw", "/metrics"])
+            .unwrap_or_default();
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("apiserver_request_total{") else {
+            continue;
+        };
+        let Some((labels, value)) = rest.rsplit_once("} ") else {
+            continue;
+        };
+        let labels: BTreeMap<&str, &str> = labels
+            .split("\",")
+            .filter_map(|kv| kv.split_once("=\""))
+            .map(|(k, v)| (k, v.trim_end_matches('"')))
+            .collect();
+        let verb = labels.get("verb").copied().unwrap_or_default();
+        if !matches!(verb, "POST" | "PUT" | "PATCH" | "APPLY" | "DELETE") {
+            continue;
+        }
+        let resource = match labels.get("subresource").copied().unwrap_or_default() {
+            "" => labels
+                .get("resource")
+                .copied()
+                .unwrap_or_default()
+                .to_string(),
+            sub => format!(
+                "{}/{sub}",
+                labels.get("resource").copied().unwrap_or_default()
+            ),
+        };
+        *out.entry(format!("{verb} {resource}")).or_default() +=
+            value.parse::<f64>().unwrap_or(0.0);
+    }
+    out
+}
+
+/// Writes per job between two `api_writes` readings, largest first, as one line.
+fn writes_per_job(
+    before: &BTreeMap<String, f64>,
+    after: &BTreeMap<String, f64>,
+    jobs: usize,
+) -> String {
+    let mut rows: Vec<(String, f64)> = after
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                (v - before.get(k).copied().unwrap_or(0.0)) / jobs as f64,
+            )
+        })
+        .filter(|(_, v)| *v >= 0.01)
+        .collect();
+    rows.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let total: f64 = rows.iter().map(|(_, v)| v).sum();
+    let rows: Vec<String> = rows.iter().map(|(k, v)| format!("{k} {v:.2}")).collect();
+    format!("{total:.1} API writes per job ({})", rows.join(", "))
+}
+
 /// When a pod of each job was first seen, and when a checkpoint request first appeared, by
 /// job, from a watch of the namespace's kubetrain pods.
 #[derive(Default)]
@@ -140,6 +202,7 @@ async fn submit_to_bound_throughput() {
         })
         .collect();
     let (rss_before, _) = memory_mib();
+    let writes_before = api_writes(&s);
     let start = Instant::now();
     let submitted = submit(&api, manifests).await;
     let submit_secs = start.elapsed().as_secs_f64();
@@ -160,6 +223,9 @@ async fn submit_to_bound_throughput() {
         .collect();
     lat.sort_by(f64::total_cmp);
     let (rss, hwm) = memory_mib();
+    // Writes still due to the last binds (status Running, Events) land within a few seconds.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let writes = writes_per_job(&writes_before, &api_writes(&s), jobs);
     let line = format!(
         "throughput: {nodes} nodes, {jobs} 1-GPU jobs{}: submitted in {submit_secs:.1}s, all bound in {total:.1}s; {:.0} jobs admitted/s = pods bound/s; submit→bound p50 {:.2}s p99 {:.2}s; test-process RSS {rss:.0} MiB (peak {hwm:.0} MiB, {rss_before:.0} MiB before submitting); {} profile",
         run_seconds.map_or(String::new(), |r| format!(" running {r}s each")),
@@ -168,6 +234,9 @@ async fn submit_to_bound_throughput() {
         pct(&lat, 0.99),
         profile(),
     );
+    s.timing(&line);
+    println!("{line}");
+    let line = format!("throughput: {writes}, the simulated kubelet's included");
     s.timing(&line);
     println!("{line}");
     watch.abort();

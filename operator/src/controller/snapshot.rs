@@ -282,7 +282,8 @@ fn min_runtime(job: &TrainingJob, refs: &super::validate::Refs<'_>) -> i64 {
 }
 
 /// A job as the core sees it, or None when it takes no part in this cycle (finished,
-/// suspended without pods, invalid, or waiting out a retry backoff).
+/// suspended without pods, invalid, or waiting out a retry backoff). A new job is a
+/// candidate before its status says Queued.
 fn job_model(job: &TrainingJob, pods: &[Arc<Pod>], world: &World<'_>) -> Option<sched::Job> {
     let key = job_key(job);
     let status = job.status.clone().unwrap_or_default();
@@ -331,7 +332,10 @@ fn job_model(job: &TrainingJob, pods: &[Arc<Pod>], world: &World<'_>) -> Option<
         )
         || job.spec.suspend;
     let running = if placement.is_empty() {
-        if job.spec.suspend || status.phase != Phase::Queued {
+        // A Pending job that validates is queued in all but its status: the scheduler takes it
+        // at once rather than after the reconciler's first status write, and when its pods
+        // exist by the time that reconcile runs, one write records Queued and Running together.
+        if job.spec.suspend || !matches!(status.phase, Phase::Pending | Phase::Queued) {
             return None;
         }
         None

@@ -382,7 +382,11 @@ fn step(
         }
     }
 
-    if status.phase == Phase::Pending && conditions::is_true(&status.conditions, "Valid") {
+    // The scheduler may admit a valid job before its first status write (its pods are here):
+    // it went through the queue all the same.
+    if status.phase == Phase::Pending
+        && (conditions::is_true(&status.conditions, "Valid") || !present.is_empty())
+    {
         status.phase = Phase::Queued;
         if status.queued_at.is_none() {
             status.queued_at = Some(t.clone());
