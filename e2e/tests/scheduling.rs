@@ -186,6 +186,58 @@ async fn queue_policies_order_jobs() {
     s.finish().await;
 }
 
+/// UserFair: the user holding fewer GPUs in the queue goes next, even when another user's job
+/// has waited longer (FIFO would admit alice's job first).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn user_fair_queue_serves_the_user_holding_fewer_gpus() {
+    let s = Scenario::new("userfair", 1, 8, 1).await;
+    let q = s.tenant("fair", 8, "UserFair", "");
+    let as_user = |u: &str| format!("  user: {u}\n");
+    s.cp.apply(&s.job(
+        "alice-holds",
+        &q,
+        1,
+        4,
+        &[("run-seconds", "15")],
+        &as_user("alice"),
+    ));
+    s.wait_phase("alice-holds", "Running", T).await;
+    s.cp.apply(&s.job(
+        "bob-holds",
+        &q,
+        1,
+        4,
+        &[("run-seconds", "8")],
+        &as_user("bob"),
+    ));
+    s.wait_phase("bob-holds", "Running", T).await;
+    // Both wait for GPUs; alice's job was queued first.
+    s.cp.apply(&s.job(
+        "alice-next",
+        &q,
+        1,
+        4,
+        &[("run-seconds", "1")],
+        &as_user("alice"),
+    ));
+    s.wait_phase("alice-next", "Queued", T).await;
+    s.cp.apply(&s.job(
+        "bob-next",
+        &q,
+        1,
+        4,
+        &[("run-seconds", "1")],
+        &as_user("bob"),
+    ));
+    let order = admission_order(&s, &["alice-next", "bob-next"]).await;
+    assert_eq!(
+        order,
+        vec!["bob-next", "alice-next"],
+        "bob holds 4 GPUs fewer once bob-holds ends, so his job goes first"
+    );
+    s.finish().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_queues_and_vcs_show_live_numbers() {
     let s = Scenario::new("numbers", 2, 8, 1).await;
