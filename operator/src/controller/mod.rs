@@ -73,7 +73,12 @@ where
     K::DynamicType: Default + Eq + std::hash::Hash + Clone,
 {
     let (reader, writer) = reflector::store();
-    let stream = reflector::reflector(writer, watcher::watcher(api, wc).default_backoff());
+    let stream = reflector::reflector(
+        writer,
+        watcher::watcher(api, wc)
+            .default_backoff()
+            .modify(strip_bookkeeping),
+    );
     tokio::spawn(async move {
         futures::pin_mut!(stream);
         while let Some(item) = stream.next().await {
@@ -96,6 +101,18 @@ where
     });
     reader
 }
+
+/// Drops what no reader of the caches uses but every cached object carries: the field
+/// managers' records and kubectl's copy of the last applied manifest. With tens of
+/// thousands of jobs and pods cached they are a large part of the operator's memory.
+fn strip_bookkeeping<K: Resource>(obj: &mut K) {
+    obj.meta_mut().managed_fields = None;
+    if let Some(a) = obj.meta_mut().annotations.as_mut() {
+        a.remove(LAST_APPLIED);
+    }
+}
+
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// The object of an event that carries one.
 fn event_object<K>(event: &watcher::Event<K>) -> Option<&K> {
@@ -380,4 +397,31 @@ async fn shutdown_signal() {
     }
     #[cfg(not(unix))]
     let _ = ctrl_c.await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cached_objects_lose_bookkeeping_but_keep_their_own_annotations() {
+        let mut pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {
+                "name": "p",
+                "annotations": {LAST_APPLIED: "{\"big\": true}", "kubetrain.io/placement": "x"},
+                "managedFields": [{"manager": "kubectl", "operation": "Apply"}],
+            }
+        }))
+        .expect("pod");
+        strip_bookkeeping(&mut pod);
+        assert!(pod.metadata.managed_fields.is_none());
+        let annotations = pod.metadata.annotations.expect("annotations");
+        assert!(!annotations.contains_key(LAST_APPLIED));
+        assert_eq!(
+            annotations
+                .get("kubetrain.io/placement")
+                .map(String::as_str),
+            Some("x")
+        );
+    }
 }
