@@ -476,9 +476,12 @@ fn losses(p: &PlacementOut, results: &[PolicyResult], ack_delay: i64) -> String 
     if let (Some(k), Some(h)) = (k, h) {
         s.push_str(&format!(
             "- **Against hived-like (Setup B).** kubetrain avg / p99 JCT {:.2} h / {:.1} h vs {:.2} h / {:.1} h; queueing {:.2} h / {:.1} h \
-             vs {:.2} h / {:.1} h; {} vs {} preemptions. Checkpoint awareness saves work ({:.0} vs {:.0} lost GPU-hours) but costs time: \
-             a victim holds its GPUs for the {} s acknowledgement delay, during which the beneficiary waits, and choosing the victims \
-             with the least work since their checkpoint often means more, smaller victims than HiveD's fewest-victims choice.\n",
+             vs {:.2} h / {:.1} h; {} vs {} preemptions; {:.0} vs {:.0} lost GPU-hours. Choosing the victims with the least work since \
+             their checkpoint often means more, smaller victims than HiveD's fewest-victims choice; it is what saves the work. The \
+             beneficiary's wait for the {} s acknowledgement is not what decides JCT. On the Philly trace the JCT difference between \
+             the two is within window-to-window noise: kubetrain has the lower average JCT in 3 of the 8 28-day windows measured in \
+             [benchmarks-philly-windows.md](benchmarks-philly-windows.md) and the lower p99 in 4; that page also breaks one \
+             window's gap down.\n",
             k.avg_jct_s / 3600.0,
             k.p99_jct_s / 3600.0,
             h.avg_jct_s / 3600.0,
