@@ -464,11 +464,13 @@ fn losses(p: &PlacementOut, results: &[PolicyResult], ack_delay: i64) -> String 
             "- **Placement (Setup A).** kubetrain stays below FGD on {below_fgd} of {n} traces, and below the published Random on \
              {below_random} (lowest allocation at 130 %: {worst:.2} %). Placement scores candidate nodes by the fragmentation they \
              add for the workload's pod shapes, as FGD does (`sched/frag.rs`; a job accepting any GPU model tries the models in the \
-             order of that score), but differs from FGD in three ways that may explain the gap: it scores a bounded pool of \
-             candidates (the first 16 nodes of each free-whole-GPU bucket and the best-fitting partly used GPUs), not every node; \
-             it learns the shape mix from the jobs in the snapshot (the pods placed so far and the pending batch), not from the \
-             whole trace; and a job that lists GPU models (`gpu_spec`) tries them in the listed order, where FGD treats them as \
-             an unordered set (not measured separately).\n"
+             order of that score; a share goes to the GPU of its node that it fragments least), but differs from FGD in ways \
+             that may explain the gap: it scores a bounded pool of candidates (the first 16 nodes of each free-whole-GPU bucket and \
+             the best-fitting partly used GPUs), not every node; it learns the shape mix from the jobs in the snapshot (the pods placed so far \
+             and the pending batch), not from the whole trace including pods still to come; its score counts memory as well as CPU (FGD's \
+             only CPU); ties go to best fit deterministically, where FGD's score is coarse (0-100) and ties are random; and a job \
+             that lists GPU models (`gpu_spec`) tries them in the listed order, where FGD treats them as an unordered set (not \
+             measured separately).\n"
         ));
     }
     let k = results.iter().find(|r| r.policy == Policy::Kubetrain);

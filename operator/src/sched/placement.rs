@@ -28,7 +28,8 @@
 //!    racks it already uses first (fewest racks).
 //! 5. **Within a node**, whole GPUs come from the GPU group with the fewest free GPUs that
 //!    holds them (smallest topology domain, keeping NVLink groups whole), and shares go to the
-//!    partly used GPU with the least room (packing fractions together).
+//!    partly used GPU with the least room (packing fractions together); a share placed by
+//!    fragmentation goes to the GPU of its node where fragmentation grows least.
 //! 6. **NVLink reservation**: replicas of one GPU or a fraction do not need NVLink; they try
 //!    PCIe nodes and groups before NVLink ones, so the last NVLink-whole groups stay for
 //!    multi-GPU replicas, which try NVLink first.
@@ -375,9 +376,14 @@ fn spread(
             && let Scope::Flavor = scope
             && remaining <= k
             && trial.node_order.is_empty()
-            && let Some(n) = frag_pick(c, req, d, nv, &trial.node_order)
+            && let Some((n, gpu)) = frag_pick(c, req, d, nv, &trial.node_order)
         {
-            placed = c.try_take(n, d.gpu, d.cpu, d.mem, mode, nv, None);
+            placed = match (d.gpu, gpu) {
+                (GpuDemand::Share(m), Some(g)) => {
+                    c.try_take_share_on(n, g, m.0.min(1000) as u16, d.cpu, d.mem)
+                }
+                _ => c.try_take(n, d.gpu, d.cpu, d.mem, mode, nv, None),
+            };
         }
         if placed.is_none() {
             let need_node = match d.gpu {
@@ -457,14 +463,15 @@ const FRAG_POOL: usize = 16;
 /// Candidates: the first few nodes of every free-whole-GPU bucket that can hold the replica,
 /// and for a share the nodes holding the partly used GPUs with the least room that fits
 /// (best fit over all of them, through the share index). Ties: fewest free whole GPUs
-/// (best fit), the wanted NVLink kind, the rack with the fewest free GPUs, index.
+/// (best fit), the wanted NVLink kind, the rack with the fewest free GPUs, index. For a
+/// share also the GPU of that node it fragments least (see [`Cluster::frag_delta`]).
 fn frag_pick(
     c: &Cluster,
     req: &Request,
     d: &Demand,
     nv: bool,
     skip: &[NodeIdx],
-) -> Option<NodeIdx> {
+) -> Option<(NodeIdx, Option<u8>)> {
     let f = req.flavor;
     let mut cand: Vec<NodeIdx> = Vec::new();
     let min_free = match d.gpu {
@@ -497,12 +504,12 @@ fn frag_pick(
         let i = b.iter().rposition(|set| !set.is_empty())?;
         (b[i].len() == 1).then_some(i as u32)
     });
-    let mut best: Option<(Key, NodeIdx)> = None;
+    let mut best: Option<(Key, (NodeIdx, Option<u8>))> = None;
     for &n in &cand {
         if skip.contains(&n) {
             continue;
         }
-        let Some(delta) = c.frag_delta(n, d.gpu, d.cpu, d.mem, &mut scratch) else {
+        let Some((delta, gpu)) = c.frag_delta(n, d.gpu, d.cpu, d.mem, &mut scratch) else {
             continue;
         };
         let node = &c.nodes[n as usize];
@@ -516,7 +523,7 @@ fn frag_pick(
             n,
         );
         if best.as_ref().is_none_or(|b| key < b.0) {
-            best = Some((key, n));
+            best = Some((key, (n, gpu)));
         }
     }
     best.map(|b| b.1)

@@ -243,6 +243,47 @@ fn gpu_shares_pack_and_never_exceed_one_gpu() {
     );
 }
 
+/// A share goes to the GPU where it strands the least capacity for the workload's shapes,
+/// which is not always the tightest one: when 400m shares are common, a 300m share leaves
+/// a GPU with 400m free rather than one with 100m.
+#[test]
+fn a_share_goes_to_the_gpu_it_fragments_least() {
+    let place = |waiting_400m: u32| {
+        let nodes = vec![node("n0", "T4", 2, None)];
+        let vcs = vec![vc("t", "T4", 2)];
+        let queues = vec![queue("q", "t")];
+        let mut jobs = vec![
+            run(
+                share_job("t/a", "q", 1, 600),
+                &[("n0", &[0])],
+                false,
+                0,
+                None,
+            ),
+            run(
+                share_job("t/b", "q", 1, 300),
+                &[("n0", &[1])],
+                false,
+                0,
+                None,
+            ),
+            share_job("t/new", "q", 1, 300),
+        ];
+        let mut later = share_job("t/later", "q", waiting_400m, 400);
+        later.queued_at = 1;
+        if waiting_400m > 0 {
+            jobs.push(later);
+        }
+        let d = schedule(&snapshot(1, nodes, vcs, queues, jobs));
+        d.admission("t/new").map(|a| a.placement[0].gpus[0].0)
+    };
+    // rooms: GPU 0 400m, GPU 1 700m. With 600m and 300m shares the mix, filling GPU 0 to
+    // 100m keeps 700m for a 600m share (best fit agrees).
+    assert_eq!(place(0), Some(0));
+    // with ten 400m replicas waiting, 400m + 400m left beats 100m + 700m
+    assert_eq!(place(10), Some(1), "both GPUs keep room for a 400m share");
+}
+
 /// Idle GPUs are lent by weight: weight 3 gets three times what weight 1 gets.
 #[test]
 fn idle_gpus_are_lent_by_weighted_fair_share() {
