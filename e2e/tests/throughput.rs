@@ -296,7 +296,8 @@ async fn reclaim_latency() {
     api.create(&PostParams::default(), &own)
         .await
         .expect("create job");
-    let deadline = submitted + Duration::from_secs(120);
+    let limit = Duration::from_secs(120.max(gpus as u64 / 20));
+    let deadline = submitted + limit;
     let (asked, bound) = loop {
         {
             let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
@@ -306,7 +307,12 @@ async fn reclaim_latency() {
         }
         assert!(
             Instant::now() < deadline,
-            "the owner was not bound in 120 s"
+            "the owner was not bound in {} s; victims asked to checkpoint: {}",
+            limit.as_secs(),
+            seen.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .checkpoint
+                .len()
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
