@@ -138,9 +138,10 @@ async fn admission_order(s: &Scenario, jobs: &[&str]) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queue_policies_order_jobs() {
     let s = Scenario::new("policy", 1, 8, 1).await;
-    // Priority: a blocker holds the node; three waiting jobs run by priority, not age.
+    // Priority: a blocker holds the node (long enough for the three applies below, even on a
+    // loaded machine); three waiting jobs run by priority, not age.
     let pq = s.tenant("prio", 8, "Priority", "");
-    s.cp.apply(&s.job("blocker", &pq, 1, 8, &[("run-seconds", "3")], ""));
+    s.cp.apply(&s.job("blocker", &pq, 1, 8, &[("run-seconds", "8")], ""));
     s.wait_phase("blocker", "Running", T).await;
     for (name, prio) in [("low", 1), ("high", 9), ("mid", 5)] {
         s.cp.apply(&s.job(
@@ -161,7 +162,7 @@ async fn queue_policies_order_jobs() {
 
     // ShortestPredictedFirst: shortest prediction first; no prediction last.
     let sq = s.tenant("spf", 8, "ShortestPredictedFirst", "");
-    s.cp.apply(&s.job("blocker2", &sq, 1, 8, &[("run-seconds", "3")], ""));
+    s.cp.apply(&s.job("blocker2", &sq, 1, 8, &[("run-seconds", "8")], ""));
     s.wait_phase("blocker2", "Running", T).await;
     s.cp.apply(&s.job("unknown", &sq, 1, 8, &[("run-seconds", "1")], ""));
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -192,43 +193,19 @@ async fn queue_policies_order_jobs() {
 async fn user_fair_queue_serves_the_user_holding_fewer_gpus() {
     let s = Scenario::new("userfair", 1, 8, 1).await;
     let q = s.tenant("fair", 8, "UserFair", "");
-    let as_user = |u: &str| format!("  user: {u}\n");
-    s.cp.apply(&s.job(
-        "alice-holds",
-        &q,
-        1,
-        4,
-        &[("run-seconds", "15")],
-        &as_user("alice"),
-    ));
+    // A 4-GPU job of `user` that runs `secs` seconds.
+    let submit = |name: &str, user: &str, secs: &str| {
+        let as_user = format!("  user: {user}\n");
+        s.cp.apply(&s.job(name, &q, 1, 4, &[("run-seconds", secs)], &as_user));
+    };
+    submit("alice-holds", "alice", "15");
     s.wait_phase("alice-holds", "Running", T).await;
-    s.cp.apply(&s.job(
-        "bob-holds",
-        &q,
-        1,
-        4,
-        &[("run-seconds", "8")],
-        &as_user("bob"),
-    ));
+    submit("bob-holds", "bob", "8");
     s.wait_phase("bob-holds", "Running", T).await;
     // Both wait for GPUs; alice's job was queued first.
-    s.cp.apply(&s.job(
-        "alice-next",
-        &q,
-        1,
-        4,
-        &[("run-seconds", "1")],
-        &as_user("alice"),
-    ));
+    submit("alice-next", "alice", "1");
     s.wait_phase("alice-next", "Queued", T).await;
-    s.cp.apply(&s.job(
-        "bob-next",
-        &q,
-        1,
-        4,
-        &[("run-seconds", "1")],
-        &as_user("bob"),
-    ));
+    submit("bob-next", "bob", "1");
     let order = admission_order(&s, &["alice-next", "bob-next"]).await;
     assert_eq!(
         order,

@@ -81,16 +81,10 @@ impl Setup {
         timeout: Duration,
         check: impl Fn(&Pod) -> bool,
     ) -> Pod {
-        let api = self.pods();
-        ControlPlane::eventually(&format!("pod {name}: {what}"), timeout, || {
-            let api = api.clone();
-            let check = &check;
-            async move { api.get_opt(name).await.ok().flatten().filter(|p| check(p)) }
-        })
-        .await
+        object_where(self.pods(), name, what, timeout, check).await
     }
 
-    /// Waits until the node `name` passes `check`.
+    /// Waits until node `name` satisfies `check`, returning it.
     async fn node_where(
         &self,
         name: &str,
@@ -98,13 +92,7 @@ impl Setup {
         timeout: Duration,
         check: impl Fn(&Node) -> bool,
     ) -> Node {
-        let api = self.nodes();
-        ControlPlane::eventually(&format!("node {name}: {what}"), timeout, || {
-            let api = api.clone();
-            let check = &check;
-            async move { api.get_opt(name).await.ok().flatten().filter(|n| check(n)) }
-        })
-        .await
+        object_where(self.nodes(), name, what, timeout, check).await
     }
 
     async fn finish(self) {
@@ -114,6 +102,26 @@ impl Setup {
             .await
             .expect("delete namespace");
     }
+}
+
+/// Waits until the object `name` exists and satisfies `check`, returning it.
+async fn object_where<K>(
+    api: Api<K>,
+    name: &str,
+    what: &str,
+    timeout: Duration,
+    check: impl Fn(&K) -> bool,
+) -> K
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let label = format!("{} {name}: {what}", K::kind(&()).to_lowercase());
+    ControlPlane::eventually(&label, timeout, || {
+        let api = api.clone();
+        let check = &check;
+        async move { api.get_opt(name).await.ok().flatten().filter(|o| check(o)) }
+    })
+    .await
 }
 
 fn phase(pod: &Pod) -> &str {
