@@ -452,24 +452,38 @@ impl Cluster {
         nvlink_wanted: bool,
         group: Option<usize>,
     ) -> Option<Take> {
+        self.take_with(idx, cpu, mem, mode, |n| {
+            Some(match d {
+                GpuDemand::None => Vec::new(),
+                GpuDemand::Whole(k) => choose_whole(n, k, mode, nvlink_wanted, group)?
+                    .into_iter()
+                    .map(|g| (g, 1000))
+                    .collect(),
+                GpuDemand::Share(m) => vec![(
+                    choose_share(n, m.0.min(1000) as u16, mode, nvlink_wanted)?,
+                    m.0.min(1000) as u16,
+                )],
+            })
+        })
+    }
+
+    /// Takes `cpu`, `mem` and the GPUs `gpus` picks on node `idx`, or leaves the node untouched
+    /// when it is unschedulable, short of CPU or memory, or `gpus` finds none.
+    fn take_with(
+        &mut self,
+        idx: NodeIdx,
+        cpu: u64,
+        mem: u64,
+        mode: Mode,
+        gpus: impl FnOnce(&NodeState) -> Option<Vec<(u8, u16)>>,
+    ) -> Option<Take> {
         let n = &self.nodes[idx as usize];
         if !n.schedulable || n.cpu.avail(mode) < cpu || n.mem.avail(mode) < mem {
             return None;
         }
-        let gpus: Vec<(u8, u16)> = match d {
-            GpuDemand::None => Vec::new(),
-            GpuDemand::Whole(k) => choose_whole(n, k, mode, nvlink_wanted, group)?
-                .into_iter()
-                .map(|g| (g, 1000))
-                .collect(),
-            GpuDemand::Share(m) => vec![(
-                choose_share(n, m.0.min(1000) as u16, mode, nvlink_wanted)?,
-                m.0.min(1000) as u16,
-            )],
-        };
         let t = Take {
             node: idx,
-            gpus,
+            gpus: gpus(n)?,
             cpu,
             mem,
             mode,
@@ -693,25 +707,10 @@ impl Cluster {
         cpu: u64,
         mem: u64,
     ) -> Option<Take> {
-        let n = &self.nodes[idx as usize];
-        let g = n.gpus.get(gpu as usize)?;
-        if !n.schedulable
-            || n.cpu.avail(Mode::Now) < cpu
-            || n.mem.avail(Mode::Now) < mem
-            || g.cap == 0
-            || g.avail(Mode::Now) < m
-        {
-            return None;
-        }
-        let t = Take {
-            node: idx,
-            gpus: vec![(gpu, m)],
-            cpu,
-            mem,
-            mode: Mode::Now,
-        };
-        self.apply(&t, true);
-        Some(t)
+        self.take_with(idx, cpu, mem, Mode::Now, |n| {
+            let g = n.gpus.get(gpu as usize)?;
+            (g.cap > 0 && g.avail(Mode::Now) >= m).then(|| vec![(gpu, m)])
+        })
     }
 
     /// Most whole GPUs free now on one node, and in total, over some flavors.

@@ -376,7 +376,7 @@ fn spread(
             && let Scope::Flavor = scope
             && remaining <= k
             && trial.node_order.is_empty()
-            && let Some((n, gpu)) = frag_pick(c, req, d, nv, &trial.node_order)
+            && let Some((n, gpu)) = frag_pick(c, req, d, nv)
         {
             placed = match (d.gpu, gpu) {
                 (GpuDemand::Share(m), Some(g)) => {
@@ -465,13 +465,7 @@ const FRAG_POOL: usize = 16;
 /// (best fit over all of them, through the share index). Ties: fewest free whole GPUs
 /// (best fit), the wanted NVLink kind, the rack with the fewest free GPUs, index. For a
 /// share also the GPU of that node it fragments least (see [`Cluster::frag_delta`]).
-fn frag_pick(
-    c: &Cluster,
-    req: &Request,
-    d: &Demand,
-    nv: bool,
-    skip: &[NodeIdx],
-) -> Option<(NodeIdx, Option<u8>)> {
+fn frag_pick(c: &Cluster, req: &Request, d: &Demand, nv: bool) -> Option<(NodeIdx, Option<u8>)> {
     let f = req.flavor;
     let mut cand: Vec<NodeIdx> = Vec::new();
     let min_free = match d.gpu {
@@ -480,7 +474,7 @@ fn frag_pick(
             let m = m.0.min(1000) as u16;
             let mut seen = 0;
             for &(_, n, _) in c.share_index[f as usize].range((m, 0, 0)..) {
-                if cand.last() != Some(&n) && !cand.contains(&n) {
+                if !cand.contains(&n) {
                     cand.push(n);
                     seen += 1;
                     if seen >= FRAG_POOL {
@@ -506,9 +500,6 @@ fn frag_pick(
     });
     let mut best: Option<(Key, (NodeIdx, Option<u8>))> = None;
     for &n in &cand {
-        if skip.contains(&n) {
-            continue;
-        }
         let Some((delta, gpu)) = c.frag_delta(n, d.gpu, d.cpu, d.mem, &mut scratch) else {
             continue;
         };
