@@ -605,29 +605,35 @@ impl<'a> Cycle<'a> {
                 lost,
                 trial,
             } => {
-                if !bonus {
-                    self.cells.bind(&self.c, &trial, p.vc);
-                }
-                self.t.charge(p.queue, &job.user, f, p.milli, bonus, true);
-                let waiting_on = if victims.is_empty() {
-                    // room comes from preemptions already under way on these nodes
+                let leaving = if victims.is_empty() {
+                    // room comes from jobs already leaving these nodes (preempting, or
+                    // evicted earlier in this cycle)
                     let nodes: BTreeSet<NodeIdx> = trial.takes.iter().map(|t| t.1.node).collect();
                     let mut v: Vec<String> = self
                         .runs
                         .iter()
-                        .filter(|r| {
-                            self.snap.jobs[r.job]
-                                .running
-                                .as_ref()
-                                .is_some_and(|x| x.preempting)
-                                && r.nodes.iter().any(|n| nodes.contains(n))
-                        })
+                        .filter(|r| r.gone && r.nodes.iter().any(|n| nodes.contains(n)))
                         .map(|r| self.snap.jobs[r.job].id.clone())
                         .collect();
+                    if v.is_empty() {
+                        // Nothing is leaving: the plan fits only because it ignores what
+                        // kept the job from placing now (another VC's cell reservation), and
+                        // waiting on it would never end. Let the job go on to bonus.
+                        trial.undo(&mut self.c);
+                        return false;
+                    }
                     v.sort();
-                    v
+                    Some(v)
                 } else {
-                    self.evict(p.job, &victims, lost, reason)
+                    None
+                };
+                if !bonus {
+                    self.cells.bind(&self.c, &trial, p.vc);
+                }
+                self.t.charge(p.queue, &job.user, f, p.milli, bonus, true);
+                let waiting_on = match leaving {
+                    Some(v) => v,
+                    None => self.evict(p.job, &victims, lost, reason),
                 };
                 self.wait(
                     p.job,

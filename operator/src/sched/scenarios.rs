@@ -980,3 +980,38 @@ fn whole_domain_reclaim_loses_less_than_scattered_selection() {
     );
     assert!(d.admission("a/train").is_none());
 }
+
+/// Guarantees promised beyond healthy capacity: vc1's whole-node H100 cell holds the only
+/// schedulable H100 node, so vc0's guaranteed GPU cannot be placed within its guarantee. A
+/// reclaim that needs no victims and waits on no leaving job would wait forever (found by
+/// `beneficiary_fits_once_victims_are_gone`); the job runs as bonus instead.
+#[test]
+fn a_reclaim_with_nothing_to_wait_for_is_no_plan() {
+    let mut n2 = node("n2", "A100", 8, None);
+    n2.schedulable = false;
+    let mut n3 = node("n3", "H100", 8, None);
+    n3.schedulable = false;
+    let mut vc1 = vc("vc1", "H100", 8);
+    vc1.guarantee[0].cells = vec![CellGuarantee {
+        level: TopologyLevel::Node,
+        count: 1,
+    }];
+    let snap = snapshot(
+        2000,
+        vec![
+            node("n0", "H100", 8, None),
+            node("n1", "A100", 1, None),
+            n2,
+            n3,
+        ],
+        vec![vc("vc0", "H100", 1), vc1],
+        vec![queue("q0", "vc0"), queue("q1", "vc1")],
+        vec![job("j", "q0", 1, 1)],
+    );
+    let d = schedule(&snap);
+    assert!(d.preemptions.is_empty(), "{d:?}");
+    let a = d
+        .admission("j")
+        .unwrap_or_else(|| panic!("not admitted: {d:?}"));
+    assert!(a.bonus, "{a:?}");
+}
