@@ -224,9 +224,7 @@ pub async fn reconcile(job: Arc<TrainingJob>, ctx: Arc<Context>) -> Result<Actio
     for (t, reason, note) in fx.events {
         ctx.event(job.as_ref(), t, reason, note).await;
     }
-    if fx.delete_pods {
-        delete_pods(&ctx, &job, &pods, &t).await?;
-    }
+    delete_pods(&ctx, &job, &pods, &t, fx.delete_pods).await?;
     Ok(match fx.requeue {
         Some(d) => Action::requeue(d),
         None => Action::requeue(Duration::from_secs(60)),
@@ -252,21 +250,23 @@ fn requested_gpus(job: &TrainingJob) -> f64 {
         .sum()
 }
 
-/// Deletes the job's pods gracefully. A pod whose graceful deletion is overdue on a node that
-/// is lost (NotReady, unreachable or gone) is deleted with no grace: no kubelet will ever
-/// confirm it, and until it is gone its name, GPUs and rank are blocked, so the gang could
-/// never restart. The pod's own grace period has passed by then, as it would have for a
-/// healthy kubelet.
+/// Deletes the job's pods gracefully when the state machine asks (`all`). In every phase, a
+/// pod whose graceful deletion is overdue on a node that is lost (NotReady, unreachable or
+/// gone) is deleted with no grace: no kubelet will ever confirm it, and until it is gone its
+/// name, GPUs and rank are blocked, so the gang could never restart. The pod's own grace
+/// period has passed by then, as it would have for a healthy kubelet.
 async fn delete_pods(
     ctx: &Context,
     job: &TrainingJob,
     pods: &[Arc<Pod>],
     now: &Time,
+    all: bool,
 ) -> Result<(), Error> {
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
     for p in pods {
         let params = match &p.metadata.deletion_timestamp {
-            None => DeleteParams::background(),
+            None if all => DeleteParams::background(),
+            None => continue,
             Some(at) if at.0 <= now.0 && on_lost_node(ctx, p) => {
                 info!(pod = %p.name_any(), "force-deleting a pod stuck on a lost node");
                 DeleteParams::background().grace_period(0)
@@ -633,8 +633,7 @@ fn step(
         }
         Phase::Preempting => step_preempting(job, &present, status, fx, t, generation),
         Phase::Retrying => {
-            // also for pods already being deleted: those stuck on a lost node are forced
-            if !pods.is_empty() {
+            if !present.is_empty() {
                 fx.delete_pods = true;
             }
             if !pods.is_empty() {
