@@ -63,4 +63,4 @@ control-plane-down:
 
 ## deploy: install the CRDs and the operator on the cluster of the current kubeconfig
 deploy:
-	kubectl apply -k config/default
+	kubectl apply --server-side -k config/default

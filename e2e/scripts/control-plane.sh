@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A real local Kubernetes control plane: etcd + kube-apiserver + kube-controller-manager,
-# on free loopback ports, in one state directory, with token auth and RBAC.
+# A real local Kubernetes control plane: etcd + kube-apiserver + kube-controller-manager +
+# kube-scheduler, on free loopback ports, in one state directory, with token auth and RBAC.
 #
 #   control-plane.sh up   DIR [--owner-pid PID]   start; writes DIR/kubeconfig; waits for /readyz
 #   control-plane.sh down DIR                     stop everything started in DIR
@@ -21,7 +21,7 @@ log() { printf '[control-plane] %s\n' "$*" >&2; }
 down() {
   local d=$1
   [ -d "$d" ] || return 0
-  for name in watchdog kube-controller-manager kube-apiserver etcd; do
+  for name in watchdog kube-scheduler kube-controller-manager kube-apiserver etcd; do
     local pf="$d/$name.pid"
     [ -f "$pf" ] || continue
     local pid; pid=$(cat "$pf")
@@ -78,6 +78,7 @@ echo $! > "$dir/etcd.pid"
   --service-account-signing-key-file "$dir/sa.key" \
   --service-cluster-ip-range 10.96.0.0/16 \
   --allow-privileged=true \
+  --endpoint-reconciler-type=none \
   --enable-priority-and-fairness=false \
   --v=1 >"$dir/logs/kube-apiserver.log" 2>&1 &
 echo $! > "$dir/kube-apiserver.pid"
@@ -115,16 +116,32 @@ if [ "$ready" != 1 ]; then
   exit 1
 fi
 
-# Garbage collection of owned pods, namespace deletion, service-account tokens, node
-# lifecycle (NotReady taints and evictions, as on a real cluster) and endpoints.
+# The controllers a cluster runs that the tests rely on: garbage collection of owned pods,
+# namespace deletion, service-account tokens, node lifecycle (NotReady taints) and taint
+# eviction (as on a real cluster), podgc, endpoints, the Job controller (the stock peer of
+# the benchmarks), PodDisruptionBudgets (drains), PersistentVolume binding, ReplicaSets and
+# Deployments (an install's operator), and the root CA ConfigMap that pods mount.
+controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller
+controllers+=,serviceaccount-token-controller,node-lifecycle-controller,taint-eviction-controller
+controllers+=,pod-garbage-collector-controller,endpoints-controller,endpointslice-controller
+controllers+=,job-controller,disruption-controller,persistentvolume-binder-controller
+controllers+=,replicaset-controller,deployment-controller,root-ca-certificate-publisher-controller
 "$BIN/kube-controller-manager" \
   --kubeconfig "$dir/kubeconfig" \
-  --controllers garbagecollector,namespace,serviceaccount,serviceaccount-token,nodelifecycle,podgc,endpoint \
+  --controllers "$controllers" \
   --service-account-private-key-file "$dir/sa.key" \
   --root-ca-file "$dir/certs/apiserver.crt" \
-  --leader-elect=false --secure-port 0 --port 0 \
+  --leader-elect=false --secure-port 0 \
   --v=1 >"$dir/logs/kube-controller-manager.log" 2>&1 &
 echo $! > "$dir/kube-controller-manager.pid"
+
+# kube-scheduler binds every pod that arrives without a node (kubetrain's own pods are
+# created bound, unless the binding mode leaves the binding to it).
+"$BIN/kube-scheduler" \
+  --kubeconfig "$dir/kubeconfig" \
+  --leader-elect=false --secure-port 0 \
+  --v=1 >"$dir/logs/kube-scheduler.log" 2>&1 &
+echo $! > "$dir/kube-scheduler.pid"
 
 if [ -n "$owner" ]; then
   # Detached watchdog: tears everything down once the owner process is gone.

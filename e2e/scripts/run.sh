@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make run`: a real local control plane (etcd + kube-apiserver + kube-controller-manager),
+# `make run`: a real local control plane (etcd, kube-apiserver, controller-manager, scheduler),
 # simulated 8-GPU nodes, the CRDs and samples, and the operator in the foreground.
 # Ctrl-C stops everything.
 set -euo pipefail
@@ -41,6 +41,7 @@ kubetrain is up.
 
 In another terminal:
   export KUBECONFIG=$KUBECONFIG
+  export PATH=$CACHE/bin:\$PATH     # kubectl $("$KUBECTL" version --client 2>/dev/null | awk '/Client/{print $3}'), matching the server
   kubectl get nodes -L gpu.kubetrain.io/product,topology.kubernetes.io/rack
   kubectl get kubetrain -A          # VirtualClusters, Queues, TrainingJobs
   kubectl get queues

@@ -7,12 +7,19 @@ fn cp() -> &'static ControlPlane {
     ControlPlane::shared()
 }
 
+/// `kubectl apply -k config/samples`, one at a time: the tests run in parallel, and two
+/// client-side applies creating the same object race (one gets AlreadyExists).
+fn apply_samples(cp: &ControlPlane) -> String {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    cp.kubectl_ok(&["apply", "-k", "config/samples"])
+        .expect("samples apply")
+}
+
 #[test]
 fn every_sample_applies_and_reapplying_changes_nothing() {
     let cp = cp();
-    let out = cp
-        .kubectl_ok(&["apply", "-k", "config/samples"])
-        .expect("samples apply");
+    let out = apply_samples(cp);
     assert!(out.contains("trainingjob.kubetrain.io/resnet50"), "{out}");
     // GitOps: the same manifests again leave every object unchanged (no new resourceVersion).
     let versions = || {
@@ -26,9 +33,7 @@ fn every_sample_applies_and_reapplying_changes_nothing() {
         .expect("get versions")
     };
     let before = versions();
-    let again = cp
-        .kubectl_ok(&["apply", "-k", "config/samples"])
-        .expect("samples apply twice");
+    let again = apply_samples(cp);
     for line in again.lines() {
         assert!(
             line.ends_with("unchanged"),
@@ -51,6 +56,14 @@ fn every_sample_applies_and_reapplying_changes_nothing() {
     );
 }
 
+/// The `kind/name` a manifest would create.
+fn object_of(text: &str) -> String {
+    let doc: serde_json::Value = serde_yaml::from_str(text).expect("a manifest is YAML");
+    let kind = doc["kind"].as_str().unwrap_or_default().to_lowercase();
+    let name = doc["metadata"]["name"].as_str().unwrap_or_default();
+    format!("{kind}/{name}")
+}
+
 #[test]
 fn invalid_manifests_are_rejected_naming_the_field() {
     let cp = cp();
@@ -62,7 +75,7 @@ fn invalid_manifests_are_rejected_naming_the_field() {
         .collect();
     files.sort();
     assert!(
-        files.len() >= 10,
+        files.len() >= 25,
         "expected the invalid samples, found {}",
         files.len()
     );
@@ -73,39 +86,71 @@ fn invalid_manifests_are_rejected_naming_the_field() {
             .next()
             .and_then(|l| l.strip_prefix("# expect: "))
             .unwrap_or_else(|| panic!("{} lacks a '# expect: ' first line", file.display()));
-        let out = cp
-            .kubectl(&["apply", "-f", &file.to_string_lossy()])
+        let path = file.to_string_lossy();
+        // Client-side apply (as users and GitOps tools run it) and server-side apply: since
+        // kubectl 1.25 both are judged by the server (schema, CEL rules, strict fields).
+        for args in [
+            vec!["apply", "-f", &path],
+            vec!["apply", "--server-side", "-f", &path],
+        ] {
+            let out = cp.kubectl(&args).expect("kubectl runs");
+            assert!(
+                !out.success,
+                "{} was accepted by `kubectl {}`: {}",
+                file.display(),
+                args.join(" "),
+                out.stdout
+            );
+            assert!(
+                expect.split('|').any(|e| out.stderr.contains(e)),
+                "{} (`kubectl {}`): the error does not name the field ({expect}):\n{}",
+                file.display(),
+                args.join(" "),
+                out.stderr
+            );
+        }
+        // Rejected whole: nothing of it reached the cluster.
+        let object = object_of(&text);
+        let get = cp
+            .kubectl(&["get", "-n", "default", &object])
             .expect("kubectl runs");
         assert!(
-            !out.success,
-            "{} was accepted: {}",
+            !get.success && get.stderr.contains("NotFound"),
+            "{}: {object} exists after the rejected apply: {}{}",
             file.display(),
-            out.stdout
-        );
-        assert!(
-            expect.split('|').any(|e| out.stderr.contains(e)),
-            "{}: the error does not name the field ({expect}):\n{}",
-            file.display(),
-            out.stderr
-        );
-        // The server's own validation, not only kubectl's client-side check, rejects it.
-        let server = cp
-            .kubectl(&["apply", "--validate=false", "-f", &file.to_string_lossy()])
-            .expect("kubectl runs");
-        assert!(
-            !server.success,
-            "{} accepted by the server: {}",
-            file.display(),
-            server.stdout
+            get.stdout,
+            get.stderr
         );
     }
+}
+
+/// The control plane the tests run against, printed once so a test log names it.
+#[test]
+fn server_is_the_pinned_release() {
+    let cp = cp();
+    let version = cp.kubectl_ok(&["version"]).expect("kubectl version");
+    eprintln!("{version}");
+    let go_mod = std::fs::read_to_string(repo_root().join("e2e/k8s/go.mod")).expect("go.mod");
+    let pinned = go_mod
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("k8s.io/kubernetes "))
+        .map(|rest| rest.split_whitespace().next().unwrap_or_default())
+        .next()
+        .expect("go.mod requires k8s.io/kubernetes");
+    assert!(
+        version.contains(&format!("Server Version: {pinned}")),
+        "the server is not {pinned}:\n{version}"
+    );
+    assert!(
+        version.contains(&format!("Client Version: {pinned}")),
+        "kubectl is not {pinned}:\n{version}"
+    );
 }
 
 #[test]
 fn get_shows_printer_columns() {
     let cp = cp();
-    cp.kubectl_ok(&["apply", "-k", "config/samples"])
-        .expect("samples apply");
+    apply_samples(cp);
     let cases = [
         (
             "trainingjobs",
@@ -174,7 +219,8 @@ fn explain(cp: &ControlPlane, path: &str) -> String {
     for _ in 0..100 {
         let out = cp.kubectl(&["explain", path]).expect("kubectl runs");
         if out.success {
-            return out.stdout;
+            // kubectl wraps descriptions at its own width; compare words, not lines.
+            return out.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
         }
         last = out.stderr;
         std::thread::sleep(std::time::Duration::from_millis(200));
@@ -205,8 +251,7 @@ fn explain_shows_field_docs() {
 #[test]
 fn server_applies_defaults() {
     let cp = cp();
-    cp.kubectl_ok(&["apply", "-k", "config/samples"])
-        .expect("samples apply");
+    apply_samples(cp);
     let retries = cp
         .kubectl_ok(&["get", "tj", "bert-base", "-n", "team-nlp", "-o", "jsonpath={.spec.maxRetries} {.spec.checkpoint.gracePeriodSeconds} {.spec.backoff.initialSeconds}"])
         .expect("get");

@@ -193,8 +193,16 @@ fn default_overlay_passes_a_server_side_dry_run() {
     let cp = ControlPlane::shared();
     // The namespace must exist for a dry-run of what goes in it; RBAC is applied for real.
     install_rbac(cp);
+    // Server-side, as the README installs it: the TrainingJob CRD is too large for the
+    // last-applied annotation of a client-side apply.
     let out = cp
-        .kubectl(&["apply", "--dry-run=server", "-k", "config/default"])
+        .kubectl(&[
+            "apply",
+            "--server-side",
+            "--dry-run=server",
+            "-k",
+            "config/default",
+        ])
         .expect("kubectl runs");
     assert!(
         out.success,
@@ -204,6 +212,7 @@ fn default_overlay_passes_a_server_side_dry_run() {
     for what in [
         "deployment.apps/kubetrain-operator",
         "daemonset.apps/kubetrain-node-labeler",
+        "poddisruptionbudget.policy/kubetrain-operator",
     ] {
         assert!(
             out.stdout.contains(what),
@@ -220,6 +229,74 @@ fn default_overlay_passes_a_server_side_dry_run() {
         "RBAC drifts on re-apply:\n{}{}",
         again.stdout,
         again.stderr
+    );
+}
+
+#[test]
+fn operator_has_a_disruption_budget() {
+    let objs = rendered(ControlPlane::shared());
+    let pdb = find(&objs, "PodDisruptionBudget", "kubetrain-operator");
+    assert_eq!(pdb["apiVersion"], "policy/v1");
+    assert_eq!(pdb["spec"]["minAvailable"], 1);
+    let d = find(&objs, "Deployment", "kubetrain-operator");
+    assert_eq!(
+        pdb["spec"]["selector"]["matchLabels"], d["spec"]["selector"]["matchLabels"],
+        "the budget covers the operator's pods"
+    );
+}
+
+/// A pod with the spec of a workload's template, as `kubectl create --dry-run=server` of it
+/// in the install namespace answers.
+fn dry_run_pod(cp: &ControlPlane, name: &str, spec: &Value) -> kubetrain_e2e::KubectlOutput {
+    let pod = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": spec,
+    });
+    cp.kubectl_stdin(&["create", "--dry-run=server", "-f", "-"], &pod.to_string())
+        .expect("kubectl runs")
+}
+
+#[test]
+fn install_namespace_enforces_the_restricted_pod_security_level() {
+    let cp = ControlPlane::shared();
+    install_rbac(cp);
+    let objs = rendered(cp);
+    // The labeler's pods name the `nvidia` RuntimeClass the container toolkit installs.
+    let rc = cp
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            r#"{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"nvidia"},"handler":"nvidia"}"#,
+        )
+        .expect("kubectl runs");
+    assert!(rc.success, "RuntimeClass nvidia: {}", rc.stderr);
+    for (kind, name) in [
+        ("Deployment", "kubetrain-operator"),
+        ("DaemonSet", "kubetrain-node-labeler"),
+    ] {
+        let spec = &find(&objs, kind, name)["spec"]["template"]["spec"];
+        let out = dry_run_pod(cp, &format!("{name}-psa"), spec);
+        assert!(
+            out.success && !out.stderr.contains("PodSecurity"),
+            "{kind} {name}'s pods do not meet the namespace's Pod Security level: {}",
+            out.stderr
+        );
+    }
+    // The label takes effect: a privileged pod is refused in that namespace.
+    let privileged = serde_json::json!({
+        "containers": [{
+            "name": "root",
+            "image": "busybox",
+            "securityContext": {"privileged": true},
+        }],
+    });
+    let out = dry_run_pod(cp, "privileged-psa", &privileged);
+    assert!(
+        !out.success && out.stderr.contains("violates PodSecurity \"restricted"),
+        "a privileged pod was not refused by Pod Security admission: {}{}",
+        out.stdout,
+        out.stderr
     );
 }
 

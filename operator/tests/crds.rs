@@ -52,3 +52,45 @@ fn every_crd_has_status_subresource_short_name_and_category() {
         );
     }
 }
+
+#[test]
+fn every_cel_rule_is_in_its_crd() {
+    let all = crds();
+    for rule in kubetrain::api::validation::rules() {
+        let (_, crd) = all
+            .iter()
+            .find(|(plural, _)| *plural == rule.crd)
+            .unwrap_or_else(|| panic!("rule for unknown CRD {}", rule.crd));
+        let json = serde_json::to_string(crd).expect("CRD serialises");
+        let rule_json = serde_json::to_string(rule.rule).expect("string serialises");
+        assert!(
+            json.contains(&rule_json),
+            "{}: rule at {:?} was not attached (is the path right?): {}",
+            rule.crd,
+            rule.at,
+            rule.rule
+        );
+    }
+}
+
+#[test]
+fn the_pod_template_is_typed() {
+    let (_, tj) = crds()
+        .into_iter()
+        .find(|(plural, _)| *plural == "trainingjobs")
+        .expect("trainingjobs CRD");
+    let schema = serde_json::to_value(&tj.spec.versions[0].schema).expect("schema");
+    let template = &schema["openAPIV3Schema"]["properties"]["spec"]["properties"]["tasks"]["items"]
+        ["properties"]["template"];
+    let container = &template["properties"]["spec"]["properties"]["containers"]["items"];
+    assert!(
+        container["properties"]["resources"]["properties"]["limits"].is_object(),
+        "containers[].resources.limits is not in the schema"
+    );
+    assert!(
+        !serde_json::to_string(template)
+            .expect("serialises")
+            .contains("x-kubernetes-preserve-unknown-fields\":true"),
+        "the template keeps unknown fields, so a typo would be pruned instead of rejected"
+    );
+}

@@ -142,51 +142,51 @@ impl TaskSpec {
     pub fn required_for_completion(&self) -> bool {
         self.required_for_completion.unwrap_or(true)
     }
-    /// The pod template, decoded. Kept as raw JSON in the object so that one malformed
-    /// template is a `Valid=False` condition on its job rather than a watch that cannot
-    /// decode the list.
+    /// The pod template, decoded. The API server checks it against the PodTemplateSpec schema;
+    /// it is still kept as raw JSON here so that a template the operator's types cannot
+    /// decode (a field newer than they know) is a `Valid=False` condition on its job rather
+    /// than a watch that cannot decode the list.
     pub fn pod_template(&self) -> Result<PodTemplateSpec, serde_json::Error> {
         serde_json::from_value(self.template.clone())
     }
 }
 
-/// The full PodTemplateSpec schema is several hundred kilobytes: it would exceed the
-/// 256 KiB `last-applied-configuration` annotation of a client-side `kubectl apply` of the
-/// CRD. The server checks the essentials here; the controller decodes the whole template
-/// and reports what does not decode as `Valid=False`.
-fn pod_template_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({
-        "type": "object",
-        "description": "Standard Kubernetes pod template (metadata and spec) of every replica.",
-        "x-kubernetes-preserve-unknown-fields": true,
-        "required": ["spec"],
-        "properties": {
-            "metadata": {
-                "type": "object",
-                "x-kubernetes-preserve-unknown-fields": true
-            },
-            "spec": {
-                "type": "object",
-                "x-kubernetes-preserve-unknown-fields": true,
-                "required": ["containers"],
-                "properties": {
-                    "containers": {
-                        "type": "array",
-                        "minItems": 1,
-                        "items": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": true,
-                            "required": ["name"],
-                            "properties": {
-                                "name": { "type": "string", "minLength": 1 },
-                                "image": { "type": "string" }
-                            }
-                        }
-                    }
-                }
-            }
+/// The real PodTemplateSpec schema (of the Kubernetes release `k8s-openapi` is built for), so
+/// the API server rejects a misspelt or unknown field (`resource:` for `resources:`) at
+/// `kubectl apply`, naming it, instead of pruning it and running the pod without it. The
+/// nested descriptions are dropped (as Kubeflow's CRDs do with `maxDescLen=0`): they would
+/// triple the CRD's size, and `kubectl explain pod.spec` has them. The CRD is still larger
+/// than a client-side apply's 256 KiB `last-applied-configuration` annotation allows, so it
+/// is applied server-side everywhere.
+fn pod_template_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let mut schema = generator.subschema_for::<PodTemplateSpec>();
+    if let Some(obj) = schema.as_object_mut() {
+        for v in obj.values_mut() {
+            strip_descriptions(v);
         }
-    })
+        obj.insert(
+            "description".into(),
+            "Standard Kubernetes pod template (metadata and spec) of every replica; its GPUs \
+             come from the containers' `resources.limits[\"nvidia.com/gpu\"]` (whole GPUs) or \
+             the task's `gpuShare`."
+                .into(),
+        );
+    }
+    schema
+}
+
+fn strip_descriptions(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(map) => {
+            // A property may itself be called `description`; only drop the keyword.
+            if map.get("description").is_some_and(|d| d.is_string()) {
+                map.remove("description");
+            }
+            map.values_mut().for_each(strip_descriptions);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(strip_descriptions),
+        _ => {}
+    }
 }
 
 /// Exponential backoff between a failure and the restart.

@@ -66,7 +66,7 @@ fn default_weight() -> i32 {
 pub struct FlavorGuarantee {
     /// GPU type, as in the nodes' `gpu.kubetrain.io/product` label (for example
     /// `NVIDIA-A100-SXM4-80GB`).
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = 63))]
     pub flavor: String,
     /// Guaranteed number of GPUs of this type.
     #[schemars(range(min = 0))]

@@ -1,0 +1,271 @@
+//! The CRDs' CEL rules (`x-kubernetes-validations`): every check the API server can make
+//! from the object alone, so a bad manifest is rejected at `kubectl apply` with the field
+//! named. What needs other objects (an unknown queue, a GPU type no node has) stays with the
+//! controller's `Valid=False` condition.
+//!
+//! The rules live in one table rather than on the Rust types because several attach inside
+//! the embedded PodTemplateSpec schema, which is not ours to annotate.
+
+use serde_json::{Value, json};
+
+/// One CEL rule and where in a CRD's schema it applies.
+#[derive(Debug, Clone, Copy)]
+pub struct Rule {
+    /// Plural of the CRD.
+    pub crd: &'static str,
+    /// Property path from the top of `openAPIV3Schema`; `[]` marks an array's items.
+    pub at: &'static [&'static str],
+    /// The CEL expression; `self` is the value at `at`.
+    pub rule: &'static str,
+    /// What `kubectl apply` prints, naming the field.
+    pub message: &'static str,
+    /// The field the error is reported on, relative to `at` (empty: `at` itself).
+    pub field_path: &'static str,
+    /// `FieldValueInvalid` or `FieldValueForbidden` (a `FieldValueDuplicate` would print
+    /// "Duplicate value" in place of the message).
+    pub reason: &'static str,
+}
+
+const CONTAINER_PATHS: [&[&str]; 2] = [
+    &[
+        "spec",
+        "tasks",
+        "[]",
+        "template",
+        "spec",
+        "containers",
+        "[]",
+    ],
+    &[
+        "spec",
+        "tasks",
+        "[]",
+        "template",
+        "spec",
+        "initContainers",
+        "[]",
+    ],
+];
+
+/// Whole GPUs only: Kubernetes itself rejects a fractional extended resource in a pod, and
+/// the operator would otherwise floor `500m` to no GPU at all.
+const WHOLE_GPU_LIMIT: &str = "!has(self.resources) || !has(self.resources.limits) \
+    || !('nvidia.com/gpu' in self.resources.limits) \
+    || (isQuantity(string(self.resources.limits['nvidia.com/gpu'])) \
+        && quantity(string(self.resources.limits['nvidia.com/gpu'])).isInteger())";
+const WHOLE_GPU_REQUEST: &str = "!has(self.resources) || !has(self.resources.requests) \
+    || !('nvidia.com/gpu' in self.resources.requests) \
+    || (isQuantity(string(self.resources.requests['nvidia.com/gpu'])) \
+        && quantity(string(self.resources.requests['nvidia.com/gpu'])).isInteger())";
+const WHOLE_GPU_MESSAGE: &str = "nvidia.com/gpu must be a whole number of GPUs; for a \
+    fraction of one GPU leave it out and set the task's gpuShare (thousandths of a GPU)";
+
+/// Every rule of the three CRDs.
+pub fn rules() -> Vec<Rule> {
+    let mut rules = vec![
+        Rule {
+            crd: "trainingjobs",
+            at: &["spec"],
+            rule: "self.tasks.all(t, self.tasks.exists_one(u, u.name == t.name))",
+            message: "spec.tasks: task names must be unique in the job",
+            field_path: ".tasks",
+            reason: "FieldValueInvalid",
+        },
+        Rule {
+            crd: "trainingjobs",
+            at: &["spec"],
+            rule: "self.tasks.exists(t, !has(t.requiredForCompletion) || t.requiredForCompletion)",
+            message: "spec.tasks: at least one task must be requiredForCompletion, or the job \
+                      could never succeed",
+            field_path: ".tasks",
+            reason: "FieldValueInvalid",
+        },
+        Rule {
+            crd: "trainingjobs",
+            // At the top, where the job's name is visible: pods are named
+            // `<job>-<task>-<index>` and a pod name is a DNS label.
+            at: &[],
+            rule: "self.spec.tasks.all(t, size(self.metadata.name) + size(t.name) \
+                   + size(string((has(t.replicas) ? t.replicas : 1) - 1)) + 2 <= 63)",
+            message: "metadata.name and spec.tasks[].name are too long together: the pod \
+                      names <job>-<task>-<index> must fit in 63 characters",
+            field_path: ".spec.tasks",
+            reason: "FieldValueInvalid",
+        },
+        Rule {
+            crd: "trainingjobs",
+            at: &["spec", "tasks", "[]"],
+            rule: "!has(self.gpuShare) || self.template.spec.containers.all(c, \
+                   !has(c.resources) \
+                   || ((!has(c.resources.limits) || !('nvidia.com/gpu' in c.resources.limits)) \
+                   && (!has(c.resources.requests) || !('nvidia.com/gpu' in c.resources.requests))))",
+            message: "spec.tasks[].gpuShare cannot be set together with a container's \
+                      nvidia.com/gpu: use gpuShare for a fraction of one GPU, nvidia.com/gpu \
+                      for whole GPUs",
+            field_path: ".gpuShare",
+            reason: "FieldValueForbidden",
+        },
+        Rule {
+            crd: "trainingjobs",
+            at: &["spec", "backoff"],
+            rule: "self.initialSeconds <= self.maxSeconds",
+            message: "spec.backoff.initialSeconds must not exceed spec.backoff.maxSeconds",
+            field_path: ".initialSeconds",
+            reason: "FieldValueInvalid",
+        },
+        Rule {
+            crd: "queues",
+            at: &[],
+            rule: "!has(self.spec.parent) || self.spec.parent != self.metadata.name",
+            message: "spec.parent: a queue cannot be its own parent",
+            field_path: ".spec.parent",
+            reason: "FieldValueInvalid",
+        },
+        Rule {
+            crd: "queues",
+            at: &["spec"],
+            rule: "self.maxShare >= self.share",
+            message: "spec.maxShare must be at least spec.share: the queue's cap cannot be \
+                      below its own entitlement",
+            field_path: ".maxShare",
+            reason: "FieldValueInvalid",
+        },
+        Rule {
+            crd: "virtualclusters",
+            at: &["spec"],
+            rule: "!has(self.guarantee) \
+                   || self.guarantee.all(g, self.guarantee.exists_one(h, h.flavor == g.flavor))",
+            message: "spec.guarantee: each GPU type (flavor) may appear only once",
+            field_path: ".guarantee",
+            reason: "FieldValueInvalid",
+        },
+        Rule {
+            crd: "virtualclusters",
+            at: &["spec"],
+            rule: "!has(self.limit) || !has(self.guarantee) \
+                   || self.limit.gpus >= self.guarantee.map(g, g.gpus).sum()",
+            message: "spec.limit.gpus must be at least the sum of spec.guarantee[].gpus, or \
+                      the guarantee could never be used",
+            field_path: ".limit.gpus",
+            reason: "FieldValueInvalid",
+        },
+    ];
+    for at in CONTAINER_PATHS {
+        rules.push(Rule {
+            crd: "trainingjobs",
+            at,
+            rule: WHOLE_GPU_LIMIT,
+            message: WHOLE_GPU_MESSAGE,
+            field_path: ".resources.limits['nvidia.com/gpu']",
+            reason: "FieldValueInvalid",
+        });
+        rules.push(Rule {
+            crd: "trainingjobs",
+            at,
+            rule: WHOLE_GPU_REQUEST,
+            message: WHOLE_GPU_MESSAGE,
+            field_path: ".resources.requests['nvidia.com/gpu']",
+            reason: "FieldValueInvalid",
+        });
+    }
+    rules
+}
+
+/// Size bounds: a pod needs a container (the Pod schema says so only in Go code), and the CEL
+/// cost estimator needs upper bounds, without which it assumes lists, maps and strings as
+/// large as a whole request and rejects the rules above as too expensive. Each upper bound
+/// is far above what a real pod template holds.
+const BOUNDS: &[(&str, &[&str], &str, u64)] = &[
+    (
+        "trainingjobs",
+        &["spec", "tasks", "[]", "template", "spec", "containers"],
+        "minItems",
+        1,
+    ),
+    (
+        "trainingjobs",
+        &["spec", "tasks", "[]", "template", "spec", "containers"],
+        "maxItems",
+        64,
+    ),
+    (
+        "trainingjobs",
+        &["spec", "tasks", "[]", "template", "spec", "initContainers"],
+        "maxItems",
+        64,
+    ),
+    ("virtualclusters", &["spec", "guarantee"], "maxItems", 64),
+];
+/// Under each container: the resource maps and their quantities.
+const RESOURCE_MAPS: [&str; 2] = ["limits", "requests"];
+const MAX_RESOURCES: u64 = 64;
+const MAX_QUANTITY_LENGTH: u64 = 64;
+
+/// Where a rule's path leads nowhere: the table and the Rust types disagree.
+#[derive(Debug, thiserror::Error)]
+#[error("{crd}: no schema at {path}")]
+pub struct MissingSchema {
+    crd: &'static str,
+    path: String,
+}
+
+/// The schema object at `at` under `schema`.
+fn schema_at<'a>(
+    crd: &'static str,
+    schema: &'a mut Value,
+    at: &[&str],
+) -> Result<&'a mut serde_json::Map<String, Value>, MissingSchema> {
+    let missing = || MissingSchema {
+        crd,
+        path: at.join("."),
+    };
+    let mut node = schema;
+    for step in at {
+        let next = if *step == "[]" {
+            node.get_mut("items")
+        } else {
+            node.get_mut("properties").and_then(|p| p.get_mut(*step))
+        };
+        node = next.ok_or_else(missing)?;
+    }
+    node.as_object_mut().ok_or_else(missing)
+}
+
+/// Adds the rules of `crd`, and the bounds they need, to its `openAPIV3Schema` (as JSON).
+pub fn attach(crd: &'static str, schema: &mut Value) -> Result<(), MissingSchema> {
+    for (_, at, keyword, value) in BOUNDS.iter().filter(|b| b.0 == crd) {
+        schema_at(crd, schema, at)?.insert((*keyword).into(), json!(value));
+    }
+    if crd == "trainingjobs" {
+        for at in CONTAINER_PATHS {
+            let resources = schema_at(crd, schema, at)?
+                .get_mut("properties")
+                .and_then(|p| p.get_mut("resources"))
+                .ok_or(MissingSchema {
+                    crd,
+                    path: format!("{}.resources", at.join(".")),
+                })?;
+            for map in RESOURCE_MAPS {
+                let Some(m) = resources["properties"].get_mut(map) else {
+                    continue;
+                };
+                m["maxProperties"] = json!(MAX_RESOURCES);
+                m["additionalProperties"]["maxLength"] = json!(MAX_QUANTITY_LENGTH);
+            }
+        }
+    }
+    for r in rules().into_iter().filter(|r| r.crd == crd) {
+        let obj = schema_at(crd, schema, r.at)?;
+        let list = obj
+            .entry("x-kubernetes-validations")
+            .or_insert_with(|| json!([]));
+        if let Some(list) = list.as_array_mut() {
+            let mut v = json!({ "rule": r.rule, "message": r.message, "reason": r.reason });
+            if !r.field_path.is_empty() {
+                v["fieldPath"] = json!(r.field_path);
+            }
+            list.push(v);
+        }
+    }
+    Ok(())
+}
