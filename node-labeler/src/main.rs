@@ -45,11 +45,7 @@ struct Args {
     interval: Duration,
 
     /// Node label to copy the rack from into the topology ("" for none).
-    #[arg(
-        long,
-        env = "RACK_LABEL",
-        default_value = "topology.kubernetes.io/rack"
-    )]
+    #[arg(long, env = "RACK_LABEL", default_value = kubetrain::api::node_labels::RACK)]
     rack_label: String,
 
     /// Log format.

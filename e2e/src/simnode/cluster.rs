@@ -21,8 +21,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::Error;
-use super::topology::{TopologyKind, build_topology};
+use super::topology::{TopologyKind, build_topology, gpu_labels};
 use kubetrain::api::NodeTopology;
+use kubetrain::api::node_labels;
 
 /// A simulated cluster: named groups of identical nodes.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -134,12 +135,6 @@ impl SimNode {
 pub const SIMULATED_LABEL: &str = "kubetrain.io/simulated";
 /// Label with the [`ClusterSpec::name`] of the cluster a node belongs to.
 pub const CLUSTER_LABEL: &str = "sim.kubetrain.io/cluster";
-/// Node label: `true` on nodes with GPUs.
-pub const GPU_PRESENT_LABEL: &str = "gpu.kubetrain.io/present";
-/// Node label: number of GPUs.
-pub const GPU_COUNT_LABEL: &str = "gpu.kubetrain.io/count";
-/// Node label: memory per GPU in MiB.
-pub const GPU_MEMORY_LABEL: &str = "gpu.kubetrain.io/memory-mib";
 
 impl ClusterSpec {
     /// Parses and validates a cluster description.
@@ -214,7 +209,7 @@ impl ClusterSpec {
                     .check(gpu.count)
                     .map_err(|m| Error::Spec(format!("group {}: {m}", g.name)))?;
                 if let Some(f) = &gpu.flavor
-                    && (f.is_empty() || sanitize_label_value(f) != *f)
+                    && (f.is_empty() || node_labels::sanitize_value(f) != *f)
                 {
                     return bad(format!(
                         "group {}: flavor {f:?} is not a label value",
@@ -266,28 +261,25 @@ impl ClusterSpec {
                 if let Some(rack) = &rack {
                     labels.insert(kubetrain::api::annotations::RACK_LABEL.into(), rack.clone());
                 }
+                // GPU nodes carry what the node labeler publishes from their readings
+                // (CPU-only nodes have no labeler, as on a real cluster).
                 let topology = g.gpu.as_ref().map(|gpu| {
                     let memory = gpu
                         .memory_mib
                         .unwrap_or_else(|| memory_from_product(&gpu.product));
-                    let flavor = gpu
-                        .flavor
-                        .clone()
-                        .unwrap_or_else(|| sanitize_label_value(&gpu.product));
-                    labels.insert(kubetrain::api::annotations::PRODUCT_LABEL.into(), flavor);
-                    labels.insert(GPU_PRESENT_LABEL.into(), "true".into());
-                    labels.insert(GPU_COUNT_LABEL.into(), gpu.count.to_string());
-                    if memory > 0 {
-                        labels.insert(GPU_MEMORY_LABEL.into(), memory.to_string());
-                    }
-                    build_topology(
+                    let topology = build_topology(
                         &name,
                         gpu.topology,
                         gpu.count,
                         &gpu.product,
                         memory,
                         rack.clone(),
-                    )
+                    );
+                    labels.extend(gpu_labels(&topology));
+                    if let Some(flavor) = &gpu.flavor {
+                        labels.insert(node_labels::PRODUCT.into(), flavor.clone());
+                    }
+                    topology
                 });
                 out.push(SimNode {
                     address: {
@@ -339,28 +331,6 @@ impl NodeGroup {
     }
 }
 
-/// A product name made into a label value: characters other than `[A-Za-z0-9._-]` become
-/// `-`, at most 63 characters, starting and ending with an alphanumeric
-/// (`NVIDIA A100-SXM4-80GB` → `NVIDIA-A100-SXM4-80GB`).
-pub fn sanitize_label_value(s: &str) -> String {
-    let mapped: String = s
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    let trimmed = mapped.trim_matches(|c: char| !c.is_ascii_alphanumeric());
-    let mut cut: String = trimmed.chars().take(63).collect();
-    while cut.ends_with(|c: char| !c.is_ascii_alphanumeric()) {
-        cut.pop();
-    }
-    cut
-}
-
 /// `80GB` in a product name → 81920 MiB; 0 when the name carries no size.
 fn memory_from_product(product: &str) -> u64 {
     product
@@ -385,13 +355,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sanitizes_products() {
-        assert_eq!(
-            sanitize_label_value("NVIDIA A100-SXM4-80GB"),
-            "NVIDIA-A100-SXM4-80GB"
-        );
-        assert_eq!(sanitize_label_value(" Tesla T4 "), "Tesla-T4");
-        assert_eq!(sanitize_label_value(&"x".repeat(80)).len(), 63);
+    fn reads_memory_from_products() {
         assert_eq!(memory_from_product("NVIDIA A100-SXM4-80GB"), 81920);
         assert_eq!(memory_from_product("Tesla T4"), 0);
     }
@@ -416,7 +380,10 @@ mod tests {
         );
         assert_eq!(nodes[0].gpus(), 8);
         assert_eq!(nodes[4].gpus(), 0);
-        assert!(!nodes[4].labels.contains_key(GPU_PRESENT_LABEL));
+        assert!(!nodes[4].labels.contains_key(node_labels::PRESENT));
+        assert_eq!(nodes[0].labels[node_labels::COUNT], "8");
+        assert_eq!(nodes[0].labels[node_labels::MEMORY_MIB], "81920");
+        assert_eq!(nodes[0].labels[node_labels::NVLINK], "true");
         let addresses: BTreeSet<_> = nodes.iter().map(|n| n.address.clone()).collect();
         assert_eq!(addresses.len(), 5);
     }

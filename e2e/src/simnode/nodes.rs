@@ -33,7 +33,8 @@ use kubetrain::api::{NodeTopology, TOPOLOGY_ANNOTATION};
 pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
 const LEASE_NAMESPACE: &str = "kube-node-lease";
 const LEASE_DURATION_SECONDS: i32 = 40;
-const KUBELET_VERSION: &str = "v1.20.15-kubetrain-sim";
+/// What the simulated kubelets report: the release of the control plane they join.
+const KUBELET_VERSION: &str = "v1.37.2-kubetrain-sim";
 
 pub(crate) fn now_time() -> Value {
     serde_json::to_value(Time(Timestamp::now())).unwrap_or(Value::Null)

@@ -1,15 +1,19 @@
-//! The topology annotation of a simulated node, built the way the node labeler would publish
-//! it from NVML: GPUs with index, UUID, product, memory, NUMA node and health; GPU groups; and
-//! per-pair links (NVLink count and closest common PCIe ancestor).
+//! What a simulated node's GPUs would read through NVML: GPUs with index, UUID, product,
+//! memory and NUMA node, and per-pair links (NVLink count and closest common PCIe ancestor).
+//! The node labeler's own library turns these readings into the topology annotation and
+//! the labels ([`kubetrain_node_labeler::topology::build`], [`labels`]), so every e2e run
+//! exercises the real grouping code.
 //!
 //! GPUs are spread over two sockets (the first half on NUMA node 0), adjacent pairs share a
 //! PCIe switch, as on DGX-style boards.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
-use kubetrain::api::topology::{
-    GpuGroup, GpuInfo, GpuLink, NodeTopology, PcieLevel, TOPOLOGY_VERSION,
-};
+use kubetrain::api::topology::{NodeTopology, PcieLevel};
+use kubetrain_node_labeler::inventory::{GpuReading, Inventory, PairReading};
+use kubetrain_node_labeler::{labels, topology};
 
 /// How the GPUs of a node are connected.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -70,51 +74,26 @@ fn uuid(node: &str, index: u32) -> String {
     )
 }
 
-/// The annotation of a node with `n` GPUs of `product`, all healthy.
-pub fn build_topology(
+/// What NVML would read on a node with `n` GPUs of `product`, all healthy.
+pub fn readings(
     node: &str,
     kind: TopologyKind,
     n: u32,
     product: &str,
     memory_mib: u64,
-    rack: Option<String>,
-) -> NodeTopology {
+) -> Inventory {
     let gpus = (0..n)
-        .map(|i| GpuInfo {
+        .map(|i| GpuReading {
             index: i,
             uuid: uuid(node, i),
             product: product.into(),
             memory_mib,
             numa_node: Some(socket(i, n)),
-            socket: Some(socket(i, n)),
             pci_bus_id: Some(format!("00000000:{:02X}:00.0", 0x07 + 0x10 * i)),
-            healthy: true,
             ..Default::default()
         })
         .collect();
-    let group = |members: Vec<u32>, nvlink: bool| {
-        let s = socket(members[0], n);
-        let same = members.iter().all(|&g| socket(g, n) == s);
-        GpuGroup {
-            gpus: members,
-            nvlink,
-            numa_node: same.then_some(s),
-            socket: same.then_some(s),
-        }
-    };
-    let groups = match kind {
-        TopologyKind::NvSwitch => vec![group((0..n).collect(), true)],
-        TopologyKind::TwoNvlinkGroups => {
-            vec![
-                group((0..n / 2).collect(), true),
-                group((n / 2..n).collect(), true),
-            ]
-        }
-        TopologyKind::PciePairs => (0..n / 2)
-            .map(|p| group(vec![2 * p, 2 * p + 1], false))
-            .collect(),
-    };
-    let mut links = Vec::new();
+    let mut pairs = Vec::new();
     for a in 0..n {
         for b in a + 1..n {
             let pcie = if a / 2 == b / 2 {
@@ -129,24 +108,37 @@ pub fn build_topology(
                 TopologyKind::TwoNvlinkGroups if (a < n / 2) == (b < n / 2) => GROUP_LINKS,
                 _ => 0,
             };
-            links.push(GpuLink {
+            pairs.push(PairReading {
                 a,
                 b,
                 nvlinks,
-                pcie: Some(pcie.as_str().into()),
+                pcie: Some(pcie),
             });
         }
     }
-    NodeTopology {
-        version: TOPOLOGY_VERSION,
-        product: product.into(),
+    Inventory {
         driver_version: Some("550.54.15".into()),
         cuda_version: Some("12.4".into()),
-        rack,
         gpus,
-        groups,
-        links,
+        pairs,
     }
+}
+
+/// The topology annotation the labeler publishes for those readings.
+pub fn build_topology(
+    node: &str,
+    kind: TopologyKind,
+    n: u32,
+    product: &str,
+    memory_mib: u64,
+    rack: Option<String>,
+) -> NodeTopology {
+    topology::build(&readings(node, kind, n, product, memory_mib), rack)
+}
+
+/// The `gpu.kubetrain.io/*` labels the labeler publishes for a topology.
+pub fn gpu_labels(topology: &NodeTopology) -> BTreeMap<String, String> {
+    labels::labels(Some(topology))
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
-//! Labels and annotations kubetrain puts on (or reads from) pods and nodes. One place, so the
-//! operator, the node labeler and the simulated-node agent agree on the names.
+//! Labels and annotations kubetrain puts on (or reads from) pods, and the node labels it reads.
+//! One place, so the operator, the node labeler and the simulated-node agent agree on the
+//! names.
 
 /// Pod label: name of the owning TrainingJob.
 pub const JOB_LABEL: &str = "kubetrain.io/job";
@@ -19,10 +20,8 @@ pub const CHECKPOINT_REQUESTED: &str = "kubetrain.io/checkpoint-requested";
 /// RFC 3339 time of the checkpoint).
 pub const CHECKPOINT_DONE: &str = "kubetrain.io/checkpoint-done";
 
-/// Node label: GPU product (flavor), sanitised for label values.
-pub const PRODUCT_LABEL: &str = "gpu.kubetrain.io/product";
-/// Node label: rack of the node (read when the topology annotation has none).
-pub const RACK_LABEL: &str = "topology.kubernetes.io/rack";
+/// Node labels the operator reads; the whole node contract is in [`super::node_labels`].
+pub use super::node_labels::{PRODUCT as PRODUCT_LABEL, RACK as RACK_LABEL};
 
 /// Annotations on a pod *template* that direct the simulated-node agent in tests and
 /// `make run` (ignored on real nodes).

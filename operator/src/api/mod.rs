@@ -8,6 +8,7 @@
 
 pub mod annotations;
 pub mod common;
+pub mod node_labels;
 pub mod queue;
 pub mod topology;
 pub mod trainingjob;

@@ -39,7 +39,7 @@ mod tests {
 
     #[test]
     fn patch_names_the_served_group_version_and_kind() {
-        // The 1.20 server rejects an apply whose apiVersion/kind do not match the URL.
+        // The server rejects an apply whose apiVersion/kind do not match the URL.
         assert_eq!(TrainingJob::api_version(&()), "kubetrain.io/v1alpha1");
         assert_eq!(TrainingJob::kind(&()), "TrainingJob");
         assert_eq!(Queue::kind(&()), "Queue");
