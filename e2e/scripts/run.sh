@@ -24,7 +24,11 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 "$KUBECTL" apply --server-side -f crds/ >/dev/null
-"$KUBECTL" wait --for=condition=Established --timeout=60s crd --all >/dev/null
+# `kubectl wait` fails at once while a new CRD has no conditions yet: ask again.
+for _ in $(seq 1 50); do
+  "$KUBECTL" wait --for=condition=Established --timeout=60s crd --all >/dev/null 2>&1 && break
+  sleep 0.2
+done
 target/debug/kubetrain-simnodes --cluster "$CLUSTER" >"$STATE/logs/simnodes.log" 2>&1 &
 agent=$!
 "$KUBECTL" apply -k config/samples >/dev/null

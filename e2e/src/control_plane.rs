@@ -95,15 +95,26 @@ impl ControlPlane {
             "-f",
             &crds.to_string_lossy(),
         ])?;
-        self.kubectl_ok(&[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/trainingjobs.kubetrain.io",
-            "crd/queues.kubetrain.io",
-            "crd/virtualclusters.kubetrain.io",
-        ])?;
-        Ok(())
+        // `kubectl wait` fails at once, instead of waiting, while a new CRD's status has no
+        // conditions list yet; ask again until the API server has written one.
+        let mut attempts = 0;
+        loop {
+            match self.kubectl_ok(&[
+                "wait",
+                "--for=condition=Established",
+                "--timeout=60s",
+                "crd/trainingjobs.kubetrain.io",
+                "crd/queues.kubetrain.io",
+                "crd/virtualclusters.kubetrain.io",
+            ]) {
+                Ok(_) => return Ok(()),
+                Err(e) if attempts >= 50 => return Err(e),
+                Err(_) => {
+                    attempts += 1;
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            }
+        }
     }
 
     /// Path of the admin kubeconfig.

@@ -94,6 +94,36 @@ async fn failing_replica_is_retried_then_fails() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubelet_admission_rejection_is_retried_without_counting() {
+    let s = Scenario::new("admit", 1, 8, 1).await;
+    let q = s.tenant("admit", 8, "FIFO", "");
+    // The kubelet refuses the first attempt's pods (as when a GPU failed between the
+    // decision and the pod's arrival). With no retries allowed, only an infrastructure
+    // retry lets the job run at all.
+    s.cp.apply(&s.job(
+        "refused",
+        &q,
+        2,
+        4,
+        &[("admission-reject", "OutOfnvidia.com/gpu")],
+        "  maxRetries: 0\n",
+    ));
+    s.wait_phase("refused", "Running", Duration::from_secs(90))
+        .await;
+    assert_eq!(s.job_status("refused", "{.status.retries}"), "0");
+    assert_eq!(
+        s.job_status("refused", "{.status.infrastructureRetries}"),
+        "1"
+    );
+    let events = s.event_reasons("refused");
+    assert!(
+        events.iter().any(|e| e == "InfrastructureFailure"),
+        "{events:?}"
+    );
+    s.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oom_killed_replica_counts_as_a_failure() {
     let s = Scenario::new("oom", 1, 8, 1).await;
     let q = s.tenant("oom", 8, "FIFO", "");

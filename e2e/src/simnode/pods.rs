@@ -6,6 +6,8 @@
 //!
 //! 1. First sight: `Pending` with `startTime` (the kubelet's "accepted"), containers waiting
 //!    in `ContainerCreating`, `hostIP` the node's address.
+//!    With `sim.kubetrain.io/admission-reject: <reason>` the pods of the job's first attempt
+//!    are instead `Failed` with that reason at once, as a kubelet admission rejection is.
 //! 2. `startTime` + start delay (`sim.kubetrain.io/start-seconds`, default 1 s): `Running`,
 //!    containers running and ready from `startedAt`, `Ready=True`, a fake pod IP unique among
 //!    bound pods in 10.244.0.0/16.
@@ -49,7 +51,7 @@ use tokio::sync::Mutex;
 use super::cluster::SimNode;
 use super::faults::Faults;
 use super::{Agent, Error};
-use kubetrain::api::annotations::{CHECKPOINT_DONE, CHECKPOINT_REQUESTED, sim};
+use kubetrain::api::annotations::{ATTEMPT_ANNOTATION, CHECKPOINT_DONE, CHECKPOINT_REQUESTED, sim};
 
 /// Exit code of a container stopped by pod deletion (128 + SIGTERM).
 pub const SIGTERM_EXIT_CODE: i32 = 143;
@@ -210,6 +212,12 @@ async fn reconcile(pod: Arc<Pod>, ctx: Arc<PodCtx>) -> Result<Action, Error> {
         .as_ref()
         .map(|t| times.accepted.unwrap_or(t.0))
     else {
+        if let Some(reason) = admission_rejection(&pod) {
+            write_status(&api, &pod, rejected(&pod, &reason, now)).await?;
+            ctx.forget(&pod).await;
+            tracing::debug!(pod = %pod.name_any(), node = %node_name, %reason, "rejected at admission");
+            return Ok(Action::await_change());
+        }
         write_status(&api, &pod, accepted(&pod, sim_node, now)).await?;
         ctx.record(&pod, |t| t.accepted = Some(now)).await;
         tracing::debug!(pod = %pod.name_any(), node = %node_name, "accepted");
@@ -340,6 +348,27 @@ fn init_containers(pod: &Pod) -> impl Iterator<Item = (&String, Option<&String>)
         .iter()
         .flat_map(|s| s.init_containers.iter().flatten())
         .map(|c| (&c.name, c.image.as_ref()))
+}
+
+/// The reason the kubelet refuses the pod at admission, if the test asked for one: only for
+/// the job's first attempt, so that the operator's retry is admitted.
+fn admission_rejection(pod: &Pod) -> Option<String> {
+    let reason = annotation(pod, sim::ADMISSION_REJECT)?.trim().to_string();
+    let first = annotation(pod, ATTEMPT_ANNOTATION).is_none_or(|a| a.trim() == "0");
+    (first && !reason.is_empty()).then_some(reason)
+}
+
+/// Rejected at admission, as the kubelet writes it: `Failed` with the admission reason, no
+/// container ever created.
+fn rejected(pod: &Pod, reason: &str, now: Timestamp) -> PodStatus {
+    let mut s = pod.status.clone().unwrap_or_default();
+    s.phase = Some("Failed".into());
+    s.reason = Some(reason.into());
+    s.message = Some(format!(
+        "Pod was rejected: the node refused the pod at admission ({reason})"
+    ));
+    s.start_time = Some(Time(now));
+    s
 }
 
 /// First sight: Pending, accepted at `now`, containers being created.

@@ -13,6 +13,9 @@ pub const INDEX_LABEL: &str = "kubetrain.io/index";
 pub const GPUS_ANNOTATION: &str = "kubetrain.io/gpus";
 /// Pod annotation: milli-GPU share of a shared-GPU replica.
 pub const GPU_SHARE_ANNOTATION: &str = "kubetrain.io/gpu-share";
+/// Pod annotation: which admission of the job created the pod (retries + preemptions +
+/// infrastructure retries at that time); pods of an older attempt are stale.
+pub const ATTEMPT_ANNOTATION: &str = "kubetrain.io/attempt";
 /// Pod annotation set by the operator to ask the job to checkpoint (value: RFC 3339 time of
 /// the request). Visible in the container through a downward-API file.
 pub const CHECKPOINT_REQUESTED: &str = "kubetrain.io/checkpoint-requested";
@@ -36,4 +39,8 @@ pub mod sim {
     pub const CHECKPOINT_DELAY: &str = "sim.kubetrain.io/checkpoint-delay-seconds";
     /// Seconds between binding and Running (overrides the agent's default).
     pub const START_SECONDS: &str = "sim.kubetrain.io/start-seconds";
+    /// The kubelet rejects the pods of the job's first attempt at admission with this
+    /// reason (for example `OutOfnvidia.com/gpu`, as when a GPU failed between the
+    /// scheduling decision and the pod's arrival); later attempts are admitted.
+    pub const ADMISSION_REJECT: &str = "sim.kubetrain.io/admission-reject";
 }

@@ -46,8 +46,9 @@ pub struct TrainingJobSpec {
     #[schemars(length(min = 1, max = 16))]
     pub tasks: Vec<TaskSpec>,
 
-    /// How many times the job is restarted after a replica fails (non-zero exit, OOM kill,
-    /// eviction) before it is marked Failed. Node loss and unhealthy GPUs do not count.
+    /// How many times the job is restarted after a replica fails (non-zero exit, OOM kill)
+    /// before it is marked Failed. What the node does (node loss, unhealthy GPUs, kubelet
+    /// evictions and admission rejections) does not count.
     #[serde(default = "default_max_retries")]
     #[schemars(range(min = 0, max = 100))]
     pub max_retries: i32,
@@ -286,7 +287,8 @@ pub struct TrainingJobStatus {
     /// Times the job was preempted and requeued; these do not count as retries.
     #[serde(default)]
     pub preemptions: i32,
-    /// Retries caused by infrastructure (node lost, GPU unhealthy); not counted in `retries`.
+    /// Retries caused by infrastructure (node lost, GPU unhealthy, kubelet eviction or
+    /// admission rejection); not counted in `retries`.
     #[serde(default)]
     pub infrastructure_retries: i32,
     /// Whether the job runs on borrowed (bonus) capacity and may be preempted for its owner.

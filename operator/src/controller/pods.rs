@@ -26,9 +26,7 @@ use crate::sched::ReplicaPlacement;
 pub const RANK_ANNOTATION: &str = "kubetrain.io/rank";
 /// Pod annotation: `true` when the gang runs on borrowed (bonus) capacity.
 pub const BONUS_ANNOTATION: &str = "kubetrain.io/bonus";
-/// Pod annotation: which admission of the job created the pod (retries + preemptions +
-/// infrastructure retries at that time); pods of an older attempt are stale.
-pub const ATTEMPT_ANNOTATION: &str = "kubetrain.io/attempt";
+pub use crate::api::annotations::ATTEMPT_ANNOTATION;
 /// Pod annotation: the number of replicas in the gang, so a partial gang is recognisable.
 pub const GANG_SIZE_ANNOTATION: &str = "kubetrain.io/gang-size";
 /// Where the checkpoint request appears inside every container.

@@ -13,6 +13,7 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::events::EventType;
+use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 use tracing::{Instrument, debug, info, info_span, warn};
 
@@ -21,7 +22,7 @@ use super::metrics::{QueueLabels, ReasonLabels};
 use super::pods::{BONUS_ANNOTATION, gang_pods, headless_service};
 use super::snapshot::{self, Inflight, World, job_key};
 use super::usage;
-use crate::api::annotations::CHECKPOINT_REQUESTED;
+use crate::api::annotations::{ATTEMPT_ANNOTATION, CHECKPOINT_REQUESTED};
 use crate::api::{Phase, TrainingJob};
 use crate::sched;
 
@@ -65,16 +66,24 @@ pub async fn cycle(ctx: &Arc<Context>) {
     let now = now();
     let inflight = {
         let mut state = ctx.state();
-        // An admission stops being in flight once the cache shows every pod of it.
+        // An admission stops being in flight once the cache shows every pod of it, in any
+        // phase (a pod the kubelet refused at admission is Failed at once, and must not
+        // keep its GPUs reserved), or once the job has moved on to another attempt or gone.
         state.inflight.retain(|job, f| {
             let (ns, name) = job.split_once('/').unwrap_or_default();
+            let attempt = f.attempt.to_string();
             let seen = ctx
                 .pod_index
                 .pods_of(&ctx.stores.pods, ns, name)
                 .iter()
-                .filter(|p| snapshot::is_active(p))
+                .filter(|p| p.annotations().get(ATTEMPT_ANNOTATION) == Some(&attempt))
                 .count();
-            seen < f.placement.len() && now - f.at < 120
+            let current = ctx
+                .stores
+                .jobs
+                .get(&ObjectRef::new(name).within(ns))
+                .map(|j| job_attempt(&j));
+            seen < f.placement.len() && current == Some(f.attempt) && now - f.at < 120
         });
         state.inflight.clone()
     };
@@ -203,6 +212,13 @@ pub async fn cycle(ctx: &Arc<Context>) {
 
 /// Creates the gang: the headless Service, then every pod, bound to its node. On a failure
 /// the pods already created are deleted, so no job is ever half-started.
+/// Which admission of the job comes next: every earlier one ended in a retry, a preemption
+/// or an infrastructure retry.
+fn job_attempt(job: &TrainingJob) -> i32 {
+    let status = job.status.clone().unwrap_or_default();
+    status.retries + status.preemptions + status.infrastructure_retries
+}
+
 async fn admit(
     ctx: &Arc<Context>,
     job: &Arc<TrainingJob>,
@@ -212,8 +228,7 @@ async fn admit(
     let ns = job
         .namespace()
         .ok_or_else(|| AdmitError::Gone(key.clone()))?;
-    let status = job.status.clone().unwrap_or_default();
-    let attempt = status.retries + status.preemptions + status.infrastructure_retries;
+    let attempt = job_attempt(job);
     let pods = gang_pods(
         job,
         &admission.placement,
@@ -227,6 +242,7 @@ async fn admit(
             placement: admission.placement.clone(),
             bonus: admission.bonus,
             at: now(),
+            attempt,
         },
     );
     // The Service and the pods go out together: neither waits for the other (pods need no
@@ -279,9 +295,10 @@ async fn admit(
             queue: queue.clone(),
         })
         .inc();
-    if let Some(q) = status
-        .queued_at
+    if let Some(q) = job
+        .status
         .as_ref()
+        .and_then(|s| s.queued_at.as_ref())
         .or(job.metadata.creation_timestamp.as_ref())
     {
         let delay = (now() - q.0.as_second()).max(0) as f64;

@@ -24,6 +24,8 @@ pub struct Inflight {
     pub placement: Vec<sched::ReplicaPlacement>,
     pub bonus: bool,
     pub at: i64,
+    /// The job's attempt the pods were created for (`kubetrain.io/attempt`).
+    pub attempt: i32,
 }
 
 /// Everything the snapshot is built from.

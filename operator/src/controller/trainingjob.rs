@@ -61,6 +61,32 @@ pub fn backoff(initial: i32, max: i32, n: i32) -> Duration {
     Duration::from_secs(initial.saturating_mul(1u64 << shift).min(max))
 }
 
+/// Pod-level reasons that say the node, not the job, ended the pod: the node was lost or shut
+/// down, the kubelet refused the pod at admission (its resources, affinity, taints or a
+/// device plugin's allocation disagreed with the scheduling decision: `OutOf<resource>`,
+/// `NodeAffinity`, `UnexpectedAdmissionError`, ...), or evicted it (node pressure, a critical
+/// pod's preemption). None of these is the job's fault, so none counts against `maxRetries`.
+fn is_infrastructure_reason(reason: &str) -> bool {
+    reason.starts_with("OutOf")
+        || matches!(
+            reason,
+            "NodeLost"
+                | "Shutdown"
+                | "NodeShutdown"
+                | "Terminated"
+                | "Evicted"
+                | "Preempting"
+                | "UnexpectedAdmissionError"
+                | "NodeAffinity"
+                | "NodeName"
+                | "NodePorts"
+                | "Taint"
+                | "InvalidNodeInfo"
+                | "PodOSNotSupported"
+                | "PodOSSelectorNodeLabelDoesNotMatch"
+        )
+}
+
 /// Classifies a finished-badly pod.
 fn pod_failure(pod: &Pod) -> Option<Failure> {
     let status = pod.status.as_ref()?;
@@ -69,13 +95,15 @@ fn pod_failure(pod: &Pod) -> Option<Failure> {
     }
     let name = pod.name_any();
     let reason = status.reason.clone().unwrap_or_default();
-    if matches!(
-        reason.as_str(),
-        "NodeLost" | "Shutdown" | "NodeShutdown" | "UnexpectedAdmissionError" | "Terminated"
-    ) {
+    if is_infrastructure_reason(&reason) {
+        let detail = status.message.as_deref().unwrap_or_default();
         return Some(Failure::Infrastructure {
             pod: name,
-            reason: format!("pod {reason}"),
+            reason: if detail.is_empty() {
+                format!("pod {reason}")
+            } else {
+                format!("pod {reason}: {detail}")
+            },
         });
     }
     let terminated = status
@@ -948,11 +976,24 @@ mod tests {
             pod_failure(&lost),
             Some(Failure::Infrastructure { .. })
         ));
-        let evicted = pod(
-            serde_json::json!({"metadata": {"name": "d"}, "status": {"phase": "Failed", "reason": "Evicted"}}),
-        );
+        // Refused or evicted by the kubelet: the node's doing, not the job's.
+        for reason in [
+            "Evicted",
+            "OutOfnvidia.com/gpu",
+            "NodeAffinity",
+            "UnexpectedAdmissionError",
+        ] {
+            let refused = pod(serde_json::json!({"metadata": {"name": "d"}, "status": {
+                "phase": "Failed", "reason": reason, "message": "Pod was rejected"}}));
+            assert!(
+                matches!(pod_failure(&refused), Some(Failure::Infrastructure { ref reason, .. }) if reason.contains("Pod was rejected")),
+                "{reason}"
+            );
+        }
+        let app_error = pod(serde_json::json!({"metadata": {"name": "f"}, "status": {
+            "phase": "Failed", "reason": "DeadlineExceeded"}}));
         assert!(matches!(
-            pod_failure(&evicted),
+            pod_failure(&app_error),
             Some(Failure::Replica { .. })
         ));
         let running =
