@@ -210,12 +210,79 @@ async fn unknown_queue_is_reported_and_recovered_by_a_later_apply() {
     s.finish().await;
 }
 
+/// Watches the namespace's pods and returns every moment two present pods (not yet
+/// Succeeded or Failed: their containers may still run) held the same GPU of one node.
+fn watch_gpu_overlaps(
+    client: kube::Client,
+    ns: &str,
+) -> (
+    tokio::task::JoinHandle<Vec<String>>,
+    tokio::sync::oneshot::Sender<()>,
+) {
+    use futures::StreamExt;
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::ResourceExt;
+    use kube::runtime::watcher;
+    let api: kube::Api<Pod> = kube::Api::namespaced(client, ns);
+    let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let mut present: std::collections::BTreeMap<String, Pod> = Default::default();
+        let mut overlaps = Vec::new();
+        let mut events = watcher(api, watcher::Config::default()).boxed();
+        loop {
+            let event = tokio::select! {
+                _ = &mut stopped => break,
+                e = events.next() => e,
+            };
+            match event {
+                Some(Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p))) => {
+                    present.insert(p.name_any(), p);
+                }
+                Some(Ok(watcher::Event::Delete(p))) => {
+                    present.remove(&p.name_any());
+                }
+                Some(_) => continue,
+                None => break,
+            }
+            let mut holders: std::collections::BTreeMap<(String, String), Vec<String>> =
+                Default::default();
+            for (name, p) in &present {
+                let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+                if matches!(phase, Some("Succeeded" | "Failed")) {
+                    continue;
+                }
+                let node = p.spec.as_ref().and_then(|s| s.node_name.clone());
+                let gpus = p.annotations().get("kubetrain.io/gpus").cloned();
+                if let (Some(node), Some(gpus)) = (node, gpus) {
+                    for g in gpus.split(',').filter(|g| !g.is_empty()) {
+                        holders
+                            .entry((node.clone(), g.to_string()))
+                            .or_default()
+                            .push(name.clone());
+                    }
+                }
+            }
+            for ((node, gpu), pods) in holders {
+                if pods.len() > 1 {
+                    overlaps.push(format!("{node} GPU {gpu}: {pods:?}"));
+                }
+            }
+        }
+        overlaps
+    });
+    (task, stop)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_a_job_removes_its_pods_and_frees_its_gpus() {
     let s = Scenario::new("delete", 1, 8, 1).await;
     let q = s.tenant("delete", 8, "FIFO", "");
     s.cp.apply(&s.job("big", &q, 1, 8, &[], ""));
     s.wait_phase("big", "Running", T).await;
+    // Eight one-GPU jobs wait for big's GPUs (the acceptance run's case).
+    for i in 0..8 {
+        s.cp.apply(&s.job(&format!("next-{i}"), &q, 1, 1, &[("run-seconds", "1")], ""));
+    }
     s.cp.apply(&s.job("next", &q, 1, 8, &[("run-seconds", "1")], ""));
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(
@@ -223,14 +290,28 @@ async fn deleting_a_job_removes_its_pods_and_frees_its_gpus() {
         "Queued",
         "no room while big runs"
     );
+    let client = s.cp.client().await.expect("client");
+    let (watch, stop) = watch_gpu_overlaps(client, &s.ns);
+    tokio::time::sleep(Duration::from_millis(500)).await;
     s.cp.kubectl_ok(&["delete", "tj", "big", "-n", &s.ns, "--wait=false"])
         .expect("delete");
+    // big's pod terminates with its containers still holding the GPUs; nothing may start
+    // on them until it is gone.
+    for i in 0..8 {
+        s.wait_phase(&format!("next-{i}"), "Succeeded", T).await;
+    }
     s.wait_phase("next", "Succeeded", T).await;
     let deadline = Instant::now() + T;
     while !s.pods_of("big").is_empty() {
         assert!(Instant::now() < deadline, "pods of the deleted job remain");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    let _ = stop.send(());
+    let overlaps = watch.await.expect("watch task");
+    assert!(
+        overlaps.is_empty(),
+        "GPUs held by two present pods at once: {overlaps:#?}"
+    );
     s.finish().await;
 }
 

@@ -29,6 +29,7 @@ fn node(i: usize) -> Node {
         unhealthy_gpus: vec![],
         schedulable: true,
         foreign: Resources::default(),
+        held: Vec::new(),
     }
 }
 

@@ -112,7 +112,7 @@ pub fn node_ready(node: &Node) -> bool {
         .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
-fn node_model(node: &Node, foreign: sched::Resources) -> sched::Node {
+fn node_model(node: &Node, foreign: sched::Resources, held: Vec<sched::Held>) -> sched::Node {
     let alloc = node.status.as_ref().and_then(|s| s.allocatable.as_ref());
     let get = |k: &str| alloc.and_then(|a| a.get(k));
     let topo = node_topology(node);
@@ -170,6 +170,7 @@ fn node_model(node: &Node, foreign: sched::Resources) -> sched::Node {
         unhealthy_gpus: unhealthy,
         schedulable: node_schedulable(node),
         foreign,
+        held,
     }
 }
 
@@ -197,10 +198,30 @@ pub fn build(world: &World<'_>) -> sched::Snapshot {
         f.memory_bytes += d.memory_bytes;
         f.gpus += d.gpus as u32;
     }
+    let by_job = pods_by_job(world.pods);
+    let jobs: Vec<sched::Job> = world
+        .jobs
+        .iter()
+        .filter_map(|j| {
+            job_model(
+                j,
+                by_job.get(&job_key(j)).map(Vec::as_slice).unwrap_or(&[]),
+                world,
+            )
+        })
+        .collect();
+    let mut held = held_by_orphans(&by_job, &jobs, &node_names, &mut foreign);
     let nodes = world
         .nodes
         .iter()
-        .map(|n| node_model(n, foreign.get(&n.name_any()).copied().unwrap_or_default()))
+        .map(|n| {
+            let name = n.name_any();
+            node_model(
+                n,
+                foreign.get(&name).copied().unwrap_or_default(),
+                held.remove(&name).unwrap_or_default(),
+            )
+        })
         .collect();
 
     let virtual_clusters = world
@@ -246,18 +267,6 @@ pub fn build(world: &World<'_>) -> sched::Snapshot {
         })
         .collect();
 
-    let by_job = pods_by_job(world.pods);
-    let jobs = world
-        .jobs
-        .iter()
-        .filter_map(|j| {
-            job_model(
-                j,
-                by_job.get(&job_key(j)).map(Vec::as_slice).unwrap_or(&[]),
-                world,
-            )
-        })
-        .collect();
     sched::Snapshot {
         now: world.now,
         nodes,
@@ -265,6 +274,54 @@ pub fn build(world: &World<'_>) -> sched::Snapshot {
         queues,
         jobs,
     }
+}
+
+/// A GPU is free only when no pod holds it: what the present pods of jobs that take no part
+/// in this snapshot hold (the job deleted while its pods terminate, the job invalid, gone
+/// from the cache), per node. The pods of a job in the snapshot are charged through it.
+fn held_by_orphans(
+    by_job: &BTreeMap<String, Vec<Arc<Pod>>>,
+    jobs: &[sched::Job],
+    node_names: &BTreeSet<String>,
+    foreign: &mut BTreeMap<String, sched::Resources>,
+) -> BTreeMap<String, Vec<sched::Held>> {
+    let charged: BTreeSet<&str> = jobs
+        .iter()
+        .filter(|j| j.running.is_some())
+        .map(|j| j.id.as_str())
+        .collect();
+    let mut out: BTreeMap<String, Vec<sched::Held>> = BTreeMap::new();
+    for (key, pods) in by_job {
+        if charged.contains(key.as_str()) {
+            continue;
+        }
+        for p in pods.iter().filter(|p| is_active(p)) {
+            let Some(spec) = p.spec.as_ref() else {
+                continue;
+            };
+            let Some(node) = spec.node_name.as_ref().filter(|n| node_names.contains(*n)) else {
+                continue;
+            };
+            let demand = pod_demand(spec).unwrap_or_default();
+            match placement_of(p) {
+                Some(pl) => out.entry(node.clone()).or_default().push(sched::Held {
+                    gpus: pl.gpus,
+                    share: pl.share,
+                    cpu_milli: demand.cpu_milli,
+                    memory_bytes: demand.memory_bytes,
+                }),
+                // Which GPUs is unknown (no placement annotation): held by count, as a
+                // foreign pod's are.
+                None => {
+                    let f = foreign.entry(node.clone()).or_default();
+                    f.cpu_milli += demand.cpu_milli;
+                    f.memory_bytes += demand.memory_bytes;
+                    f.gpus += demand.gpus as u32;
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The job's minimum runtime before reclaim: its own, else its Queue's, else its
@@ -406,4 +463,183 @@ fn job_model(job: &TrainingJob, pods: &[Arc<Pod>], world: &World<'_>) -> Option<
         predicted_duration_seconds: job.spec.predicted_duration_seconds,
         running,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::sync::Arc;
+
+    use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use super::*;
+    use crate::api::annotations::{GPU_SHARE_ANNOTATION, GPUS_ANNOTATION, INDEX_LABEL, TASK_LABEL};
+    use crate::api::{Queue, VirtualCluster};
+
+    const FLAVOR: &str = "A100";
+    const GPUS: u32 = 8;
+
+    /// What became of the job whose pod still sits on the node.
+    #[derive(Clone, Copy, Debug)]
+    enum JobState {
+        Running,
+        Deleted,
+        Invalid,
+        Succeeded,
+        Failed,
+        Retrying,
+        Queued,
+    }
+
+    fn node() -> Arc<Node> {
+        Arc::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": "n0", "labels": {PRODUCT_LABEL: FLAVOR}},
+                "status": {
+                    "allocatable": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": GPUS.to_string()},
+                    "conditions": [{"type": "Ready", "status": "True"}]
+                }
+            }))
+            .expect("node"),
+        )
+    }
+
+    fn job(name: &str, queue: &str, gpus: u32, phase: &str) -> Arc<TrainingJob> {
+        Arc::new(
+            serde_json::from_value(json!({
+                "apiVersion": "kubetrain.io/v1alpha1", "kind": "TrainingJob",
+                "metadata": {"name": name, "namespace": "team", "creationTimestamp": "2026-01-01T00:00:00Z"},
+                "spec": {"queue": queue, "tasks": [{"name": "w", "template": {"spec": {"containers": [
+                    {"name": "c", "resources": {"limits": {"nvidia.com/gpu": gpus}}}]}}}]},
+                "status": {"phase": phase}
+            }))
+            .expect("job"),
+        )
+    }
+
+    /// A pod of `job` on n0 holding `gpus` (whole) or a share of the first.
+    fn pod(job: &str, gpus: &[u32], share: Option<u32>, terminating: bool) -> Arc<Pod> {
+        let list = gpus
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut ann = BTreeMap::from([(GPUS_ANNOTATION.to_string(), list)]);
+        if let Some(s) = share {
+            ann.insert(GPU_SHARE_ANNOTATION.into(), s.to_string());
+        }
+        let mut meta = json!({"name": format!("{job}-w-0"), "namespace": "team",
+            "labels": {JOB_LABEL: job, TASK_LABEL: "w", INDEX_LABEL: "0"}, "annotations": ann});
+        if terminating {
+            meta["deletionTimestamp"] = json!("2026-01-01T00:00:10Z");
+        }
+        let limit = if share.is_some() { 0 } else { gpus.len() };
+        Arc::new(
+            serde_json::from_value(json!({
+                "metadata": meta,
+                "spec": {"nodeName": "n0", "containers": [
+                    {"name": "c", "resources": {"limits": {"nvidia.com/gpu": limit}}}]},
+                "status": {"phase": "Running"}
+            }))
+            .expect("pod"),
+        )
+    }
+
+    fn holder() -> impl Strategy<Value = (JobState, u32, bool, bool)> {
+        let state = prop_oneof![
+            Just(JobState::Running),
+            Just(JobState::Deleted),
+            Just(JobState::Invalid),
+            Just(JobState::Succeeded),
+            Just(JobState::Failed),
+            Just(JobState::Retrying),
+            Just(JobState::Queued),
+        ];
+        // GPUs held (0: a share of one GPU), fractional?, terminating?
+        (state, 0u32..4, any::<bool>(), any::<bool>())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        /// A GPU is free only when no pod holds it: whatever became of the jobs of the pods
+        /// present on a node (deleted, invalid, finished, retrying, requeued), nothing new
+        /// is placed on the GPUs those pods hold.
+        #[test]
+        fn present_pods_keep_their_gpus(
+            holders in proptest::collection::vec(holder(), 1..5),
+            wanted in 1u32..=GPUS,
+        ) {
+            let queue: Arc<Queue> = Arc::new(serde_json::from_value(json!({
+                "apiVersion": "kubetrain.io/v1alpha1", "kind": "Queue",
+                "metadata": {"name": "q"}, "spec": {"virtualCluster": "vc"}})).expect("queue"));
+            let vc: Arc<VirtualCluster> = Arc::new(serde_json::from_value(json!({
+                "apiVersion": "kubetrain.io/v1alpha1", "kind": "VirtualCluster",
+                "metadata": {"name": "vc"},
+                "spec": {"namespaces": ["team"], "guarantee": [{"flavor": FLAVOR, "gpus": GPUS}]}}))
+                .expect("vc"));
+            let queues = BTreeMap::from([("q".to_string(), queue)]);
+            let vcs = BTreeMap::from([("vc".to_string(), vc)]);
+            let namespaces: BTreeMap<String, Namespace> = BTreeMap::new();
+            let flavors = BTreeSet::from([FLAVOR.to_string()]);
+
+            // Lay the holders' GPUs out without overlap, as the node really has them.
+            let mut next = 0u32;
+            let mut pods = Vec::new();
+            let mut jobs = vec![job("waiting", "q", wanted, "Queued")];
+            let mut held = vec![0u32; GPUS as usize];
+            for (i, (state, n, fractional, terminating)) in holders.into_iter().enumerate() {
+                let name = format!("holder-{i}");
+                let (gpus, share) = if fractional || n == 0 {
+                    if next >= GPUS { continue; }
+                    (vec![next], Some(500))
+                } else {
+                    if next + n > GPUS { continue; }
+                    ((next..next + n).collect(), None)
+                };
+                next += gpus.len() as u32;
+                for g in &gpus {
+                    held[*g as usize] += share.unwrap_or(1000);
+                }
+                let phase = match state {
+                    JobState::Succeeded => "Succeeded",
+                    JobState::Failed => "Failed",
+                    JobState::Retrying => "Retrying",
+                    JobState::Queued => "Queued",
+                    _ => "Running",
+                };
+                match state {
+                    JobState::Deleted => {}
+                    JobState::Invalid => jobs.push(job(&name, "no-such-queue", gpus.len() as u32, phase)),
+                    _ => jobs.push(job(&name, "q", gpus.len() as u32, phase)),
+                }
+                pods.push(pod(&name, &gpus, share, terminating));
+            }
+            let nodes = vec![node()];
+            let inflight = BTreeMap::new();
+            let world = World {
+                now: 1_800_000_000,
+                nodes: &nodes,
+                pods: &pods,
+                jobs: &jobs,
+                refs: Refs { queues: &queues, vcs: &vcs, namespaces: &namespaces, flavors: &flavors },
+                inflight: &inflight,
+            };
+            let decisions = sched::schedule(&build(&world));
+            for a in &decisions.admissions {
+                for r in &a.placement {
+                    let amount = r.share.map_or(1000, |s| s.0);
+                    for g in &r.gpus {
+                        held[g.0 as usize] += amount;
+                        prop_assert!(
+                            held[g.0 as usize] <= 1000,
+                            "{} placed on GPU {} that a present pod holds", a.job, g.0
+                        );
+                    }
+                }
+            }
+        }
+    }
 }

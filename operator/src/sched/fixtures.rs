@@ -18,6 +18,7 @@ pub fn node(name: &str, flavor: &str, gpus: u32, rack: Option<&str>) -> Node {
         unhealthy_gpus: vec![],
         schedulable: true,
         foreign: Resources::default(),
+        held: Vec::new(),
     }
 }
 

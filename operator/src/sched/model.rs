@@ -161,6 +161,21 @@ pub struct Node {
     /// Resources used by pods that are not kubetrain's (opaque: which GPUs is unknown, the
     /// core assumes the highest-numbered ones not used by our jobs).
     pub foreign: Resources,
+    /// Pods of kubetrain's that are still on the node but belong to no job of the snapshot
+    /// (a deleted job's pods while they terminate, an invalid job's): their GPUs stay
+    /// taken, exactly where they are, until the pods are gone.
+    pub held: Vec<Held>,
+}
+
+/// What one present pod holds on its node.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Held {
+    /// Whole GPUs, or the single GPU holding the share.
+    pub gpus: Vec<GpuIndex>,
+    /// Set for a fractional replica.
+    pub share: Option<MilliGpu>,
+    pub cpu_milli: u64,
+    pub memory_bytes: u64,
 }
 
 /// How many GPUs, and which kind, a guarantee in cells means.

@@ -254,6 +254,14 @@ impl Cluster {
                     g.cap = 0;
                 }
             }
+            for h in &n.held {
+                let amount = h.share.map_or(1000, |s| s.0.min(1000)) as u16;
+                for i in &h.gpus {
+                    if let Some(g) = gpus.get_mut(i.0 as usize) {
+                        g.held = g.held.saturating_add(amount);
+                    }
+                }
+            }
             let rack = n.rack.as_deref().map(|r| {
                 let next = rack_ids.len() as u32;
                 *rack_ids.entry((flavor, r)).or_insert(next)
@@ -268,12 +276,13 @@ impl Cluster {
                 nvlink: group_nvlink.iter().any(|&b| b),
                 cpu: Ledger {
                     cap: n.allocatable.cpu_milli,
-                    held: n.foreign.cpu_milli,
+                    held: n.foreign.cpu_milli + n.held.iter().map(|h| h.cpu_milli).sum::<u64>(),
                     ..Default::default()
                 },
                 mem: Ledger {
                     cap: n.allocatable.memory_bytes,
-                    held: n.foreign.memory_bytes,
+                    held: n.foreign.memory_bytes
+                        + n.held.iter().map(|h| h.memory_bytes).sum::<u64>(),
                     ..Default::default()
                 },
                 gpus,

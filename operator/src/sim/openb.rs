@@ -34,6 +34,7 @@ impl OpenbNode {
             unhealthy_gpus: vec![],
             schedulable: true,
             foreign: Resources::default(),
+            held: Vec::new(),
         }
     }
 }

@@ -227,6 +227,7 @@ pub fn cluster(nodes: u32, rack_nodes: u32, prefix: &str) -> Vec<Node> {
             unhealthy_gpus: vec![],
             schedulable: true,
             foreign: Resources::default(),
+            held: Vec::new(),
         })
         .collect()
 }
