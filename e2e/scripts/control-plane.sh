@@ -5,6 +5,9 @@
 #   control-plane.sh up   DIR [--owner-pid PID]   start; writes DIR/kubeconfig; waits for /readyz
 #   control-plane.sh down DIR                     stop everything started in DIR
 #
+# Each component runs in its own session, so a terminal's Ctrl-C reaches only the script that
+# started it, which then stops the components in order (the operator before the API server
+# it must release its Lease through).
 # With --owner-pid the control plane stops by itself when that process exits (test binaries
 # use this so no process outlives them, even when a test panics or is killed).
 # Binaries come from e2e/scripts/install-control-plane.sh (built once into the cache).
@@ -60,14 +63,14 @@ echo "$TOKEN,kubetrain-admin,kubetrain-admin,system:masters" > "$dir/tokens.csv"
 mkdir -p "$dir/certs" "$dir/logs"
 
 rm -rf "$dir/etcd"
-"$BIN/etcd" --name default --data-dir "$dir/etcd" \
+setsid "$BIN/etcd" --name default --data-dir "$dir/etcd" \
   --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
   --listen-peer-urls "http://127.0.0.1:$PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$PEER_PORT" \
   --initial-cluster "default=http://127.0.0.1:$PEER_PORT" --log-level warn \
   >"$dir/logs/etcd.log" 2>&1 &
 echo $! > "$dir/etcd.pid"
 
-"$BIN/kube-apiserver" \
+setsid "$BIN/kube-apiserver" \
   --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
   --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$API_PORT" \
   --cert-dir "$dir/certs" \
@@ -126,7 +129,7 @@ controllers+=,serviceaccount-token-controller,node-lifecycle-controller,taint-ev
 controllers+=,pod-garbage-collector-controller,endpoints-controller,endpointslice-controller
 controllers+=,job-controller,disruption-controller,persistentvolume-binder-controller
 controllers+=,replicaset-controller,deployment-controller,root-ca-certificate-publisher-controller
-"$BIN/kube-controller-manager" \
+setsid "$BIN/kube-controller-manager" \
   --kubeconfig "$dir/kubeconfig" \
   --controllers "$controllers" \
   --service-account-private-key-file "$dir/sa.key" \
@@ -137,7 +140,7 @@ echo $! > "$dir/kube-controller-manager.pid"
 
 # kube-scheduler binds every pod that arrives without a node (kubetrain's own pods are
 # created bound, unless the binding mode leaves the binding to it).
-"$BIN/kube-scheduler" \
+setsid "$BIN/kube-scheduler" \
   --kubeconfig "$dir/kubeconfig" \
   --leader-elect=false --secure-port 0 \
   --v=1 >"$dir/logs/kube-scheduler.log" 2>&1 &

@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # `make run`: a real local control plane (etcd, kube-apiserver, controller-manager, scheduler),
-# simulated 8-GPU nodes, the CRDs and samples, and the operator in the foreground.
-# Ctrl-C stops everything.
+# simulated 8-GPU nodes, the CRDs and samples, and the operator in the foreground. The
+# operator is restarted when it exits on its own (as its Deployment would be); Ctrl-C stops
+# everything.
+#
+#   KUBETRAIN_STATE    state directory (default .kubetrain)
+#   KUBETRAIN_CLUSTER  simulated cluster description (default e2e/clusters/dev.yaml)
+#   KUBETRAIN_BIN_DIR  use the operator and simnodes binaries there instead of building them
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -10,18 +15,35 @@ CLUSTER=${KUBETRAIN_CLUSTER:-e2e/clusters/dev.yaml}
 
 CACHE=$(bash e2e/scripts/install-control-plane.sh)
 KUBECTL=$CACHE/bin/kubectl
-echo "building kubetrain..." >&2
-cargo build -q -p kubetrain --bin kubetrain-operator
-cargo build -q -p kubetrain-e2e --bin kubetrain-simnodes
+BIN=${KUBETRAIN_BIN_DIR:-}
+if [ -z "$BIN" ]; then
+  echo "building kubetrain..." >&2
+  cargo build -q -p kubetrain --bin kubetrain-operator
+  cargo build -q -p kubetrain-e2e --bin kubetrain-simnodes
+  BIN=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/debug
+fi
 
 bash e2e/scripts/control-plane.sh up "$STATE"
 export KUBECONFIG=$STATE/kubeconfig
 agent=""
+# Stops a child: SIGTERM, up to 10 s for a clean exit (the operator releases its Lease),
+# then SIGKILL.
+stop() {
+  local pid=$1
+  kill "$pid" 2>/dev/null || return 0
+  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
 cleanup() {
-  [ -n "$agent" ] && kill "$agent" 2>/dev/null && wait "$agent" 2>/dev/null
+  local operator
+  operator=$(cat "$STATE/operator.pid" 2>/dev/null || true)
+  [ -n "$operator" ] && stop "$operator"
+  [ -n "$agent" ] && stop "$agent"
   bash e2e/scripts/control-plane.sh down "$STATE"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 "$KUBECTL" apply --server-side -f crds/ >/dev/null
 # `kubectl wait` fails at once while a new CRD has no conditions yet: ask again.
@@ -29,7 +51,7 @@ for _ in $(seq 1 50); do
   "$KUBECTL" wait --for=condition=Established --timeout=60s crd --all >/dev/null 2>&1 && break
   sleep 0.2
 done
-target/debug/kubetrain-simnodes --cluster "$CLUSTER" >"$STATE/logs/simnodes.log" 2>&1 &
+"$BIN/kubetrain-simnodes" --cluster "$CLUSTER" >"$STATE/logs/simnodes.log" 2>&1 &
 agent=$!
 "$KUBECTL" apply -k config/samples >/dev/null
 for _ in $(seq 1 100); do
@@ -55,4 +77,15 @@ In another terminal:
 The operator runs below; Ctrl-C stops it, the simulated nodes and the control plane.
 
 MSG
-target/debug/kubetrain-operator
+# As a Deployment would: an operator that exits on its own (a crash, a lost Lease) is started
+# again after a short pause, and the control plane, the nodes and the jobs stay. It runs in
+# the foreground, so Ctrl-C reaches it (it releases its Lease and exits) and then this
+# script, whose INT trap stops the rest.
+echo $$ > "$STATE/run.pid"
+while true; do
+  status=0
+  bash -c 'echo $$ > "$1"; exec "$2"' operator "$STATE/operator.pid" "$BIN/kubetrain-operator" \
+    || status=$?
+  echo "[run] the operator exited with status $status; restarting it in 2 s (Ctrl-C stops everything)" >&2
+  sleep 2
+done

@@ -1,0 +1,210 @@
+//! `make run` as a user meets it (`e2e/scripts/run.sh`): an operator crash restarts the
+//! operator, as its Deployment would, and leaves the control plane, the simulated nodes and
+//! the jobs as they were; Ctrl-C (SIGINT to the foreground process group) stops everything.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kubetrain_e2e::repo_root;
+
+fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap_or_default()
+            .contains(") Z ")
+}
+
+fn read_pid(path: &Path) -> Option<u32> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+fn wait_for<T>(what: &str, limit: Duration, log: &Path, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what} within {limit:?}; run.sh said:\n{}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// The kubetrain-operator binary next to this test's target directory, built if missing.
+fn operator_binary() -> PathBuf {
+    let simnodes = PathBuf::from(env!("CARGO_BIN_EXE_kubetrain-simnodes"));
+    let dir = simnodes.parent().expect("target dir").to_path_buf();
+    let operator = dir.join("kubetrain-operator");
+    if !operator.exists() {
+        let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args([
+                "build",
+                "-q",
+                "-p",
+                "kubetrain",
+                "--bin",
+                "kubetrain-operator",
+            ])
+            .current_dir(repo_root())
+            .output()
+            .expect("cargo runs");
+        assert!(
+            out.status.success(),
+            "building the operator: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    dir
+}
+
+struct RunScript {
+    child: Child,
+    state: PathBuf,
+    log: PathBuf,
+}
+
+impl Drop for RunScript {
+    fn drop(&mut self) {
+        // A failed assertion must not leave a control plane behind.
+        let _ = Command::new("kill")
+            .args(["-s", "TERM", "--", &format!("-{}", self.child.id())])
+            .stderr(Stdio::null())
+            .status();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.state);
+    }
+}
+
+#[test]
+fn make_run_restarts_a_crashed_operator_and_stops_on_ctrl_c() {
+    let bin = operator_binary();
+    let state = std::env::temp_dir().join(format!("kubetrain-make-run-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&state);
+    std::fs::create_dir_all(&state).expect("state dir");
+    let log = state.join("run.log");
+    // Through python3 only to give the script SIGINT's default disposition: a shell cannot
+    // trap a signal that was ignored when it started, and the test may run in the
+    // background of another shell (which ignores SIGINT for its background jobs), unlike a
+    // user's terminal.
+    let child = Command::new("python3")
+        .args([
+            "-c",
+            "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); \
+             os.execvp('bash', ['bash', sys.argv[1]])",
+        ])
+        .arg(repo_root().join("e2e/scripts/run.sh"))
+        .env("KUBETRAIN_STATE", &state)
+        .env("KUBETRAIN_BIN_DIR", &bin)
+        .current_dir(repo_root())
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&log).expect("log"))
+        .stderr(std::fs::File::create(state.join("run.err")).expect("log"))
+        // Its own process group, like a terminal's foreground job, so "Ctrl-C" reaches
+        // exactly it.
+        .process_group(0)
+        .spawn()
+        .expect("run.sh starts");
+    let run = RunScript {
+        child,
+        state: state.clone(),
+        log: state.join("run.err"),
+    };
+    let kubectl = |args: &[&str]| {
+        let cache = std::env::var_os("KUBETRAIN_CACHE")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/kubetrain")
+            });
+        Command::new(cache.join("bin/kubectl"))
+            .args(args)
+            .env("KUBECONFIG", state.join("kubeconfig"))
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+    };
+
+    // Up: the samples run.
+    let limit = Duration::from_secs(180);
+    let first = wait_for("the operator starts", limit, &run.log, || {
+        read_pid(&state.join("operator.pid"))
+    });
+    wait_for("a sample job runs", limit, &run.log, || {
+        kubectl(&["get", "tj", "-A", "-o", "jsonpath={.items[*].status.phase}"])
+            .filter(|p| p.split_whitespace().any(|p| p == "Running"))
+    });
+    let apiserver =
+        read_pid(&state.join("kube-apiserver.pid")).expect("the control plane is running");
+
+    // The operator crashes: it comes back, the rest stays up and keeps working.
+    assert!(
+        Command::new("kill")
+            .args(["-KILL", &first.to_string()])
+            .status()
+            .expect("kill runs")
+            .success()
+    );
+    let second = wait_for(
+        "the operator restarts",
+        Duration::from_secs(60),
+        &run.log,
+        || read_pid(&state.join("operator.pid")).filter(|p| *p != first && alive(*p)),
+    );
+    assert!(
+        alive(apiserver),
+        "the control plane went down with the operator"
+    );
+    let nodes = kubectl(&["get", "nodes", "-o", "name"]).unwrap_or_default();
+    assert!(!nodes.is_empty(), "the simulated nodes are gone");
+    // The restarted operator schedules: the samples' reapplied jobs keep going, and a
+    // job suspended and resumed runs again.
+    wait_for(
+        "the restarted operator writes status",
+        Duration::from_secs(60),
+        &run.log,
+        || {
+            kubectl(&[
+                "get",
+                "q",
+                "-o",
+                "jsonpath={.items[*].status.observedGeneration}",
+            ])
+            .filter(|g| !g.trim().is_empty())
+        },
+    );
+
+    // Ctrl-C: SIGINT to the foreground process group stops everything.
+    let group = run.child.id();
+    assert!(
+        // `--`: procps' kill reads `-<pgid>` after a signal option as another option.
+        Command::new("kill")
+            .args(["-s", "INT", "--", &format!("-{group}")])
+            .status()
+            .expect("kill runs")
+            .success()
+    );
+    let mut run = run;
+    let exited = wait_for(
+        "run.sh exits on Ctrl-C",
+        Duration::from_secs(60),
+        &run.log,
+        || run.child.try_wait().ok().flatten(),
+    );
+    assert!(
+        !exited.success(),
+        "run.sh reports the interrupt: {exited:?}"
+    );
+    for pid in [second, apiserver] {
+        wait_for(
+            &format!("process {pid} stops"),
+            Duration::from_secs(30),
+            &run.log,
+            || (!alive(pid)).then_some(()),
+        );
+    }
+}
