@@ -166,6 +166,7 @@ fn get_shows_printer_columns() {
                 "RUNNING",
                 "GPUS",
                 "BONUS",
+                "OLDESTPENDING",
                 "AGE",
             ],
         ),
@@ -210,6 +211,19 @@ fn get_shows_printer_columns() {
         .kubectl_ok(&["get", "tj", "-n", "team-vision"])
         .expect("short name tj");
     assert!(tj.contains("resnet50"), "{tj}");
+    // -o wide adds where the job runs and how it stands.
+    let wide = cp
+        .kubectl_ok(&["get", "tj", "-n", "team-vision", "-o", "wide"])
+        .expect("get -o wide");
+    let header: Vec<&str> = wide
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    for column in ["BONUS", "PREEMPTIONS", "NODES"] {
+        assert!(header.contains(&column), "-o wide lacks {column}:\n{wide}");
+    }
 }
 
 /// `kubectl explain PATH`, retried: the server publishes each CRD's OpenAPI a moment after
@@ -244,6 +258,25 @@ fn explain_shows_field_docs() {
             "`kubectl explain trainingjob.spec.tasks` lacks {needle:?}:\n{tasks}"
         );
     }
+    // Every field shows its type, optional ones too (kubectl 1.20 printed `<>` for them).
+    for (field, ty) in [
+        ("replicas", "<integer>"),
+        ("gpuShare", "<integer>"),
+        ("requiredForCompletion", "<boolean>"),
+        ("template", "<Object>"),
+    ] {
+        assert!(
+            tasks.contains(&format!("{field} {ty}")),
+            "`kubectl explain trainingjob.spec.tasks` does not show {field} as {ty}:\n{tasks}"
+        );
+    }
+    assert!(!tasks.contains("<>"), "a field without a type:\n{tasks}");
+    // The typed pod template is explained like a pod's.
+    let resources = explain(
+        cp,
+        "trainingjob.spec.tasks.template.spec.containers.resources",
+    );
+    assert!(resources.contains("limits <map[string]"), "{resources}");
     let vc = explain(cp, "virtualcluster.spec.guarantee");
     assert!(vc.contains("always get back"), "{vc}");
 }

@@ -1,7 +1,7 @@
 //! The kubetrain node labeler: reads a node's GPUs through NVML (or a file standing in for
 //! it), works out their topology and health, and publishes them on the node's own Node
 //! object as `gpu.kubetrain.io/*` labels and one versioned topology annotation
-//! (DESIGN.md §5).
+//! (docs/architecture.md).
 //!
 //! The pipeline, one module per step:
 //! [`nvml`] / [`topo_matrix`] / [`source`] → [`inventory::Inventory`] →

@@ -41,6 +41,32 @@ pub fn crds() -> Vec<(&'static str, CustomResourceDefinition)> {
     .collect()
 }
 
+/// Doc comments are wrapped at 100 columns; `kubectl explain` wraps again at its own width,
+/// which leaves ragged lines. Joins the lines of each paragraph (blank lines and list items
+/// keep their breaks).
+fn unwrap_paragraphs(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for (i, para) in text.split("\n\n").enumerate() {
+        if i > 0 {
+            out.push_str("\n\n");
+        }
+        let mut first = true;
+        for line in para.lines() {
+            let item = line.trim_start().starts_with(['-', '*', '|', '`']);
+            if !first {
+                out.push(if item { '\n' } else { ' ' });
+            }
+            out.push_str(if first || item {
+                line
+            } else {
+                line.trim_start()
+            });
+            first = false;
+        }
+    }
+    out
+}
+
 /// Optional enums come out of schemars as `enum: [..., null]`; the API server rejects
 /// `null` in an enum, and `nullable: true` already says the field may be absent. Adds the
 /// CEL rules of `validation`.
@@ -53,6 +79,9 @@ fn server_compatible(
             serde_json::Value::Object(map) => {
                 if let Some(serde_json::Value::Array(items)) = map.get_mut("enum") {
                     items.retain(|i| !i.is_null());
+                }
+                if let Some(serde_json::Value::String(d)) = map.get_mut("description") {
+                    *d = unwrap_paragraphs(d);
                 }
                 map.values_mut().for_each(strip);
             }

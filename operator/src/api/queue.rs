@@ -1,6 +1,6 @@
 //! Queue: a line of TrainingJobs inside one VirtualCluster.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
     printcolumn = r#"{"name":"Running","type":"integer","jsonPath":".status.running"}"#,
     printcolumn = r#"{"name":"GPUs","type":"integer","jsonPath":".status.gpusInUse"}"#,
     printcolumn = r#"{"name":"Bonus","type":"integer","jsonPath":".status.bonusGpus"}"#,
+    printcolumn = r#"{"name":"OldestPending","type":"date","jsonPath":".status.oldestPendingSince"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
@@ -109,9 +110,14 @@ pub struct QueueStatus {
     /// GPUs held by this queue's jobs beyond the VirtualCluster's guarantee (preemptible).
     #[serde(default)]
     pub bonus_gpus: i32,
-    /// Seconds the oldest pending job has waited, when the status was written.
+    /// Seconds the oldest pending job has waited, when the status was written (rounded
+    /// to the minute).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oldest_pending_seconds: Option<i64>,
+    /// When the oldest pending job entered the queue (`kubectl get queues` shows its age,
+    /// current at every look).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oldest_pending_since: Option<Time>,
     /// The `metadata.generation` this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,

@@ -27,6 +27,9 @@ use super::common::{Phase, TopologyLevel};
     printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
     printcolumn = r#"{"name":"GPUs","type":"number","jsonPath":".status.gpus"}"#,
     printcolumn = r#"{"name":"Retries","type":"integer","jsonPath":".status.retries"}"#,
+    printcolumn = r#"{"name":"Bonus","type":"boolean","priority":1,"jsonPath":".status.bonus"}"#,
+    printcolumn = r#"{"name":"Preemptions","type":"integer","priority":1,"jsonPath":".status.preemptions"}"#,
+    printcolumn = r#"{"name":"Nodes","type":"string","priority":1,"jsonPath":".status.placement[*].node"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]

@@ -77,6 +77,10 @@ fn computed_status(queue: &Queue, ctx: &Context) -> QueueStatus {
     status.bonus_gpus = gpus(u.bonus_milli_gpus);
     // Rounded to the minute so the status is not rewritten every cycle.
     status.oldest_pending_seconds = u.oldest_pending_seconds.map(|s| s / 60 * 60);
+    status.oldest_pending_since = u
+        .oldest_pending_since
+        .and_then(|s| k8s_openapi::jiff::Timestamp::from_second(s).ok())
+        .map(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time);
     status.observed_generation = queue.metadata.generation;
     status
 }

@@ -1,4 +1,4 @@
-//! The TrainingJob reconciler: the job's state machine (DESIGN.md §3).
+//! The TrainingJob reconciler: the job's state machine (docs/architecture.md, "One TrainingJob").
 //!
 //! It reads the job, its pods (from the shared cache) and the scheduler's last word on
 //! why it waits, decides the next phase, writes the whole status with server-side apply,

@@ -18,6 +18,8 @@ pub struct QueueUsage {
     pub bonus_milli_gpus: u64,
     /// Seconds since the oldest pending job entered the queue.
     pub oldest_pending_seconds: Option<i64>,
+    /// When (Unix seconds) the oldest pending job entered the queue.
+    pub oldest_pending_since: Option<i64>,
     /// Jobs not finished that name this queue.
     pub unfinished: i32,
 }
@@ -149,15 +151,16 @@ pub fn compute(snapshot: &sched::Snapshot, jobs: &[Arc<TrainingJob>]) -> Usage {
         match status.phase {
             Phase::Pending | Phase::Queued | Phase::Retrying => {
                 q.pending += 1;
-                let since = status
+                let entered = status
                     .queued_at
                     .as_ref()
                     .or(job.metadata.creation_timestamp.as_ref())
-                    .map(|t| snapshot.now - t.0.as_second())
-                    .unwrap_or(0)
-                    .max(0);
+                    .map_or(snapshot.now, |t| t.0.as_second());
+                let since = (snapshot.now - entered).max(0);
                 q.oldest_pending_seconds =
                     Some(q.oldest_pending_seconds.map_or(since, |o| o.max(since)));
+                q.oldest_pending_since =
+                    Some(q.oldest_pending_since.map_or(entered, |o| o.min(entered)));
                 if let Some(vc) = vc {
                     usage.vcs.entry(vc).or_default().pending += 1;
                 }
