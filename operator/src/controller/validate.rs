@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::ResourceExt;
 
-use super::resources::pod_demand;
+use super::resources::{GPU_RESOURCE, parse_milli, pod_demand};
 use crate::api::{Queue, TrainingJob, VirtualCluster};
 use crate::sched;
 
@@ -34,6 +34,11 @@ pub enum Invalid {
     BadTemplate { task: String, error: String },
     #[error("task {0} sets gpuShare and also requests nvidia.com/gpu; use one or the other")]
     ShareAndWholeGpus(String),
+    #[error(
+        "task {task}: nvidia.com/gpu {value} is not a whole number of GPUs; for a fraction of \
+         one GPU leave it out and set the task's gpuShare (thousandths of a GPU)"
+    )]
+    FractionalGpu { task: String, value: String },
     #[error("no node has any of the GPU types {0}; known types: {1}")]
     UnknownGpuType(String, String),
 }
@@ -49,6 +54,7 @@ impl Invalid {
             Invalid::NameTooLong(_) => "NameTooLong",
             Invalid::BadTemplate { .. } => "InvalidTemplate",
             Invalid::ShareAndWholeGpus(_) => "InvalidGpuRequest",
+            Invalid::FractionalGpu { .. } => "FractionalGpuRequest",
             Invalid::UnknownGpuType(..) => "UnknownGpuType",
         }
     }
@@ -102,6 +108,18 @@ pub struct Refs<'a> {
     pub flavors: &'a BTreeSet<String>,
 }
 
+/// The first `nvidia.com/gpu` request or limit of the pod that is not a whole number.
+fn fractional_gpu(spec: &k8s_openapi::api::core::v1::PodSpec) -> Option<String> {
+    spec.containers
+        .iter()
+        .chain(spec.init_containers.iter().flatten())
+        .filter_map(|c| c.resources.as_ref())
+        .flat_map(|r| r.limits.iter().chain(r.requests.iter()))
+        .filter_map(|m| m.get(GPU_RESOURCE))
+        .find(|q| parse_milli(&q.0).is_ok_and(|m| m % 1000 != 0))
+        .map(|q| q.0.clone())
+}
+
 /// Checks a job and returns its tasks in the scheduling core's terms.
 pub fn validate(job: &TrainingJob, refs: &Refs<'_>) -> Result<Vec<sched::Task>, Invalid> {
     let ns = job.namespace().unwrap_or_default();
@@ -144,6 +162,14 @@ pub fn validate(job: &TrainingJob, refs: &Refs<'_>) -> Result<Vec<sched::Task>, 
         if spec.containers.is_empty() {
             return Err(bad("spec.containers is empty".into()));
         }
+        // The API server rejects these at apply (a CEL rule); a job stored before that rule
+        // existed is caught here rather than silently floored to fewer GPUs.
+        if let Some(value) = fractional_gpu(&spec) {
+            return Err(Invalid::FractionalGpu {
+                task: t.name.clone(),
+                value,
+            });
+        }
         let demand = pod_demand(&spec).map_err(|e| bad(e.to_string()))?;
         let gpus = match t.gpu_share {
             Some(_) if demand.gpus > 0 => return Err(Invalid::ShareAndWholeGpus(t.name.clone())),
@@ -173,4 +199,35 @@ pub fn validate(job: &TrainingJob, refs: &Refs<'_>) -> Result<Vec<sched::Task>, 
         }
     }
     Ok(tasks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(limit: serde_json::Value) -> k8s_openapi::api::core::v1::PodSpec {
+        serde_json::from_value(serde_json::json!({"containers": [
+            {"name": "c", "resources": {"limits": {"nvidia.com/gpu": limit}}}]}))
+        .expect("pod spec")
+    }
+
+    #[test]
+    fn fractional_gpu_requests_are_found_whole_ones_pass() {
+        assert_eq!(
+            fractional_gpu(&spec(serde_json::json!("500m"))).as_deref(),
+            Some("500m")
+        );
+        assert_eq!(
+            fractional_gpu(&spec(serde_json::json!("1.5"))).as_deref(),
+            Some("1.5")
+        );
+        assert_eq!(fractional_gpu(&spec(serde_json::json!(2))), None);
+        assert_eq!(fractional_gpu(&spec(serde_json::json!("2000m"))), None);
+        let e = Invalid::FractionalGpu {
+            task: "worker".into(),
+            value: "500m".into(),
+        };
+        assert_eq!(e.reason(), "FractionalGpuRequest");
+        assert!(e.to_string().contains("gpuShare"), "{e}");
+    }
 }

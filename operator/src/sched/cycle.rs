@@ -362,7 +362,18 @@ impl<'a> Cycle<'a> {
             .unwrap_or(0);
         let uses_gpu = demands.iter().any(|d| d.gpu != GpuDemand::None);
         let mut flavors: Vec<FlavorId> = if !uses_gpu {
-            any_cpu.to_vec()
+            // A job that takes no GPU still keeps off the GPU types it did not list: nodes
+            // without GPUs, or of a listed type.
+            any_cpu
+                .iter()
+                .copied()
+                .filter(|&f| {
+                    let name = self.c.flavor_names[f as usize].as_str();
+                    job.gpu_types.is_empty()
+                        || name.is_empty()
+                        || job.gpu_types.iter().any(|t| t.as_str() == name)
+                })
+                .collect()
         } else if job.gpu_types.is_empty() {
             any_gpu.to_vec()
         } else {

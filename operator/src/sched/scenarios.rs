@@ -781,6 +781,43 @@ fn cordon_unhealthy_and_foreign_usage() {
     ));
 }
 
+/// A CPU-only job that lists GPU types (say, a data-prep step that must stay off the H100
+/// pool) runs on a node without GPUs or of a listed type, never on a type it left out.
+#[test]
+fn a_job_without_gpus_keeps_off_the_gpu_types_it_did_not_list() {
+    // The A100 type comes first in name order, so a placement that ignored the list would
+    // take it.
+    let a100 = node("a", "A100", 8, None);
+    let h100 = node("h", "H100", 8, None);
+    let mut prep = job("t/prep", "q", 1, 0);
+    prep.gpu_types = vec![Flavor::new("H100")];
+    let d = schedule(&snapshot(
+        0,
+        vec![a100.clone(), h100],
+        vec![vc("t", "H100", 8)],
+        vec![queue("q", "t")],
+        vec![prep.clone()],
+    ));
+    let admission = d.admission("t/prep").expect("admitted");
+    assert!(
+        admission.placement.iter().all(|r| r.node == "h"),
+        "{admission:?}"
+    );
+    // Only the excluded type exists: the job waits, saying why.
+    let d = schedule(&snapshot(
+        0,
+        vec![a100],
+        vec![vc("t", "H100", 8)],
+        vec![queue("q", "t")],
+        vec![prep],
+    ));
+    assert!(d.admission("t/prep").is_none(), "{d:?}");
+    assert!(matches!(
+        d.waiting_reason("t/prep"),
+        Some(WaitReason::NeverFits { .. })
+    ));
+}
+
 /// Every reason reads as a sentence.
 #[test]
 fn reasons_are_sentences() {
