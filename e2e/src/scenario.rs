@@ -174,6 +174,25 @@ impl Scenario {
             .collect()
     }
 
+    /// `(reason, message)` of the job's Events, oldest first.
+    pub fn events(&self, job: &str) -> Vec<(String, String)> {
+        let out = self.cp.jsonpath(
+            &[
+                "events",
+                "-n",
+                &self.ns,
+                "--field-selector",
+                &format!("involvedObject.name={job}"),
+                "--sort-by=.metadata.creationTimestamp",
+            ],
+            "{range .items[*]}{.reason}{\"\\t\"}{.message}{\"\\n\"}{end}",
+        );
+        out.lines()
+            .filter_map(|l| l.split_once('\t'))
+            .map(|(r, m)| (r.to_string(), m.to_string()))
+            .collect()
+    }
+
     /// Records one line of timings for this scenario (printed at the end of `make test`).
     pub fn timing(&self, line: &str) {
         crate::timing(line);

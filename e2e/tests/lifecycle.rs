@@ -87,9 +87,21 @@ async fn failing_replica_is_retried_then_fails() {
     );
     assert_eq!(reason, "RetriesExhausted");
     let events = s.event_reasons("crash");
-    // Repeated events of one reason are folded into a series by the recorder.
-    assert!(events.iter().any(|e| e == "ReplicaFailed"), "{events:?}");
     assert!(events.iter().any(|e| e == "Failed"), "{events:?}");
+    // Each retry is an Event of its own that says its attempt and delay (the recorder
+    // folds events of one reason and action into a series that keeps only the first note).
+    let notes: Vec<String> = s
+        .events("crash")
+        .into_iter()
+        .filter(|(reason, _)| reason == "ReplicaFailed")
+        .map(|(_, note)| note)
+        .collect();
+    for attempt in ["Retry 1 of 2 in 1 s", "Retry 2 of 2 in 1 s"] {
+        assert!(
+            notes.iter().any(|n| n.contains(attempt)),
+            "no Event says {attempt:?}: {notes:#?}"
+        );
+    }
     s.finish().await;
 }
 

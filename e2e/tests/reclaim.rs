@@ -36,8 +36,10 @@ async fn reclaim(name: &str, checkpoint_delay: &str, grace: u32) {
         &borrower,
         1,
         8,
+        // Long enough not to finish on its own before the reclaim, which would make the
+        // preemption's outcome PodsExited.
         &[
-            ("run-seconds", "6"),
+            ("run-seconds", "20"),
             ("checkpoint-delay-seconds", checkpoint_delay),
         ],
         &format!("  checkpoint:\n    gracePeriodSeconds: {grace}\n"),
@@ -93,6 +95,21 @@ async fn reclaim(name: &str, checkpoint_delay: &str, grace: u32) {
         "victim was not asked to checkpoint: {events:?}"
     );
     assert!(events.iter().any(|e| e == "Requeued"), "{events:?}");
+    // A lost checkpoint is told apart from a saved one, with the work lost.
+    let outcome = s.job_status("borrow", "{.status.lastPreemption.outcome}");
+    let lost: i64 = s
+        .job_status("borrow", "{.status.lastPreemption.lostGpuSeconds}")
+        .parse()
+        .unwrap_or(-1);
+    if checkpoint_delay == "never" {
+        assert_eq!(outcome, "CheckpointLost");
+        assert!(lost > 0, "lost GPU-seconds: {lost}");
+        assert!(events.iter().any(|e| e == "CheckpointLost"), "{events:?}");
+    } else {
+        assert_eq!(outcome, "CheckpointSaved");
+        assert_eq!(lost, 0);
+        assert!(events.iter().any(|e| e == "CheckpointSaved"), "{events:?}");
+    }
     assert_eq!(s.job_status("borrow", "{.status.preemptions}"), "1");
     assert_eq!(
         s.job_status("borrow", "{.status.retries}"),

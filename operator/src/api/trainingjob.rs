@@ -318,6 +318,10 @@ pub struct TrainingJobStatus {
     /// When the job last acknowledged a checkpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_checkpoint_time: Option<Time>,
+    /// How the last preemption ended: with a saved checkpoint, or with the work since the
+    /// last one lost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_preemption: Option<PreemptionRecord>,
     /// A sentence on the current state, for example why the job waits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
@@ -327,6 +331,30 @@ pub struct TrainingJobStatus {
     /// `Valid`, `Admitted`, `Running`, `Preempting`, `Succeeded`, `Failed`, with reasons.
     #[serde(default)]
     pub conditions: Vec<Condition>,
+}
+
+/// How one preemption ended.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PreemptionRecord {
+    /// `CheckpointSaved` (acknowledged within the grace period), `PodsExited` (the pods
+    /// finished on their own) or `CheckpointLost` (the grace period ended without an
+    /// acknowledgement).
+    pub outcome: PreemptionOutcome,
+    /// When the pods were stopped.
+    pub at: Time,
+    /// GPU-seconds of work since the last checkpoint (or since the start) that were lost;
+    /// 0 unless the checkpoint was lost.
+    #[serde(default)]
+    pub lost_gpu_seconds: i64,
+}
+
+/// The end of a preemption.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PreemptionOutcome {
+    CheckpointSaved,
+    PodsExited,
+    CheckpointLost,
 }
 
 /// Where one replica runs.

@@ -260,11 +260,26 @@ impl Context {
         reason: &str,
         note: String,
     ) {
+        self.event_with_action(obj, type_, reason, reason.to_string(), note)
+            .await;
+    }
+
+    /// The same with its own `action`. The recorder folds events of one object, reason and
+    /// action into a series that keeps the first note; an action per occurrence (`Retry2`)
+    /// keeps each occurrence's note (its attempt and delay) visible.
+    pub async fn event_with_action<K: Resource<DynamicType = ()>>(
+        &self,
+        obj: &K,
+        type_: EventType,
+        reason: &str,
+        action: String,
+        note: String,
+    ) {
         let ev = Event {
             type_,
             reason: reason.into(),
             note: Some(note),
-            action: reason.into(),
+            action,
             secondary: None,
         };
         if let Err(e) = self.recorder.publish(&ev, &obj.object_ref(&())).await {

@@ -27,7 +27,7 @@ use super::snapshot::{is_active, job_key, node_topology};
 use super::status;
 use super::validate::validate;
 use crate::api::annotations::{CHECKPOINT_DONE, CHECKPOINT_REQUESTED};
-use crate::api::trainingjob::ReplicaPlacement;
+use crate::api::trainingjob::{PreemptionOutcome, PreemptionRecord, ReplicaPlacement};
 use crate::api::{Phase, TrainingJob, TrainingJobStatus};
 
 #[derive(Debug, thiserror::Error)]
@@ -196,14 +196,21 @@ fn infrastructure_failure(ctx: &Context, pods: &[Arc<Pod>]) -> Option<Failure> {
 /// What the reconcile decided besides the status.
 #[derive(Default)]
 struct Effects {
-    events: Vec<(EventType, &'static str, String)>,
+    /// Type, reason, action (when not the reason) and note of each Event.
+    events: Vec<(EventType, &'static str, Option<String>, String)>,
     delete_pods: bool,
     requeue: Option<Duration>,
 }
 
 impl Effects {
     fn event(&mut self, t: EventType, reason: &'static str, note: impl Into<String>) {
-        self.events.push((t, reason, note.into()));
+        self.events.push((t, reason, None, note.into()));
+    }
+    /// An event that must stay apart from earlier ones of its reason (each retry, each
+    /// preemption): numbered by its occurrence.
+    fn event_nth(&mut self, t: EventType, reason: &'static str, n: i32, note: impl Into<String>) {
+        self.events
+            .push((t, reason, Some(format!("{reason}{n}")), note.into()));
     }
     fn requeue(&mut self, d: Duration) {
         self.requeue = Some(self.requeue.map_or(d, |r| r.min(d)));
@@ -249,8 +256,10 @@ pub async fn reconcile(job: Arc<TrainingJob>, ctx: Arc<Context>) -> Result<Actio
             ctx.wake.notify_one();
         }
     }
-    for (t, reason, note) in fx.events {
-        ctx.event(job.as_ref(), t, reason, note).await;
+    for (t, reason, action, note) in fx.events {
+        let action = action.unwrap_or_else(|| reason.to_string());
+        ctx.event_with_action(job.as_ref(), t, reason, action, note)
+            .await;
     }
     delete_pods(&ctx, &job, &pods, &t, fx.delete_pods).await?;
     Ok(match fx.requeue {
@@ -742,7 +751,12 @@ fn fail(
             t,
         );
         status.message = Some(msg.clone());
-        fx.event(EventType::Warning, "InfrastructureFailure", msg);
+        fx.event_nth(
+            EventType::Warning,
+            "InfrastructureFailure",
+            status.infrastructure_retries,
+            msg,
+        );
         return;
     }
     if status.retries < job.spec.max_retries {
@@ -770,7 +784,7 @@ fn fail(
             t,
         );
         status.message = Some(msg.clone());
-        fx.event(EventType::Warning, "ReplicaFailed", msg);
+        fx.event_nth(EventType::Warning, "ReplicaFailed", status.retries, msg);
         fx.requeue(wait.max(Duration::from_secs(1)));
     } else {
         status.phase = Phase::Failed;
@@ -822,13 +836,26 @@ fn step_preempting(
         status.placement.clear();
         status.bonus = false;
         status.started_at = None;
-        let msg = if job.spec.suspend {
-            "Suspended after its checkpoint.".to_string()
-        } else {
-            format!(
+        status.admitted_at = None;
+        let lost = status
+            .last_preemption
+            .as_ref()
+            .filter(|r| r.outcome == PreemptionOutcome::CheckpointLost);
+        let msg = match (job.spec.suspend, lost) {
+            (true, None) => "Suspended after its checkpoint.".to_string(),
+            (true, Some(r)) => format!(
+                "Suspended without a checkpoint (about {} GPU-seconds of work lost).",
+                r.lost_gpu_seconds
+            ),
+            (false, None) => format!(
                 "Preempted and back in queue {}, keeping its place in line.",
                 job.spec.queue
-            )
+            ),
+            (false, Some(r)) => format!(
+                "Preempted without a checkpoint (about {} GPU-seconds of work lost) and back in \
+                 queue {}, keeping its place in line.",
+                r.lost_gpu_seconds, job.spec.queue
+            ),
         };
         conditions::set(
             &mut status.conditions,
@@ -849,13 +876,18 @@ fn step_preempting(
             t,
         );
         status.message = Some(msg.clone());
-        fx.event(
-            EventType::Normal,
+        fx.event_nth(
+            if lost.is_some() {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
             if job.spec.suspend {
                 "Suspended"
             } else {
                 "Requeued"
             },
+            status.preemptions,
             msg,
         );
         return;
@@ -882,17 +914,23 @@ fn step_preempting(
         .all(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Succeeded"));
     let grace = i64::from(job.spec.checkpoint.grace_period_seconds.max(0));
     let deadline = requested + SignedDuration::from_secs(grace);
-    let newly = conditions::set(
-        &mut status.conditions,
-        "Preempting",
-        true,
-        "CheckpointRequested",
-        format!(
-            "Asked to checkpoint; the pods are deleted after the acknowledgement or {grace} s."
-        ),
-        generation,
-        t,
-    );
+    // Once the pods are told to stop, the condition says how the preemption ended.
+    let stopping = status
+        .last_preemption
+        .as_ref()
+        .is_some_and(|r| r.at.0 >= requested);
+    let newly = !stopping
+        && conditions::set(
+            &mut status.conditions,
+            "Preempting",
+            true,
+            "CheckpointRequested",
+            format!(
+                "Asked to checkpoint; the pods are deleted after the acknowledgement or {grace} s."
+            ),
+            generation,
+            t,
+        );
     if newly {
         status.message = Some(format!("Preempting: asked to checkpoint within {grace} s."));
     }
@@ -901,15 +939,72 @@ fn step_preempting(
     }
     if ack.is_some() || exited || t.0 >= deadline {
         fx.delete_pods = true;
-        let why = if ack.is_some() {
-            "checkpoint acknowledged"
+        let (outcome, why) = if ack.is_some() {
+            (
+                PreemptionOutcome::CheckpointSaved,
+                "checkpoint acknowledged",
+            )
         } else if exited {
-            "the pods exited on their own"
+            (
+                PreemptionOutcome::PodsExited,
+                "the pods exited on their own",
+            )
         } else {
-            "grace period over without acknowledgement"
+            (
+                PreemptionOutcome::CheckpointLost,
+                "grace period over without acknowledgement",
+            )
         };
         if status.message.as_deref().is_none_or(|m| !m.contains(why)) {
             status.message = Some(format!("Preempting: {why}; stopping the pods."));
+        }
+        // Recorded once, when the pods are first told to stop.
+        if !stopping {
+            let lost_gpu_seconds = if outcome == PreemptionOutcome::CheckpointLost {
+                let since = status
+                    .last_checkpoint_time
+                    .as_ref()
+                    .or(status.started_at.as_ref())
+                    .or(status.admitted_at.as_ref())
+                    .map_or(requested, |s| s.0);
+                let seconds = (t.0.as_second() - since.as_second()).max(0) as f64;
+                (seconds * status.gpus.unwrap_or(0.0)).round() as i64
+            } else {
+                0
+            };
+            status.last_preemption = Some(PreemptionRecord {
+                outcome,
+                at: t.clone(),
+                lost_gpu_seconds,
+            });
+            let reason = match outcome {
+                PreemptionOutcome::CheckpointSaved => "CheckpointSaved",
+                PreemptionOutcome::PodsExited => "PodsExited",
+                PreemptionOutcome::CheckpointLost => "CheckpointLost",
+            };
+            let msg = match outcome {
+                PreemptionOutcome::CheckpointLost => format!(
+                    "No checkpoint acknowledged within the {grace} s grace period: stopping the \
+                     pods; about {lost_gpu_seconds} GPU-seconds of work since the last \
+                     checkpoint are lost."
+                ),
+                _ => format!("Preempting: {why}; stopping the pods."),
+            };
+            conditions::set(
+                &mut status.conditions,
+                "Preempting",
+                true,
+                reason,
+                msg.clone(),
+                generation,
+                t,
+            );
+            let kind = if outcome == PreemptionOutcome::CheckpointLost {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            };
+            fx.event_nth(kind, reason, status.preemptions + 1, msg);
         }
         fx.requeue(Duration::from_secs(1));
     } else {
