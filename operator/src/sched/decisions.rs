@@ -186,10 +186,15 @@ impl fmt::Display for WaitReason {
                 guaranteed_gpus,
                 in_use_gpus,
                 needed_gpus,
-            } => write!(
-                f,
-                "VirtualCluster {virtual_cluster} uses {in_use_gpus} of its {guaranteed_gpus} guaranteed GPUs and no idle GPUs can be borrowed for the {needed_gpus} this job needs; it starts when the team's own jobs finish or idle GPUs appear."
-            ),
+            } => {
+                let left = guaranteed_gpus.saturating_sub(*in_use_gpus);
+                write!(
+                    f,
+                    "VirtualCluster {virtual_cluster} has {left} of its {guaranteed_gpus} guaranteed GPUs left ({in_use_gpus} in use); this job needs {needed_gpus}, {} more than are left, and no idle GPUs can be borrowed. It starts when the team's own jobs free {}, or idle GPUs appear.",
+                    needed_gpus.saturating_sub(left),
+                    needed_gpus.saturating_sub(left),
+                )
+            }
             WaitReason::OverLimit {
                 virtual_cluster,
                 limit_gpus,
@@ -197,7 +202,9 @@ impl fmt::Display for WaitReason {
                 needed_gpus,
             } => write!(
                 f,
-                "VirtualCluster {virtual_cluster} holds {in_use_gpus} GPUs of its limit of {limit_gpus}; this job needs {needed_gpus} more. It starts when the team's jobs free GPUs, or ask for a higher limit."
+                "VirtualCluster {virtual_cluster} holds {in_use_gpus} GPUs of its limit of {limit_gpus}, so {} are left; this job needs {needed_gpus}. It starts when the team's jobs free {}, or ask for a higher limit.",
+                limit_gpus.saturating_sub(*in_use_gpus),
+                (in_use_gpus + needed_gpus).saturating_sub(*limit_gpus),
             ),
             WaitReason::QueueMaxShare {
                 queue,
@@ -206,7 +213,9 @@ impl fmt::Display for WaitReason {
                 needed_gpus,
             } => write!(
                 f,
-                "Queue {queue} holds {in_use_gpus} GPUs of its maximum of {max_gpus}; this job needs {needed_gpus} more. It starts when jobs of the queue finish, or raise the queue's maxShare."
+                "Queue {queue} holds {in_use_gpus} GPUs of its maximum of {max_gpus}, so {} are left; this job needs {needed_gpus}. It starts when jobs of the queue free {}, or raise the queue's maxShare.",
+                max_gpus.saturating_sub(*in_use_gpus),
+                (in_use_gpus + needed_gpus).saturating_sub(*max_gpus),
             ),
             WaitReason::UserLimit {
                 user,
@@ -216,7 +225,9 @@ impl fmt::Display for WaitReason {
                 needed_gpus,
             } => write!(
                 f,
-                "User {user} holds {in_use_gpus} GPUs in queue {queue}, whose per-user limit is {limit_gpus}; this job needs {needed_gpus} more. It starts when the user's other jobs finish."
+                "User {user} holds {in_use_gpus} GPUs in queue {queue}, whose per-user limit is {limit_gpus}, so {} are left; this job needs {needed_gpus}. It starts when the user's other jobs free {}.",
+                limit_gpus.saturating_sub(*in_use_gpus),
+                (in_use_gpus + needed_gpus).saturating_sub(*limit_gpus),
             ),
             WaitReason::NoFit {
                 flavors,

@@ -831,6 +831,47 @@ fn reasons_are_sentences() {
     assert_eq!(r.code(), "OverLimit");
 }
 
+/// A reason that blocks on a number does the arithmetic for the user: what is left, what
+/// the job needs, and how much must be freed.
+#[test]
+fn reasons_do_the_arithmetic() {
+    let quota = WaitReason::QuotaExhausted {
+        virtual_cluster: "vision".into(),
+        guaranteed_gpus: 16,
+        in_use_gpus: 4,
+        needed_gpus: 16,
+    }
+    .to_string();
+    assert!(
+        quota.contains("12 of its 16 guaranteed GPUs left")
+            && quota.contains("needs 16, 4 more than are left"),
+        "{quota}"
+    );
+    let limit = WaitReason::OverLimit {
+        virtual_cluster: "vision".into(),
+        limit_gpus: 24,
+        in_use_gpus: 20,
+        needed_gpus: 8,
+    }
+    .to_string();
+    assert!(
+        limit.contains("so 4 are left; this job needs 8") && limit.contains("free 4"),
+        "{limit}"
+    );
+    let user = WaitReason::UserLimit {
+        user: "alice".into(),
+        queue: "q".into(),
+        limit_gpus: 8,
+        in_use_gpus: 6,
+        needed_gpus: 4,
+    }
+    .to_string();
+    assert!(
+        user.contains("so 2 are left; this job needs 4") && user.contains("free 2"),
+        "{user}"
+    );
+}
+
 /// A whole-node job placed while a rack-sized gang waits must not split the last whole rack:
 /// among equally good nodes, take one in the rack with the fewest free GPUs.
 #[test]
