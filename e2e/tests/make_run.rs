@@ -140,6 +140,16 @@ fn make_run_restarts_a_crashed_operator_and_stops_on_ctrl_c() {
     });
     let apiserver =
         read_pid(&state.join("kube-apiserver.pid")).expect("the control plane is running");
+    // Logs written to files carry no colour escape codes.
+    for file in [log.clone(), state.join("logs/simnodes.log")] {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        assert!(!text.is_empty(), "{} is empty", file.display());
+        assert!(
+            !text.contains('\u{1b}'),
+            "{} has terminal escape codes",
+            file.display()
+        );
+    }
 
     // The operator crashes: it comes back, the rest stays up and keeps working.
     assert!(

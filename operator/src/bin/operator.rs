@@ -55,7 +55,10 @@ fn init_tracing(format: LogFormat) {
         .ok()
         .filter(|s| !s.trim().is_empty());
     let filter = tracing_subscriber::EnvFilter::new(directives.as_deref().unwrap_or(default));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    // Colour only on a terminal: a log file or a log collector gets plain text.
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()));
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),
