@@ -265,6 +265,7 @@ async fn get_queues_and_vcs_show_live_numbers() {
             "RUNNING",
             "GPUS",
             "BONUS",
+            "OLDESTPENDING",
             "AGE"
         ]
     );
@@ -277,6 +278,12 @@ async fn get_queues_and_vcs_show_live_numbers() {
     assert_eq!(
         &row[..7],
         [owner.as_str(), owner.as_str(), "FIFO", "1", "2", "12", "4"],
+        "{table}"
+    );
+    // c waits: the oldest pending job's age is shown (an age such as `5s`, not `<none>`).
+    assert!(
+        row.get(7)
+            .is_some_and(|age| age.ends_with(['s', 'm', 'h', 'd'])),
         "{table}"
     );
     let reason = s.job_status("c", "{.status.conditions[?(@.type==\"Admitted\")].reason}");
