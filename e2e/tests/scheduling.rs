@@ -225,6 +225,7 @@ async fn get_queues_and_vcs_show_live_numbers() {
     s.wait_phase("a", "Running", T).await;
     s.cp.apply(&s.job("b", &owner, 1, 4, &[], ""));
     s.wait_phase("b", "Running", T).await;
+    let submitted = Instant::now();
     s.cp.apply(&s.job("c", &owner, 1, 8, &[], ""));
     // 16 GPUs: a (8, guaranteed) and b (4, bonus) run; c (8) waits.
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -238,6 +239,10 @@ async fn get_queues_and_vcs_show_live_numbers() {
             "{.status.guaranteedGpus} {.status.inUseGpus} {.status.bonusGpus}",
         );
         if row == "1 2 12 4" && vc == "8 12 4" {
+            s.timing(&format!(
+                "queue and vc status: follow a submitted job in {:.2}s",
+                submitted.elapsed().as_secs_f64()
+            ));
             break;
         }
         assert!(

@@ -92,6 +92,10 @@ pub struct Context {
     /// By job key: the resourceVersion our last status write was computed from (forgotten
     /// when the job is deleted).
     pub status_writes: Arc<Mutex<std::collections::HashMap<String, Option<String>>>>,
+    /// Bumped by a scheduling cycle whose usage numbers differ from the last one's: the
+    /// Queue and VirtualCluster controllers rewrite their status at once instead of on
+    /// their periodic requeue (what `kubectl get queues` shows follows jobs within a cycle).
+    pub usage_changed: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 /// Reconcile requests for the TrainingJob controller. The caches feed it (so the controller
@@ -167,6 +171,7 @@ impl Context {
             refs_cache: Mutex::new(None),
             job_triggers: Arc::new(JobTriggers::new().0),
             status_writes: Arc::default(),
+            usage_changed: Arc::new(tokio::sync::watch::channel(0).0),
         }
     }
 

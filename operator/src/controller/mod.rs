@@ -353,12 +353,14 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
         Api::<Queue>::all(client.clone()),
         watcher::Config::default(),
     )
+    .reconcile_all_on(usage_changes(&ctx))
     .run(queue::reconcile, queue::error_policy, ctx.clone())
     .for_each(|_| futures::future::ready(()));
     let vcs = Controller::new(
         Api::<VirtualCluster>::all(client.clone()),
         watcher::Config::default(),
     )
+    .reconcile_all_on(usage_changes(&ctx))
     .run(
         virtualcluster::reconcile,
         virtualcluster::error_policy,
@@ -376,6 +378,15 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
     }
     elector.release().await;
     Ok(())
+}
+
+/// One item per change of the scheduling cycle's usage numbers (few Queues and
+/// VirtualClusters exist, so all of them are reconciled; unchanged status is not written).
+fn usage_changes(ctx: &Context) -> impl futures::Stream<Item = ()> + Send + 'static {
+    futures::stream::unfold(ctx.usage_changed.subscribe(), |mut rx| async move {
+        rx.changed().await.ok()?;
+        Some(((), rx))
+    })
 }
 
 async fn shutdown_signal() {

@@ -159,6 +159,9 @@ pub async fn cycle(ctx: &Arc<Context>) {
             )
             .collect();
         state.waiting = waiting;
+        if state.usage != usage {
+            ctx.usage_changed.send_modify(|v| *v = v.wrapping_add(1));
+        }
         state.usage = usage;
         changed
     };
