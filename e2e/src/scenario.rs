@@ -157,20 +157,9 @@ impl Scenario {
 
     /// Reasons of the Events about a job, oldest first.
     pub fn event_reasons(&self, job: &str) -> Vec<String> {
-        let out = self.cp.jsonpath(
-            &[
-                "events",
-                "-n",
-                &self.ns,
-                "--field-selector",
-                &format!("involvedObject.name={job}"),
-                "--sort-by=.metadata.creationTimestamp",
-            ],
-            "{range .items[*]}{.reason}{\"\\n\"}{end}",
-        );
-        out.lines()
-            .filter(|l| !l.is_empty())
-            .map(str::to_string)
+        self.events(job)
+            .into_iter()
+            .map(|(reason, _)| reason)
             .collect()
     }
 
