@@ -4,7 +4,7 @@
 //! `argocd-cm.yaml` snippet must carry the scripts verbatim.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use kubetrain::api::{Phase, QueueStatus, TrainingJobStatus, VirtualClusterStatus};
+use kubetrain::api::{GpuAmount, Phase, QueueStatus, TrainingJobStatus, VirtualClusterStatus};
 use kubetrain_e2e::repo_root;
 use mlua::{Lua, Value as LuaValue};
 use serde_json::{Value, json};
@@ -202,8 +202,8 @@ fn queue_health() {
     let ready = QueueStatus {
         pending: 2,
         running: 1,
-        gpus_in_use: 8,
-        bonus_gpus: 4,
+        gpus_in_use: GpuAmount::whole(8),
+        bonus_gpus: GpuAmount::from_milli(3_500),
         observed_generation: Some(1),
         conditions: vec![cond(
             "Ready",
@@ -222,7 +222,7 @@ fn queue_health() {
         health(Q, &ready),
         (
             "Healthy".into(),
-            "2 pending, 1 running, 8 GPUs in use (4 bonus)".into()
+            "2 pending, 1 running, 8 GPUs in use (3.5 bonus)".into()
         )
     );
 
@@ -285,9 +285,9 @@ fn virtualcluster_health() {
 
     let ok = VirtualClusterStatus {
         guaranteed_gpus: 16,
-        in_use_gpus: 12,
-        bonus_gpus: 0,
-        lent_gpus: 4,
+        in_use_gpus: GpuAmount::from_milli(11_500),
+        bonus_gpus: GpuAmount::ZERO,
+        lent_gpus: GpuAmount::whole(4),
         observed_generation: Some(1),
         conditions: vec![
             cond(
@@ -314,7 +314,7 @@ fn virtualcluster_health() {
         health(VC, &ok_obj),
         (
             "Healthy".into(),
-            "12 of 16 guaranteed GPUs in use, 0 bonus, 4 lent".into()
+            "11.5 of 16 guaranteed GPUs in use, 0 bonus, 4 lent".into()
         )
     );
 

@@ -302,3 +302,50 @@ async fn get_queues_and_vcs_show_live_numbers() {
     assert!(describe.contains(&reason), "{describe}");
     s.finish().await;
 }
+
+/// A VirtualCluster's numbers add up: a quarter-share job counts as 0.25 of a GPU, and
+/// bonus is what the tenant uses beyond its guarantee, whatever its jobs were admitted as.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vc_numbers_count_shares_as_fractions_and_bonus_beyond_the_guarantee() {
+    let s = Scenario::new("fractions", 1, 8, 1).await;
+    let owner = s.tenant("fractions", 1, "FIFO", "");
+    s.cp.apply(&s.job("whole", &owner, 1, 1, &[], ""));
+    s.wait_phase("whole", "Running", T).await;
+    s.cp.apply(&format!(
+        "apiVersion: kubetrain.io/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: quarter\n  namespace: {ns}\nspec:\n  queue: {owner}\n  gpuTypes: [{flavor}]\n  tasks:\n  - name: worker\n    gpuShare: 250\n    template:\n      spec:\n        containers:\n        - name: trainer\n          image: trainer:latest\n",
+        ns = s.ns,
+        flavor = s.flavor
+    ));
+    s.wait_phase("quarter", "Running", T).await;
+    // 1 GPU guaranteed; 1.25 in use, so 0.25 beyond the guarantee; nothing idle to lend.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let vc = s.cp.jsonpath(
+            &["vc", &owner],
+            "{.status.guaranteedGpus} {.status.inUseGpus} {.status.bonusGpus} {.status.lentGpus} {.status.flavors[0].inUse} {.status.flavors[0].bonus}",
+        );
+        let q = s.cp.jsonpath(&["q", &owner], "{.status.gpusInUse}");
+        if vc == "1 1.25 0.25 0 1.25 0.25" && q == "1.25" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "vc status {vc:?}, queue gpusInUse {q:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    // `kubectl get vc` prints the fractions, not whole GPUs.
+    let table = s.cp.kubectl_ok(&["get", "vc", &owner]).expect("get vc");
+    let row: Vec<&str> = table
+        .lines()
+        .nth(1)
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        &row[..5],
+        [owner.as_str(), "1", "1.25", "0.25", "0"],
+        "{table}"
+    );
+    s.finish().await;
+}

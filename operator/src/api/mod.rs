@@ -15,7 +15,7 @@ pub mod trainingjob;
 pub mod validation;
 pub mod virtualcluster;
 
-pub use common::{Phase, TopologyLevel};
+pub use common::{GpuAmount, Phase, TopologyLevel};
 pub use queue::{Queue, QueuePolicy, QueueSpec, QueueStatus};
 pub use topology::{GpuGroup, GpuInfo, GpuLink, NodeTopology, TOPOLOGY_ANNOTATION};
 pub use trainingjob::{TrainingJob, TrainingJobSpec, TrainingJobStatus};

@@ -5,6 +5,8 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::common::GpuAmount;
+
 /// A Queue orders the TrainingJobs of one VirtualCluster and splits that VirtualCluster's
 /// guaranteed GPUs between teams or purposes. Jobs name their queue in `spec.queue`.
 #[derive(CustomResource, Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
@@ -20,8 +22,8 @@ use serde::{Deserialize, Serialize};
     printcolumn = r#"{"name":"Policy","type":"string","jsonPath":".spec.policy"}"#,
     printcolumn = r#"{"name":"Pending","type":"integer","jsonPath":".status.pending"}"#,
     printcolumn = r#"{"name":"Running","type":"integer","jsonPath":".status.running"}"#,
-    printcolumn = r#"{"name":"GPUs","type":"integer","jsonPath":".status.gpusInUse"}"#,
-    printcolumn = r#"{"name":"Bonus","type":"integer","jsonPath":".status.bonusGpus"}"#,
+    printcolumn = r#"{"name":"GPUs","type":"number","jsonPath":".status.gpusInUse"}"#,
+    printcolumn = r#"{"name":"Bonus","type":"number","jsonPath":".status.bonusGpus"}"#,
     printcolumn = r#"{"name":"OldestPending","type":"date","jsonPath":".status.oldestPendingSince"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
@@ -104,12 +106,14 @@ pub struct QueueStatus {
     /// Jobs running.
     #[serde(default)]
     pub running: i32,
-    /// GPUs held by this queue's jobs, guaranteed and bonus together.
+    /// GPUs held by this queue's jobs, guaranteed and bonus together; a shared GPU counts
+    /// as its share (0.25).
     #[serde(default)]
-    pub gpus_in_use: i32,
-    /// GPUs held by this queue's jobs beyond the VirtualCluster's guarantee (preemptible).
+    pub gpus_in_use: GpuAmount,
+    /// GPUs held by this queue's jobs that run as bonus (admitted beyond the
+    /// VirtualCluster's guarantee, and so preemptible).
     #[serde(default)]
-    pub bonus_gpus: i32,
+    pub bonus_gpus: GpuAmount,
     /// Seconds the oldest pending job has waited, when the status was written (rounded
     /// to the minute).
     #[serde(default, skip_serializing_if = "Option::is_none")]

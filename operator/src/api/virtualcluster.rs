@@ -5,7 +5,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::TopologyLevel;
+use super::common::{GpuAmount, TopologyLevel};
 
 /// A VirtualCluster is a tenant (a team): the namespaces whose jobs it owns, the GPUs it is
 /// guaranteed (by GPU type, optionally as whole topology cells), a hard limit, and a weight
@@ -21,9 +21,9 @@ use super::common::TopologyLevel;
     category = "kubetrain",
     status = "VirtualClusterStatus",
     printcolumn = r#"{"name":"Guaranteed","type":"integer","jsonPath":".status.guaranteedGpus"}"#,
-    printcolumn = r#"{"name":"InUse","type":"integer","jsonPath":".status.inUseGpus"}"#,
-    printcolumn = r#"{"name":"Bonus","type":"integer","jsonPath":".status.bonusGpus"}"#,
-    printcolumn = r#"{"name":"Lent","type":"integer","jsonPath":".status.lentGpus"}"#,
+    printcolumn = r#"{"name":"InUse","type":"number","jsonPath":".status.inUseGpus"}"#,
+    printcolumn = r#"{"name":"Bonus","type":"number","jsonPath":".status.bonusGpus"}"#,
+    printcolumn = r#"{"name":"Lent","type":"number","jsonPath":".status.lentGpus"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
@@ -105,15 +105,15 @@ pub struct VirtualClusterStatus {
     /// Guaranteed GPUs, all types together.
     #[serde(default)]
     pub guaranteed_gpus: i32,
-    /// GPUs held by this tenant's jobs.
+    /// GPUs held by this tenant's jobs; a shared GPU counts as its share (0.25).
     #[serde(default)]
-    pub in_use_gpus: i32,
-    /// GPUs held beyond the guarantee (borrowed, preemptible).
+    pub in_use_gpus: GpuAmount,
+    /// GPUs held beyond the guarantee, summed per GPU type: what is borrowed.
     #[serde(default)]
-    pub bonus_gpus: i32,
-    /// Guaranteed GPUs of this tenant that other tenants use as bonus right now.
+    pub bonus_gpus: GpuAmount,
+    /// Guaranteed GPUs of this tenant, idle, that other tenants' borrowing uses right now.
     #[serde(default)]
-    pub lent_gpus: i32,
+    pub lent_gpus: GpuAmount,
     /// The same numbers per GPU type.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flavors: Vec<FlavorUsage>,
@@ -140,9 +140,9 @@ pub struct FlavorUsage {
     /// Guaranteed GPUs of this type.
     pub guaranteed: i32,
     /// GPUs of this type in use by the tenant.
-    pub in_use: i32,
-    /// GPUs of this type in use beyond the guarantee.
-    pub bonus: i32,
-    /// Guaranteed GPUs of this type lent to other tenants.
-    pub lent: i32,
+    pub in_use: GpuAmount,
+    /// GPUs of this type in use beyond the guarantee (`inUse` minus `guaranteed`, at least 0).
+    pub bonus: GpuAmount,
+    /// Idle guaranteed GPUs of this type that other tenants' borrowing uses.
+    pub lent: GpuAmount,
 }

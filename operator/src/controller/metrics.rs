@@ -27,6 +27,9 @@ pub struct QueueLabels {
     pub queue: String,
 }
 
+/// A gauge of fractional values (GPUs, of which a job may hold a share).
+pub type FractionGauge = Gauge<f64, std::sync::atomic::AtomicU64>;
+
 /// Every metric the operator exports.
 pub struct Metrics {
     pub registry: Registry,
@@ -36,8 +39,9 @@ pub struct Metrics {
     pub cycle_seconds: Histogram,
     pub preemptions: Family<ReasonLabels, Counter>,
     pub gpus_guaranteed: Family<VcLabels, Gauge>,
-    pub gpus_in_use: Family<VcLabels, Gauge>,
-    pub gpus_bonus: Family<VcLabels, Gauge>,
+    /// GPUs as fractions, like the status: a shared GPU counts as its share.
+    pub gpus_in_use: Family<VcLabels, FractionGauge>,
+    pub gpus_bonus: Family<VcLabels, FractionGauge>,
     pub reconcile_errors: Counter,
 }
 
@@ -74,13 +78,13 @@ impl Default for Metrics {
             "Guaranteed GPUs per VirtualCluster",
             gpus_guaranteed.clone(),
         );
-        let gpus_in_use = Family::<VcLabels, Gauge>::default();
+        let gpus_in_use = Family::<VcLabels, FractionGauge>::default();
         registry.register(
             "virtualcluster_gpus_in_use",
             "GPUs held per VirtualCluster",
             gpus_in_use.clone(),
         );
-        let gpus_bonus = Family::<VcLabels, Gauge>::default();
+        let gpus_bonus = Family::<VcLabels, FractionGauge>::default();
         registry.register(
             "virtualcluster_gpus_bonus",
             "GPUs held beyond the guarantee per VirtualCluster",

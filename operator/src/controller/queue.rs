@@ -12,8 +12,7 @@ use tracing::{instrument, warn};
 use super::conditions;
 use super::context::Context;
 use super::status;
-use super::usage::gpus;
-use crate::api::{Queue, QueueStatus};
+use crate::api::{GpuAmount, Queue, QueueStatus};
 
 pub const FINALIZER: &str = "kubetrain.io/queue-jobs";
 
@@ -73,8 +72,8 @@ fn computed_status(queue: &Queue, ctx: &Context) -> QueueStatus {
     status.pending = u.pending;
     status.admitted = u.admitted;
     status.running = u.running;
-    status.gpus_in_use = gpus(u.milli_gpus);
-    status.bonus_gpus = gpus(u.bonus_milli_gpus);
+    status.gpus_in_use = GpuAmount::from_milli(u.milli_gpus);
+    status.bonus_gpus = GpuAmount::from_milli(u.bonus_milli_gpus);
     // Rounded to the minute so the status is not rewritten every cycle.
     status.oldest_pending_seconds = u.oldest_pending_seconds.map(|s| s / 60 * 60);
     status.oldest_pending_since = u

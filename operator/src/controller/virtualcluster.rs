@@ -12,9 +12,8 @@ use super::conditions;
 use super::context::Context;
 use super::metrics::VcLabels;
 use super::status;
-use super::usage::gpus;
-use crate::api::VirtualCluster;
 use crate::api::virtualcluster::FlavorUsage;
+use crate::api::{GpuAmount, VirtualCluster};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -43,10 +42,10 @@ pub async fn reconcile(vc: Arc<VirtualCluster>, ctx: Arc<Context>) -> Result<Act
         .filter(|(f, _)| !f.is_empty())
         .map(|(flavor, f)| FlavorUsage {
             flavor: flavor.clone(),
-            guaranteed: f.guaranteed as i32,
-            in_use: gpus(f.in_use_milli),
-            bonus: gpus(f.bonus_milli),
-            lent: gpus(f.lent_milli),
+            guaranteed: i32::try_from(f.guaranteed).unwrap_or(i32::MAX),
+            in_use: GpuAmount::from_milli(f.in_use_milli),
+            bonus: GpuAmount::from_milli(f.bonus_milli),
+            lent: GpuAmount::from_milli(f.lent_milli),
         })
         .collect();
     status.guaranteed_gpus = vc.spec.guarantee.iter().map(|g| g.gpus.max(0)).sum();
@@ -126,11 +125,11 @@ pub async fn reconcile(vc: Arc<VirtualCluster>, ctx: Arc<Context>) -> Result<Act
     ctx.metrics
         .gpus_in_use
         .get_or_create(&labels)
-        .set(i64::from(status.in_use_gpus));
+        .set(status.in_use_gpus.milli() as f64 / 1000.0);
     ctx.metrics
         .gpus_bonus
         .get_or_create(&labels)
-        .set(i64::from(status.bonus_gpus));
+        .set(status.bonus_gpus.milli() as f64 / 1000.0);
 
     if vc.status.as_ref() != Some(&status) {
         let api: Api<VirtualCluster> = Api::all(ctx.client.clone());
