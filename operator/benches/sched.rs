@@ -29,7 +29,7 @@ fn node(i: usize) -> Node {
         unhealthy_gpus: vec![],
         schedulable: true,
         foreign: Resources::default(),
-        held: Vec::new(),
+        ..Default::default()
     }
 }
 
@@ -65,6 +65,7 @@ fn job(i: usize, rng: &mut Lcg, vcs: usize) -> Job {
             cpu_milli: 4000,
             memory_bytes: 32 << 30,
             gpus: GpuDemand::Whole(gpus),
+            ..Default::default()
         }],
         gpu_types: if rng.next(4) == 0 {
             vec![Flavor::new("A100")]

@@ -12,6 +12,7 @@ pub mod http;
 pub mod index;
 pub mod leader;
 pub mod metrics;
+pub mod placement_rules;
 pub mod pods;
 pub mod queue;
 pub mod resources;

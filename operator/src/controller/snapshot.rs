@@ -88,8 +88,8 @@ pub fn node_topology(node: &Node) -> Option<NodeTopology> {
 
 /// Whether a node takes new work: not cordoned, Ready, and without the node-lifecycle taints
 /// (`node.kubernetes.io/*`: not-ready, unreachable, pressure, unschedulable). Other taints,
-/// such as `nvidia.com/gpu:NoSchedule` on managed GPU pools, exist to keep ordinary pods off
-/// GPU nodes; kubetrain binds its pods itself and places them there on purpose.
+/// such as `nvidia.com/gpu:NoSchedule` on managed GPU pools, are matched against each pod
+/// template's tolerations by the core (`sched::constraints`).
 pub fn node_schedulable(node: &Node) -> bool {
     let spec = node.spec.as_ref();
     if spec.and_then(|s| s.unschedulable).unwrap_or(false) {
@@ -171,6 +171,8 @@ fn node_model(node: &Node, foreign: sched::Resources, held: Vec<sched::Held>) ->
         schedulable: node_schedulable(node),
         foreign,
         held,
+        labels: super::placement_rules::node_labels(node),
+        taints: super::placement_rules::node_taints(node),
     }
 }
 

@@ -185,6 +185,7 @@ pub fn validate(job: &TrainingJob, refs: &Refs<'_>) -> Result<Vec<sched::Task>, 
             cpu_milli: demand.cpu_milli,
             memory_bytes: demand.memory_bytes,
             gpus,
+            constraints: super::placement_rules::pod_constraints(&spec).map_err(bad)?,
         });
     }
     let wants_gpus = tasks.iter().any(|t| t.gpus != sched::GpuDemand::None);

@@ -1,18 +1,21 @@
 //! One scheduling cycle: build the state, then the guaranteed phase, the bonus phase and
 //! priority preemption (see the module docs of `sched`).
 
+use std::cell::RefCell;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
+use std::rc::Rc;
 
 use super::capacity::{QueueIdx, Tenants, VcIdx, gpus};
 use super::cells::Cells;
+use super::constraints::{self, Mismatch, NodeConstraints};
 use super::decisions::{Admission, Decisions, Preemption, PreemptionReason, WaitReason, Waiting};
 use super::frag::Mix;
-use super::model::{Flavor, GpuDemand, Snapshot, TopologyLevel};
+use super::model::{Flavor, GpuDemand, Job, Snapshot, TopologyLevel};
 use super::nodes::{Cluster, FlavorId, Mode, NodeIdx};
 use super::options::Options;
 use super::order;
-use super::placement::{Demand, Request, Scope, Trial, place};
+use super::placement::{Demand, NodeFilter, Request, Scope, Trial, place};
 use super::reclaim::{self, Outcome, RunInfo};
 
 /// A pending job, digested.
@@ -27,6 +30,15 @@ struct Pending {
     largest_replica: u32,
     flavors: Vec<FlavorId>,
     nvlink: bool,
+    /// Set when node constraints keep some task off some nodes.
+    filter: Option<Rc<NodeFilter>>,
+}
+
+/// Where to search for a job: the whole flavor, or the nodes its constraints allow.
+fn scope(p: &Pending) -> Scope<'_> {
+    p.filter
+        .as_ref()
+        .map_or(Scope::Flavor, |f| Scope::Nodes(&f.nodes))
 }
 
 /// Totally ordered f64 for the turn heaps.
@@ -49,6 +61,7 @@ type ShapeKey = (
     Option<TopologyLevel>,
     Option<TopologyLevel>,
     Vec<(GpuDemand, u64, u64)>,
+    Option<usize>,
 );
 
 struct Cycle<'a> {
@@ -66,6 +79,12 @@ struct Cycle<'a> {
     no_victims: BTreeSet<(usize, bool, ShapeKey)>,
     /// Jobs a cell guarantee kept from capacity that would otherwise fit.
     cells_blocked: BTreeSet<usize>,
+    /// Whether any node has a taint that keeps pods out (then every job is checked).
+    any_taints: bool,
+    /// Node masks per distinct set of constraints (jobs of one template share them), and
+    /// the node filters per distinct list of masks.
+    masks: RefCell<HashMap<&'a NodeConstraints, Option<Rc<Vec<bool>>>>>,
+    filters: RefCell<Vec<Rc<NodeFilter>>>,
 }
 
 fn sort_key(d: &Demand) -> (u8, Reverse<u64>, u16, u32) {
@@ -232,6 +251,13 @@ impl<'a> Cycle<'a> {
             no_fit: BTreeSet::new(),
             no_victims: BTreeSet::new(),
             cells_blocked: BTreeSet::new(),
+            any_taints: snap.nodes.iter().any(|n| {
+                n.taints
+                    .iter()
+                    .any(|t| t.effect != constraints::TaintEffect::PreferNoSchedule)
+            }),
+            masks: RefCell::default(),
+            filters: RefCell::default(),
         }
     }
 
@@ -419,6 +445,7 @@ impl<'a> Cycle<'a> {
                 },
             });
         }
+        let filter = self.node_filter(job, &mut flavors)?;
         let nvlink = largest_replica >= 2
             || job.topology.required == Some(TopologyLevel::GpuGroup)
             || job.topology.preferred == Some(TopologyLevel::GpuGroup);
@@ -432,7 +459,118 @@ impl<'a> Cycle<'a> {
             largest_replica,
             flavors,
             nvlink,
+            filter,
         })
+    }
+
+    /// The nodes each task may use, when node constraints rule any out; keeps only the
+    /// flavors where every task has a node, and when none is left, waits with `NeverFits`
+    /// naming what kept the first such task out, counted per node as kube-scheduler does.
+    fn node_filter(
+        &self,
+        job: &'a Job,
+        flavors: &mut Vec<FlavorId>,
+    ) -> Result<Option<Rc<NodeFilter>>, WaitReason> {
+        if !self.any_taints && job.tasks.iter().all(|t| t.constraints.only_tolerations()) {
+            return Ok(None);
+        }
+        let per_task: Vec<Option<Rc<Vec<bool>>>> = job
+            .tasks
+            .iter()
+            .map(|t| self.mask(&t.constraints))
+            .collect();
+        if per_task.iter().all(Option::is_none) {
+            return Ok(None);
+        }
+        let has_node = |mask: &Option<Rc<Vec<bool>>>, f: FlavorId| {
+            mask.as_ref().is_none_or(|m| {
+                self.c.facts[f as usize]
+                    .nodes
+                    .iter()
+                    .any(|&n| m[n as usize])
+            })
+        };
+        let acceptable = flavors.clone();
+        flavors.retain(|&f| {
+            job.tasks
+                .iter()
+                .zip(&per_task)
+                .all(|(t, m)| t.replicas == 0 || has_node(m, f))
+        });
+        if flavors.is_empty() {
+            let (task, _) = job
+                .tasks
+                .iter()
+                .zip(&per_task)
+                .find(|(t, m)| t.replicas > 0 && acceptable.iter().all(|&f| !has_node(m, f)))
+                .or_else(|| {
+                    job.tasks
+                        .iter()
+                        .zip(&per_task)
+                        .find(|(t, _)| t.replicas > 0)
+                })
+                .expect("a job with replicas");
+            let mut counts: BTreeMap<Mismatch, u32> = BTreeMap::new();
+            for &f in &acceptable {
+                for &n in &self.c.facts[f as usize].nodes {
+                    let node = &self.snap.nodes[self.c.nodes[n as usize].src as usize];
+                    if let Err(m) = task.constraints.check(node) {
+                        *counts.entry(m).or_default() += 1;
+                    }
+                }
+            }
+            return Err(WaitReason::NeverFits {
+                message: format!(
+                    "no node of the acceptable GPU types takes the pods of task {}: {}",
+                    task.name,
+                    if counts.is_empty() {
+                        "its tasks need nodes no single GPU type has".to_string()
+                    } else {
+                        constraints::summarize(&counts)
+                    }
+                ),
+            });
+        }
+        let mut nodes: Vec<NodeIdx> = flavors
+            .iter()
+            .flat_map(|&f| self.c.facts[f as usize].nodes.iter().copied())
+            .filter(|&n| {
+                per_task
+                    .iter()
+                    .any(|m| m.as_ref().is_none_or(|m| m[n as usize]))
+            })
+            .collect();
+        nodes.sort_unstable();
+        let mut filters = self.filters.borrow_mut();
+        if let Some(f) = filters
+            .iter()
+            .find(|f| f.per_task == per_task && f.nodes == nodes)
+        {
+            return Ok(Some(f.clone()));
+        }
+        let f = Rc::new(NodeFilter {
+            per_task,
+            nodes,
+            id: filters.len(),
+        });
+        filters.push(f.clone());
+        Ok(Some(f))
+    }
+
+    /// Which nodes (by index) a replica with these constraints may use; None when all.
+    fn mask(&self, c: &'a NodeConstraints) -> Option<Rc<Vec<bool>>> {
+        if let Some(m) = self.masks.borrow().get(c) {
+            return m.clone();
+        }
+        let mask: Vec<bool> = self
+            .c
+            .nodes
+            .iter()
+            .map(|n| c.check(&self.snap.nodes[n.src as usize]).is_ok())
+            .collect();
+        let m = (!mask.iter().all(|&b| b)).then(|| Rc::new(mask));
+        self.masks.borrow_mut().insert(c, m.clone());
+        m
     }
 
     fn request<'p>(&self, p: &'p Pending, f: FlavorId) -> Request<'p> {
@@ -444,6 +582,7 @@ impl<'a> Cycle<'a> {
             preferred: job.topology.preferred,
             whole_gpus: p.whole,
             nvlink_wanted: p.nvlink,
+            filter: p.filter.as_deref(),
         }
     }
 
@@ -454,6 +593,7 @@ impl<'a> Cycle<'a> {
             job.topology.required,
             job.topology.preferred,
             p.demands.iter().map(|d| (d.gpu, d.cpu, d.mem)).collect(),
+            p.filter.as_ref().map(|f| f.id),
         )
     }
 
@@ -474,7 +614,7 @@ impl<'a> Cycle<'a> {
             let mut score = i64::MAX;
             if !self.no_fit.contains(&key) {
                 let req = self.request(p, f);
-                match place(&mut self.c, &req, Mode::Now, Scope::Flavor) {
+                match place(&mut self.c, &req, Mode::Now, scope(p)) {
                     None => {
                         self.no_fit.insert(key);
                     }
@@ -509,7 +649,7 @@ impl<'a> Cycle<'a> {
             return None;
         }
         let req = self.request(p, f);
-        let Some(trial) = place(&mut self.c, &req, Mode::Now, Scope::Flavor) else {
+        let Some(trial) = place(&mut self.c, &req, Mode::Now, scope(p)) else {
             self.no_fit.insert(key);
             return None;
         };

@@ -18,7 +18,7 @@ pub fn node(name: &str, flavor: &str, gpus: u32, rack: Option<&str>) -> Node {
         unhealthy_gpus: vec![],
         schedulable: true,
         foreign: Resources::default(),
-        held: Vec::new(),
+        ..Default::default()
     }
 }
 
@@ -70,6 +70,7 @@ pub fn job(id: &str, queue: &str, replicas: u32, gpus: u32) -> Job {
             } else {
                 GpuDemand::Whole(gpus)
             },
+            ..Default::default()
         }],
         gpu_types: vec![],
         topology: TopologyConstraint::default(),

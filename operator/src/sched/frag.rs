@@ -209,6 +209,7 @@ mod tests {
                 cpu_milli: 1000,
                 memory_bytes: 1,
                 gpus,
+                ..Default::default()
             }],
             gpu_types: types.iter().map(|t| Flavor::new(*t)).collect(),
             topology: Default::default(),

@@ -64,12 +64,17 @@
 //!
 //! # Known simplifications
 //!
+//! Node constraints (`constraints`: selectors, required affinity, taints, volume affinity)
+//! are checked per replica and node; a job with any, or on a cluster with tainted nodes,
+//! searches only the nodes its tasks accept, and a task that no node accepts waits with
+//! `NeverFits` naming the rule. `PreferNoSchedule` taints are not weighed.
 //! Jobs already being preempted count as free for planning, whoever they were preempted
 //! for. Foreign pods' GPUs are assumed to be the highest-numbered free ones. Cell guarantees
 //! are per flavor and level, bound lazily (see `cells`), not a full HiveD cell hierarchy.
 
 mod capacity;
 mod cells;
+pub mod constraints;
 mod cycle;
 pub mod decisions;
 mod frag;
@@ -80,6 +85,7 @@ mod order;
 mod placement;
 mod reclaim;
 
+pub use constraints::{NodeConstraints, Taint, TaintEffect, Toleration};
 pub use cycle::{schedule, schedule_with, state_bytes};
 pub use decisions::{Admission, Decisions, Preemption, PreemptionReason, WaitReason, Waiting};
 pub use model::*;

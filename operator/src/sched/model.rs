@@ -3,7 +3,10 @@
 //! Kubernetes objects and the simulator from a trace. Time is `now` in seconds (any epoch,
 //! the same for every timestamp in one snapshot); the core never reads a clock.
 
+use std::collections::BTreeMap;
 use std::fmt;
+
+use super::constraints::{NodeConstraints, Taint};
 
 /// A fraction of one GPU in thousandths (1000 = one whole GPU).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -165,6 +168,10 @@ pub struct Node {
     /// (a deleted job's pods while they terminate, an invalid job's): their GPUs stay
     /// taken, exactly where they are, until the pods are gone.
     pub held: Vec<Held>,
+    /// The node's labels, for selectors and affinity.
+    pub labels: BTreeMap<String, String>,
+    /// Taints other than the node-lifecycle ones (those make a node unschedulable).
+    pub taints: Vec<Taint>,
 }
 
 /// What one present pod holds on its node.
@@ -261,13 +268,15 @@ impl GpuDemand {
 }
 
 /// One role of a job: `replicas` identical pods.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Task {
     pub name: String,
     pub replicas: u32,
     pub cpu_milli: u64,
     pub memory_bytes: u64,
     pub gpus: GpuDemand,
+    /// Where its pods may run (selector, affinity, tolerations, volumes).
+    pub constraints: NodeConstraints,
 }
 
 /// Where a job's GPUs must or should be relative to each other.

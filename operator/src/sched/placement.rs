@@ -60,6 +60,52 @@ pub(crate) struct Request<'a> {
     pub preferred: Option<TopologyLevel>,
     pub whole_gpus: u32,
     pub nvlink_wanted: bool,
+    /// The nodes each task may use, for a job with node constraints (see `constraints`).
+    pub filter: Option<&'a NodeFilter>,
+}
+
+impl Request<'_> {
+    fn admits(&self, d: &Demand, n: NodeIdx) -> bool {
+        self.filter.is_none_or(|f| f.admits(d.task, n))
+    }
+}
+
+/// Which nodes each task of a job may use, from its node constraints; the search looks only
+/// at `nodes`, and every replica is checked against its own task's set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct NodeFilter {
+    /// Per task, indexed by node; None: every node.
+    pub per_task: Vec<Option<std::rc::Rc<Vec<bool>>>>,
+    /// Nodes at least one task may use: the search scope.
+    pub nodes: Vec<NodeIdx>,
+    /// Tells constrained shapes apart in the no-fit memo.
+    pub id: usize,
+}
+
+impl NodeFilter {
+    pub fn admits(&self, task: u16, n: NodeIdx) -> bool {
+        match self.per_task.get(usize::from(task)) {
+            Some(Some(mask)) => mask.get(n as usize).copied().unwrap_or(false),
+            _ => true,
+        }
+    }
+}
+
+/// One replica on one node, if its task may use the node and the node has room.
+#[allow(clippy::too_many_arguments)] // one replica's whole demand, spelled out
+fn take(
+    c: &mut Cluster,
+    req: &Request,
+    n: NodeIdx,
+    d: &Demand,
+    mode: Mode,
+    nv: bool,
+    group: Option<usize>,
+) -> Option<Take> {
+    if !req.admits(d, n) {
+        return None;
+    }
+    c.try_take(n, d.gpu, d.cpu, d.mem, mode, nv, group)
 }
 
 /// Where the search may look.
@@ -264,7 +310,7 @@ fn single_group(c: &mut Cluster, req: &Request, mode: Mode, scope: Scope) -> Opt
             let mut ok = true;
             for (di, d) in req.demands.iter().enumerate() {
                 let grp = matches!(d.gpu, GpuDemand::Whole(_)).then_some(gi);
-                match c.try_take(n, d.gpu, d.cpu, d.mem, mode, req.nvlink_wanted, grp) {
+                match take(c, req, n, d, mode, req.nvlink_wanted, grp) {
                     Some(t) => trial.takes.push((di, t)),
                     None => {
                         ok = false;
@@ -336,7 +382,7 @@ fn spread(
             let mut trial = Trial::default();
             let mut ok = true;
             for (di, d) in req.demands.iter().enumerate() {
-                match c.try_take(n, d.gpu, d.cpu, d.mem, mode, want(req, d), None) {
+                match take(c, req, n, d, mode, want(req, d), None) {
                     Some(t) => trial.takes.push((di, t)),
                     None => {
                         ok = false;
@@ -364,7 +410,7 @@ fn spread(
         // 1. nodes already used by the job
         let mut placed = None;
         for &n in &trial.node_order {
-            if let Some(t) = c.try_take(n, d.gpu, d.cpu, d.mem, mode, nv, None) {
+            if let Some(t) = take(c, req, n, d, mode, nv, None) {
                 placed = Some(t);
                 break;
             }
@@ -379,10 +425,10 @@ fn spread(
             && let Some((n, gpu)) = frag_pick(c, req, d, nv)
         {
             placed = match (d.gpu, gpu) {
-                (GpuDemand::Share(m), Some(g)) => {
+                (GpuDemand::Share(m), Some(g)) if req.admits(d, n) => {
                     c.try_take_share_on(n, g, m.0.min(1000) as u16, d.cpu, d.mem)
                 }
-                _ => c.try_take(n, d.gpu, d.cpu, d.mem, mode, nv, None),
+                _ => take(c, req, n, d, mode, nv, None),
             };
         }
         if placed.is_none() {
@@ -426,7 +472,7 @@ fn spread(
                             if trial.node_order.contains(&n) {
                                 continue;
                             }
-                            if let Some(t) = c.try_take(n, d.gpu, d.cpu, d.mem, mode, nv, None) {
+                            if let Some(t) = take(c, req, n, d, mode, nv, None) {
                                 placed = Some(t);
                                 break 'outer;
                             }

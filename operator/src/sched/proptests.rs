@@ -554,6 +554,61 @@ proptest! {
 }
 
 proptest! {
+    #![proptest_config(cases(1000))]
+
+    /// With rack labels, `NoSchedule` taints, node selectors and tolerations sprinkled over
+    /// any world: every invariant still holds and every admitted replica is on a node its
+    /// task accepts.
+    #[test]
+    fn admissions_keep_node_constraints(
+        w in world(false),
+        node_marks in prop::collection::vec((0u8..3, 0u8..4), 8),
+        job_marks in prop::collection::vec((0u8..5, any::<bool>()), 16),
+    ) {
+        let mut s = build(&w);
+        for (i, n) in s.nodes.iter_mut().enumerate() {
+            let (rack, taint) = node_marks[i % node_marks.len()];
+            n.labels.insert("rack".into(), format!("r{rack}"));
+            if taint == 0 {
+                n.taints.push(Taint {
+                    key: "gpu".into(),
+                    value: String::new(),
+                    effect: TaintEffect::NoSchedule,
+                });
+            }
+        }
+        for (i, j) in s.jobs.iter_mut().filter(|j| j.running.is_none()).enumerate() {
+            let (rack, tolerate) = job_marks[i % job_marks.len()];
+            if rack < 3 {
+                j.tasks[0].constraints.node_selector.insert("rack".into(), format!("r{rack}"));
+            }
+            if tolerate {
+                j.tasks[0].constraints.tolerations.push(Toleration {
+                    key: "gpu".into(),
+                    exists: true,
+                    ..Default::default()
+                });
+            }
+        }
+        let d = schedule(&s);
+        check_invariants(&s, &d)?;
+        let jobs: BTreeMap<&str, &Job> = s.jobs.iter().map(|j| (j.id.as_str(), j)).collect();
+        let nodes: BTreeMap<&str, &Node> = s.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+        for a in &d.admissions {
+            let j = jobs[a.job.as_str()];
+            for p in &a.placement {
+                let t = j.tasks.iter().find(|t| t.name == p.task).expect("task");
+                let n = nodes[p.node.as_str()];
+                prop_assert!(
+                    t.constraints.check(n).is_ok(),
+                    "{} placed on {} against {:?}", a.job, p.node, t.constraints
+                );
+            }
+        }
+    }
+}
+
+proptest! {
     #![proptest_config(cases(2000))]
 
     /// A VC below its guarantee with a pending 1-GPU job gets an admission or a preemption

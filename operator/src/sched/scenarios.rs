@@ -1093,3 +1093,142 @@ fn a_reclaim_with_nothing_to_wait_for_is_no_plan() {
         .unwrap_or_else(|| panic!("not admitted: {d:?}"));
     assert!(a.bonus, "{a:?}");
 }
+
+fn nodes_of(d: &Decisions, job: &str) -> Vec<String> {
+    let mut v: Vec<String> = d
+        .admission(job)
+        .map(|a| a.placement.iter().map(|p| p.node.clone()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v.dedup();
+    v
+}
+
+fn gpu_taint() -> constraints::Taint {
+    constraints::Taint {
+        key: "nvidia.com/gpu".into(),
+        value: "present".into(),
+        effect: TaintEffect::NoSchedule,
+    }
+}
+
+/// A managed GPU pool taints its nodes `nvidia.com/gpu:NoSchedule`: a job whose template
+/// does not tolerate it never goes there and says which taint keeps it out; a job that
+/// tolerates it runs there; an untainted node is used by both.
+#[test]
+fn tainted_gpu_nodes_take_only_pods_that_tolerate_the_taint() {
+    let mut tainted = node("pool-a", "A100", 8, None);
+    tainted.taints.push(gpu_taint());
+    let mut tolerant = job("t/tolerant", "q", 1, 8);
+    tolerant.tasks[0].constraints.tolerations.push(Toleration {
+        key: "nvidia.com/gpu".into(),
+        exists: true,
+        ..Default::default()
+    });
+    let d = schedule(&snapshot(
+        0,
+        vec![tainted.clone()],
+        vec![vc("t", "A100", 8)],
+        vec![queue("q", "t")],
+        vec![job("t/plain", "q", 1, 8), tolerant.clone()],
+    ));
+    let reason = d
+        .waiting_reason("t/plain")
+        .expect("plain waits")
+        .to_string();
+    assert!(
+        matches!(
+            d.waiting_reason("t/plain"),
+            Some(WaitReason::NeverFits { .. })
+        ),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("1 node has the taint nvidia.com/gpu=present:NoSchedule"),
+        "{reason}"
+    );
+    assert_eq!(nodes_of(&d, "t/tolerant"), ["pool-a"]);
+
+    // With an untainted node too, the plain job goes there, the tolerant one anywhere.
+    let d = schedule(&snapshot(
+        0,
+        vec![tainted, node("open", "A100", 8, None)],
+        vec![vc("t", "A100", 16)],
+        vec![queue("q", "t")],
+        vec![job("t/plain", "q", 1, 8), tolerant],
+    ));
+    assert_eq!(nodes_of(&d, "t/plain"), ["open"]);
+    assert_eq!(nodes_of(&d, "t/tolerant"), ["pool-a"]);
+}
+
+/// A `nodeSelector` that matches one rack keeps a whole gang in that rack, even when
+/// another rack is emptier; a selector no node matches waits with `NeverFits` naming it.
+#[test]
+fn a_node_selector_keeps_the_gang_on_the_nodes_it_selects() {
+    let mut nodes = Vec::new();
+    for (rack, n) in [("r1", 4), ("r2", 2)] {
+        for i in 0..n {
+            let mut x = node(&format!("{rack}-n{i}"), "A100", 8, Some(rack));
+            x.labels.insert("kubetrain.io/rack".into(), rack.into());
+            nodes.push(x);
+        }
+    }
+    let mut j = job("t/r2", "q", 2, 8);
+    j.tasks[0]
+        .constraints
+        .node_selector
+        .insert("kubetrain.io/rack".into(), "r2".into());
+    let mut nowhere = job("t/r9", "q", 1, 1);
+    nowhere.tasks[0]
+        .constraints
+        .node_selector
+        .insert("kubetrain.io/rack".into(), "r9".into());
+    let d = schedule(&snapshot(
+        0,
+        nodes,
+        vec![vc("t", "A100", 48)],
+        vec![queue("q", "t")],
+        vec![j, nowhere],
+    ));
+    assert_eq!(nodes_of(&d, "t/r2"), ["r2-n0", "r2-n1"]);
+    let reason = d.waiting_reason("t/r9").expect("r9 waits").to_string();
+    assert!(
+        reason.contains("6 nodes do not match nodeSelector kubetrain.io/rack=r9"),
+        "{reason}"
+    );
+}
+
+/// Tasks of one job may have different rules: the parameter server must be on the node
+/// labelled for it, the workers on the nodes labelled for them; each replica lands on a
+/// node its own task accepts (a job still runs on one GPU type).
+#[test]
+fn each_task_keeps_its_own_rules() {
+    let mut ps_node = node("gpu-ps", "A100", 8, None);
+    ps_node.labels.insert("role".into(), "ps".into());
+    let mut worker_node = node("gpu-w", "A100", 8, None);
+    worker_node.labels.insert("role".into(), "worker".into());
+    let mut j = job("t/mixed", "q", 1, 8);
+    j.tasks[0]
+        .constraints
+        .node_selector
+        .insert("role".into(), "worker".into());
+    let mut ps = j.tasks[0].clone();
+    ps.name = "ps".into();
+    ps.gpus = GpuDemand::None;
+    ps.constraints
+        .node_selector
+        .insert("role".into(), "ps".into());
+    j.tasks.push(ps);
+    let d = schedule(&snapshot(
+        0,
+        vec![ps_node, worker_node],
+        vec![vc("t", "A100", 8)],
+        vec![queue("q", "t")],
+        vec![j],
+    ));
+    let a = d.admission("t/mixed").expect("admitted");
+    for p in &a.placement {
+        let want = if p.task == "ps" { "gpu-ps" } else { "gpu-w" };
+        assert_eq!(p.node, want, "{:?}", a.placement);
+    }
+}

@@ -34,7 +34,7 @@ impl OpenbNode {
             unhealthy_gpus: vec![],
             schedulable: true,
             foreign: Resources::default(),
-            held: Vec::new(),
+            ..Default::default()
         }
     }
 }
@@ -75,6 +75,7 @@ impl OpenbPod {
             cpu_milli: self.cpu_milli,
             memory_bytes: self.memory_mib << 20,
             gpus: self.demand(),
+            ..Default::default()
         }
     }
 

@@ -227,7 +227,7 @@ pub fn cluster(nodes: u32, rack_nodes: u32, prefix: &str) -> Vec<Node> {
             unhealthy_gpus: vec![],
             schedulable: true,
             foreign: Resources::default(),
-            held: Vec::new(),
+            ..Default::default()
         })
         .collect()
 }
@@ -240,6 +240,7 @@ pub fn tasks(gpus: u32) -> Vec<Task> {
         cpu_milli: 0,
         memory_bytes: 0,
         gpus: GpuDemand::Whole(k),
+        ..Default::default()
     };
     if gpus <= 8 {
         return vec![t("worker", 1, gpus)];

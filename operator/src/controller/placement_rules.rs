@@ -1,0 +1,175 @@
+//! Kubernetes objects → the scheduling core's node constraints (`sched::constraints`): a pod
+//! template's `nodeSelector`, required node affinity and tolerations, and a node's labels
+//! and taints.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Node, NodeSelectorRequirement, PodSpec};
+use kube::ResourceExt;
+
+use crate::sched::constraints::{
+    Affinity, NodeConstraints, Requirement, SelectorOperator, Taint, TaintEffect, Term, Toleration,
+};
+
+/// Taints the node lifecycle controller sets (not ready, unreachable, pressure, cordoned):
+/// they make a node unschedulable for new work (`snapshot::node_schedulable`) rather than
+/// being matched against tolerations, since kubetrain's pods do not outlive such a node.
+fn lifecycle_taint(key: &str) -> bool {
+    key.starts_with("node.kubernetes.io/")
+}
+
+/// The node's hard taints, as the core matches them against tolerations.
+pub fn node_taints(node: &Node) -> Vec<Taint> {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .into_iter()
+        .flatten()
+        .filter(|t| !lifecycle_taint(&t.key))
+        .filter_map(|t| {
+            Some(Taint {
+                key: t.key.clone(),
+                value: t.value.clone().unwrap_or_default(),
+                effect: TaintEffect::parse(&t.effect)?,
+            })
+        })
+        .collect()
+}
+
+pub fn node_labels(node: &Node) -> BTreeMap<String, String> {
+    node.labels().clone()
+}
+
+/// Where a pod of this spec may run. An operator or effect Kubernetes does not know is an
+/// error (the API server would refuse the pod).
+pub fn pod_constraints(spec: &PodSpec) -> Result<NodeConstraints, String> {
+    let mut c = NodeConstraints {
+        node_selector: spec.node_selector.clone().unwrap_or_default(),
+        ..Default::default()
+    };
+    let required = spec
+        .affinity
+        .as_ref()
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        });
+    if let Some(selector) = required {
+        let terms = selector
+            .node_selector_terms
+            .iter()
+            .map(|t| {
+                Ok(Term {
+                    expressions: requirements(t.match_expressions.as_deref())?,
+                    fields: requirements(t.match_fields.as_deref())?,
+                })
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        c.affinities.push(Affinity {
+            source: "required node affinity".into(),
+            terms,
+        });
+    }
+    for t in spec.tolerations.iter().flatten() {
+        let exists = match t.operator.as_deref() {
+            None | Some("Equal") => false,
+            Some("Exists") => true,
+            Some(other) => {
+                return Err(format!(
+                    "toleration operator {other:?} is neither Equal nor Exists"
+                ));
+            }
+        };
+        let effect = match t.effect.as_deref() {
+            None | Some("") => None,
+            Some(e) => Some(
+                TaintEffect::parse(e)
+                    .ok_or_else(|| format!("toleration effect {e:?} is not a taint effect"))?,
+            ),
+        };
+        c.tolerations.push(Toleration {
+            key: t.key.clone().unwrap_or_default(),
+            exists,
+            value: t.value.clone().unwrap_or_default(),
+            effect,
+        });
+    }
+    Ok(c)
+}
+
+/// Node selector requirements (of a pod's affinity or a PersistentVolume's).
+pub fn requirements(rs: Option<&[NodeSelectorRequirement]>) -> Result<Vec<Requirement>, String> {
+    rs.into_iter()
+        .flatten()
+        .map(|r| {
+            Ok(Requirement {
+                key: r.key.clone(),
+                operator: SelectorOperator::parse(&r.operator).ok_or_else(|| {
+                    format!("node selector operator {:?} is not known", r.operator)
+                })?,
+                values: r.values.clone().unwrap_or_default(),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(v: serde_json::Value) -> PodSpec {
+        serde_json::from_value(v).expect("pod spec")
+    }
+
+    #[test]
+    fn a_template_becomes_constraints() {
+        let c = pod_constraints(&spec(serde_json::json!({
+            "containers": [{"name": "c"}],
+            "nodeSelector": {"kubetrain.io/rack": "r1"},
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "zone", "operator": "In", "values": ["a", "b"]}]}]}}},
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+        })))
+        .expect("valid");
+        assert_eq!(c.node_selector["kubetrain.io/rack"], "r1");
+        assert_eq!(
+            c.affinities[0].terms[0].expressions[0].operator,
+            SelectorOperator::In
+        );
+        assert_eq!(
+            c.tolerations,
+            vec![Toleration {
+                key: "nvidia.com/gpu".into(),
+                exists: true,
+                value: String::new(),
+                effect: Some(TaintEffect::NoSchedule),
+            }]
+        );
+        let bad = pod_constraints(&spec(serde_json::json!({
+            "containers": [{"name": "c"}],
+            "tolerations": [{"key": "k", "operator": "Matches"}]
+        })));
+        assert!(bad.unwrap_err().contains("Matches"));
+    }
+
+    #[test]
+    fn lifecycle_taints_are_left_to_schedulability() {
+        let node: Node = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "n"},
+            "spec": {"taints": [
+                {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"},
+                {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]}
+        }))
+        .expect("node");
+        assert_eq!(
+            node_taints(&node),
+            vec![Taint {
+                key: "nvidia.com/gpu".into(),
+                value: "present".into(),
+                effect: TaintEffect::NoSchedule,
+            }]
+        );
+    }
+}
