@@ -58,7 +58,7 @@ fn every_sample_applies_and_reapplying_changes_nothing() {
 
 /// The `kind/name` a manifest would create.
 fn object_of(text: &str) -> String {
-    let doc: serde_json::Value = serde_yaml::from_str(text).expect("a manifest is YAML");
+    let doc: serde_json::Value = serde_norway::from_str(text).expect("a manifest is YAML");
     let kind = doc["kind"].as_str().unwrap_or_default().to_lowercase();
     let name = doc["metadata"]["name"].as_str().unwrap_or_default();
     format!("{kind}/{name}")

@@ -365,7 +365,7 @@ fn virtualcluster_health() {
 fn argocd_cm_carries_the_scripts() {
     let path = repo_root().join("config/argocd/argocd-cm.yaml");
     let text = std::fs::read_to_string(&path).expect("argocd-cm.yaml");
-    let cm: Value = serde_yaml::from_str(&text).expect("argocd-cm.yaml is YAML");
+    let cm: Value = serde_norway::from_str(&text).expect("argocd-cm.yaml is YAML");
     assert_eq!(cm["kind"], "ConfigMap");
     assert_eq!(cm["metadata"]["name"], "argocd-cm");
     for (kind, file) in [("TrainingJob", TJ), ("Queue", Q), ("VirtualCluster", VC)] {

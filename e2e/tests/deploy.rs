@@ -27,9 +27,9 @@ fn rendered(cp: &ControlPlane) -> Vec<Value> {
     let yaml = cp
         .kubectl_ok(&["kustomize", "config/default"])
         .expect("config/default renders");
-    serde_yaml::Deserializer::from_str(&yaml)
+    serde_norway::Deserializer::from_str(&yaml)
         .map(|doc| {
-            let v: serde_yaml::Value = serde::Deserialize::deserialize(doc).expect("valid YAML");
+            let v: serde_norway::Value = serde::Deserialize::deserialize(doc).expect("valid YAML");
             serde_json::to_value(v).expect("YAML is JSON")
         })
         .filter(|v| !v.is_null())

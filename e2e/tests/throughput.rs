@@ -198,7 +198,7 @@ async fn submit_to_bound_throughput() {
     let sim: Vec<(&str, &str)> = run.iter().map(|r| ("run-seconds", r.as_str())).collect();
     let manifests: Vec<TrainingJob> = (0..jobs)
         .map(|i| {
-            serde_yaml::from_str(&s.job(&format!("j{i}"), &q, 1, 1, &sim, ""))
+            serde_norway::from_str(&s.job(&format!("j{i}"), &q, 1, 1, &sim, ""))
                 .expect("job manifest")
         })
         .collect();
@@ -266,7 +266,7 @@ async fn reclaim_latency() {
     // Every GPU borrowed by 1-GPU bonus jobs that acknowledge a checkpoint after 1 s.
     let manifests: Vec<TrainingJob> = (0..gpus)
         .map(|i| {
-            serde_yaml::from_str(&s.job(
+            serde_norway::from_str(&s.job(
                 &format!("b{i}"),
                 &borrower,
                 1,
@@ -291,7 +291,7 @@ async fn reclaim_latency() {
     // Let the job statuses settle (Running, bonus) before the owner arrives.
     tokio::time::sleep(Duration::from_secs(5)).await;
     let own: TrainingJob =
-        serde_yaml::from_str(&s.job("own", &owner, 1, 8, &[], "")).expect("job manifest");
+        serde_norway::from_str(&s.job("own", &owner, 1, 8, &[], "")).expect("job manifest");
     let submitted = Instant::now();
     api.create(&PostParams::default(), &own)
         .await

@@ -134,7 +134,7 @@ async fn main() -> anyhow::Result<()> {
         let observation = observer.observe().await?;
         let report = DryRun::new(args.node_name.clone(), &observation);
         let text = match args.output {
-            Format::Yaml => serde_yaml::to_string(&report)?,
+            Format::Yaml => serde_norway::to_string(&report)?,
             Format::Json => serde_json::to_string_pretty(&report)? + "\n",
         };
         print!("{text}");

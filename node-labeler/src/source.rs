@@ -122,7 +122,7 @@ pub fn parse_description(text: &str) -> Result<Observation, Described> {
     }
     // YAML is a superset of JSON, so one parser reads both.
     let value: serde_json::Value =
-        serde_yaml::from_str(text).map_err(|e| Described::Document(e.to_string()))?;
+        serde_norway::from_str(text).map_err(|e| Described::Document(e.to_string()))?;
     if !value.is_object() {
         return Err(Described::Document("expected a mapping".into()));
     }

@@ -140,7 +140,7 @@ impl ClusterSpec {
     /// Parses and validates a cluster description.
     pub fn from_yaml(yaml: &str) -> Result<ClusterSpec, Error> {
         let spec: ClusterSpec =
-            serde_yaml::from_str(yaml).map_err(|e| Error::Spec(e.to_string()))?;
+            serde_norway::from_str(yaml).map_err(|e| Error::Spec(e.to_string()))?;
         spec.validate()?;
         Ok(spec)
     }

@@ -103,6 +103,6 @@ fn server_compatible(
 }
 
 /// Renders a CRD as the YAML committed under `crds/`.
-pub fn crd_yaml(crd: &CustomResourceDefinition) -> Result<String, serde_yaml::Error> {
-    serde_yaml::to_string(crd)
+pub fn crd_yaml(crd: &CustomResourceDefinition) -> Result<String, serde_norway::Error> {
+    serde_norway::to_string(crd)
 }
