@@ -36,9 +36,24 @@ struct Args {
     /// This replica's identity in leader election.
     #[arg(long, env = "POD_NAME")]
     identity: Option<String>,
-    /// Seconds between scheduling cycles when nothing changes.
-    #[arg(long, default_value_t = 5)]
-    resync_seconds: u64,
+    /// Time between scheduling cycles when nothing changes: "5s", "500ms", "1m"; a bare
+    /// number is seconds. At least 1 s.
+    #[arg(long, env = "KUBETRAIN_RESYNC", default_value = "5s", value_parser = parse_duration)]
+    resync: Duration,
+    /// Former spelling of `--resync` in whole seconds; still accepted, and wins when given.
+    #[arg(long, hide = true)]
+    resync_seconds: Option<u64>,
+}
+
+/// A duration flag: humantime's "30s", "5m", "1h 30m", "250ms", or a bare number of seconds
+/// (the form the `--*-seconds` flags took before).
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    if let Ok(secs) = s.parse::<u64>() {
+        return Ok(Duration::from_secs(secs));
+    }
+    humantime::parse_duration(s)
+        .map_err(|e| format!("{e} (expected e.g. \"30s\", \"5m\", \"1h 30m\")"))
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -99,7 +114,11 @@ async fn main() -> anyhow::Result<()> {
                 gpu_binding: args.gpu_binding,
                 master_port: args.master_port,
             },
-            resync: Duration::from_secs(args.resync_seconds.max(1)),
+            resync: args
+                .resync_seconds
+                .map(Duration::from_secs)
+                .unwrap_or(args.resync)
+                .max(Duration::from_secs(1)),
             ..Settings::default()
         },
         leader: LeaderSettings {
@@ -113,4 +132,33 @@ async fn main() -> anyhow::Result<()> {
     };
     controller::run(client, config).await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn duration_flags_take_humantime_and_bare_seconds() {
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("1h 30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("-5s").is_err());
+    }
+
+    #[test]
+    fn resync_flag_and_its_old_spelling() {
+        let args = Args::try_parse_from(["kubetrain-operator"]).expect("defaults parse");
+        assert_eq!(args.resync, Duration::from_secs(5));
+        assert_eq!(args.resync_seconds, None);
+        let args = Args::try_parse_from(["kubetrain-operator", "--resync=2m"]).expect("2m");
+        assert_eq!(args.resync, Duration::from_secs(120));
+        let args =
+            Args::try_parse_from(["kubetrain-operator", "--resync-seconds", "9"]).expect("old");
+        assert_eq!(args.resync_seconds, Some(9));
+        assert!(Args::try_parse_from(["kubetrain-operator", "--resync=often"]).is_err());
+    }
 }
