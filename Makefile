@@ -11,6 +11,7 @@ run:
 ## test: formatting, lints, unit tests, and API/e2e tests against a real kube-apiserver
 test: lint
 	bash e2e/scripts/install-control-plane.sh >/dev/null
+	bash e2e/scripts/install-helm.sh >/dev/null
 	@mkdir -p target && rm -f target/e2e-timings.txt
 	$(CARGO) test --workspace --all-targets
 	python3 -m py_compile docs/examples/train_ddp.py
@@ -31,6 +32,7 @@ unit:
 ## e2e: only the tests that need the control plane
 e2e:
 	bash e2e/scripts/install-control-plane.sh >/dev/null
+	bash e2e/scripts/install-helm.sh >/dev/null
 	$(CARGO) test -p kubetrain-e2e
 
 ## crds: regenerate crds/ from the Rust API types
