@@ -35,10 +35,9 @@ e2e:
 	bash e2e/scripts/install-helm.sh >/dev/null
 	$(CARGO) test -p kubetrain-e2e
 
-## crds: regenerate crds/ from the Rust API types
+## crds: regenerate crds/, config/crds/ and the Helm chart's CRDs from the Rust API types
 crds:
-	$(CARGO) run -q -p kubetrain --bin crdgen -- crds
-	$(CARGO) run -q -p kubetrain --bin crdgen -- config/crds
+	$(CARGO) run -q -p kubetrain --bin crdgen -- crds config/crds charts/kubetrain/crds
 
 ## bench: scheduling-core benchmarks, the quick simulator runs (Setups A and B) and the
 ## control-plane throughput and reclaim runs (Setup C, release: the operator runs in-process

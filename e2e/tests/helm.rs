@@ -1,0 +1,523 @@
+//! The Helm chart `charts/kubetrain`, with the helm that
+//! `e2e/scripts/install-helm.sh` builds from `e2e/helm/go.mod`, the cache's kubectl and the
+//! real kube-apiserver:
+//!
+//! - `helm lint` passes, with the defaults and with every optional part on;
+//! - `helm template | kubectl apply --dry-run=server` passes against the API server;
+//! - a real `helm install` creates every object it renders, `helm uninstall` removes them;
+//! - the chart's RBAC is kustomize's (`config/default`), rule for rule: both read the same
+//!   files under `charts/kubetrain/files/rbac/`;
+//! - the chart's CRDs are what crdgen writes, and its copies of the dashboard, the alert rules
+//!   and the Argo CD health scripts equal those in `config/`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use kubetrain_e2e::{ControlPlane, repo_root};
+use serde_json::{Value, json};
+
+const CHART: &str = "charts/kubetrain";
+
+/// Values that turn every optional part of the chart on.
+const ALL_ON: &[&str] = &[
+    "--set",
+    "serviceMonitor.enabled=true",
+    "--set",
+    "prometheusRule.enabled=true",
+    "--set",
+    "grafanaDashboard.enabled=true",
+    "--set",
+    "argocd.healthChecks.enabled=true",
+];
+
+/// Tests that install or delete cluster-wide objects of fixed names (ClusterRoles, ...) take
+/// turns.
+static CLUSTER_WIDE: Mutex<()> = Mutex::new(());
+
+fn cache_bin() -> PathBuf {
+    std::env::var_os("KUBETRAIN_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/kubetrain")))
+        .expect("KUBETRAIN_CACHE or HOME")
+        .join("bin")
+}
+
+struct Out {
+    success: bool,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs the cached helm in the repository root, against `cp` when given. Helm's own config,
+/// cache and data directories are private to this test process.
+fn helm(cp: Option<&ControlPlane>, args: &[&str]) -> Out {
+    let bin = cache_bin().join("helm");
+    assert!(
+        bin.exists(),
+        "{} missing: run `bash e2e/scripts/install-helm.sh` (make test does)",
+        bin.display()
+    );
+    let home = std::env::temp_dir().join(format!("kubetrain-helm-{}", std::process::id()));
+    let mut cmd = Command::new(&bin);
+    cmd.args(args)
+        .current_dir(repo_root())
+        .env("HELM_CONFIG_HOME", home.join("config"))
+        .env("HELM_CACHE_HOME", home.join("cache"))
+        .env("HELM_DATA_HOME", home.join("data"))
+        .stdin(Stdio::null());
+    match cp {
+        Some(cp) => cmd.env("KUBECONFIG", cp.kubeconfig()),
+        // Nothing here may reach a cluster.
+        None => cmd.env("KUBECONFIG", home.join("no-kubeconfig")),
+    };
+    let out = cmd.output().expect("helm runs");
+    Out {
+        success: out.status.success(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn helm_ok(cp: Option<&ControlPlane>, args: &[&str]) -> String {
+    let out = helm(cp, args);
+    assert!(
+        out.success,
+        "helm {} failed:\n{}{}",
+        args.join(" "),
+        out.stdout,
+        out.stderr
+    );
+    out.stdout
+}
+
+/// kubectl without a cluster (kustomize), from the cache.
+fn kubectl_local(args: &[&str]) -> String {
+    let out = Command::new(cache_bin().join("kubectl"))
+        .args(args)
+        .current_dir(repo_root())
+        .output()
+        .expect("kubectl runs");
+    assert!(
+        out.status.success(),
+        "kubectl {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A multi-document YAML stream as JSON objects (empty documents dropped).
+fn docs(yaml: &str) -> Vec<Value> {
+    serde_norway::Deserializer::from_str(yaml)
+        .map(|doc| {
+            let v: serde_norway::Value = serde::Deserialize::deserialize(doc).expect("valid YAML");
+            serde_json::to_value(v).expect("YAML is JSON")
+        })
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+fn list(objs: &[&Value]) -> String {
+    json!({"apiVersion": "v1", "kind": "List", "items": objs}).to_string()
+}
+
+fn read(path: &str) -> String {
+    let p = repo_root().join(path);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn wait_until(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !ok() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?}: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Minimal CRDs of the Prometheus Operator's ServiceMonitor and PrometheusRule (any spec),
+/// and the `argocd` namespace, so that the chart's optional objects can be applied here.
+fn optional_kinds(cp: &ControlPlane) {
+    static DONE: Mutex<bool> = Mutex::new(false);
+    let mut done = DONE.lock().unwrap_or_else(|e| e.into_inner());
+    if *done {
+        return;
+    }
+    let crd = |plural: &str, kind: &str| {
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": format!("{plural}.monitoring.coreos.com")},
+            "spec": {
+                "group": "monitoring.coreos.com",
+                "scope": "Namespaced",
+                "names": {"plural": plural, "singular": kind.to_lowercase(), "kind": kind, "listKind": format!("{kind}List")},
+                "versions": [{
+                    "name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+                }],
+            },
+        })
+    };
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "argocd"}});
+    let objs = [
+        crd("servicemonitors", "ServiceMonitor"),
+        crd("prometheusrules", "PrometheusRule"),
+        ns,
+    ];
+    let out = cp
+        .kubectl_stdin(
+            &["apply", "--server-side", "-f", "-"],
+            &list(&objs.iter().collect::<Vec<_>>()),
+        )
+        .expect("kubectl runs");
+    assert!(out.success, "stub CRDs: {}", out.stderr);
+    cp.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        "crd/servicemonitors.monitoring.coreos.com",
+        "crd/prometheusrules.monitoring.coreos.com",
+    ])
+    .expect("stub CRDs established");
+    *done = true;
+}
+
+#[test]
+fn chart_passes_helm_lint() {
+    let out = helm_ok(None, &["lint", "--strict", CHART]);
+    assert!(out.contains("0 chart(s) failed"), "{out}");
+    let mut args = vec!["lint", "--strict", CHART];
+    args.extend_from_slice(ALL_ON);
+    let out = helm_ok(None, &args);
+    assert!(out.contains("0 chart(s) failed"), "{out}");
+}
+
+#[test]
+fn chart_crds_match_crdgen() {
+    for (plural, crd) in kubetrain::api::crds() {
+        let want = kubetrain::api::crd_yaml(&crd).expect("CRD YAML");
+        let path = format!("{CHART}/crds/{plural}.yaml");
+        assert!(
+            read(&path) == want,
+            "{path} differs from the Rust types: run `make crds`"
+        );
+    }
+}
+
+#[test]
+fn chart_copies_equal_config() {
+    for (copy, original) in [
+        (
+            "files/grafana/kubetrain-dashboard.json",
+            "config/grafana/kubetrain-dashboard.json",
+        ),
+        (
+            "files/prometheus/rules.yaml",
+            "config/prometheus/rules.yaml",
+        ),
+        (
+            "files/argocd/trainingjob-health.lua",
+            "config/argocd/trainingjob-health.lua",
+        ),
+        (
+            "files/argocd/queue-health.lua",
+            "config/argocd/queue-health.lua",
+        ),
+        (
+            "files/argocd/virtualcluster-health.lua",
+            "config/argocd/virtualcluster-health.lua",
+        ),
+    ] {
+        assert!(
+            read(&format!("{CHART}/{copy}")) == read(original),
+            "{CHART}/{copy} differs from {original}: copy it over"
+        );
+    }
+    // The rendered optional objects carry them unchanged.
+    let mut args = vec!["template", "kubetrain", CHART];
+    args.extend_from_slice(ALL_ON);
+    let objs = docs(&helm_ok(None, &args));
+    let find = |kind: &str, name: &str| {
+        objs.iter()
+            .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("the chart renders no {kind} {name}"))
+    };
+    let dashboard = find("ConfigMap", "kubetrain-grafana-dashboard");
+    assert_eq!(
+        dashboard["data"]["kubetrain-dashboard.json"]
+            .as_str()
+            .map(str::trim_end),
+        Some(read("config/grafana/kubetrain-dashboard.json").trim_end())
+    );
+    assert_eq!(dashboard["metadata"]["labels"]["grafana_dashboard"], "1");
+    let argocd = find("ConfigMap", "argocd-cm");
+    assert_eq!(argocd["metadata"]["namespace"], "argocd");
+    let kustomize_cm: Value =
+        serde_norway::from_str(&read("config/argocd/argocd-cm.yaml")).expect("argocd-cm.yaml");
+    for kind in ["TrainingJob", "Queue", "VirtualCluster"] {
+        let key = format!("resource.customizations.health.kubetrain.io_{kind}");
+        assert_eq!(
+            argocd["data"][&key].as_str().map(str::trim_end),
+            kustomize_cm["data"][&key].as_str().map(str::trim_end),
+            "{key}"
+        );
+    }
+    let rule = find("PrometheusRule", "kubetrain");
+    let original: Value =
+        serde_norway::from_str(&read("config/prometheus/rules.yaml")).expect("rules.yaml");
+    assert_eq!(
+        rule["spec"], original["spec"],
+        "Helm must not touch the alerts' {{{{ }}}} templates"
+    );
+    find("ServiceMonitor", "kubetrain-operator");
+}
+
+/// name → rules of every ClusterRole and Role in `objs`.
+fn roles(objs: &[Value]) -> BTreeMap<String, Value> {
+    objs.iter()
+        .filter(|o| o["kind"] == "ClusterRole" || o["kind"] == "Role")
+        .map(|o| {
+            (
+                format!(
+                    "{} {}",
+                    o["kind"].as_str().unwrap_or_default(),
+                    o["metadata"]["name"].as_str().unwrap_or_default()
+                ),
+                o["rules"].clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn chart_rbac_equals_kustomize() {
+    let kustomize = docs(&kubectl_local(&["kustomize", "config/default"]));
+    let chart = docs(&helm_ok(
+        None,
+        &[
+            "template",
+            "kubetrain",
+            CHART,
+            "--namespace",
+            "kubetrain-system",
+        ],
+    ));
+    let (k, h) = (roles(&kustomize), roles(&chart));
+    assert_eq!(
+        k.keys().collect::<Vec<_>>(),
+        h.keys().collect::<Vec<_>>(),
+        "the same roles"
+    );
+    assert!(k.contains_key("ClusterRole kubetrain-operator"), "{k:?}");
+    assert!(
+        k.contains_key("Role kubetrain-operator-leader-election"),
+        "{k:?}"
+    );
+    assert!(
+        k.contains_key("ClusterRole kubetrain-node-labeler"),
+        "{k:?}"
+    );
+    for (name, rules) in &k {
+        assert_eq!(
+            rules, &h[name],
+            "{name}: helm's rules differ from kustomize's"
+        );
+    }
+    // Aggregation labels, bindings and service accounts match as well.
+    let by_name = |objs: &[Value], kind: &str, name: &str| {
+        objs.iter()
+            .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {kind} {name}"))
+    };
+    for name in ["kubetrain-trainingjob-editor", "kubetrain-viewer"] {
+        let (kl, hl) = (
+            by_name(&kustomize, "ClusterRole", name)["metadata"]["labels"].clone(),
+            by_name(&chart, "ClusterRole", name)["metadata"]["labels"].clone(),
+        );
+        for (label, value) in kl.as_object().expect("labels") {
+            if label.starts_with("rbac.authorization.k8s.io/") {
+                assert_eq!(&hl[label], value, "{name}: {label}");
+            }
+        }
+    }
+    for (kind, name) in [
+        ("ClusterRoleBinding", "kubetrain-operator"),
+        ("RoleBinding", "kubetrain-operator-leader-election"),
+        ("ClusterRoleBinding", "kubetrain-node-labeler"),
+    ] {
+        let (kb, hb) = (by_name(&kustomize, kind, name), by_name(&chart, kind, name));
+        assert_eq!(kb["roleRef"], hb["roleRef"], "{kind} {name}");
+        assert_eq!(kb["subjects"], hb["subjects"], "{kind} {name}");
+    }
+}
+
+#[test]
+fn chart_template_passes_a_server_side_dry_run() {
+    let cp = ControlPlane::shared();
+    optional_kinds(cp);
+    let ns = "kubetrain-dry-run";
+    let ns_obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+    cp.kubectl_stdin(&["apply", "-f", "-"], &ns_obj.to_string())
+        .expect("kubectl runs");
+    let mut args = vec!["template", "kubetrain", CHART, "--namespace", ns];
+    args.extend_from_slice(ALL_ON);
+    let rendered = helm_ok(None, &args);
+    let out = cp
+        .kubectl_stdin(&["apply", "--dry-run=server", "-f", "-"], &rendered)
+        .expect("kubectl runs");
+    assert!(
+        out.success,
+        "server-side dry-run of the chart failed:\n{}{}",
+        out.stdout, out.stderr
+    );
+    for what in [
+        "deployment.apps/kubetrain-operator",
+        "daemonset.apps/kubetrain-node-labeler",
+        "poddisruptionbudget.policy/kubetrain-operator",
+        "clusterrole.rbac.authorization.k8s.io/kubetrain-operator",
+        "servicemonitor.monitoring.coreos.com/kubetrain-operator",
+        "prometheusrule.monitoring.coreos.com/kubetrain",
+        "configmap/kubetrain-grafana-dashboard",
+        "configmap/argocd-cm",
+    ] {
+        assert!(
+            out.stdout.contains(what),
+            "{what} not in the dry-run:\n{}",
+            out.stdout
+        );
+    }
+}
+
+/// `kind/name` of an object for kubectl, with `-n` when it is namespaced.
+fn get_args(o: &Value) -> Vec<String> {
+    let api = o["apiVersion"].as_str().unwrap_or_default();
+    let group = api.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
+    let kind = o["kind"].as_str().unwrap_or_default();
+    let resource = if group.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{kind}.{group}")
+    };
+    let mut args = vec![
+        "get".to_string(),
+        format!(
+            "{resource}/{}",
+            o["metadata"]["name"].as_str().unwrap_or_default()
+        ),
+    ];
+    if let Some(ns) = o["metadata"]["namespace"].as_str() {
+        args.push("-n".into());
+        args.push(ns.into());
+    }
+    args
+}
+
+fn exists(cp: &ControlPlane, o: &Value) -> bool {
+    let args = get_args(o);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    cp.kubectl(&args).map(|out| out.success).unwrap_or(false)
+}
+
+#[test]
+fn helm_install_creates_every_object_and_uninstall_removes_them() {
+    let cp = ControlPlane::shared();
+    optional_kinds(cp);
+    let _turn = CLUSTER_WIDE.lock().unwrap_or_else(|e| e.into_inner());
+    let ns = "kubetrain-helm";
+    let mut args = vec![
+        "install",
+        "kubetrain",
+        CHART,
+        "--namespace",
+        ns,
+        "--create-namespace",
+    ];
+    args.extend_from_slice(ALL_ON);
+    helm_ok(Some(cp), &args);
+
+    let manifest = helm_ok(
+        Some(cp),
+        &["get", "manifest", "kubetrain", "--namespace", ns],
+    );
+    let objs = docs(&manifest);
+    let kinds: Vec<&str> = objs.iter().filter_map(|o| o["kind"].as_str()).collect();
+    for kind in [
+        "Deployment",
+        "DaemonSet",
+        "Service",
+        "PodDisruptionBudget",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "ServiceMonitor",
+        "PrometheusRule",
+        "ConfigMap",
+    ] {
+        assert!(
+            kinds.contains(&kind),
+            "the release has no {kind}: {kinds:?}"
+        );
+    }
+    for o in &objs {
+        assert!(
+            exists(cp, o),
+            "{} {} was not created",
+            o["kind"],
+            o["metadata"]["name"]
+        );
+    }
+    // The release's namespaced objects are in its namespace and the operator's bindings
+    // name its service account there.
+    let d = cp.jsonpath(
+        &["deploy/kubetrain-operator", "-n", ns],
+        "{.spec.template.spec.containers[0].args}",
+    );
+    assert!(d.contains("--gpu-binding=visible-devices"), "{d}");
+    assert!(d.contains("--resync=5s"), "{d}");
+    let subject = cp.jsonpath(
+        &["clusterrolebinding/kubetrain-operator"],
+        "{.subjects[0].namespace}",
+    );
+    assert_eq!(subject, ns);
+    // The CRDs are there (Helm's crds/, or the test control plane's own apply before).
+    for crd in ["trainingjobs", "queues", "virtualclusters"] {
+        cp.kubectl_ok(&["get", "crd", &format!("{crd}.kubetrain.io")])
+            .expect("CRD");
+    }
+
+    helm_ok(
+        Some(cp),
+        &["uninstall", "kubetrain", "--namespace", ns, "--wait"],
+    );
+    for o in &objs {
+        if o["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep" {
+            assert!(
+                exists(cp, o),
+                "{} {} is kept",
+                o["kind"],
+                o["metadata"]["name"]
+            );
+            continue;
+        }
+        wait_until(
+            &format!(
+                "{} {} removed by helm uninstall",
+                o["kind"], o["metadata"]["name"]
+            ),
+            Duration::from_secs(60),
+            || !exists(cp, o),
+        );
+    }
+    // The kept argocd-cm goes with the test.
+    cp.kubectl_ok(&["delete", "configmap", "argocd-cm", "-n", "argocd"])
+        .expect("delete argocd-cm");
+}
