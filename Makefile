@@ -2,7 +2,13 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: run test e2e unit lint fmt clippy crds bench bench-docs control-plane control-plane-down deploy
+.PHONY: run test e2e unit lint fmt clippy crds bench bench-docs control-plane control-plane-down deploy release
+
+# The release version: the workspace version of Cargo.toml, the one place it is written
+# (charts/kubetrain/Chart.yaml and the image tags of config/ must equal it; e2e/tests/helm.rs
+# checks that).
+VERSION := $(shell awk -F'"' '/^\[workspace.package\]/{p=1} p && $$1 ~ /^version *= */{print $$2; exit}' Cargo.toml)
+KUBETRAIN_CACHE ?= $(HOME)/.cache/kubetrain
 
 ## run: a local real control plane with simulated GPU nodes, the samples, and the operator
 run:
@@ -65,3 +71,10 @@ control-plane-down:
 ## deploy: install the CRDs and the operator on the cluster of the current kubeconfig
 deploy:
 	kubectl apply --server-side -k config/default
+
+## release: dist/install.yaml (what config/default installs, images tagged $(VERSION)) and the
+## Helm chart package dist/kubetrain-$(VERSION).tgz; the images are built from the Dockerfile
+release:
+	bash e2e/scripts/install-control-plane.sh >/dev/null
+	bash e2e/scripts/install-helm.sh >/dev/null
+	PATH=$(KUBETRAIN_CACHE)/bin:$$PATH bash e2e/scripts/release.sh $(VERSION) dist

@@ -1,4 +1,4 @@
-//! The Helm chart `charts/kubetrain`, with the helm that
+//! The Helm chart `charts/kubetrain` and the release artifacts, with the helm that
 //! `e2e/scripts/install-helm.sh` builds from `e2e/helm/go.mod`, the cache's kubectl and the
 //! real kube-apiserver:
 //!
@@ -8,10 +8,13 @@
 //! - the chart's RBAC is kustomize's (`config/default`), rule for rule: both read the same
 //!   files under `charts/kubetrain/files/rbac/`;
 //! - the chart's CRDs are what crdgen writes, and its copies of the dashboard, the alert rules
-//!   and the Argo CD health scripts equal those in `config/`.
+//!   and the Argo CD health scripts equal those in `config/`;
+//! - one version: the workspace's is the chart's version and appVersion and the image tag of
+//!   `config/default`; `e2e/scripts/release.sh` (`make release`) renders `install.yaml`,
+//!   which applies server-side, and packages the chart.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -19,6 +22,7 @@ use std::time::{Duration, Instant};
 use kubetrain_e2e::{ControlPlane, repo_root};
 use serde_json::{Value, json};
 
+const VERSION: &str = env!("CARGO_PKG_VERSION");
 const CHART: &str = "charts/kubetrain";
 
 /// Values that turn every optional part of the chart on.
@@ -196,6 +200,51 @@ fn chart_passes_helm_lint() {
     args.extend_from_slice(ALL_ON);
     let out = helm_ok(None, &args);
     assert!(out.contains("0 chart(s) failed"), "{out}");
+}
+
+#[test]
+fn one_version_everywhere() {
+    let chart = read(&format!("{CHART}/Chart.yaml"));
+    let chart: Value = serde_norway::from_str(&chart).expect("Chart.yaml");
+    assert_eq!(
+        chart["version"], VERSION,
+        "Chart.yaml version vs Cargo.toml"
+    );
+    assert_eq!(
+        chart["appVersion"], VERSION,
+        "Chart.yaml appVersion vs Cargo.toml"
+    );
+    // The images config/default installs are tagged with the version too.
+    let objs = docs(&kubectl_local(&["kustomize", "config/default"]));
+    let mut images = 0;
+    for o in &objs {
+        for c in o["spec"]["template"]["spec"]["containers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let image = c["image"].as_str().expect("image");
+            assert!(
+                image.ends_with(&format!(":{VERSION}")),
+                "{} {}: image {image} is not tagged {VERSION}",
+                o["kind"],
+                o["metadata"]["name"]
+            );
+            images += 1;
+        }
+    }
+    assert_eq!(images, 2, "the operator and the labeler");
+    // And the chart's defaults (appVersion).
+    let rendered = docs(&helm_ok(None, &["template", "kubetrain", CHART]));
+    for o in rendered
+        .iter()
+        .filter(|o| o["kind"] == "Deployment" || o["kind"] == "DaemonSet")
+    {
+        let image = o["spec"]["template"]["spec"]["containers"][0]["image"]
+            .as_str()
+            .expect("image");
+        assert!(image.ends_with(&format!(":{VERSION}")), "{image}");
+    }
 }
 
 #[test]
@@ -520,4 +569,89 @@ fn helm_install_creates_every_object_and_uninstall_removes_them() {
     // The kept argocd-cm goes with the test.
     cp.kubectl_ok(&["delete", "configmap", "argocd-cm", "-n", "argocd"])
         .expect("delete argocd-cm");
+}
+
+/// `e2e/scripts/release.sh` into a temporary directory, with the cache's kubectl and helm.
+fn release(out: &Path) {
+    let path = format!(
+        "{}:{}",
+        cache_bin().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let home = std::env::temp_dir().join(format!("kubetrain-helm-{}", std::process::id()));
+    let run = Command::new("bash")
+        .arg(repo_root().join("e2e/scripts/release.sh"))
+        .arg(VERSION)
+        .arg(out)
+        .current_dir(repo_root())
+        .env("PATH", path)
+        .env("HELM_CONFIG_HOME", home.join("config"))
+        .env("HELM_CACHE_HOME", home.join("cache"))
+        .env("HELM_DATA_HOME", home.join("data"))
+        .output()
+        .expect("bash runs");
+    assert!(
+        run.status.success(),
+        "release.sh failed:\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}
+
+#[test]
+fn release_install_yaml_applies_server_side() {
+    let cp = ControlPlane::shared();
+    let out = std::env::temp_dir().join(format!("kubetrain-release-{}", std::process::id()));
+    release(&out);
+    let package = out.join(format!("kubetrain-{VERSION}.tgz"));
+    assert!(package.exists(), "{} missing", package.display());
+    // The package is the chart: helm can read and render it.
+    let rendered = docs(&helm_ok(
+        None,
+        &["template", "kubetrain", &package.to_string_lossy()],
+    ));
+    assert!(rendered.iter().any(|o| o["kind"] == "Deployment"));
+
+    let install = out.join("install.yaml");
+    let text = std::fs::read_to_string(&install).expect("install.yaml");
+    // Exactly config/default's rendering.
+    let objs = docs(&text);
+    assert_eq!(objs, docs(&kubectl_local(&["kustomize", "config/default"])));
+
+    let _turn = CLUSTER_WIDE.lock().unwrap_or_else(|e| e.into_inner());
+    let applied = cp
+        .kubectl(&["apply", "--server-side", "-f", &install.to_string_lossy()])
+        .expect("kubectl runs");
+    assert!(
+        applied.success,
+        "kubectl apply --server-side -f install.yaml:\n{}",
+        applied.stderr
+    );
+    for o in &objs {
+        assert!(
+            exists(cp, o),
+            "{} {} was not created",
+            o["kind"],
+            o["metadata"]["name"]
+        );
+    }
+    // Applying again changes nothing.
+    let diff = cp
+        .kubectl(&["diff", "--server-side", "-f", &install.to_string_lossy()])
+        .expect("kubectl runs");
+    assert!(
+        diff.success && diff.stdout.trim().is_empty(),
+        "install.yaml drifts on re-apply:\n{}{}",
+        diff.stdout,
+        diff.stderr
+    );
+    // Leave the cluster-wide objects to the other tests (the CRDs and the namespace stay).
+    let rest: Vec<&Value> = objs
+        .iter()
+        .filter(|o| o["kind"] != "CustomResourceDefinition" && o["kind"] != "Namespace")
+        .collect();
+    let del = cp
+        .kubectl_stdin(&["delete", "--wait", "-f", "-"], &list(&rest))
+        .expect("kubectl runs");
+    assert!(del.success, "cleanup: {}", del.stderr);
+    let _ = std::fs::remove_dir_all(&out);
 }
