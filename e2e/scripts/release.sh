@@ -28,7 +28,7 @@ OUT=$(cd "$OUT" && pwd)
 # (config/manager's kustomization and config/labeler/daemonset.yaml; bumped with Cargo.toml):
 # a release whose install.yaml would run other images fails here.
 kubectl kustomize "$root/config/default" > "$OUT/install.yaml.tmp"
-bad=$(awk '$1=="image:" && $2 !~ (":" ver "$") {print $2}' ver="$VERSION" "$OUT/install.yaml.tmp")
+bad=$(awk '$1=="image:" && $2 != "" && $2 !~ (":" ver "$") {print $2}' ver="$VERSION" "$OUT/install.yaml.tmp")
 [ -z "$bad" ] || { rm -f "$OUT/install.yaml.tmp"; log "images not tagged $VERSION in config/default: $bad"; exit 1; }
 {
   echo "# kubetrain $VERSION: CRDs, RBAC, the operator and the node labeler (config/default)."
