@@ -3,6 +3,8 @@
 //! real kube-apiserver:
 //!
 //! - `helm lint` passes, with the defaults and with every optional part on;
+//! - the values (images, replicas, priority classes, node selectors, tolerations, resources,
+//!   the disruption budget, the operator's flags, the toggles) reach the objects;
 //! - `helm template | kubectl apply --dry-run=server` passes against the API server;
 //! - a real `helm install` creates every object it renders, `helm uninstall` removes them;
 //! - the chart's RBAC is kustomize's (`config/default`), rule for rule: both read the same
@@ -325,6 +327,117 @@ fn chart_copies_equal_config() {
         "Helm must not touch the alerts' {{{{ }}}} templates"
     );
     find("ServiceMonitor", "kubetrain-operator");
+}
+
+#[test]
+fn chart_values_reach_the_objects() {
+    let rendered = docs(&helm_ok(
+        None,
+        &[
+            "template",
+            "kubetrain",
+            CHART,
+            "--set",
+            "operator.image.repository=registry.example.com/kt/operator",
+            "--set",
+            "operator.image.tag=dev",
+            "--set",
+            "operator.image.pullPolicy=Always",
+            "--set",
+            "operator.replicas=3",
+            "--set",
+            "operator.priorityClassName=system-cluster-critical",
+            "--set",
+            "operator.gpuBinding=device-plugin",
+            "--set",
+            "operator.resync=30s",
+            "--set",
+            "operator.masterPort=29500",
+            "--set",
+            "operator.podDisruptionBudget.minAvailable=2",
+            "--set",
+            "operator.nodeSelector.pool=system",
+            "--set",
+            "operator.tolerations[0].key=dedicated",
+            "--set",
+            "operator.tolerations[0].operator=Exists",
+            "--set",
+            "operator.resources.limits.memory=4Gi",
+            "--set",
+            "nodeLabeler.image.tag=labeler-dev",
+            "--set",
+            "nodeLabeler.priorityClassName=system-node-critical",
+            "--set",
+            "nodeLabeler.runtimeClassName=",
+        ],
+    ));
+    let find = |kind: &str| {
+        rendered
+            .iter()
+            .find(|o| o["kind"] == kind)
+            .unwrap_or_else(|| panic!("no {kind}"))
+    };
+    let d = find("Deployment");
+    assert_eq!(d["spec"]["replicas"], 3);
+    let pod = &d["spec"]["template"]["spec"];
+    assert_eq!(pod["priorityClassName"], "system-cluster-critical");
+    assert_eq!(
+        pod["nodeSelector"],
+        json!({"kubernetes.io/os": "linux", "pool": "system"})
+    );
+    assert_eq!(
+        pod["tolerations"],
+        json!([{"key": "dedicated", "operator": "Exists"}])
+    );
+    let c = &pod["containers"][0];
+    assert_eq!(c["image"], "registry.example.com/kt/operator:dev");
+    assert_eq!(c["imagePullPolicy"], "Always");
+    assert_eq!(c["resources"]["limits"]["memory"], "4Gi");
+    let args: Vec<&str> = c["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for want in [
+        "--gpu-binding=device-plugin",
+        "--resync=30s",
+        "--master-port=29500",
+    ] {
+        assert!(args.contains(&want), "{want} not in {args:?}");
+    }
+    assert_eq!(find("PodDisruptionBudget")["spec"]["minAvailable"], 2);
+    let ds = &find("DaemonSet")["spec"]["template"]["spec"];
+    assert_eq!(ds["priorityClassName"], "system-node-critical");
+    assert!(ds.get("runtimeClassName").is_none(), "{ds}");
+    assert!(
+        ds["containers"][0]["image"]
+            .as_str()
+            .is_some_and(|i| i.ends_with(":labeler-dev"))
+    );
+
+    // Without the labeler and the budget, their objects (and the labeler's RBAC) are gone.
+    let off = docs(&helm_ok(
+        None,
+        &[
+            "template",
+            "kubetrain",
+            CHART,
+            "--set",
+            "nodeLabeler.enabled=false",
+            "--set",
+            "operator.podDisruptionBudget.enabled=false",
+        ],
+    ));
+    for o in &off {
+        assert_ne!(o["kind"], "DaemonSet");
+        assert_ne!(o["kind"], "PodDisruptionBudget");
+        assert_ne!(
+            o["metadata"]["name"], "kubetrain-node-labeler",
+            "{}",
+            o["kind"]
+        );
+    }
 }
 
 /// name → rules of every ClusterRole and Role in `objs`.
