@@ -39,7 +39,7 @@ if ready == nil then
   hs.message = "Waiting for the kubetrain operator to report the queue"
 elseif ready.status == "True" then
   hs.status = "Healthy"
-  hs.message = string.format("%d pending, %d running, %d GPUs in use (%d bonus)",
+  hs.message = string.format("%d pending, %d running, %g GPUs in use (%g bonus)",
     status.pending or 0, status.running or 0, status.gpusInUse or 0, status.bonusGpus or 0)
 else
   hs.status = "Degraded"

@@ -39,7 +39,7 @@ if ready == nil then
   hs.message = "Waiting for the kubetrain operator to report the virtual cluster"
 elseif ready.status == "True" then
   hs.status = "Healthy"
-  hs.message = string.format("%d of %d guaranteed GPUs in use, %d bonus, %d lent",
+  hs.message = string.format("%g of %d guaranteed GPUs in use, %g bonus, %g lent",
     status.inUseGpus or 0, status.guaranteedGpus or 0, status.bonusGpus or 0, status.lentGpus or 0)
 else
   hs.status = "Degraded"
