@@ -21,7 +21,13 @@ fn job(s: &Scenario, name: &str, queue: &str, replicas: u32, gpus: u32, pod_spec
 /// Nodes the job's pods are bound to, sorted.
 fn nodes_of(s: &Scenario, job: &str) -> Vec<String> {
     let out = s.cp.jsonpath(
-        &["pods", "-n", &s.ns, "-l", &format!("kubetrain.io/job={job}")],
+        &[
+            "pods",
+            "-n",
+            &s.ns,
+            "-l",
+            &format!("kubetrain.io/job={job}"),
+        ],
         "{range .items[*]}{.spec.nodeName}{\"\\n\"}{end}",
     );
     let mut v: Vec<String> = out
@@ -57,8 +63,14 @@ async fn tainted_gpu_nodes_take_only_jobs_that_tolerate_the_taint() {
     let deadline = tokio::time::Instant::now() + T;
     loop {
         let (reason, message) = (
-            s.job_status("plain", "{.status.conditions[?(@.type==\"Admitted\")].reason}"),
-            s.job_status("plain", "{.status.conditions[?(@.type==\"Admitted\")].message}"),
+            s.job_status(
+                "plain",
+                "{.status.conditions[?(@.type==\"Admitted\")].reason}",
+            ),
+            s.job_status(
+                "plain",
+                "{.status.conditions[?(@.type==\"Admitted\")].message}",
+            ),
         );
         if reason == "NeverFits" {
             assert!(
