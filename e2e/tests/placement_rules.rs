@@ -1,6 +1,6 @@
 //! Placement that keeps the cluster's rules, with real `kubectl`: GPU nodes tainted
-//! `nvidia.com/gpu:NoSchedule` take only jobs that tolerate the taint, and a `nodeSelector`
-//! keeps a gang on the nodes it selects.
+//! `nvidia.com/gpu:NoSchedule` take only jobs that tolerate the taint, a `nodeSelector`
+//! keeps a gang on the nodes it selects, and a bound local volume keeps the job on its node.
 
 use std::time::Duration;
 
@@ -124,5 +124,42 @@ async fn a_node_selector_keeps_a_gang_in_the_rack_it_selects() {
     for n in &placed {
         assert_eq!(rack_of(n), second, "{placed:?}");
     }
+    s.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_runs_where_its_bound_local_volume_is() {
+    // Two empty, equal nodes: left to itself, the job would take the first.
+    let s = Scenario::new("volumes", 2, 8, 1).await;
+    let q = s.tenant("volumes", 16, "FIFO", "");
+    let nodes = s.sim.node_names();
+    let pv = format!("{}-local", s.id);
+    // A static local volume on the second node, bound to the claim at once (no
+    // provisioner; the controller-manager's volume binder binds the pair).
+    s.cp.apply(&format!(
+        "apiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: {pv}\nspec:\n  capacity: {{storage: 10Gi}}\n  accessModes: [ReadWriteOnce]\n  persistentVolumeReclaimPolicy: Retain\n  storageClassName: \"\"\n  local: {{path: /mnt/data}}\n  claimRef: {{namespace: {ns}, name: data}}\n  nodeAffinity:\n    required:\n      nodeSelectorTerms:\n      - matchExpressions:\n        - {{key: kubernetes.io/hostname, operator: In, values: [{node}]}}\n---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: {ns}\nspec:\n  storageClassName: \"\"\n  volumeName: {pv}\n  accessModes: [ReadWriteOnce]\n  resources: {{requests: {{storage: 10Gi}}}}\n",
+        ns = s.ns,
+        node = nodes[1]
+    ));
+    let deadline = tokio::time::Instant::now() + T;
+    while s
+        .cp
+        .jsonpath(&["pvc", "data", "-n", &s.ns], "{.status.phase}")
+        != "Bound"
+    {
+        assert!(tokio::time::Instant::now() < deadline, "claim not bound");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    s.cp.apply(&job(
+        &s,
+        "reader",
+        &q,
+        1,
+        8,
+        "        volumes:\n        - name: data\n          persistentVolumeClaim: {claimName: data}\n",
+    ));
+    s.wait_phase("reader", "Running", T).await;
+    assert_eq!(nodes_of(&s, "reader"), [nodes[1].clone()]);
+    let _ = s.cp.kubectl(&["delete", "pv", &pv, "--wait=false"]);
     s.finish().await;
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource, ResourceExt};
@@ -59,6 +59,8 @@ pub struct Stores {
     pub queues: Store<Queue>,
     pub vcs: Store<VirtualCluster>,
     pub namespaces: Store<Namespace>,
+    pub claims: Store<PersistentVolumeClaim>,
+    pub volumes: Store<PersistentVolume>,
 }
 
 /// The scheduler's memory between cycles. Nothing here is needed after a restart: it only
@@ -139,6 +141,8 @@ pub struct RefMaps {
     pub vcs: BTreeMap<String, Arc<VirtualCluster>>,
     pub namespaces: BTreeMap<String, Namespace>,
     pub flavors: std::collections::BTreeSet<String>,
+    /// Node affinity of the volume bound to each claim (`namespace/claim`), where it has one.
+    pub volumes: BTreeMap<String, crate::sched::constraints::Affinity>,
 }
 
 impl RefMaps {
@@ -148,6 +152,7 @@ impl RefMaps {
             vcs: &self.vcs,
             namespaces: &self.namespaces,
             flavors: &self.flavors,
+            volumes: &self.volumes,
         }
     }
 }
@@ -254,6 +259,10 @@ impl Context {
                         .cloned()
                 })
                 .collect(),
+            volumes: super::placement_rules::volume_affinities(
+                &self.stores.claims.state(),
+                &self.stores.volumes.state(),
+            ),
         }
     }
 

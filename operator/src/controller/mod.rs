@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::runtime::controller::Controller;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -287,6 +287,20 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
             wake.clone(),
             bump(refs_generation.clone()),
         ),
+        // Claims and volumes: a bound volume's node affinity restricts where the job's pods
+        // may run (placement_rules::volume_affinities).
+        claims: cache(
+            Api::<PersistentVolumeClaim>::all(client.clone()),
+            watcher::Config::default(),
+            wake.clone(),
+            bump(refs_generation.clone()),
+        ),
+        volumes: cache(
+            Api::<PersistentVolume>::all(client.clone()),
+            watcher::Config::default(),
+            wake.clone(),
+            bump(refs_generation.clone()),
+        ),
     };
     let mut ctx = Context::new(
         client.clone(),
@@ -321,6 +335,8 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
         stores.queues.wait_until_ready().await,
         stores.vcs.wait_until_ready().await,
         stores.namespaces.wait_until_ready().await,
+        stores.claims.wait_until_ready().await,
+        stores.volumes.wait_until_ready().await,
     ] {
         ready.map_err(|_| Error::CacheClosed)?;
     }

@@ -4,7 +4,11 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Node, NodeSelectorRequirement, PodSpec};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{
+    Node, NodeSelectorRequirement, PersistentVolume, PersistentVolumeClaim, PodSpec,
+};
 use kube::ResourceExt;
 
 use crate::sched::constraints::{
@@ -114,6 +118,63 @@ pub fn requirements(rs: Option<&[NodeSelectorRequirement]>) -> Result<Vec<Requir
         .collect()
 }
 
+/// The node affinity of the volume bound to each claim, by `namespace/claim`: a pod that
+/// mounts the claim can only run where the volume can be attached (a local disk's node, a
+/// zonal disk's zone). Claims not yet bound, and volumes without node affinity, say nothing.
+pub fn volume_affinities(
+    claims: &[Arc<PersistentVolumeClaim>],
+    volumes: &[Arc<PersistentVolume>],
+) -> BTreeMap<String, Affinity> {
+    let by_name: BTreeMap<String, &PersistentVolume> =
+        volumes.iter().map(|v| (v.name_any(), v.as_ref())).collect();
+    let mut out = BTreeMap::new();
+    for c in claims {
+        let Some(pv) = c
+            .spec
+            .as_ref()
+            .and_then(|s| s.volume_name.as_ref())
+            .and_then(|name| by_name.get(name))
+        else {
+            continue;
+        };
+        let Some(required) = pv
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_affinity.as_ref())
+            .and_then(|a| a.required.as_ref())
+        else {
+            continue;
+        };
+        // A term the operator cannot read keeps nothing out; kube-scheduler would reject
+        // the pod, and the volume's own validation makes this unreachable in practice.
+        let terms: Vec<Term> = required
+            .node_selector_terms
+            .iter()
+            .filter_map(|t| {
+                Some(Term {
+                    expressions: requirements(t.match_expressions.as_deref()).ok()?,
+                    fields: requirements(t.match_fields.as_deref()).ok()?,
+                })
+            })
+            .collect();
+        if terms.is_empty() {
+            continue;
+        }
+        out.insert(
+            format!("{}/{}", c.namespace().unwrap_or_default(), c.name_any()),
+            Affinity {
+                source: format!(
+                    "node affinity of PersistentVolume {} (claim {})",
+                    pv.name_any(),
+                    c.name_any()
+                ),
+                terms,
+            },
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,6 +213,34 @@ mod tests {
             "tolerations": [{"key": "k", "operator": "Matches"}]
         })));
         assert!(bad.unwrap_err().contains("Matches"));
+    }
+
+    #[test]
+    fn a_bound_volume_brings_its_node_affinity() {
+        let pv: PersistentVolume = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "local-a"},
+            "spec": {"nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "kubernetes.io/hostname", "operator": "In", "values": ["gpu-1"]}]}]}}}
+        }))
+        .expect("pv");
+        let bound: PersistentVolumeClaim = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "data", "namespace": "ml"},
+            "spec": {"volumeName": "local-a"}
+        }))
+        .expect("pvc");
+        let unbound: PersistentVolumeClaim = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "scratch", "namespace": "ml"},
+            "spec": {}
+        }))
+        .expect("pvc");
+        let m = volume_affinities(&[Arc::new(bound), Arc::new(unbound)], &[Arc::new(pv)]);
+        assert_eq!(m.len(), 1);
+        let a = &m["ml/data"];
+        assert_eq!(
+            a.source,
+            "node affinity of PersistentVolume local-a (claim data)"
+        );
+        assert_eq!(a.terms[0].expressions[0].values, ["gpu-1"]);
     }
 
     #[test]

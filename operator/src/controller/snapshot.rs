@@ -626,7 +626,7 @@ mod tests {
                 nodes: &nodes,
                 pods: &pods,
                 jobs: &jobs,
-                refs: Refs { queues: &queues, vcs: &vcs, namespaces: &namespaces, flavors: &flavors },
+                refs: Refs { queues: &queues, vcs: &vcs, namespaces: &namespaces, flavors: &flavors, volumes: &Default::default() },
                 inflight: &inflight,
             };
             let decisions = sched::schedule(&build(&world));

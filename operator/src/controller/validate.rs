@@ -106,6 +106,8 @@ pub struct Refs<'a> {
     pub namespaces: &'a BTreeMap<String, Namespace>,
     /// GPU types some node has.
     pub flavors: &'a BTreeSet<String>,
+    /// Node affinity of the volume bound to each claim (`namespace/claim`).
+    pub volumes: &'a BTreeMap<String, sched::constraints::Affinity>,
 }
 
 /// The first `nvidia.com/gpu` request or limit of the pod that is not a whole number.
@@ -185,7 +187,18 @@ pub fn validate(job: &TrainingJob, refs: &Refs<'_>) -> Result<Vec<sched::Task>, 
             cpu_milli: demand.cpu_milli,
             memory_bytes: demand.memory_bytes,
             gpus,
-            constraints: super::placement_rules::pod_constraints(&spec).map_err(bad)?,
+            constraints: {
+                let mut c = super::placement_rules::pod_constraints(&spec).map_err(bad)?;
+                for v in spec.volumes.iter().flatten() {
+                    let Some(claim) = &v.persistent_volume_claim else {
+                        continue;
+                    };
+                    if let Some(a) = refs.volumes.get(&format!("{ns}/{}", claim.claim_name)) {
+                        c.affinities.push(a.clone());
+                    }
+                }
+                c
+            },
         });
     }
     let wants_gpus = tasks.iter().any(|t| t.gpus != sched::GpuDemand::None);
