@@ -163,3 +163,57 @@ async fn a_job_runs_where_its_bound_local_volume_is() {
     let _ = s.cp.kubectl(&["delete", "pv", &pv, "--wait=false"]);
     s.finish().await;
 }
+
+/// A claim of a `WaitForFirstConsumer` class is bound only when kube-scheduler picks a node
+/// for its pod. kubetrain cannot know which nodes its volumes allow, places the job on the
+/// first node, kube-scheduler refuses to bind there, and kubetrain rolls the admission back
+/// and places the job again without that node, where the volume is: no retry counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_for_first_consumer_claim_runs_on_its_volumes_node_after_a_rollback() {
+    let s = Scenario::new("wffc", 2, 8, 1).await;
+    let q = s.tenant("wffc", 16, "FIFO", "");
+    let nodes = s.sim.node_names();
+    let (class, pv) = (format!("{}-local", s.id), format!("{}-wffc", s.id));
+    s.cp.apply(&format!(
+        "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: {class}\nprovisioner: kubernetes.io/no-provisioner\nvolumeBindingMode: WaitForFirstConsumer\n---\napiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: {pv}\nspec:\n  capacity: {{storage: 10Gi}}\n  accessModes: [ReadWriteOnce]\n  persistentVolumeReclaimPolicy: Retain\n  storageClassName: {class}\n  local: {{path: /mnt/data}}\n  nodeAffinity:\n    required:\n      nodeSelectorTerms:\n      - matchExpressions:\n        - {{key: kubernetes.io/hostname, operator: In, values: [{node}]}}\n---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: {ns}\nspec:\n  storageClassName: {class}\n  accessModes: [ReadWriteOnce]\n  resources: {{requests: {{storage: 10Gi}}}}\n",
+        ns = s.ns,
+        node = nodes[1]
+    ));
+    s.cp.apply(&job(
+        &s,
+        "reader",
+        &q,
+        1,
+        8,
+        "        volumes:\n        - name: data\n          persistentVolumeClaim: {claimName: data}\n",
+    ));
+    s.wait_phase("reader", "Running", Duration::from_secs(120))
+        .await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    while s.job_status("reader", "{.status.startedAt}").is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "reader never ran");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(nodes_of(&s, "reader"), [nodes[1].clone()]);
+    assert_eq!(
+        s.cp.jsonpath(&["pvc", "data", "-n", &s.ns], "{.status.phase}"),
+        "Bound"
+    );
+    // The first placement (the first node) was refused and rolled back, not retried.
+    let events = s.events("reader");
+    assert!(
+        events
+            .iter()
+            .any(|(r, m)| r == "SchedulerRejected" && m.contains(&nodes[0])),
+        "{events:?}"
+    );
+    assert_eq!(s.job_status("reader", "{.status.retries}"), "0");
+    assert_eq!(
+        s.job_status("reader", "{.status.refusedNodes[0].node}"),
+        nodes[0]
+    );
+    let _ = s.cp.kubectl(&["delete", "pv", &pv, "--wait=false"]);
+    let _ =
+        s.cp.kubectl(&["delete", "storageclass", &class, "--wait=false"]);
+    s.finish().await;
+}

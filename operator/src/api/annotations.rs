@@ -16,6 +16,10 @@ pub const GPU_SHARE_ANNOTATION: &str = "kubetrain.io/gpu-share";
 /// Pod annotation: which admission of the job created the pod (retries + preemptions +
 /// infrastructure retries at that time); pods of an older attempt are stale.
 pub const ATTEMPT_ANNOTATION: &str = "kubetrain.io/attempt";
+/// Pod annotation: the node kubetrain chose for the replica. With `--binding scheduler` the
+/// pod is created pinned there by required node affinity and kube-scheduler binds it, so
+/// until then `spec.nodeName` is empty and this is where its resources are counted.
+pub const NODE_ANNOTATION: &str = "kubetrain.io/node";
 /// Pod annotation set by the operator to ask the job to checkpoint (value: RFC 3339 time of
 /// the request). Visible in the container through a downward-API file.
 pub const CHECKPOINT_REQUESTED: &str = "kubetrain.io/checkpoint-requested";

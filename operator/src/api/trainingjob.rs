@@ -322,6 +322,10 @@ pub struct TrainingJobStatus {
     /// last one lost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_preemption: Option<PreemptionRecord>,
+    /// Nodes the cluster's scheduler would not bind this job's pods to, kept out of its
+    /// placement until `until` (with `--binding scheduler`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused_nodes: Vec<RefusedNode>,
     /// A sentence on the current state, for example why the job waits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
@@ -331,6 +335,17 @@ pub struct TrainingJobStatus {
     /// `Valid`, `Admitted`, `Running`, `Preempting`, `Succeeded`, `Failed`, with reasons.
     #[serde(default)]
     pub conditions: Vec<Condition>,
+}
+
+/// A node the cluster's scheduler refused for the job, and until when kubetrain avoids it.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RefusedNode {
+    pub node: String,
+    pub until: Time,
+    /// The scheduler's message.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
 }
 
 /// How one preemption ended.

@@ -7,7 +7,7 @@ use clap::{Parser, ValueEnum};
 use kube::Client;
 use kubetrain::controller::context::Settings;
 use kubetrain::controller::leader::LeaderSettings;
-use kubetrain::controller::pods::{GpuBinding, PodSettings};
+use kubetrain::controller::pods::{Binding, GpuBinding, PodSettings};
 use kubetrain::controller::{self, Config};
 use tracing::info;
 
@@ -24,6 +24,14 @@ struct Args {
     /// Address of /metrics, /healthz and /readyz; `off` disables them.
     #[arg(long, env = "KUBETRAIN_HTTP_ADDR", default_value = "0.0.0.0:8080")]
     http_addr: String,
+    /// Who binds pods to the nodes kubetrain chose: the cluster's scheduler, after its own
+    /// checks (volumes, device plugins, DRA, taints), or kubetrain directly by nodeName.
+    #[arg(long, env = "KUBETRAIN_BINDING", value_enum, default_value_t = Binding::Scheduler)]
+    binding: Binding,
+    /// With `--binding scheduler`: how long a pod may stay Unschedulable before its gang's
+    /// admission is rolled back and the job placed again elsewhere.
+    #[arg(long, env = "KUBETRAIN_UNSCHEDULABLE_TIMEOUT", default_value = "20s", value_parser = parse_duration)]
+    unschedulable_timeout: Duration,
     /// How the chosen GPU indices reach the containers.
     #[arg(long, env = "KUBETRAIN_GPU_BINDING", value_enum, default_value_t = GpuBinding::VisibleDevices)]
     gpu_binding: GpuBinding,
@@ -111,6 +119,7 @@ async fn main() -> anyhow::Result<()> {
     let config = Config {
         settings: Settings {
             pods: PodSettings {
+                binding: args.binding,
                 gpu_binding: args.gpu_binding,
                 master_port: args.master_port,
             },
@@ -119,6 +128,7 @@ async fn main() -> anyhow::Result<()> {
                 .map(Duration::from_secs)
                 .unwrap_or(args.resync)
                 .max(Duration::from_secs(1)),
+            unschedulable_timeout: args.unschedulable_timeout,
             ..Settings::default()
         },
         leader: LeaderSettings {

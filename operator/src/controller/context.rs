@@ -36,6 +36,9 @@ pub struct Settings {
     pub max_infrastructure_retries: i32,
     /// A partial gang older than this with no admission in flight is torn down.
     pub incomplete_gang_timeout: Duration,
+    /// A pod the cluster's scheduler reports `Unschedulable` this long rolls its gang's
+    /// admission back (`--binding scheduler`).
+    pub unschedulable_timeout: Duration,
 }
 
 impl Default for Settings {
@@ -46,6 +49,7 @@ impl Default for Settings {
             debounce: Duration::from_millis(100),
             max_infrastructure_retries: 10,
             incomplete_gang_timeout: Duration::from_secs(30),
+            unschedulable_timeout: Duration::from_secs(20),
         }
     }
 }

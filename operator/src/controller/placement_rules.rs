@@ -175,6 +175,30 @@ pub fn volume_affinities(
     out
 }
 
+/// Keeps a job off the nodes the cluster's scheduler refused for it, until each refusal
+/// expires (`status.refusedNodes`, written when an admission is rolled back).
+pub fn avoid_refused_nodes(
+    refused: &[crate::api::trainingjob::RefusedNode],
+    now: i64,
+) -> Option<Affinity> {
+    let nodes: Vec<String> = refused
+        .iter()
+        .filter(|r| r.until.0.as_second() > now)
+        .map(|r| r.node.clone())
+        .collect();
+    (!nodes.is_empty()).then(|| Affinity {
+        source: "nodes the scheduler refused for this job".into(),
+        terms: vec![Term {
+            expressions: vec![],
+            fields: vec![Requirement {
+                key: "metadata.name".into(),
+                operator: SelectorOperator::NotIn,
+                values: nodes,
+            }],
+        }],
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,16 +1,19 @@
 //! The pods and the headless Service of an admitted gang.
 //!
-//! Pods are bound to their nodes by `spec.nodeName` (kube-scheduler is not involved), named
-//! `<job>-<task>-<index>` with that hostname under a headless Service named after the job,
-//! so `MASTER_ADDR` is a stable DNS name. The GPU indices chosen by the scheduler go in the
-//! `kubetrain.io/gpus` annotation; how they reach the container is [`GpuBinding`].
+//! kubetrain decides where each replica runs; how the pod gets there is [`Binding`]: by
+//! default it is created pinned to that node by required node affinity (merged with the
+//! template's) and kube-scheduler, or the template's `schedulerName`, binds it after its own
+//! checks; `direct` sets `spec.nodeName` itself. Pods are named `<job>-<task>-<index>` with
+//! that hostname under a headless Service named after the job, so `MASTER_ADDR` is a stable
+//! DNS name. The chosen node and GPU indices go in the `kubetrain.io/node` and
+//! `kubetrain.io/gpus` annotations; how the GPUs reach the container is [`GpuBinding`].
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
     Container, DownwardAPIVolumeFile, DownwardAPIVolumeSource, EnvVar, EnvVarSource,
-    ObjectFieldSelector, Pod, PodSpec, PodTemplateSpec, Service, ServicePort, ServiceSpec, Volume,
-    VolumeMount,
+    NodeSelectorRequirement, NodeSelectorTerm, ObjectFieldSelector, Pod, PodSpec, PodTemplateSpec,
+    Service, ServicePort, ServiceSpec, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, ResourceExt};
@@ -18,7 +21,8 @@ use kube::{Resource, ResourceExt};
 use super::resources::GPU_RESOURCE;
 use crate::api::TrainingJob;
 use crate::api::annotations::{
-    CHECKPOINT_REQUESTED, GPU_SHARE_ANNOTATION, GPUS_ANNOTATION, INDEX_LABEL, JOB_LABEL, TASK_LABEL,
+    CHECKPOINT_REQUESTED, GPU_SHARE_ANNOTATION, GPUS_ANNOTATION, INDEX_LABEL, JOB_LABEL,
+    NODE_ANNOTATION, TASK_LABEL,
 };
 use crate::sched::ReplicaPlacement;
 
@@ -47,9 +51,24 @@ pub enum GpuBinding {
     DevicePlugin,
 }
 
+/// Who binds an admitted gang's pods to the nodes kubetrain chose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Binding {
+    /// The pod is created with a required node affinity on `metadata.name` (merged into the
+    /// template's own terms) and no `spec.nodeName`; the cluster's scheduler binds it after
+    /// its own checks: volume binding (`WaitForFirstConsumer` claims), device-plugin and DRA
+    /// fit, taints, pod limits. A pod it cannot bind rolls the admission back.
+    #[default]
+    Scheduler,
+    /// `spec.nodeName` is set at creation: the shortest path, skipping every scheduler check
+    /// (the kubelet's admission still runs), and a `WaitForFirstConsumer` claim never binds.
+    Direct,
+}
+
 /// Settings for pods.
 #[derive(Clone, Debug)]
 pub struct PodSettings {
+    pub binding: Binding,
     pub gpu_binding: GpuBinding,
     /// Port of the rank-0 replica for `MASTER_PORT`.
     pub master_port: i32,
@@ -58,6 +77,7 @@ pub struct PodSettings {
 impl Default for PodSettings {
     fn default() -> Self {
         PodSettings {
+            binding: Binding::default(),
             gpu_binding: GpuBinding::default(),
             master_port: 23456,
         }
@@ -254,8 +274,13 @@ fn replica_pod(
         ann.insert(GPU_SHARE_ANNOTATION.into(), share.0.to_string());
     }
 
+    ann.insert(NODE_ANNOTATION.into(), p.node.clone());
+
     let mut spec: PodSpec = template.spec.clone().unwrap_or_default();
-    spec.node_name = Some(p.node.clone());
+    match settings.binding {
+        Binding::Direct => spec.node_name = Some(p.node.clone()),
+        Binding::Scheduler => pin_to_node(&mut spec, &p.node),
+    }
     spec.hostname = Some(pod_name.clone());
     spec.subdomain = Some(name.clone());
     // The gang restarts as a whole (retries are counted per job), never one pod in place.
@@ -291,6 +316,34 @@ fn replica_pod(
         metadata: meta,
         spec: Some(spec),
         status: None,
+    }
+}
+
+/// Adds `metadata.name In [node]` to every required node-affinity term of the template (or
+/// makes it the only term), so the scheduler can bind the pod to that node and no other,
+/// while the template's own terms still hold.
+fn pin_to_node(spec: &mut PodSpec, node: &str) {
+    let pin = NodeSelectorRequirement {
+        key: "metadata.name".into(),
+        operator: "In".into(),
+        values: Some(vec![node.to_string()]),
+    };
+    let required = spec
+        .affinity
+        .get_or_insert_with(Default::default)
+        .node_affinity
+        .get_or_insert_with(Default::default)
+        .required_during_scheduling_ignored_during_execution
+        .get_or_insert_with(Default::default);
+    if required.node_selector_terms.is_empty() {
+        required
+            .node_selector_terms
+            .push(NodeSelectorTerm::default());
+    }
+    for term in &mut required.node_selector_terms {
+        term.match_fields
+            .get_or_insert_with(Vec::new)
+            .push(pin.clone());
     }
 }
 
@@ -364,7 +417,13 @@ pub fn placement_of(pod: &Pod) -> Option<ReplicaPlacement> {
             .get(RANK_ANNOTATION)
             .and_then(|r| r.parse().ok())
             .unwrap_or(0),
-        node: pod.spec.as_ref()?.node_name.clone()?,
+        // Bound: where it is. Not yet bound (scheduler binding): where kubetrain pinned it.
+        node: pod
+            .spec
+            .as_ref()?
+            .node_name
+            .clone()
+            .or_else(|| ann.get(NODE_ANNOTATION).cloned())?,
         gpus: gpus
             .split(',')
             .filter(|s| !s.is_empty())
@@ -416,7 +475,11 @@ mod tests {
     #[test]
     fn gang_pods_carry_placement_ranks_and_env() {
         let placement = vec![placed(0, 1, "n2", &[2, 3]), placed(1, 0, "n1", &[0, 1])];
-        let pods = gang_pods(&job(), &placement, true, 3, &PodSettings::default()).expect("pods");
+        let direct = PodSettings {
+            binding: Binding::Direct,
+            ..Default::default()
+        };
+        let pods = gang_pods(&job(), &placement, true, 3, &direct).expect("pods");
         assert_eq!(pods.len(), 2);
         let p0 = &pods[0];
         assert_eq!(p0.metadata.name.as_deref(), Some("llm-worker-0"));
@@ -448,6 +511,63 @@ mod tests {
         );
         assert_eq!(placement_of(p0), Some(placement[0].clone()));
         assert_eq!(p0.metadata.owner_references.as_ref().map(Vec::len), Some(1));
+    }
+
+    /// By default the pod is pinned by required node affinity and left to the scheduler;
+    /// the template's own required terms are kept, each narrowed to the chosen node.
+    #[test]
+    fn scheduler_binding_pins_by_affinity_and_keeps_the_templates_terms() {
+        let mut j = job();
+        j.spec.tasks[0].template["spec"]["affinity"] = serde_json::json!({"nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
+                {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}]}}});
+        let placement = vec![placed(0, 0, "n2", &[0, 1]), placed(1, 1, "n2", &[2, 3])];
+        let pods = gang_pods(&j, &placement, false, 0, &PodSettings::default()).expect("pods");
+        let spec = pods[0].spec.as_ref().expect("spec");
+        assert_eq!(spec.node_name, None);
+        let terms = &spec
+            .affinity
+            .as_ref()
+            .and_then(|a| a.node_affinity.as_ref())
+            .and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
+            .expect("required affinity")
+            .node_selector_terms;
+        assert_eq!(terms.len(), 2);
+        for t in terms {
+            assert_eq!(t.match_expressions.as_ref().map(Vec::len), Some(1));
+            let pin = &t.match_fields.as_ref().expect("pinned")[0];
+            assert_eq!(
+                (
+                    pin.key.as_str(),
+                    pin.operator.as_str(),
+                    pin.values.as_deref()
+                ),
+                ("metadata.name", "In", Some(&["n2".to_string()][..]))
+            );
+        }
+        // Counted on the chosen node before it is bound.
+        assert_eq!(placement_of(&pods[0]), Some(placement[0].clone()));
+        let plain = gang_pods(&job(), &placement, false, 0, &PodSettings::default()).expect("pods");
+        let terms = &plain[0]
+            .spec
+            .as_ref()
+            .unwrap()
+            .affinity
+            .as_ref()
+            .unwrap()
+            .node_affinity
+            .as_ref()
+            .unwrap()
+            .required_during_scheduling_ignored_during_execution
+            .as_ref()
+            .unwrap()
+            .node_selector_terms;
+        assert_eq!(terms.len(), 1);
+        assert_eq!(terms[0].match_expressions, None);
     }
 
     #[test]

@@ -357,7 +357,14 @@ fn job_model(job: &TrainingJob, pods: &[Arc<Pod>], world: &World<'_>) -> Option<
     if status.phase.is_finished() && active.is_empty() && !leaving {
         return None;
     }
-    let tasks = validate(job, &world.refs).ok()?;
+    let mut tasks = validate(job, &world.refs).ok()?;
+    if let Some(avoid) =
+        super::placement_rules::avoid_refused_nodes(&status.refused_nodes, world.now)
+    {
+        for t in &mut tasks {
+            t.constraints.affinities.push(avoid.clone());
+        }
+    }
     let mut placement: Vec<sched::ReplicaPlacement> =
         active.iter().filter_map(|p| placement_of(p)).collect();
     let mut bonus = active.iter().any(|p| {

@@ -26,8 +26,8 @@ use super::pods::{BONUS_ANNOTATION, expected_pod_names, placement_of};
 use super::snapshot::{is_active, job_key, node_topology};
 use super::status;
 use super::validate::validate;
-use crate::api::annotations::{CHECKPOINT_DONE, CHECKPOINT_REQUESTED};
-use crate::api::trainingjob::{PreemptionOutcome, PreemptionRecord, ReplicaPlacement};
+use crate::api::annotations::{CHECKPOINT_DONE, CHECKPOINT_REQUESTED, NODE_ANNOTATION};
+use crate::api::trainingjob::{PreemptionOutcome, PreemptionRecord, RefusedNode, ReplicaPlacement};
 use crate::api::{Phase, TrainingJob, TrainingJobStatus};
 
 #[derive(Debug, thiserror::Error)]
@@ -191,6 +191,86 @@ fn infrastructure_failure(ctx: &Context, pods: &[Arc<Pod>]) -> Option<Failure> {
         }
     }
     None
+}
+
+/// A pod the cluster's scheduler has not bound for longer than `deadline` (its
+/// `PodScheduled` condition `False`, reason `Unschedulable`): the node kubetrain chose does not
+/// take it after all (another pod took the room, a volume cannot be attached there, a device
+/// plugin or DRA check failed). Returns the pod, the node it was pinned to, and the
+/// scheduler's message.
+fn scheduler_refusal(
+    pods: &[&Arc<Pod>],
+    now: Timestamp,
+    deadline: Duration,
+) -> Option<(String, String, String)> {
+    pods.iter().find_map(|pod| {
+        if pod.spec.as_ref().is_some_and(|s| s.node_name.is_some()) {
+            return None;
+        }
+        let c = pod
+            .status
+            .as_ref()?
+            .conditions
+            .as_ref()?
+            .iter()
+            .find(|c| c.type_ == "PodScheduled")?;
+        if c.status != "False" || c.reason.as_deref() != Some("Unschedulable") {
+            return None;
+        }
+        let since = c.last_transition_time.as_ref().map_or(now, |t| t.0);
+        if now.duration_since(since) < SignedDuration::try_from(deadline).ok()? {
+            return None;
+        }
+        Some((
+            pod.name_any(),
+            pod.annotations()
+                .get(NODE_ANNOTATION)
+                .cloned()
+                .unwrap_or_default(),
+            c.message.clone().unwrap_or_default(),
+        ))
+    })
+}
+
+/// How long a node the scheduler refused stays out of a job's placement.
+const REFUSED_NODE_TTL: i64 = 600;
+
+/// The scheduler would not bind the gang where kubetrain placed it: roll the whole admission
+/// back and re-plan without that node. Not a retry and not the job's fault.
+fn roll_back(
+    status: &mut TrainingJobStatus,
+    fx: &mut Effects,
+    t: &Time,
+    generation: Option<i64>,
+    (pod, node, message): (String, String, String),
+) {
+    fx.delete_pods = true;
+    status.phase = Phase::Retrying;
+    status.retry_at = Some(t.clone());
+    status
+        .refused_nodes
+        .retain(|r| r.node != node && r.until.0 > t.0);
+    status.refused_nodes.push(RefusedNode {
+        node: node.clone(),
+        until: Time(t.0 + SignedDuration::from_secs(REFUSED_NODE_TTL)),
+        message: message.clone(),
+    });
+    let msg = format!(
+        "The scheduler did not bind pod {pod} to node {node}: {message}. The admission is \
+         rolled back and the job placed again without that node for {} min; this is not a retry.",
+        REFUSED_NODE_TTL / 60
+    );
+    conditions::set(
+        &mut status.conditions,
+        "Running",
+        false,
+        "SchedulerRejected",
+        msg.clone(),
+        generation,
+        t,
+    );
+    status.message = Some(msg.clone());
+    fx.event(EventType::Warning, "SchedulerRejected", msg);
 }
 
 /// What the reconcile decided besides the status.
@@ -643,6 +723,11 @@ fn step(
                 .or_else(|| infrastructure_failure(ctx, pods));
             if let Some(f) = failure {
                 return fail(ctx, job, status, fx, t, generation, f);
+            }
+            if let Some(refusal) =
+                scheduler_refusal(&present, t.0, ctx.settings.unschedulable_timeout)
+            {
+                return roll_back(status, fx, t, generation, refusal);
             }
             let all_running = expected.iter().all(|n| {
                 by_name
