@@ -342,6 +342,7 @@ fn operator_service_account_can_do_what_the_code_does() {
         &["patch", "pods", "-n", team],
         &["delete", "pods", "-n", team],
         &["create", "services", "-n", team],
+        &["create", "poddisruptionbudgets.policy", "-n", team],
         // status, finalizer, TTL
         &[
             "patch",

@@ -23,6 +23,9 @@ pub const NODE_ANNOTATION: &str = "kubetrain.io/node";
 /// Pod annotation set by the operator to ask the job to checkpoint (value: RFC 3339 time of
 /// the request). Visible in the container through a downward-API file.
 pub const CHECKPOINT_REQUESTED: &str = "kubetrain.io/checkpoint-requested";
+/// Pod annotation set with the checkpoint request: why the job is preempted (`Reclaim`,
+/// `Priority`, `Drain`).
+pub const PREEMPTION_REASON: &str = "kubetrain.io/preemption-reason";
 /// Pod annotation set by the job (or its sidecar) when the checkpoint is saved (value:
 /// RFC 3339 time of the checkpoint).
 pub const CHECKPOINT_DONE: &str = "kubetrain.io/checkpoint-done";

@@ -309,7 +309,8 @@ pub struct TrainingJobStatus {
     /// When all of the job's pods were last running.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<Time>,
-    /// While `Retrying`: when the job returns to its queue (the backoff ends).
+    /// While `Retrying`: when the job returns to its queue (the backoff ends); while
+    /// `Preempting` after a drain, with its pods gone: when it returns to its queue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_at: Option<Time>,
     /// When the job succeeded or failed.
@@ -358,6 +359,9 @@ pub struct PreemptionRecord {
     pub outcome: PreemptionOutcome,
     /// When the pods were stopped.
     pub at: Time,
+    /// Why: `Reclaim`, `Priority`, `Drain` (a node under the job was drained) or `Suspend`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     /// GPU-seconds of work since the last checkpoint (or since the start) that were lost;
     /// 0 unless the checkpoint was lost.
     #[serde(default)]

@@ -15,7 +15,9 @@ use k8s_openapi::api::core::v1::{
     NodeSelectorRequirement, NodeSelectorTerm, ObjectFieldSelector, Pod, PodSpec, PodTemplateSpec,
     Service, ServicePort, ServiceSpec, Volume, VolumeMount,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::{Resource, ResourceExt};
 
 use super::resources::GPU_RESOURCE;
@@ -105,6 +107,31 @@ fn owner(
     job: &TrainingJob,
 ) -> Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference> {
     job.controller_owner_ref(&())
+}
+
+/// The gang's PodDisruptionBudget: no pod of it may be evicted (`kubectl drain`, cluster
+/// autoscalers), so a drain waits while kubetrain asks the job to checkpoint and then stops
+/// it itself. Deletions, kubetrain's own way of stopping pods, are not affected.
+pub fn disruption_budget(job: &TrainingJob) -> PodDisruptionBudget {
+    let name = job.name_any();
+    PodDisruptionBudget {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            namespace: job.namespace(),
+            owner_references: owner(job).map(|o| vec![o]),
+            labels: Some([(JOB_LABEL.to_string(), name.clone())].into()),
+            ..Default::default()
+        },
+        spec: Some(PodDisruptionBudgetSpec {
+            max_unavailable: Some(IntOrString::Int(0)),
+            selector: Some(LabelSelector {
+                match_labels: Some([(JOB_LABEL.to_string(), name)].into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        status: None,
+    }
 }
 
 /// The headless Service that gives every replica a stable DNS name.

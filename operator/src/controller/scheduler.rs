@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
@@ -19,10 +20,10 @@ use tracing::{Instrument, debug, info, info_span, warn};
 
 use super::context::Context;
 use super::metrics::{QueueLabels, ReasonLabels};
-use super::pods::{BONUS_ANNOTATION, gang_pods, headless_service};
+use super::pods::{BONUS_ANNOTATION, disruption_budget, gang_pods, headless_service};
 use super::snapshot::{self, Inflight, World, job_key};
 use super::usage;
-use crate::api::annotations::{ATTEMPT_ANNOTATION, CHECKPOINT_REQUESTED};
+use crate::api::annotations::{ATTEMPT_ANNOTATION, CHECKPOINT_REQUESTED, PREEMPTION_REASON};
 use crate::api::{Phase, TrainingJob};
 use crate::sched;
 
@@ -253,12 +254,28 @@ async fn admit(
     // the pods, so the gang is created whole or not at all.
     let services: Api<Service> = Api::namespaced(ctx.client.clone(), &ns);
     let service = headless_service(job, &ctx.settings.pods);
+    let budgets: Api<PodDisruptionBudget> = Api::namespaced(ctx.client.clone(), &ns);
+    let budget = disruption_budget(job);
     let create_service = async {
-        match services.create(&PostParams::default(), &service).await {
-            Ok(_) => Ok(()),
-            Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
-            Err(e) => Err(e),
+        // The budget keeps `kubectl drain` from evicting the gang outright; kubetrain stops
+        // it with a checkpoint instead (PreemptionReason::Drain). Both are owned by the job.
+        for created in [
+            services
+                .create(&PostParams::default(), &service)
+                .await
+                .map(|_| ()),
+            budgets
+                .create(&PostParams::default(), &budget)
+                .await
+                .map(|_| ()),
+        ] {
+            match created {
+                Ok(()) => {}
+                Err(kube::Error::Api(e)) if e.code == 409 => {}
+                Err(e) => return Err(e),
+            }
         }
+        Ok(())
     };
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
     let create_pods = futures::stream::iter(pods)
@@ -356,7 +373,10 @@ async fn request_checkpoint(ctx: &Arc<Context>, job: &Arc<TrainingJob>, p: &sche
         }
         let api: Api<Pod> =
             Api::namespaced(ctx.client.clone(), &pod.namespace().unwrap_or_default());
-        let patch = serde_json::json!({"metadata": {"annotations": {CHECKPOINT_REQUESTED: stamp}}});
+        let patch = serde_json::json!({"metadata": {"annotations": {
+            CHECKPOINT_REQUESTED: stamp,
+            PREEMPTION_REASON: p.reason.to_string(),
+        }}});
         match api
             .patch(
                 &pod.name_any(),
@@ -381,10 +401,17 @@ async fn request_checkpoint(ctx: &Arc<Context>, job: &Arc<TrainingJob>, p: &sche
             job.as_ref(),
             EventType::Normal,
             "Preempting",
-            format!(
-                "{} preemption for {}: asked to checkpoint within {} s; the job then returns to its queue, keeping its place.",
-                p.reason, p.beneficiary, job.spec.checkpoint.grace_period_seconds
-            ),
+            if p.reason == sched::PreemptionReason::Drain {
+                format!(
+                    "Drain: {} is being drained; asked to checkpoint within {} s; the job then returns to its queue, keeping its place, and the drain can finish.",
+                    p.beneficiary, job.spec.checkpoint.grace_period_seconds
+                )
+            } else {
+                format!(
+                    "{} preemption for {}: asked to checkpoint within {} s; the job then returns to its queue, keeping its place.",
+                    p.reason, p.beneficiary, job.spec.checkpoint.grace_period_seconds
+                )
+            },
         )
         .await;
     }

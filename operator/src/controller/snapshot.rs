@@ -104,6 +104,25 @@ pub fn node_schedulable(node: &Node) -> bool {
     !tainted && node_ready(node)
 }
 
+/// Cordoned (`kubectl cordon`, the first step of `kubectl drain`) but Ready and not lost:
+/// the jobs on it can still save a checkpoint before they leave.
+pub fn node_draining(node: &Node) -> bool {
+    let cordoned = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.unschedulable)
+        .unwrap_or(false);
+    let lost = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .is_some_and(|ts| {
+            ts.iter()
+                .any(|t| t.effect == "NoExecute" && t.key.starts_with("node.kubernetes.io/"))
+        });
+    cordoned && !lost && node_ready(node)
+}
+
 /// Whether the node's Ready condition is True.
 pub fn node_ready(node: &Node) -> bool {
     node.status
@@ -169,6 +188,7 @@ fn node_model(node: &Node, foreign: sched::Resources, held: Vec<sched::Held>) ->
         topology,
         unhealthy_gpus: unhealthy,
         schedulable: node_schedulable(node),
+        draining: node_draining(node),
         foreign,
         held,
         labels: super::placement_rules::node_labels(node),

@@ -26,7 +26,9 @@ use super::pods::{BONUS_ANNOTATION, expected_pod_names, placement_of};
 use super::snapshot::{is_active, job_key, node_topology};
 use super::status;
 use super::validate::validate;
-use crate::api::annotations::{CHECKPOINT_DONE, CHECKPOINT_REQUESTED, NODE_ANNOTATION};
+use crate::api::annotations::{
+    CHECKPOINT_DONE, CHECKPOINT_REQUESTED, NODE_ANNOTATION, PREEMPTION_REASON,
+};
 use crate::api::trainingjob::{PreemptionOutcome, PreemptionRecord, RefusedNode, ReplicaPlacement};
 use crate::api::{Phase, TrainingJob, TrainingJobStatus};
 
@@ -231,6 +233,10 @@ fn scheduler_refusal(
         ))
     })
 }
+
+/// How long a job stopped for a drain stays out of its queue after its pods are gone: two
+/// of `kubectl drain`'s 5 s eviction retries.
+const DRAIN_SETTLE_SECONDS: i64 = 10;
 
 /// How long a node the scheduler refused stays out of a job's placement.
 const REFUSED_NODE_TTL: i64 = 600;
@@ -912,6 +918,26 @@ fn step_preempting(
     generation: Option<i64>,
 ) {
     if present.is_empty() {
+        // After a drain, the new run's pods take the old names; `kubectl drain` retries its
+        // eviction by name every 5 s, so it must see the old pod gone before a new one of
+        // that name appears, or it evicts the new one (or waits on its budget) instead.
+        let drained = status
+            .last_preemption
+            .as_ref()
+            .is_some_and(|r| r.reason.as_deref() == Some("Drain"));
+        if drained && !job.spec.suspend {
+            let settled = status
+                .retry_at
+                .get_or_insert_with(|| Time(t.0 + SignedDuration::from_secs(DRAIN_SETTLE_SECONDS)))
+                .0;
+            if t.0 < settled {
+                fx.requeue(Duration::from_secs(
+                    (settled.as_second() - t.0.as_second()).max(1) as u64,
+                ));
+                return;
+            }
+            status.retry_at = None;
+        }
         status.phase = if job.spec.suspend {
             Phase::Suspended
         } else {
@@ -1057,10 +1083,18 @@ fn step_preempting(
             } else {
                 0
             };
+            let reason = if job.spec.suspend {
+                Some("Suspend".to_string())
+            } else {
+                present
+                    .iter()
+                    .find_map(|p| p.annotations().get(PREEMPTION_REASON).cloned())
+            };
             status.last_preemption = Some(PreemptionRecord {
                 outcome,
                 at: t.clone(),
                 lost_gpu_seconds,
+                reason,
             });
             let reason = match outcome {
                 PreemptionOutcome::CheckpointSaved => "CheckpointSaved",

@@ -105,6 +105,7 @@ pub fn schedule(snap: &Snapshot) -> Decisions {
 pub fn schedule_with(snap: &Snapshot, opts: &Options) -> Decisions {
     let mut cy = Cycle::build(snap);
     cy.opts = *opts;
+    cy.drain();
     let pending = cy.digest();
     cy.run(pending);
     cy.out
@@ -684,6 +685,47 @@ impl<'a> Cycle<'a> {
         });
     }
 
+    /// Every job with a replica on a draining node checkpoints and leaves, whatever its
+    /// minimum runtime: a drain waits for nobody's guarantee. Its usage is uncharged and its
+    /// capacity counts as leaving, like any victim's.
+    fn drain(&mut self) {
+        for i in 0..self.runs.len() {
+            let r = &self.runs[i];
+            if r.gone {
+                continue;
+            }
+            let Some(&n) = r
+                .nodes
+                .iter()
+                .find(|&&n| self.snap.nodes[self.c.nodes[n as usize].src as usize].draining)
+            else {
+                continue;
+            };
+            let node = self.snap.nodes[self.c.nodes[n as usize].src as usize]
+                .name
+                .clone();
+            if let Some(q) = r.queue {
+                self.t.charge(
+                    q,
+                    &self.snap.jobs[r.job].user,
+                    r.flavor,
+                    r.milli,
+                    r.bonus,
+                    false,
+                );
+            }
+            reclaim::release(&mut self.c, &self.runs[i]);
+            self.runs[i].gone = true;
+            let r = &self.runs[i];
+            self.out.preemptions.push(Preemption {
+                beneficiary: format!("node {node}"),
+                reason: PreemptionReason::Drain,
+                victims: vec![self.snap.jobs[r.job].id.clone()],
+                lost_gpu_seconds: r.lost,
+            });
+        }
+    }
+
     /// Preempt `victims` for `job`: their usage is uncharged and the preemption recorded.
     /// Returns the victims' names, sorted.
     fn evict(
@@ -726,7 +768,7 @@ impl<'a> Cycle<'a> {
         let job = &self.snap.jobs[p.job];
         let marker = match reason {
             PreemptionReason::Reclaim => p.vc,
-            PreemptionReason::Priority => usize::MAX - p.queue,
+            PreemptionReason::Priority | PreemptionReason::Drain => usize::MAX - p.queue,
         };
         let memo = (
             marker,
@@ -741,6 +783,8 @@ impl<'a> Cycle<'a> {
         let eligible = move |r: &RunInfo| match reason {
             PreemptionReason::Reclaim => r.bonus && r.vc.is_some() && r.vc != Some(vc),
             PreemptionReason::Priority => r.queue == Some(queue) && r.priority < prio,
+            // Drains are decided in `drain`, never planned for a pending job.
+            PreemptionReason::Drain => false,
         };
         let victims = self.opts.victims;
         match reclaim::plan(

@@ -58,6 +58,9 @@ pub enum PreemptionReason {
     Reclaim,
     /// A higher-priority job of the same queue (with priority preemption on) needs them.
     Priority,
+    /// A node under the job is being drained (cordoned while Ready): the job checkpoints and
+    /// leaves so the drain can finish, and returns to its queue.
+    Drain,
 }
 
 impl fmt::Display for PreemptionReason {
@@ -65,6 +68,7 @@ impl fmt::Display for PreemptionReason {
         f.write_str(match self {
             PreemptionReason::Reclaim => "Reclaim",
             PreemptionReason::Priority => "Priority",
+            PreemptionReason::Drain => "Drain",
         })
     }
 }
@@ -72,6 +76,7 @@ impl fmt::Display for PreemptionReason {
 /// Victims to checkpoint and stop so that `beneficiary` fits.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Preemption {
+    /// The job that needs the GPUs; for a drain, `node <name>`.
     pub beneficiary: String,
     pub reason: PreemptionReason,
     pub victims: Vec<String>,

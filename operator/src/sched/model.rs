@@ -161,6 +161,9 @@ pub struct Node {
     pub unhealthy_gpus: Vec<GpuIndex>,
     /// False when the node is cordoned: running work stays, nothing new is placed.
     pub schedulable: bool,
+    /// Cordoned while Ready, as `kubectl drain` leaves it: jobs on it are asked to
+    /// checkpoint and leave (reason `Drain`), so the drain can finish without killing them.
+    pub draining: bool,
     /// Resources used by pods that are not kubetrain's (opaque: which GPUs is unknown, the
     /// core assumes the highest-numbered ones not used by our jobs).
     pub foreign: Resources,

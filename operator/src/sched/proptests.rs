@@ -491,6 +491,7 @@ fn check_invariants(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
                     prop_assert_eq!(&vj.queue, &b.queue);
                     prop_assert!(vj.priority < b.priority);
                 }
+                PreemptionReason::Drain => {}
             }
         }
         let waits = matches!(

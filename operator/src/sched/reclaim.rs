@@ -77,6 +77,11 @@ pub(crate) enum Outcome {
     None,
 }
 
+/// A run's resources move to `releasing`: free for plans that wait for them, not for now.
+pub(crate) fn release(c: &mut Cluster, r: &RunInfo) {
+    set(c, r, true);
+}
+
 fn set(c: &mut Cluster, r: &RunInfo, on: bool) {
     for (n, g, cpu, mem) in &r.takes {
         c.set_releasing(*n, g, *cpu, *mem, on);

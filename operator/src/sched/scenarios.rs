@@ -1232,3 +1232,43 @@ fn each_task_keeps_its_own_rules() {
         assert_eq!(p.node, want, "{:?}", a.placement);
     }
 }
+
+/// `kubectl drain` cordons a node: the gang with a replica there is asked to checkpoint and
+/// leave (reason `Drain`, even before its minimum runtime), a job only on other nodes stays,
+/// and nothing new goes to the drained node.
+#[test]
+fn a_draining_node_sends_its_jobs_back_to_the_queue_with_a_checkpoint() {
+    let mut n0 = node("n0", "A100", 8, None);
+    n0.schedulable = false;
+    n0.draining = true;
+    let nodes = vec![n0, node("n1", "A100", 8, None), node("n2", "A100", 8, None)];
+    let mut gang = run(
+        job("t/gang", "q", 2, 4),
+        &[("n0", &[0, 1, 2, 3]), ("n1", &[0, 1, 2, 3])],
+        false,
+        0,
+        Some(500),
+    );
+    gang.running.as_mut().unwrap().min_runtime_seconds = 10_000;
+    let other = run(
+        job("t/other", "q", 1, 4),
+        &[("n1", &[4, 5, 6, 7])],
+        false,
+        0,
+        None,
+    );
+    let d = schedule(&snapshot(
+        1000,
+        nodes,
+        vec![vc("t", "A100", 24)],
+        vec![queue("q", "t")],
+        vec![gang, other, job("t/new", "q", 1, 8)],
+    ));
+    assert_eq!(d.preemptions.len(), 1, "{:?}", d.preemptions);
+    let p = &d.preemptions[0];
+    assert_eq!(p.reason, PreemptionReason::Drain);
+    assert_eq!(p.victims, ["t/gang"]);
+    assert_eq!(p.beneficiary, "node n0");
+    assert_eq!(p.lost_gpu_seconds, 8 * 500);
+    assert_eq!(nodes_of(&d, "t/new"), ["n2"]);
+}

@@ -1,0 +1,97 @@
+//! `kubectl drain` of a node under a running gang: the gang's PodDisruptionBudget keeps the
+//! drain from evicting it outright, kubetrain asks the job to checkpoint, stops it and
+//! requeues it (a preemption, not a retry), and the drain then finishes.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use kubetrain_e2e::scenario::Scenario;
+
+const T: Duration = Duration::from_secs(90);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drain_asks_the_gang_to_checkpoint_then_finishes() {
+    let s = Scenario::new("drain", 3, 8, 1).await;
+    let q = s.tenant("drain", 24, "FIFO", "");
+    s.cp.apply(&s.job("gang", &q, 2, 8, &[("checkpoint-delay-seconds", "2")], ""));
+    s.wait_phase("gang", "Running", T).await;
+    let deadline = tokio::time::Instant::now() + T;
+    while s.job_status("gang", "{.status.startedAt}").is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "gang never ran");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    assert_eq!(
+        s.cp.jsonpath(&["pdb", "gang", "-n", &s.ns], "{.spec.maxUnavailable}"),
+        "0"
+    );
+    let node = s.cp.jsonpath(
+        &["pods", "-n", &s.ns, "-l", "kubetrain.io/job=gang"],
+        "{.items[0].spec.nodeName}",
+    );
+    assert!(!node.is_empty());
+
+    let drain = Command::new(s.cp.kubectl_path())
+        .args([
+            "drain",
+            &node,
+            "--ignore-daemonsets",
+            "--delete-emptydir-data",
+            "--timeout=120s",
+        ])
+        .env("KUBECONFIG", s.cp.kubeconfig())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kubectl drain");
+
+    // The job is asked to checkpoint because of the drain, saves it, and comes back on the
+    // other two nodes without a retry.
+    let deadline = tokio::time::Instant::now() + T;
+    loop {
+        let preemptions = s.job_status("gang", "{.status.preemptions}");
+        let started = s.job_status("gang", "{.status.startedAt}");
+        if preemptions == "1"
+            && !started.is_empty()
+            && s.job_status("gang", "{.status.phase}") == "Running"
+        {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "gang: {}",
+            s.job_status("gang", "{.status}")
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let events = s.events("gang");
+    assert!(
+        events
+            .iter()
+            .any(|(r, m)| r == "Preempting" && m.contains("being drained") && m.contains(&node)),
+        "{events:?}"
+    );
+    assert_eq!(
+        s.job_status("gang", "{.status.lastPreemption.outcome}"),
+        "CheckpointSaved"
+    );
+    assert_eq!(s.job_status("gang", "{.status.retries}"), "0");
+    let nodes = s.cp.jsonpath(
+        &["pods", "-n", &s.ns, "-l", "kubetrain.io/job=gang"],
+        "{range .items[*]}{.spec.nodeName}{\"\\n\"}{end}",
+    );
+    assert!(!nodes.lines().any(|n| n == node), "{nodes}");
+
+    // The drain finishes on its own.
+    let out = tokio::task::spawn_blocking(move || drain.wait_with_output())
+        .await
+        .expect("join")
+        .expect("drain output");
+    assert!(
+        out.status.success(),
+        "drain: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = s.cp.kubectl(&["uncordon", &node]);
+    s.finish().await;
+}
