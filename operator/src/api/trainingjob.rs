@@ -27,6 +27,7 @@ use super::common::{Phase, TopologyLevel};
     printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
     printcolumn = r#"{"name":"GPUs","type":"number","jsonPath":".status.gpus"}"#,
     printcolumn = r#"{"name":"Retries","type":"integer","jsonPath":".status.retries"}"#,
+    printcolumn = r#"{"name":"Position","type":"integer","priority":1,"jsonPath":".status.queuePosition"}"#,
     printcolumn = r#"{"name":"Bonus","type":"boolean","priority":1,"jsonPath":".status.bonus"}"#,
     printcolumn = r#"{"name":"Preemptions","type":"integer","priority":1,"jsonPath":".status.preemptions"}"#,
     printcolumn = r#"{"name":"Nodes","type":"string","priority":1,"jsonPath":".status.placement[*].node"}"#,
@@ -330,6 +331,11 @@ pub struct TrainingJobStatus {
     /// A sentence on the current state, for example why the job waits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// While the job waits in its queue: its place among the queue's waiting jobs in the
+    /// order the scheduler last offered them (1 is next). Unset once admitted, and for a job
+    /// the scheduler has not ordered (invalid, suspended, in a retry backoff).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_position: Option<i32>,
     /// The `metadata.generation` this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,

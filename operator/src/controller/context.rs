@@ -73,8 +73,8 @@ pub struct Stores {
 pub struct SchedState {
     /// Admissions whose pods the cache may not show yet, by job key.
     pub inflight: BTreeMap<String, Inflight>,
-    /// Why each waiting job waits, from the last cycle.
-    pub waiting: BTreeMap<String, WaitReason>,
+    /// Why each waiting job waits, and its place in its queue, from the last cycle.
+    pub waiting: BTreeMap<String, (WaitReason, Option<u32>)>,
     /// Queue and VirtualCluster numbers from the last cycle.
     pub usage: Usage,
 }

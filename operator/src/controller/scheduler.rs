@@ -142,14 +142,15 @@ pub async fn cycle(ctx: &Arc<Context>) {
     );
     let changed: Vec<String> = {
         let mut state = ctx.state();
-        let waiting: std::collections::BTreeMap<String, sched::WaitReason> = decisions
-            .waiting
-            .iter()
-            .map(|w| (w.job.clone(), w.reason.clone()))
-            .collect();
+        let waiting: std::collections::BTreeMap<String, (sched::WaitReason, Option<u32>)> =
+            decisions
+                .waiting
+                .iter()
+                .map(|w| (w.job.clone(), (w.reason.clone(), w.position)))
+                .collect();
         let changed = waiting
             .iter()
-            .filter(|(job, reason)| state.waiting.get(*job) != Some(*reason))
+            .filter(|(job, wait)| state.waiting.get(*job) != Some(*wait))
             .map(|(job, _)| job.clone())
             .chain(
                 state
@@ -166,8 +167,8 @@ pub async fn cycle(ctx: &Arc<Context>) {
         state.usage = usage;
         changed
     };
-    // A waiting job's status says why it waits: reconcile those whose reason changed now,
-    // rather than polling every waiting job.
+    // A waiting job's status says why it waits and where it stands in its queue: reconcile
+    // those whose reason or place changed now, rather than polling every waiting job.
     for job in changed {
         if let Some((ns, name)) = job.split_once('/') {
             ctx.job_triggers

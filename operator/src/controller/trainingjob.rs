@@ -423,6 +423,8 @@ fn step(
 ) {
     let generation = job.metadata.generation;
     let key = job_key(job);
+    // Only a job waiting in its queue has a place there; the Queued branch below sets it.
+    status.queue_position = None;
     let active: Vec<&Arc<Pod>> = pods.iter().filter(|p| is_active(p)).collect();
     let present: Vec<&Arc<Pod>> = pods
         .iter()
@@ -574,9 +576,13 @@ fn step(
                     fx.requeue(Duration::from_secs(1));
                     return;
                 }
-                let reason = ctx.state().waiting.get(&key).cloned();
-                let (code, msg) = match reason {
-                    Some(r) => (r.code().to_string(), r.to_string()),
+                let wait = ctx.state().waiting.get(&key).cloned();
+                status.queue_position = wait
+                    .as_ref()
+                    .and_then(|(_, p)| *p)
+                    .map(|p| i32::try_from(p).unwrap_or(i32::MAX));
+                let (code, msg) = match wait {
+                    Some((r, _)) => (r.code().to_string(), r.to_string()),
                     None => (
                         "Waiting".to_string(),
                         format!(

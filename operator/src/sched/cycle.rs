@@ -266,6 +266,7 @@ impl<'a> Cycle<'a> {
         self.out.waiting.push(Waiting {
             job: self.snap.jobs[job].id.clone(),
             reason,
+            position: None,
         });
     }
 
@@ -921,6 +922,8 @@ impl<'a> Cycle<'a> {
             pending.iter().flatten().map(|p| (p.job, p.queue)).collect();
         let mut lines = order::build(snap, &self.t, &list);
         let nv = self.t.vc_names.len();
+        // The order jobs are offered in phase 1: every digested job with a VC, once.
+        let mut offered: Vec<usize> = Vec::with_capacity(list.len());
 
         // Phase 1: guaranteed admission, VCs in turn by dominant share of guarantee used.
         let mut deferred: Vec<Vec<(usize, bool)>> = vec![Vec::new(); nv];
@@ -931,6 +934,7 @@ impl<'a> Cycle<'a> {
             let Some(j) = lines[vc].next(&self.t) else {
                 continue;
             };
+            offered.push(j);
             let p = pending[j].as_ref().expect("lines hold digested jobs");
             self.guaranteed(p, &mut deferred[vc]);
             heap.push(Reverse((Key(self.t.guaranteed_share(vc)), vc)));
@@ -980,6 +984,32 @@ impl<'a> Cycle<'a> {
             }
             let r = self.no_fit_reason(p, within);
             self.wait(j, r);
+        }
+        self.number_waiting(&pending, &offered);
+    }
+
+    /// Gives each waiting job its place in its queue: the order phase 1 offered the queue's
+    /// jobs, counting only those still waiting.
+    fn number_waiting(&mut self, pending: &[Option<Pending>], offered: &[usize]) {
+        let at: HashMap<&str, usize> = self
+            .out
+            .waiting
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (w.job.as_str(), i))
+            .collect();
+        let mut next: HashMap<QueueIdx, u32> = HashMap::new();
+        let mut places: Vec<(usize, u32)> = Vec::new();
+        for &j in offered {
+            let (Some(&i), Some(p)) = (at.get(self.snap.jobs[j].id.as_str()), &pending[j]) else {
+                continue;
+            };
+            let n = next.entry(p.queue).or_insert(0);
+            *n += 1;
+            places.push((i, *n));
+        }
+        for (i, n) in places {
+            self.out.waiting[i].position = Some(n);
         }
     }
 

@@ -27,6 +27,13 @@ impl Decisions {
             .find(|w| w.job == job)
             .map(|w| &w.reason)
     }
+    /// The place of a waiting job in its queue (1 is next), if it has one.
+    pub fn position(&self, job: &str) -> Option<u32> {
+        self.waiting
+            .iter()
+            .find(|w| w.job == job)
+            .and_then(|w| w.position)
+    }
     /// The admission of a job, if it is admitted.
     pub fn admission(&self, job: &str) -> Option<&Admission> {
         self.admissions.iter().find(|a| a.job == job)
@@ -89,6 +96,10 @@ pub struct Preemption {
 pub struct Waiting {
     pub job: String,
     pub reason: WaitReason,
+    /// 1-based place among its queue's waiting jobs, in the order this cycle offered them
+    /// (the queue's policy, as its VirtualCluster interleaves its queues). None for a job
+    /// the cycle never offered (invalid, or its queue has no VirtualCluster).
+    pub position: Option<u32>,
 }
 
 /// Why a job waits. `Display` gives a sentence for the job's status message.

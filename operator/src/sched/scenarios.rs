@@ -1271,4 +1271,53 @@ fn a_draining_node_sends_its_jobs_back_to_the_queue_with_a_checkpoint() {
     assert_eq!(p.beneficiary, "node n0");
     assert_eq!(p.lost_gpu_seconds, 8 * 500);
     assert_eq!(nodes_of(&d, "t/new"), ["n2"]);
+
+/// A full cluster: each queue's waiting jobs are numbered in the order the cycle offers
+/// them (the queue's policy), 1 next; a job the cycle admits takes no number.
+#[test]
+fn waiting_jobs_get_their_place_in_queue() {
+    let nodes = vec![node("n0", "A100", 8, None)];
+    let vcs = vec![vc("team-a", "A100", 8)];
+    let mut prio = queue("qp", "team-a");
+    prio.policy = QueuePolicy::Priority;
+    let queues = vec![queue("qa", "team-a"), prio];
+    let mut jobs = vec![
+        job("a/first", "qa", 1, 8),
+        job("a/second", "qa", 1, 8),
+        job("a/third", "qa", 1, 8),
+        job("a/low", "qp", 1, 8),
+        job("a/high", "qp", 1, 8),
+    ];
+    for (i, j) in jobs.iter_mut().enumerate() {
+        j.queued_at = i as i64;
+    }
+    jobs[4].priority = 10;
+    let d = schedule(&snapshot(100, nodes, vcs, queues, jobs));
+    assert_eq!(d.admissions.len(), 1, "{d:?}");
+    let admitted = d.admissions[0].job.clone();
+    assert_eq!(d.position(&admitted), None);
+    let places: Vec<(String, Option<u32>)> = d
+        .waiting
+        .iter()
+        .map(|w| (w.job.clone(), w.position))
+        .collect::<std::collections::BTreeMap<_, _>>()
+        .into_iter()
+        .collect();
+    // FIFO in qa, priority first in qp, whichever queue the VC offered first
+    let expect =
+        |ids: &[&str]| -> Vec<u32> { ids.iter().map(|id| d.position(id).unwrap()).collect() };
+    if admitted == "a/first" {
+        assert_eq!(
+            expect(&["a/second", "a/third", "a/high", "a/low"]),
+            vec![1, 2, 1, 2],
+            "{places:?}"
+        );
+    } else {
+        assert_eq!(admitted, "a/high", "{d:?}");
+        assert_eq!(
+            expect(&["a/first", "a/second", "a/third", "a/low"]),
+            vec![1, 2, 3, 1],
+            "{places:?}"
+        );
+    }
 }
