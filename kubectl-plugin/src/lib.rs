@@ -1,0 +1,774 @@
+//! `kubectl kubetrain`: what the scheduler thinks of your jobs, read from the objects the
+//! operator writes. This library turns TrainingJobs, Queues and VirtualClusters into rows and
+//! reports and prints them as a table, JSON or YAML; `main.rs` talks to the API server.
+//!
+//! Nothing here recomputes scheduling: a job's place in its queue is the scheduler's
+//! (`status.queuePosition`), and why it waits is the operator's condition message.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use kubetrain::api::{Phase, Queue, TrainingJob, VirtualCluster};
+use serde::Serialize;
+
+/// How to print.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    Table,
+    Json,
+    Yaml,
+}
+
+/// Widest REASON cell of the jobs table; `why` prints the whole reason.
+pub const REASON_WIDTH: usize = 60;
+
+/// A table of text cells, printed as kubectl prints its tables: upper-case headers, columns
+/// left-aligned and three spaces apart, no trailing spaces.
+#[derive(Clone, Debug, Default)]
+pub struct Table {
+    headers: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn new(headers: &[&str]) -> Table {
+        Table {
+            headers: headers.iter().map(|h| h.to_uppercase()).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    pub fn render(&self) -> String {
+        let n = self.headers.len();
+        let mut widths: Vec<usize> = self.headers.iter().map(|h| h.chars().count()).collect();
+        for r in &self.rows {
+            for (i, c) in r.iter().take(n).enumerate() {
+                widths[i] = widths[i].max(c.chars().count());
+            }
+        }
+        let mut out = String::new();
+        for r in std::iter::once(&self.headers).chain(&self.rows) {
+            let mut line = String::new();
+            for (i, width) in widths.iter().enumerate() {
+                let cell = r.get(i).map(String::as_str).unwrap_or("");
+                if i > 0 {
+                    line.push_str("   ");
+                }
+                line.push_str(cell);
+                if i + 1 < n {
+                    line.extend(std::iter::repeat_n(' ', width - cell.chars().count()));
+                }
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// One line: newlines and runs of spaces become one space; longer than `max` characters is
+/// cut with "...".
+pub fn one_line(text: &str, max: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        return flat;
+    }
+    let cut: String = flat.chars().take(max.saturating_sub(3)).collect();
+    format!("{}...", cut.trim_end())
+}
+
+/// An age as kubectl prints it (`45s`, `3m12s`, `25m`, `5h3m`, `20h`, `3d4h`, `12d`, `2y`).
+pub fn age(seconds: i64) -> String {
+    let s = seconds.max(0);
+    let (m, h, d) = (s / 60, s / 3600, s / 86400);
+    if s < 120 {
+        format!("{s}s")
+    } else if m < 10 {
+        match s % 60 {
+            0 => format!("{m}m"),
+            r => format!("{m}m{r}s"),
+        }
+    } else if h < 3 {
+        format!("{m}m")
+    } else if h < 8 {
+        match m % 60 {
+            0 => format!("{h}h"),
+            r => format!("{h}h{r}m"),
+        }
+    } else if h < 48 {
+        format!("{h}h")
+    } else if d < 8 {
+        match h % 24 {
+            0 => format!("{d}d"),
+            r => format!("{d}d{r}h"),
+        }
+    } else if d < 365 * 2 {
+        format!("{d}d")
+    } else {
+        format!("{}y", d / 365)
+    }
+}
+
+fn age_of(t: Option<&Time>, now: Timestamp) -> String {
+    t.map_or_else(
+        || "<unknown>".into(),
+        |t| age(now.as_second() - t.0.as_second()),
+    )
+}
+
+fn condition<'a>(conds: &'a [Condition], kind: &str) -> Option<&'a Condition> {
+    conds.iter().find(|c| c.type_ == kind)
+}
+
+/// Whether the job waits for the scheduler: not yet running, not suspended, not finished.
+pub fn is_waiting(job: &TrainingJob) -> bool {
+    let Some(status) = &job.status else {
+        return true;
+    };
+    let admitted = condition(&status.conditions, "Admitted").is_some_and(|c| c.status == "True");
+    match status.phase {
+        Phase::Pending => true,
+        Phase::Queued | Phase::Retrying => !admitted || status.queue_position.is_some(),
+        _ => false,
+    }
+}
+
+/// The sentence that says why the job is where it is: the wait reason (the Admitted
+/// condition's message) while it waits, what is wrong with its spec while it is invalid,
+/// else the status message of a job that is stopped (suspended, retrying, failed). Empty for
+/// a job that runs or succeeded.
+pub fn reason(job: &TrainingJob) -> String {
+    let Some(status) = &job.status else {
+        return "Not yet seen by the operator.".into();
+    };
+    if let Some(c) = condition(&status.conditions, "Valid").filter(|c| c.status == "False") {
+        return c.message.clone();
+    }
+    match status.phase {
+        Phase::Pending | Phase::Queued => condition(&status.conditions, "Admitted")
+            .filter(|c| c.status == "False")
+            .map(|c| c.message.clone())
+            .or_else(|| status.message.clone())
+            .unwrap_or_default(),
+        Phase::Suspended | Phase::Retrying | Phase::Failed | Phase::Preempting => {
+            status.message.clone().unwrap_or_default()
+        }
+        _ => String::new(),
+    }
+}
+
+/// The user a job runs for: `spec.user`, else its namespace (as the scheduler counts it).
+pub fn user_of(job: &TrainingJob) -> String {
+    job.spec
+        .user
+        .clone()
+        .unwrap_or_else(|| job.namespace().unwrap_or_default())
+}
+
+/// One job, as `jobs` and `queue` list it.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct JobRow {
+    pub namespace: String,
+    pub name: String,
+    pub phase: String,
+    pub queue: String,
+    /// The scheduler's place of the job in its queue (1 is next), while it waits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub position: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<f64>,
+    pub user: String,
+    pub age: String,
+    /// The whole reason (the table cuts it to one short line).
+    pub reason: String,
+}
+
+impl JobRow {
+    pub fn of(job: &TrainingJob, now: Timestamp) -> JobRow {
+        let status = job.status.as_ref();
+        JobRow {
+            namespace: job.namespace().unwrap_or_default(),
+            name: job.name_any(),
+            phase: status.map(|s| s.phase).unwrap_or_default().to_string(),
+            queue: job.spec.queue.clone(),
+            position: status.and_then(|s| s.queue_position),
+            gpus: status.and_then(|s| s.gpus),
+            user: user_of(job),
+            age: age_of(job.metadata.creation_timestamp.as_ref(), now),
+            reason: reason(job),
+        }
+    }
+}
+
+fn dash<T: ToString>(v: Option<T>) -> String {
+    v.map_or_else(|| "-".into(), |v| v.to_string())
+}
+
+/// Sorts rows as the tables show them: by namespace, queue, place in queue (jobs without one
+/// after), then name.
+pub fn sort_rows(rows: &mut [JobRow]) {
+    rows.sort_by(|a, b| {
+        (
+            &a.namespace,
+            &a.queue,
+            a.position.unwrap_or(i32::MAX),
+            &a.name,
+        )
+            .cmp(&(
+                &b.namespace,
+                &b.queue,
+                b.position.unwrap_or(i32::MAX),
+                &b.name,
+            ))
+    });
+}
+
+/// The jobs table; with `namespaces` a NAMESPACE column comes first (as `kubectl get -A`).
+pub fn jobs_table(rows: &[JobRow], namespaces: bool) -> Table {
+    let mut headers = vec![
+        "name", "phase", "queue", "position", "gpus", "age", "reason",
+    ];
+    if namespaces {
+        headers.insert(0, "namespace");
+    }
+    let mut t = Table::new(&headers);
+    for r in rows {
+        let mut cells = vec![
+            r.name.clone(),
+            r.phase.clone(),
+            r.queue.clone(),
+            dash(r.position),
+            dash(r.gpus),
+            r.age.clone(),
+            one_line(&r.reason, REASON_WIDTH),
+        ];
+        if namespaces {
+            cells.insert(0, r.namespace.clone());
+        }
+        t.row(cells);
+    }
+    t
+}
+
+/// `queue NAME`: the queue's numbers and its waiting jobs in the scheduler's order.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueReport {
+    pub name: String,
+    pub virtual_cluster: String,
+    pub policy: String,
+    pub gpus_in_use: String,
+    pub bonus_gpus: String,
+    pub running: i32,
+    pub admitted: i32,
+    pub pending: i32,
+    pub jobs: Vec<JobRow>,
+}
+
+impl QueueReport {
+    /// `jobs`: the cluster's TrainingJobs; those of this queue that wait are kept, ordered by
+    /// their place in queue (jobs the scheduler has not ordered yet last, oldest first).
+    pub fn of(queue: &Queue, jobs: &[TrainingJob], now: Timestamp) -> QueueReport {
+        let name = queue.name_any();
+        let status = queue.status.clone().unwrap_or_default();
+        let mut waiting: Vec<&TrainingJob> = jobs
+            .iter()
+            .filter(|j| j.spec.queue == name && is_waiting(j))
+            .collect();
+        waiting.sort_by_key(|j| {
+            let s = j.status.as_ref();
+            (
+                s.and_then(|s| s.queue_position).unwrap_or(i32::MAX),
+                s.and_then(|s| s.queued_at.as_ref()).map(|t| t.0),
+                j.namespace(),
+                j.name_any(),
+            )
+        });
+        QueueReport {
+            virtual_cluster: queue.spec.virtual_cluster.clone(),
+            policy: serde_json::to_value(queue.spec.policy)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            gpus_in_use: status.gpus_in_use.to_string(),
+            bonus_gpus: status.bonus_gpus.to_string(),
+            running: status.running,
+            admitted: status.admitted,
+            pending: status.pending,
+            jobs: waiting.into_iter().map(|j| JobRow::of(j, now)).collect(),
+            name,
+        }
+    }
+
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "Queue {} (VirtualCluster {}, policy {})\nGPUs in use: {} ({} bonus)   Running: {}   Admitted: {}   Pending: {}\n",
+            self.name,
+            self.virtual_cluster,
+            self.policy,
+            self.gpus_in_use,
+            self.bonus_gpus,
+            self.running,
+            self.admitted,
+            self.pending
+        );
+        if self.jobs.is_empty() {
+            out.push_str("\nNo jobs waiting.\n");
+            return out;
+        }
+        let mut t = Table::new(&["position", "namespace", "name", "gpus", "age", "reason"]);
+        for r in &self.jobs {
+            t.row(vec![
+                dash(r.position),
+                r.namespace.clone(),
+                r.name.clone(),
+                dash(r.gpus),
+                r.age.clone(),
+                one_line(&r.reason, REASON_WIDTH),
+            ]);
+        }
+        out.push('\n');
+        out.push_str(&t.render());
+        out
+    }
+}
+
+/// `why JOB`: the whole story of one job.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct WhyReport {
+    pub namespace: String,
+    pub name: String,
+    pub phase: String,
+    pub queue: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub position: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<f64>,
+    pub gpu_types: Vec<String>,
+    /// The Admitted condition's reason code (`QuotaExhausted`, `NoFit`, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub admitted_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub admitted_message: Option<String>,
+    /// The Valid condition's message when the spec is invalid.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invalid: Option<String>,
+    /// What holds the job back, in words, from the reason code.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocked_by: Option<String>,
+    /// What would let it start: the operator's own advice from the reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unblocks_when: Option<String>,
+    pub message: String,
+}
+
+/// The resource a wait reason code says is exhausted.
+pub fn blocking_resource(code: &str) -> Option<&'static str> {
+    Some(match code {
+        "QuotaExhausted" => {
+            "the VirtualCluster's guaranteed GPUs (in use), with no idle GPUs to borrow"
+        }
+        "OverLimit" => "the VirtualCluster's hard GPU limit",
+        "QueueMaxShare" => "the queue's maxShare of GPUs",
+        "UserLimit" => "the queue's per-user GPU limit",
+        "NoFit" => "free GPUs in the shape the job needs (per node / topology)",
+        "NeverFits" => "the cluster itself: no node or domain can ever hold the job",
+        "ReservedForCells" => "free GPUs kept as whole cells for other teams' guarantees",
+        "WaitingForPreemption" => "GPUs still held by jobs being preempted for this one",
+        "WaitingForMinRuntime" => "GPUs held by jobs still within their minimum runtime",
+        "Invalid" => "the job's spec",
+        "Waiting" => "nothing yet: the next scheduling cycle decides",
+        _ => return None,
+    })
+}
+
+/// Splits an operator reason into what holds the job and what would unblock it: the last
+/// sentence (or, in a one-sentence reason, the clause after the last `; `) is the advice.
+pub fn split_advice(message: &str) -> (String, Option<String>) {
+    let text = message.trim();
+    let body = text.strip_suffix('.').unwrap_or(text);
+    if let Some(i) = body.rfind(". ") {
+        return (
+            format!("{}.", &body[..i]),
+            Some(capitalize(&format!("{}.", &body[i + 2..]))),
+        );
+    }
+    if let Some(i) = body.rfind("; ") {
+        return (
+            format!("{}.", &body[..i]),
+            Some(capitalize(&format!("{}.", &body[i + 2..]))),
+        );
+    }
+    (text.to_string(), None)
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+impl WhyReport {
+    pub fn of(job: &TrainingJob) -> WhyReport {
+        let status = job.status.clone().unwrap_or_default();
+        let admitted = condition(&status.conditions, "Admitted");
+        let invalid = condition(&status.conditions, "Valid")
+            .filter(|c| c.status == "False")
+            .map(|c| c.message.clone());
+        let waiting_code = admitted
+            .filter(|c| c.status == "False" && is_waiting(job))
+            .map(|c| c.reason.clone())
+            .or_else(|| invalid.as_ref().map(|_| "Invalid".to_string()));
+        let message = reason(job);
+        let unblocks_when = waiting_code.as_ref().and_then(|_| split_advice(&message).1);
+        WhyReport {
+            namespace: job.namespace().unwrap_or_default(),
+            name: job.name_any(),
+            phase: status.phase.to_string(),
+            queue: job.spec.queue.clone(),
+            position: status.queue_position,
+            gpus: status.gpus,
+            gpu_types: job.spec.gpu_types.clone(),
+            admitted_reason: admitted.map(|c| c.reason.clone()),
+            admitted_message: admitted.map(|c| c.message.clone()),
+            invalid,
+            blocked_by: waiting_code
+                .as_deref()
+                .and_then(blocking_resource)
+                .map(str::to_string),
+            unblocks_when,
+            message: if message.is_empty() {
+                status.message.unwrap_or_default()
+            } else {
+                message
+            },
+        }
+    }
+
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "TrainingJob {}/{}: {} in queue {}",
+            self.namespace, self.name, self.phase, self.queue
+        );
+        if let Some(p) = self.position {
+            out.push_str(&format!(", position {p}"));
+        }
+        out.push('\n');
+        let types = if self.gpu_types.is_empty() {
+            "any type".to_string()
+        } else {
+            self.gpu_types.join(", ")
+        };
+        out.push_str(&format!("GPUs:      {} ({types})\n", dash(self.gpus)));
+        if let Some(i) = &self.invalid {
+            out.push_str(&format!("Valid:     False: {i}\n"));
+        }
+        if let (Some(r), Some(m)) = (&self.admitted_reason, &self.admitted_message) {
+            out.push_str(&format!("Admitted:  {r}: {m}\n"));
+        }
+        if let Some(b) = &self.blocked_by {
+            out.push_str(&format!("Blocked by: {b}\n"));
+        }
+        if let Some(u) = &self.unblocks_when {
+            out.push_str(&format!("Unblocks:  {u}\n"));
+        }
+        if self.blocked_by.is_none() && !self.message.is_empty() {
+            out.push_str(&format!("Status:    {}\n", self.message));
+        }
+        out
+    }
+}
+
+/// One VirtualCluster and GPU type: `vc` prints one row each.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct VcRow {
+    pub virtual_cluster: String,
+    pub gpu_type: String,
+    pub guarantee: i32,
+    pub in_use: String,
+    pub bonus: String,
+    pub lent: String,
+}
+
+/// The rows of a VirtualCluster: one per GPU type of its status, or its totals when the
+/// operator has not written per-type numbers.
+pub fn vc_rows(vc: &VirtualCluster) -> Vec<VcRow> {
+    let name = vc.name_any();
+    let status = vc.status.clone().unwrap_or_default();
+    if status.flavors.is_empty() {
+        return vec![VcRow {
+            virtual_cluster: name,
+            gpu_type: "-".into(),
+            guarantee: status.guaranteed_gpus,
+            in_use: status.in_use_gpus.to_string(),
+            bonus: status.bonus_gpus.to_string(),
+            lent: status.lent_gpus.to_string(),
+        }];
+    }
+    status
+        .flavors
+        .iter()
+        .map(|f| VcRow {
+            virtual_cluster: name.clone(),
+            gpu_type: f.flavor.clone(),
+            guarantee: f.guaranteed,
+            in_use: f.in_use.to_string(),
+            bonus: f.bonus.to_string(),
+            lent: f.lent.to_string(),
+        })
+        .collect()
+}
+
+pub fn vc_table(rows: &[VcRow]) -> Table {
+    let mut t = Table::new(&[
+        "virtualcluster",
+        "gpu type",
+        "guarantee",
+        "in use",
+        "bonus",
+        "lent",
+    ]);
+    for r in rows {
+        t.row(vec![
+            r.virtual_cluster.clone(),
+            r.gpu_type.clone(),
+            r.guarantee.to_string(),
+            r.in_use.clone(),
+            r.bonus.clone(),
+            r.lent.clone(),
+        ]);
+    }
+    t
+}
+
+/// Prints `value` as JSON or YAML (`Output::Table` is the caller's).
+pub fn structured<T: Serialize>(value: &T, output: Output) -> anyhow::Result<String> {
+    Ok(match output {
+        Output::Json => serde_json::to_string_pretty(value)? + "\n",
+        Output::Yaml => serde_norway::to_string(value)?,
+        Output::Table => anyhow::bail!("not a structured output"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(name: &str, status: serde_json::Value) -> TrainingJob {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "kubetrain.io/v1alpha1",
+            "kind": "TrainingJob",
+            "metadata": {"name": name, "namespace": "team-a",
+                          "creationTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {"queue": "q", "gpuTypes": ["A100"], "tasks": [
+                {"name": "worker", "template": {"spec": {"containers": []}}}]},
+            "status": status,
+        }))
+        .expect("job")
+    }
+
+    fn waiting(name: &str, position: i32, message: &str) -> TrainingJob {
+        job(
+            name,
+            serde_json::json!({
+                "phase": "Queued", "gpus": 8, "queuePosition": position,
+                "conditions": [{"type": "Admitted", "status": "False", "reason": "QuotaExhausted",
+                    "message": message, "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+            }),
+        )
+    }
+
+    const QUOTA: &str = "VirtualCluster a has 0 of its 8 guaranteed GPUs left (8 in use); this job needs 8, 8 more than are left, and no idle GPUs can be borrowed. It starts when the team's own jobs free 8, or idle GPUs appear.";
+
+    fn now() -> Timestamp {
+        "2026-01-01T00:05:30Z".parse().expect("time")
+    }
+
+    #[test]
+    fn table_aligns_columns_without_trailing_spaces() {
+        let mut t = Table::new(&["name", "phase", "reason"]);
+        t.row(vec!["a".into(), "Running".into(), String::new()]);
+        t.row(vec!["longer-name".into(), "Queued".into(), "why".into()]);
+        assert_eq!(
+            t.render(),
+            "NAME          PHASE     REASON\n\
+             a             Running\n\
+             longer-name   Queued    why\n"
+        );
+    }
+
+    #[test]
+    fn reasons_are_one_short_line() {
+        assert_eq!(one_line("a\n  b\tc", 60), "a b c");
+        let cut = one_line(QUOTA, REASON_WIDTH);
+        assert_eq!(cut.chars().count(), REASON_WIDTH);
+        assert!(cut.ends_with("...") && cut.starts_with("VirtualCluster a has 0"));
+        assert_eq!(one_line("ééééé", 4), "é...");
+    }
+
+    #[test]
+    fn ages_read_like_kubectl() {
+        for (s, want) in [
+            (5, "5s"),
+            (119, "119s"),
+            (192, "3m12s"),
+            (1500, "25m"),
+            (5 * 3600 + 180, "5h3m"),
+            (20 * 3600, "20h"),
+            (3 * 86400 + 4 * 3600, "3d4h"),
+            (12 * 86400, "12d"),
+            (800 * 86400, "2y"),
+            (-3, "0s"),
+        ] {
+            assert_eq!(age(s), want, "{s}");
+        }
+    }
+
+    #[test]
+    fn jobs_table_shows_position_and_the_reason_in_one_line() {
+        let mut rows = vec![
+            JobRow::of(&waiting("second", 2, QUOTA), now()),
+            JobRow::of(
+                &job(
+                    "runs",
+                    serde_json::json!({"phase": "Running", "gpus": 8, "conditions": [
+                {"type": "Admitted", "status": "True", "reason": "AdmittedWithinGuarantee",
+                 "message": "Admitted: 1 replica(s) on 1 node(s).",
+                 "lastTransitionTime": "2026-01-01T00:00:00Z"}]}),
+                ),
+                now(),
+            ),
+            JobRow::of(&waiting("first", 1, QUOTA), now()),
+        ];
+        sort_rows(&mut rows);
+        let out = jobs_table(&rows, false).render();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines[0],
+            "NAME     PHASE     QUEUE   POSITION   GPUS   AGE     REASON"
+        );
+        assert!(
+            lines[1].starts_with(
+                "first    Queued    q       1          8      5m30s   VirtualCluster a has 0"
+            ),
+            "{out}"
+        );
+        assert!(lines[1].ends_with("..."), "{out}");
+        assert!(
+            lines[2].starts_with("second   Queued    q       2"),
+            "{out}"
+        );
+        assert_eq!(
+            lines[3],
+            "runs     Running   q       -          8      5m30s"
+        );
+        let all = jobs_table(&rows, true).render();
+        assert!(all.starts_with("NAMESPACE   NAME"), "{all}");
+        assert!(all.lines().nth(1).unwrap().starts_with("team-a      first"));
+    }
+
+    #[test]
+    fn new_job_without_status_waits() {
+        let mut j = waiting("new", 1, QUOTA);
+        j.status = None;
+        let r = JobRow::of(&j, now());
+        assert_eq!((r.phase.as_str(), r.position), ("Pending", None));
+        assert_eq!(r.reason, "Not yet seen by the operator.");
+        assert!(is_waiting(&j));
+    }
+
+    #[test]
+    fn why_splits_the_reason_into_block_and_advice() {
+        let w = WhyReport::of(&waiting("first", 1, QUOTA));
+        assert_eq!(w.position, Some(1));
+        assert_eq!(w.admitted_reason.as_deref(), Some("QuotaExhausted"));
+        assert_eq!(
+            w.unblocks_when.as_deref(),
+            Some("It starts when the team's own jobs free 8, or idle GPUs appear.")
+        );
+        let text = w.render();
+        assert!(text.starts_with("TrainingJob team-a/first: Queued in queue q, position 1\n"));
+        assert!(text.contains("GPUs:      8 (A100)\n"), "{text}");
+        assert!(text.contains(&format!("Admitted:  QuotaExhausted: {QUOTA}\n")));
+        assert!(text.contains("Blocked by: the VirtualCluster's guaranteed GPUs"));
+        assert!(text.contains("Unblocks:  It starts when the team's own jobs free 8"));
+        // one sentence: the advice is the clause after the last "; "
+        let (held, advice) = split_advice(
+            "Waiting for 1 job(s) to checkpoint and leave (a/x) after a reclaim preemption; the job starts once they are gone.",
+        );
+        assert!(held.ends_with("reclaim preemption."));
+        assert_eq!(
+            advice.as_deref(),
+            Some("The job starts once they are gone.")
+        );
+        assert_eq!(split_advice("Plain.").1, None);
+    }
+
+    #[test]
+    fn queue_lists_its_waiting_jobs_in_the_schedulers_order() {
+        let queue: Queue = serde_json::from_value(serde_json::json!({
+            "apiVersion": "kubetrain.io/v1alpha1", "kind": "Queue",
+            "metadata": {"name": "q"},
+            "spec": {"virtualCluster": "a", "policy": "FIFO"},
+            "status": {"gpusInUse": 8, "bonusGpus": 0.5, "running": 1, "admitted": 0, "pending": 2,
+                       "conditions": []}
+        }))
+        .expect("queue");
+        let jobs = vec![
+            waiting("second", 2, QUOTA),
+            job(
+                "runs",
+                serde_json::json!({"phase": "Running", "conditions": []}),
+            ),
+            waiting("first", 1, QUOTA),
+        ];
+        let r = QueueReport::of(&queue, &jobs, now());
+        let names: Vec<&str> = r.jobs.iter().map(|j| j.name.as_str()).collect();
+        assert_eq!(names, ["first", "second"]);
+        let text = r.render();
+        assert!(text.starts_with("Queue q (VirtualCluster a, policy FIFO)\nGPUs in use: 8 (0.5 bonus)   Running: 1   Admitted: 0   Pending: 2\n\nPOSITION   NAMESPACE   NAME"), "{text}");
+        let v: serde_json::Value =
+            serde_json::from_str(&structured(&r, Output::Json).expect("json")).expect("parses");
+        assert_eq!(v["jobs"][1]["position"], 2);
+        let y: serde_json::Value =
+            serde_norway::from_str(&structured(&r, Output::Yaml).expect("yaml")).expect("parses");
+        assert_eq!(y["jobs"][0]["name"], "first");
+    }
+
+    #[test]
+    fn vc_rows_per_gpu_type() {
+        let vc: VirtualCluster = serde_json::from_value(serde_json::json!({
+            "apiVersion": "kubetrain.io/v1alpha1", "kind": "VirtualCluster",
+            "metadata": {"name": "team-a"},
+            "spec": {"namespaces": ["team-a"], "guarantee": [{"flavor": "A100", "gpus": 8}]},
+            "status": {"guaranteedGpus": 8, "inUseGpus": 12, "bonusGpus": 4, "lentGpus": 0,
+                "flavors": [{"flavor": "A100", "guaranteed": 8, "inUse": 12, "bonus": 4, "lent": 0},
+                            {"flavor": "H100", "guaranteed": 0, "inUse": 0.25, "bonus": 0.25, "lent": 0}],
+                "conditions": []}
+        }))
+        .expect("vc");
+        let out = vc_table(&vc_rows(&vc)).render();
+        assert_eq!(
+            out,
+            "VIRTUALCLUSTER   GPU TYPE   GUARANTEE   IN USE   BONUS   LENT\n\
+             team-a           A100       8           12       4       0\n\
+             team-a           H100       0           0.25     0.25    0\n"
+        );
+        let mut bare = vc.clone();
+        bare.status = None;
+        assert_eq!(vc_rows(&bare)[0].gpu_type, "-");
+    }
+}

@@ -1,0 +1,259 @@
+//! `kubectl-kubetrain`: run as `kubectl kubetrain ...` once it is on PATH (kubectl finds
+//! executables named `kubectl-<name>` and passes the remaining arguments on).
+
+use anyhow::{Context as _, bail};
+use clap::{Parser, Subcommand};
+use k8s_openapi::api::authentication::v1::SelfSubjectReview;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, Client, Config};
+use kubectl_kubetrain::{
+    JobRow, Output, QueueReport, VcRow, WhyReport, jobs_table, sort_rows, structured, user_of,
+    vc_rows, vc_table,
+};
+use kubetrain::api::{Queue, TrainingJob, VirtualCluster};
+
+/// The field manager of the plugin's writes (`spec.suspend`).
+const MANAGER: &str = "kubectl-kubetrain";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "kubectl kubetrain",
+    bin_name = "kubectl kubetrain",
+    version,
+    about = "kubetrain jobs, queues and VirtualClusters as the scheduler sees them"
+)]
+struct Cli {
+    /// Namespace of the jobs (default: the kubeconfig context's, else `default`).
+    #[arg(short = 'n', long, global = true)]
+    namespace: Option<String>,
+    /// The kubeconfig context to use.
+    #[arg(long, global = true)]
+    context: Option<String>,
+    /// Path of the kubeconfig (default: $KUBECONFIG, else ~/.kube/config).
+    #[arg(long, global = true)]
+    kubeconfig: Option<std::path::PathBuf>,
+    /// Output format.
+    #[arg(short = 'o', long, global = true, value_enum, default_value_t = Output::Table)]
+    output: Output,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// List TrainingJobs with their phase, place in queue and why they wait.
+    Jobs {
+        /// Jobs of all namespaces.
+        #[arg(short = 'A', long)]
+        all_namespaces: bool,
+        /// Only the jobs of the current user (`spec.user`; a job without one runs for its
+        /// namespace). The user is the API server's name for your credentials; use --user
+        /// when that differs.
+        #[arg(long)]
+        mine: bool,
+        /// Only the jobs of this user.
+        #[arg(long)]
+        user: Option<String>,
+    },
+    /// A queue's usage and its waiting jobs in the scheduler's order.
+    Queue {
+        /// The Queue's name.
+        name: String,
+    },
+    /// Why a job waits, what holds it back and what would let it start.
+    Why {
+        /// The TrainingJob's name.
+        job: String,
+    },
+    /// Suspend a job: it is not admitted, and if it runs it is checkpointed and stopped.
+    Suspend {
+        /// The TrainingJob's name.
+        job: String,
+    },
+    /// Resume a suspended job: it goes back to its queue.
+    Resume {
+        /// The TrainingJob's name.
+        job: String,
+    },
+    /// Guarantee, GPUs in use, bonus (borrowed) and lent GPUs per GPU type.
+    Vc {
+        /// One VirtualCluster (default: all).
+        name: Option<String>,
+    },
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let cli = Cli::parse();
+    if let Err(e) = run(cli).await {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+async fn client(cli: &Cli) -> anyhow::Result<(Client, String)> {
+    let opts = KubeConfigOptions {
+        context: cli.context.clone(),
+        ..KubeConfigOptions::default()
+    };
+    let config = match (&cli.kubeconfig, &cli.context) {
+        (Some(path), _) => {
+            let kc = Kubeconfig::read_from(path)
+                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+            Config::from_custom_kubeconfig(kc, &opts).await?
+        }
+        (None, Some(_)) => Config::from_kubeconfig(&opts).await?,
+        (None, None) => Config::infer()
+            .await
+            .context("no kubeconfig (set KUBECONFIG or --kubeconfig)")?,
+    };
+    let namespace = cli
+        .namespace
+        .clone()
+        .unwrap_or_else(|| config.default_namespace.clone());
+    Ok((Client::try_from(config)?, namespace))
+}
+
+/// The user name the API server gives these credentials.
+async fn current_user(client: &Client) -> anyhow::Result<String> {
+    let api: Api<SelfSubjectReview> = Api::all(client.clone());
+    let review = api
+        .create(&PostParams::default(), &SelfSubjectReview::default())
+        .await
+        .context("asking the API server who you are (use --user NAME instead)")?;
+    review
+        .status
+        .and_then(|s| s.user_info)
+        .and_then(|u| u.username)
+        .filter(|u| !u.is_empty())
+        .context("the API server did not say who you are (use --user NAME instead)")
+}
+
+fn print_table_or<T: serde::Serialize>(
+    output: Output,
+    value: &T,
+    table: impl FnOnce() -> String,
+) -> anyhow::Result<()> {
+    let text = match output {
+        Output::Table => table(),
+        other => structured(value, other)?,
+    };
+    print!("{text}");
+    Ok(())
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let (client, namespace) = client(&cli).await?;
+    let now = Timestamp::now();
+    let jobs_here: Api<TrainingJob> = Api::namespaced(client.clone(), &namespace);
+    match &cli.command {
+        Command::Jobs {
+            all_namespaces,
+            mine,
+            user,
+        } => {
+            let api: Api<TrainingJob> = if *all_namespaces {
+                Api::all(client.clone())
+            } else {
+                jobs_here
+            };
+            let user = match (user, mine) {
+                (Some(u), _) => Some(u.clone()),
+                (None, true) => Some(current_user(&client).await?),
+                (None, false) => None,
+            };
+            let jobs = api.list(&ListParams::default()).await?;
+            let mut rows: Vec<JobRow> = jobs
+                .items
+                .iter()
+                .filter(|j| user.as_ref().is_none_or(|u| &user_of(j) == u))
+                .map(|j| JobRow::of(j, now))
+                .collect();
+            sort_rows(&mut rows);
+            print_table_or(cli.output, &rows, || {
+                if rows.is_empty() {
+                    if *all_namespaces {
+                        "No TrainingJobs found.\n".to_string()
+                    } else {
+                        format!("No TrainingJobs found in namespace {namespace}.\n")
+                    }
+                } else {
+                    jobs_table(&rows, *all_namespaces).render()
+                }
+            })
+        }
+        Command::Queue { name } => {
+            let queues: Api<Queue> = Api::all(client.clone());
+            let queue = queues
+                .get_opt(name)
+                .await?
+                .with_context(|| format!("queue {name} not found"))?;
+            // A queue takes jobs from every namespace its VirtualCluster owns; without the
+            // right to list them all, show this namespace's.
+            let all: Api<TrainingJob> = Api::all(client.clone());
+            let jobs = match all.list(&ListParams::default()).await {
+                Ok(l) => l.items,
+                Err(kube::Error::Api(e)) if e.code == 403 => {
+                    eprintln!(
+                        "note: not allowed to list jobs of all namespaces; showing namespace {namespace} only"
+                    );
+                    jobs_here.list(&ListParams::default()).await?.items
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let report = QueueReport::of(&queue, &jobs, now);
+            print_table_or(cli.output, &report, || report.render())
+        }
+        Command::Why { job } => {
+            let j = jobs_here
+                .get_opt(job)
+                .await?
+                .with_context(|| format!("TrainingJob {job} not found in namespace {namespace}"))?;
+            let report = WhyReport::of(&j);
+            print_table_or(cli.output, &report, || report.render())
+        }
+        Command::Suspend { job } | Command::Resume { job } => {
+            let suspend = matches!(cli.command, Command::Suspend { .. });
+            let patch = serde_json::json!({ "spec": { "suspend": suspend } });
+            let params = PatchParams {
+                field_manager: Some(MANAGER.into()),
+                ..PatchParams::default()
+            };
+            let j = match jobs_here.patch(job, &params, &Patch::Merge(&patch)).await {
+                Err(kube::Error::Api(e)) if e.code == 404 => {
+                    bail!("TrainingJob {job} not found in namespace {namespace}")
+                }
+                r => r?,
+            };
+            let verb = if suspend { "suspended" } else { "resumed" };
+            print_table_or(
+                cli.output,
+                &serde_json::json!({
+                    "namespace": namespace, "name": job, "suspend": j.spec.suspend
+                }),
+                || format!("trainingjob.kubetrain.io/{job} {verb}\n"),
+            )
+        }
+        Command::Vc { name } => {
+            let api: Api<VirtualCluster> = Api::all(client.clone());
+            let vcs = match name {
+                Some(n) => vec![
+                    api.get_opt(n)
+                        .await?
+                        .with_context(|| format!("VirtualCluster {n} not found"))?,
+                ],
+                None => api.list(&ListParams::default()).await?.items,
+            };
+            let rows: Vec<VcRow> = vcs.iter().flat_map(vc_rows).collect();
+            print_table_or(cli.output, &rows, || {
+                if rows.is_empty() {
+                    "No VirtualClusters found.\n".to_string()
+                } else {
+                    vc_table(&rows).render()
+                }
+            })
+        }
+    }
+}
