@@ -14,7 +14,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kube::api::DeleteParams;
+use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::{Api, ResourceExt};
@@ -285,6 +285,9 @@ struct Effects {
     /// Type, reason, action (when not the reason) and note of each Event.
     events: Vec<(EventType, &'static str, Option<String>, String)>,
     delete_pods: bool,
+    /// Put the checkpoint request on the pods that lack it (a suspended running job: no
+    /// scheduler preemption asks for it).
+    request_checkpoint: bool,
     requeue: Option<Duration>,
 }
 
@@ -347,6 +350,9 @@ pub async fn reconcile(job: Arc<TrainingJob>, ctx: Arc<Context>) -> Result<Actio
         ctx.event_with_action(job.as_ref(), t, reason, action, note)
             .await;
     }
+    if fx.request_checkpoint {
+        request_checkpoint(&ctx, &job, &pods, &t).await?;
+    }
     delete_pods(&ctx, &job, &pods, &t, fx.delete_pods).await?;
     Ok(match fx.requeue {
         Some(d) => Action::requeue(d),
@@ -397,6 +403,37 @@ async fn delete_pods(
             Some(_) => continue,
         };
         match api.delete(&p.name_any(), &params).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// Asks the job's running pods to checkpoint, as a preemption does: the request annotation
+/// (with the time of the request) on each pod that does not have it yet.
+async fn request_checkpoint(
+    ctx: &Context,
+    job: &TrainingJob,
+    pods: &[Arc<Pod>],
+    now: &Time,
+) -> Result<(), Error> {
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
+    let stamp = now.0.to_string();
+    for p in pods.iter().filter(|p| {
+        p.metadata.deletion_timestamp.is_none()
+            && !p.annotations().contains_key(CHECKPOINT_REQUESTED)
+    }) {
+        let patch = serde_json::json!({"metadata": {"annotations": {CHECKPOINT_REQUESTED: stamp}}});
+        match api
+            .patch(
+                &p.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+        {
             Ok(_) => {}
             Err(kube::Error::Api(e)) if e.code == 404 => {}
             Err(e) => return Err(e.into()),
@@ -923,6 +960,14 @@ fn step_preempting(
     t: &Time,
     generation: Option<i64>,
 ) {
+    // A suspension is a preemption nobody else asks for: request the checkpoint here.
+    if job.spec.suspend
+        && present
+            .iter()
+            .any(|p| !p.annotations().contains_key(CHECKPOINT_REQUESTED))
+    {
+        fx.request_checkpoint = true;
+    }
     if present.is_empty() {
         // After a drain, the new run's pods take the old names; `kubectl drain` retries its
         // eviction by name every 5 s, so it must see the old pod gone before a new one of
