@@ -39,7 +39,7 @@ unit:
 e2e:
 	bash e2e/scripts/install-control-plane.sh >/dev/null
 	bash e2e/scripts/install-helm.sh >/dev/null
-	$(CARGO) test -p kubetrain-e2e
+	$(CARGO) test -p kubetrain-e2e -p kubectl-kubetrain
 
 ## crds: regenerate crds/, config/crds/ and the Helm chart's CRDs from the Rust API types
 crds:
