@@ -51,7 +51,7 @@ enum Command {
         /// Only the jobs of the current user (`spec.user`; a job without one runs for its
         /// namespace). The user is the API server's name for your credentials; use --user
         /// when that differs.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "user")]
         mine: bool,
         /// Only the jobs of this user.
         #[arg(long)]
@@ -255,5 +255,29 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 }
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_consistent_and_takes_flags_after_the_command() {
+        Cli::command().debug_assert();
+        // kubectl passes everything after `kubectl kubetrain` on, flags after the command.
+        let cli = Cli::try_parse_from(["kubectl-kubetrain", "jobs", "-n", "ns", "-o", "json"])
+            .expect("parses");
+        assert_eq!(cli.namespace.as_deref(), Some("ns"));
+        assert_eq!(cli.output, Output::Json);
+        let cli = Cli::try_parse_from(["kubectl-kubetrain", "why", "llm", "--context", "prod"])
+            .expect("parses");
+        assert!(matches!(cli.command, Command::Why { ref job } if job == "llm"));
+        assert_eq!(cli.context.as_deref(), Some("prod"));
+        assert!(
+            Cli::try_parse_from(["kubectl-kubetrain", "jobs", "--mine", "--user", "a"]).is_err()
+        );
+        assert!(Cli::try_parse_from(["kubectl-kubetrain", "jobs", "-o", "wide"]).is_err());
     }
 }

@@ -116,6 +116,20 @@ async fn kubectl_kubetrain_jobs_why_suspend_resume_vc() {
     let alice = plugin_ok(cp, &["jobs", "-n", ns, "--user", "alice"]);
     assert_eq!(alice.lines().count(), 2, "{alice}");
     assert!(alice.contains("big"), "{alice}");
+    // --mine: the user the API server names these credentials (kubectl auth whoami).
+    let me = cp
+        .kubectl_ok(&[
+            "auth",
+            "whoami",
+            "-o",
+            "jsonpath={.status.userInfo.username}",
+        ])
+        .expect("kubectl auth whoami");
+    assert!(!me.is_empty());
+    assert_eq!(
+        plugin_ok(cp, &["jobs", "-n", ns, "--mine", "-o", "json"]),
+        plugin_ok(cp, &["jobs", "-n", ns, "--user", &me, "-o", "json"])
+    );
 
     // -o json parses, with the positions.
     let json = plugin_ok(cp, &["jobs", "-n", ns, "-o", "json"]);
