@@ -329,6 +329,8 @@ fn operator_service_account_can_do_what_the_code_does() {
         &["watch", "persistentvolumeclaims", "--all-namespaces"],
         &["list", "persistentvolumes"],
         &["watch", "persistentvolumes"],
+        &["list", "priorityclasses.scheduling.k8s.io"],
+        &["watch", "priorityclasses.scheduling.k8s.io"],
         &["list", "pods", "--all-namespaces"],
         &["watch", "pods", "--all-namespaces"],
         &["list", "trainingjobs.kubetrain.io", "--all-namespaces"],

@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use super::common::{Phase, TopologyLevel};
 
 /// A TrainingJob runs a gang of pods (one or more tasks, each with replicas) that start
-/// together or not at all. kubetrain queues it in `spec.queue`, places it on GPUs that suit
+/// together or not at all. kubetrain queues it in `spec.queue` (or in the
+/// VirtualCluster's `defaultQueue`), places it on GPUs that suit
 /// its topology, restarts it on failure up to `spec.maxRetries` times and, when it runs on
 /// borrowed (bonus) GPUs, may ask it to checkpoint and requeue it so the GPUs' owner gets
 /// them back.
@@ -23,11 +24,12 @@ use super::common::{Phase, TopologyLevel};
     shortname = "tj",
     category = "kubetrain",
     status = "TrainingJobStatus",
-    printcolumn = r#"{"name":"Queue","type":"string","jsonPath":".spec.queue"}"#,
+    printcolumn = r#"{"name":"Queue","type":"string","jsonPath":".status.queue"}"#,
     printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
     printcolumn = r#"{"name":"GPUs","type":"number","jsonPath":".status.gpus"}"#,
     printcolumn = r#"{"name":"Retries","type":"integer","jsonPath":".status.retries"}"#,
     printcolumn = r#"{"name":"Position","type":"integer","priority":1,"jsonPath":".status.queuePosition"}"#,
+    printcolumn = r#"{"name":"Priority","type":"integer","priority":1,"jsonPath":".status.priority"}"#,
     printcolumn = r#"{"name":"Bonus","type":"boolean","priority":1,"jsonPath":".status.bonus"}"#,
     printcolumn = r#"{"name":"Preemptions","type":"integer","priority":1,"jsonPath":".status.preemptions"}"#,
     printcolumn = r#"{"name":"Nodes","type":"string","priority":1,"jsonPath":".status.placement[*].node"}"#,
@@ -36,14 +38,19 @@ use super::common::{Phase, TopologyLevel};
 #[serde(rename_all = "camelCase")]
 pub struct TrainingJobSpec {
     /// Name of the Queue to submit to. The queue's VirtualCluster must own this job's
-    /// namespace.
-    #[schemars(length(min = 1))]
-    pub queue: String,
+    /// namespace. Unset: the `defaultQueue` of the VirtualCluster that owns the namespace
+    /// (`status.queue` shows the queue in effect).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    pub queue: Option<String>,
 
     /// Priority inside the queue: higher runs first under the `Priority` policy, and may
-    /// preempt lower ones when the queue allows priority preemption.
-    #[serde(default)]
-    pub priority: i32,
+    /// preempt lower ones when the queue allows priority preemption. Unset: the value of
+    /// the PriorityClass named by the task templates' `spec.priorityClassName` (the highest
+    /// if tasks differ), else of the cluster's `globalDefault` PriorityClass, else 0
+    /// (`status.priority` shows the priority in effect).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i32>,
 
     /// The roles of the job (for example `master` and `worker`), each with a number of
     /// identical replicas. All replicas of all tasks form one gang.
@@ -282,6 +289,12 @@ pub struct TrainingJobStatus {
     /// Where the job is in its life (see `Phase`).
     #[serde(default)]
     pub phase: Phase,
+    /// The queue the job is in: `spec.queue`, or the VirtualCluster's `defaultQueue`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+    /// The priority in effect: `spec.priority`, or that of the templates' PriorityClass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i32>,
     /// Total GPUs the job asks for (fractions as decimals).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpus: Option<f64>,

@@ -50,6 +50,12 @@ pub struct VirtualClusterSpec {
     #[schemars(range(min = 0, max = 86400))]
     pub min_runtime_seconds: Option<i32>,
 
+    /// The Queue (of this VirtualCluster) of the tenant's TrainingJobs that name none in their
+    /// spec.queue. Unset: such jobs are not valid (`Valid=False`, reason `NoQueue`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    pub default_queue: Option<String>,
+
     /// Share of idle GPUs this tenant gets relative to other tenants (weighted fair share).
     #[serde(default = "default_weight")]
     #[schemars(range(min = 1, max = 1000))]
@@ -126,7 +132,9 @@ pub struct VirtualClusterStatus {
     /// The `metadata.generation` this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    /// `Ready`, and `OverCommitted` when guarantees exceed what the cluster has.
+    /// `Ready` (False with reason `DefaultQueueInvalid` when `spec.defaultQueue` names a
+    /// queue that does not exist or belongs to another VirtualCluster), and `OverCommitted`
+    /// when guarantees exceed what the cluster has.
     #[serde(default)]
     pub conditions: Vec<Condition>,
 }

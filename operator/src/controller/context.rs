@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource, ResourceExt};
@@ -17,7 +18,7 @@ use super::metrics::Metrics;
 use super::pods::PodSettings;
 use super::snapshot::Inflight;
 use super::usage::Usage;
-use super::validate::Refs;
+use super::validate::{PriorityClassValue, Refs};
 use crate::api::{Queue, TrainingJob, VirtualCluster};
 use crate::sched::WaitReason;
 
@@ -65,6 +66,7 @@ pub struct Stores {
     pub namespaces: Store<Namespace>,
     pub claims: Store<PersistentVolumeClaim>,
     pub volumes: Store<PersistentVolume>,
+    pub priority_classes: Store<PriorityClass>,
 }
 
 /// The scheduler's memory between cycles. Nothing here is needed after a restart: it only
@@ -147,6 +149,8 @@ pub struct RefMaps {
     pub flavors: std::collections::BTreeSet<String>,
     /// Node affinity of the volume bound to each claim (`namespace/claim`), where it has one.
     pub volumes: BTreeMap<String, crate::sched::constraints::Affinity>,
+    /// PriorityClasses by name (a job's priority when `spec.priority` is unset).
+    pub priority_classes: BTreeMap<String, PriorityClassValue>,
 }
 
 impl RefMaps {
@@ -157,6 +161,7 @@ impl RefMaps {
             namespaces: &self.namespaces,
             flavors: &self.flavors,
             volumes: &self.volumes,
+            priority_classes: &self.priority_classes,
         }
     }
 }
@@ -267,6 +272,21 @@ impl Context {
                 &self.stores.claims.state(),
                 &self.stores.volumes.state(),
             ),
+            priority_classes: self
+                .stores
+                .priority_classes
+                .state()
+                .iter()
+                .map(|pc| {
+                    (
+                        pc.name_any(),
+                        PriorityClassValue {
+                            value: pc.value.unwrap_or(0),
+                            global_default: pc.global_default.unwrap_or(false),
+                        },
+                    )
+                })
+                .collect(),
         }
     }
 

@@ -31,6 +31,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::runtime::controller::Controller;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -301,6 +302,14 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
             wake.clone(),
             bump(refs_generation.clone()),
         ),
+        // PriorityClasses: a job's priority when spec.priority is unset
+        // (validate::effective_priority).
+        priority_classes: cache(
+            Api::<PriorityClass>::all(client.clone()),
+            watcher::Config::default(),
+            wake.clone(),
+            bump(refs_generation.clone()),
+        ),
     };
     let mut ctx = Context::new(
         client.clone(),
@@ -337,6 +346,7 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
         stores.namespaces.wait_until_ready().await,
         stores.claims.wait_until_ready().await,
         stores.volumes.wait_until_ready().await,
+        stores.priority_classes.wait_until_ready().await,
     ] {
         ready.map_err(|_| Error::CacheClosed)?;
     }

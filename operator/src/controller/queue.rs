@@ -12,6 +12,7 @@ use tracing::{instrument, warn};
 use super::conditions;
 use super::context::Context;
 use super::status;
+use super::validate::effective_queue;
 use crate::api::{GpuAmount, Queue, QueueStatus};
 
 pub const FINALIZER: &str = "kubetrain.io/queue-jobs";
@@ -43,14 +44,19 @@ pub async fn reconcile(queue: Arc<Queue>, ctx: Arc<Context>) -> Result<Action, E
     })
 }
 
+/// Unfinished jobs in the queue, named in `spec.queue` or through a VirtualCluster's
+/// `defaultQueue` (`validate::effective_queue`).
 fn unfinished_jobs(queue: &Queue, ctx: &Context) -> i32 {
     let name = queue.name_any();
+    let maps = ctx.ref_maps();
+    let refs = maps.refs();
     ctx.stores
         .jobs
         .state()
         .iter()
         .filter(|j| {
-            j.spec.queue == name && !j.status.as_ref().is_some_and(|s| s.phase.is_finished())
+            !j.status.as_ref().is_some_and(|s| s.phase.is_finished())
+                && effective_queue(j, &refs).is_ok_and(|q| q == name)
         })
         .count() as i32
 }

@@ -98,7 +98,7 @@ pub async fn cycle(ctx: &Arc<Context>) {
     };
     let snap = snapshot::build(&world);
     let decisions = sched::schedule(&snap);
-    let usage = usage::compute(&snap, &jobs);
+    let usage = usage::compute(&snap, &jobs, &world.refs);
     ctx.metrics
         .cycle_seconds
         .observe(started.elapsed().as_secs_f64());
@@ -309,7 +309,7 @@ async fn admit(
         ctx.state().inflight.remove(&key);
         return Err(err);
     }
-    let queue = job.spec.queue.clone();
+    let queue = super::validate::effective_queue(job, &ctx.ref_maps().refs()).unwrap_or_default();
     ctx.metrics
         .admissions
         .get_or_create(&QueueLabels {

@@ -348,8 +348,8 @@ fn held_by_orphans(
 
 /// The job's minimum runtime before reclaim: its own, else its Queue's, else its
 /// VirtualCluster's, else none.
-fn min_runtime(job: &TrainingJob, refs: &super::validate::Refs<'_>) -> i64 {
-    let queue = refs.queues.get(&job.spec.queue);
+fn min_runtime(job: &TrainingJob, queue: &str, refs: &super::validate::Refs<'_>) -> i64 {
+    let queue = refs.queues.get(queue);
     job.spec
         .checkpoint
         .min_runtime_seconds
@@ -377,7 +377,11 @@ fn job_model(job: &TrainingJob, pods: &[Arc<Pod>], world: &World<'_>) -> Option<
     if status.phase.is_finished() && active.is_empty() && !leaving {
         return None;
     }
-    let mut tasks = validate(job, &world.refs).ok()?;
+    let super::validate::Validated {
+        queue,
+        priority,
+        mut tasks,
+    } = validate(job, &world.refs).ok()?;
     if let Some(avoid) =
         super::placement_rules::avoid_refused_nodes(&status.refused_nodes, world.now)
     {
@@ -447,14 +451,14 @@ fn job_model(job: &TrainingJob, pods: &[Arc<Pod>], world: &World<'_>) -> Option<
             started_at: started,
             last_checkpoint: status.last_checkpoint_time.as_ref().map(secs),
             checkpoint_grace_seconds: i64::from(job.spec.checkpoint.grace_period_seconds.max(0)),
-            min_runtime_seconds: min_runtime(job, &world.refs),
+            min_runtime_seconds: min_runtime(job, &queue, &world.refs),
             preempting,
         })
     };
     Some(sched::Job {
         id: key,
-        queue: job.spec.queue.clone(),
-        priority: job.spec.priority,
+        queue,
+        priority,
         queued_at: status
             .queued_at
             .as_ref()
@@ -653,7 +657,7 @@ mod tests {
                 nodes: &nodes,
                 pods: &pods,
                 jobs: &jobs,
-                refs: Refs { queues: &queues, vcs: &vcs, namespaces: &namespaces, flavors: &flavors, volumes: &Default::default() },
+                refs: Refs { queues: &queues, vcs: &vcs, namespaces: &namespaces, flavors: &flavors, volumes: &Default::default(), priority_classes: &Default::default() },
                 inflight: &inflight,
             };
             let decisions = sched::schedule(&build(&world));

@@ -25,7 +25,7 @@ use super::context::Context;
 use super::pods::{BONUS_ANNOTATION, expected_pod_names, placement_of};
 use super::snapshot::{is_active, job_key, node_topology};
 use super::status;
-use super::validate::validate;
+use super::validate::{effective_priority, effective_queue, validate};
 use crate::api::annotations::{
     CHECKPOINT_DONE, CHECKPOINT_REQUESTED, NODE_ANNOTATION, PREEMPTION_REASON,
 };
@@ -450,6 +450,11 @@ fn on_lost_node(ctx: &Context, pod: &Pod) -> bool {
 }
 
 /// The state machine: updates `status` and `fx` from the job and its pods.
+/// The job's queue as `status.queue` has it, for messages.
+fn queue_name(status: &TrainingJobStatus) -> String {
+    status.queue.clone().unwrap_or_default()
+}
+
 fn step(
     ctx: &Context,
     job: &TrainingJob,
@@ -500,8 +505,13 @@ fn step(
 
     // Validity: what the schema cannot check. An invalid job that holds nothing waits in
     // Pending; a running one keeps running (its spec change does not touch the pods).
+    // The queue and priority in effect, published for `kubectl get tj` (even when the job
+    // is invalid for another reason).
     let maps = ctx.ref_maps();
-    match validate(job, &maps.refs()) {
+    let refs = maps.refs();
+    status.queue = effective_queue(job, &refs).ok();
+    status.priority = effective_priority(job, &refs).ok();
+    match validate(job, &refs) {
         Err(invalid) => {
             let changed = conditions::set(
                 &mut status.conditions,
@@ -553,11 +563,11 @@ fn step(
         if status.queued_at.is_none() {
             status.queued_at = Some(t.clone());
         }
-        status.message = Some(format!("Waiting in queue {}.", job.spec.queue));
+        status.message = Some(format!("Waiting in queue {}.", queue_name(status)));
         fx.event(
             EventType::Normal,
             "Queued",
-            format!("Entered queue {}.", job.spec.queue),
+            format!("Entered queue {}.", queue_name(status)),
         );
     }
 
@@ -590,7 +600,7 @@ fn step(
     }
     if status.phase == Phase::Suspended && !job.spec.suspend {
         status.phase = Phase::Queued;
-        status.message = Some(format!("Resumed; waiting in queue {}.", job.spec.queue));
+        status.message = Some(format!("Resumed; waiting in queue {}.", queue_name(status)));
         fx.event(
             EventType::Normal,
             "Resumed",
@@ -624,7 +634,7 @@ fn step(
                         "Waiting".to_string(),
                         format!(
                             "Waiting in queue {} for the next scheduling cycle.",
-                            job.spec.queue
+                            queue_name(status)
                         ),
                     ),
                 };
@@ -819,7 +829,9 @@ fn step(
                 status.started_at = None;
                 status.message = Some(format!(
                     "Back in queue {} after a failure (retry {} of {}).",
-                    job.spec.queue, status.retries, job.spec.max_retries
+                    queue_name(status),
+                    status.retries,
+                    job.spec.max_retries
                 ));
                 fx.event(
                     EventType::Normal,
@@ -1011,12 +1023,13 @@ fn step_preempting(
             ),
             (false, None) => format!(
                 "Preempted and back in queue {}, keeping its place in line.",
-                job.spec.queue
+                queue_name(status)
             ),
             (false, Some(r)) => format!(
                 "Preempted without a checkpoint (about {} GPU-seconds of work lost) and back in \
                  queue {}, keeping its place in line.",
-                r.lost_gpu_seconds, job.spec.queue
+                r.lost_gpu_seconds,
+                queue_name(status)
             ),
         };
         conditions::set(

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use super::validate::{Refs, effective_queue};
 use crate::api::{Phase, TrainingJob};
 use crate::sched;
 
@@ -58,7 +59,8 @@ fn replica_milli(p: &sched::ReplicaPlacement) -> u64 {
     }
 }
 
-pub fn compute(snapshot: &sched::Snapshot, jobs: &[Arc<TrainingJob>]) -> Usage {
+/// `refs` resolve each job's queue ([`effective_queue`]); a job with none counts nowhere.
+pub fn compute(snapshot: &sched::Snapshot, jobs: &[Arc<TrainingJob>], refs: &Refs<'_>) -> Usage {
     let mut usage = Usage {
         computed: true,
         ..Default::default()
@@ -121,12 +123,15 @@ pub fn compute(snapshot: &sched::Snapshot, jobs: &[Arc<TrainingJob>]) -> Usage {
     settle_bonus_and_lent(&mut usage);
     // Counts by phase, from the jobs themselves.
     for job in jobs {
+        let Ok(queue) = effective_queue(job, refs) else {
+            continue;
+        };
         let status = job.status.clone().unwrap_or_default();
-        let q = usage.queues.entry(job.spec.queue.clone()).or_default();
+        let vc = queue_vc.get(queue.as_str()).map(|v| v.to_string());
+        let q = usage.queues.entry(queue).or_default();
         if !status.phase.is_finished() {
             q.unfinished += 1;
         }
-        let vc = queue_vc.get(job.spec.queue.as_str()).map(|v| v.to_string());
         match status.phase {
             Phase::Pending | Phase::Queued | Phase::Retrying => {
                 q.pending += 1;

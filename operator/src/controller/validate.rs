@@ -41,6 +41,22 @@ pub enum Invalid {
     FractionalGpu { task: String, value: String },
     #[error("no node has any of the GPU types {0}; known types: {1}")]
     UnknownGpuType(String, String),
+    #[error("spec.queue is unset and namespace {namespace} has no default queue: {detail}")]
+    NoQueue { namespace: String, detail: String },
+    #[error(
+        "spec.queue is unset and the defaultQueue {queue} of VirtualCluster {vc} cannot be \
+         used: {problem}"
+    )]
+    DefaultQueueInvalid {
+        vc: String,
+        queue: String,
+        problem: String,
+    },
+    #[error(
+        "task {task}: PriorityClass {class} (spec.priorityClassName of its template) does not \
+         exist; the API server would reject the pods"
+    )]
+    UnknownPriorityClass { task: String, class: String },
 }
 
 impl Invalid {
@@ -56,6 +72,9 @@ impl Invalid {
             Invalid::ShareAndWholeGpus(_) => "InvalidGpuRequest",
             Invalid::FractionalGpu { .. } => "FractionalGpuRequest",
             Invalid::UnknownGpuType(..) => "UnknownGpuType",
+            Invalid::NoQueue { .. } => "NoQueue",
+            Invalid::DefaultQueueInvalid { .. } => "DefaultQueueInvalid",
+            Invalid::UnknownPriorityClass { .. } => "UnknownPriorityClass",
         }
     }
 }
@@ -108,6 +127,129 @@ pub struct Refs<'a> {
     pub flavors: &'a BTreeSet<String>,
     /// Node affinity of the volume bound to each claim (`namespace/claim`).
     pub volumes: &'a BTreeMap<String, sched::constraints::Affinity>,
+    /// The cluster's PriorityClasses, by name.
+    pub priority_classes: &'a BTreeMap<String, PriorityClassValue>,
+}
+
+/// What a job's priority needs of a PriorityClass (scheduling.k8s.io/v1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PriorityClassValue {
+    pub value: i32,
+    pub global_default: bool,
+}
+
+/// Why a VirtualCluster's `spec.defaultQueue` cannot be used (the queue does not exist, or
+/// belongs to another VirtualCluster), or None when it can or is unset. A CEL rule cannot
+/// see other objects, so the operator checks it: the VirtualCluster's `Ready` condition and
+/// the `Valid` condition of jobs that rely on it.
+pub fn default_queue_problem(
+    vc: &VirtualCluster,
+    queues: &BTreeMap<String, std::sync::Arc<Queue>>,
+) -> Option<String> {
+    let name = vc.spec.default_queue.as_ref()?;
+    match queues.get(name) {
+        None => Some(format!("queue {name} does not exist")),
+        Some(q) if q.spec.virtual_cluster != vc.name_any() => Some(format!(
+            "queue {name} belongs to VirtualCluster {}, not {}",
+            q.spec.virtual_cluster,
+            vc.name_any()
+        )),
+        Some(_) => None,
+    }
+}
+
+/// The queue a job is in: `spec.queue` when set, else the `defaultQueue` of the
+/// VirtualCluster that owns the job's namespace (the first by name that sets one, when
+/// several own it). The one place that answers "which queue": validation, the snapshot,
+/// usage numbers, the Queue finalizer and `status.queue` all ask it.
+pub fn effective_queue(job: &TrainingJob, refs: &Refs<'_>) -> Result<String, Invalid> {
+    if let Some(q) = &job.spec.queue {
+        return Ok(q.clone());
+    }
+    let ns = job.namespace().unwrap_or_default();
+    let owners: Vec<&std::sync::Arc<VirtualCluster>> = refs
+        .vcs
+        .values()
+        .filter(|vc| owns_namespace(vc, &ns, refs.namespaces))
+        .collect();
+    let Some(vc) = owners.iter().find(|vc| vc.spec.default_queue.is_some()) else {
+        let detail = if owners.is_empty() {
+            "no VirtualCluster owns it; set spec.queue".to_string()
+        } else {
+            let names: Vec<String> = owners.iter().map(|v| v.name_any()).collect();
+            format!(
+                "VirtualCluster {} sets no spec.defaultQueue; set spec.queue or a defaultQueue",
+                names.join(", ")
+            )
+        };
+        return Err(Invalid::NoQueue {
+            namespace: ns,
+            detail,
+        });
+    };
+    let queue = vc.spec.default_queue.clone().unwrap_or_default();
+    match default_queue_problem(vc, refs.queues) {
+        Some(problem) => Err(Invalid::DefaultQueueInvalid {
+            vc: vc.name_any(),
+            queue,
+            problem,
+        }),
+        None => Ok(queue),
+    }
+}
+
+/// The `spec.priorityClassName` of a task's template, if it names one. Read from the raw
+/// template: the snapshot asks every cycle, and this needs no decoding of the whole pod.
+fn priority_class_name(task: &crate::api::trainingjob::TaskSpec) -> Option<&str> {
+    task.template
+        .pointer("/spec/priorityClassName")
+        .and_then(|v| v.as_str())
+        .filter(|s| !s.is_empty())
+}
+
+/// A job's priority: `spec.priority` when set; else the value of the PriorityClass its
+/// task templates name (the highest if tasks differ); else the value of the cluster's
+/// `globalDefault` PriorityClass (the lowest, if a race made several, as the API server's
+/// Priority admission picks); else 0. A template naming a PriorityClass that does not exist
+/// is invalid whether or not `spec.priority` is set: its pods would be rejected.
+pub fn effective_priority(job: &TrainingJob, refs: &Refs<'_>) -> Result<i32, Invalid> {
+    let mut named: Option<i32> = None;
+    for t in &job.spec.tasks {
+        let Some(class) = priority_class_name(t) else {
+            continue;
+        };
+        let pc = refs
+            .priority_classes
+            .get(class)
+            .ok_or_else(|| Invalid::UnknownPriorityClass {
+                task: t.name.clone(),
+                class: class.to_string(),
+            })?;
+        named = Some(named.map_or(pc.value, |v| v.max(pc.value)));
+    }
+    if let Some(p) = job.spec.priority {
+        return Ok(p);
+    }
+    if let Some(p) = named {
+        return Ok(p);
+    }
+    Ok(refs
+        .priority_classes
+        .values()
+        .filter(|pc| pc.global_default)
+        .map(|pc| pc.value)
+        .min()
+        .unwrap_or(0))
+}
+
+/// A valid job in the scheduling core's terms.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Validated {
+    /// From [`effective_queue`].
+    pub queue: String,
+    /// From [`effective_priority`].
+    pub priority: i32,
+    pub tasks: Vec<sched::Task>,
 }
 
 /// The first `nvidia.com/gpu` request or limit of the pod that is not a whole number.
@@ -122,28 +264,30 @@ fn fractional_gpu(spec: &k8s_openapi::api::core::v1::PodSpec) -> Option<String> 
         .map(|q| q.0.clone())
 }
 
-/// Checks a job and returns its tasks in the scheduling core's terms.
-pub fn validate(job: &TrainingJob, refs: &Refs<'_>) -> Result<Vec<sched::Task>, Invalid> {
+/// Checks a job and returns its queue, priority and tasks in the scheduling core's terms.
+pub fn validate(job: &TrainingJob, refs: &Refs<'_>) -> Result<Validated, Invalid> {
     let ns = job.namespace().unwrap_or_default();
+    let queue_name = effective_queue(job, refs)?;
     let queue = refs
         .queues
-        .get(&job.spec.queue)
-        .ok_or_else(|| Invalid::UnknownQueue(job.spec.queue.clone()))?;
+        .get(&queue_name)
+        .ok_or_else(|| Invalid::UnknownQueue(queue_name.clone()))?;
     let vc_name = &queue.spec.virtual_cluster;
     let vc = refs
         .vcs
         .get(vc_name)
         .ok_or_else(|| Invalid::UnknownVirtualCluster {
-            queue: job.spec.queue.clone(),
+            queue: queue_name.clone(),
             vc: vc_name.clone(),
         })?;
     if !owns_namespace(vc, &ns, refs.namespaces) {
         return Err(Invalid::ForeignQueue {
-            queue: job.spec.queue.clone(),
+            queue: queue_name.clone(),
             vc: vc_name.clone(),
             namespace: ns,
         });
     }
+    let priority = effective_priority(job, refs)?;
     let name = job.name_any();
     let mut seen = BTreeSet::new();
     let mut tasks = Vec::new();
@@ -212,12 +356,227 @@ pub fn validate(job: &TrainingJob, refs: &Refs<'_>) -> Result<Vec<sched::Task>, 
             ));
         }
     }
-    Ok(tasks)
+    Ok(Validated {
+        queue: queue_name,
+        priority,
+        tasks,
+    })
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+
     use super::*;
+
+    fn queue(name: &str, vc: &str) -> (String, Arc<Queue>) {
+        let q = serde_json::from_value(json!({
+            "apiVersion": "kubetrain.io/v1alpha1", "kind": "Queue",
+            "metadata": {"name": name}, "spec": {"virtualCluster": vc}}))
+        .expect("queue");
+        (name.to_string(), Arc::new(q))
+    }
+
+    fn vc(
+        name: &str,
+        namespaces: &[&str],
+        default_queue: Option<&str>,
+    ) -> (String, Arc<VirtualCluster>) {
+        let mut spec = json!({"namespaces": namespaces});
+        if let Some(d) = default_queue {
+            spec["defaultQueue"] = json!(d);
+        }
+        let v = serde_json::from_value(json!({
+            "apiVersion": "kubetrain.io/v1alpha1", "kind": "VirtualCluster",
+            "metadata": {"name": name}, "spec": spec}))
+        .expect("vc");
+        (name.to_string(), Arc::new(v))
+    }
+
+    /// A job in namespace `ns` with one task per entry of `classes` (its template's
+    /// priorityClassName, if any).
+    fn job(
+        ns: &str,
+        queue: Option<&str>,
+        priority: Option<i32>,
+        classes: &[Option<&str>],
+    ) -> TrainingJob {
+        let tasks: Vec<serde_json::Value> = classes
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let mut spec = json!({"containers": [{"name": "c"}]});
+                if let Some(c) = c {
+                    spec["priorityClassName"] = json!(c);
+                }
+                json!({"name": format!("t{i}"), "template": {"spec": spec}})
+            })
+            .collect();
+        let mut spec = json!({"tasks": tasks});
+        if let Some(q) = queue {
+            spec["queue"] = json!(q);
+        }
+        if let Some(p) = priority {
+            spec["priority"] = json!(p);
+        }
+        serde_json::from_value(json!({
+            "apiVersion": "kubetrain.io/v1alpha1", "kind": "TrainingJob",
+            "metadata": {"name": "j", "namespace": ns}, "spec": spec}))
+        .expect("job")
+    }
+
+    struct World {
+        queues: BTreeMap<String, Arc<Queue>>,
+        vcs: BTreeMap<String, Arc<VirtualCluster>>,
+        namespaces: BTreeMap<String, Namespace>,
+        flavors: BTreeSet<String>,
+        volumes: BTreeMap<String, sched::constraints::Affinity>,
+        classes: BTreeMap<String, PriorityClassValue>,
+    }
+
+    impl World {
+        fn new() -> World {
+            World {
+                queues: [queue("vision", "a"), queue("nlp", "b")].into(),
+                vcs: [
+                    vc("a", &["team-a"], Some("vision")),
+                    vc("b", &["team-b"], None),
+                    vc("c", &["team-c"], Some("nlp")),
+                    vc("d", &["team-d"], Some("missing")),
+                ]
+                .into(),
+                namespaces: BTreeMap::new(),
+                flavors: BTreeSet::new(),
+                volumes: BTreeMap::new(),
+                classes: BTreeMap::new(),
+            }
+        }
+        fn class(mut self, name: &str, value: i32, global_default: bool) -> World {
+            self.classes.insert(
+                name.into(),
+                PriorityClassValue {
+                    value,
+                    global_default,
+                },
+            );
+            self
+        }
+        fn refs(&self) -> Refs<'_> {
+            Refs {
+                queues: &self.queues,
+                vcs: &self.vcs,
+                namespaces: &self.namespaces,
+                flavors: &self.flavors,
+                volumes: &self.volumes,
+                priority_classes: &self.classes,
+            }
+        }
+    }
+
+    #[test]
+    fn a_job_without_a_queue_runs_in_its_virtual_clusters_default_queue() {
+        let w = World::new();
+        let refs = w.refs();
+        // spec.queue wins, even over a default.
+        assert_eq!(
+            effective_queue(&job("team-a", Some("x"), None, &[None]), &refs),
+            Ok("x".into())
+        );
+        assert_eq!(
+            effective_queue(&job("team-a", None, None, &[None]), &refs),
+            Ok("vision".into())
+        );
+        let v = validate(&job("team-a", None, None, &[None]), &refs).expect("valid");
+        assert_eq!(v.queue, "vision");
+    }
+
+    #[test]
+    fn no_queue_and_no_default_is_invalid_naming_the_namespace() {
+        let w = World::new();
+        let refs = w.refs();
+        let e = effective_queue(&job("team-b", None, None, &[None]), &refs).unwrap_err();
+        assert_eq!(e.reason(), "NoQueue");
+        assert!(e.to_string().contains("namespace team-b"), "{e}");
+        assert!(e.to_string().contains("VirtualCluster b"), "{e}");
+        let e = validate(&job("nobody", None, None, &[None]), &refs).unwrap_err();
+        assert_eq!(e.reason(), "NoQueue");
+        assert!(e.to_string().contains("no VirtualCluster owns it"), "{e}");
+    }
+
+    #[test]
+    fn a_default_queue_of_another_tenant_or_missing_is_invalid() {
+        let w = World::new();
+        let refs = w.refs();
+        assert_eq!(default_queue_problem(&w.vcs["a"], &w.queues), None);
+        assert_eq!(default_queue_problem(&w.vcs["b"], &w.queues), None);
+        let p = default_queue_problem(&w.vcs["c"], &w.queues).expect("foreign");
+        assert!(p.contains("belongs to VirtualCluster b"), "{p}");
+        let p = default_queue_problem(&w.vcs["d"], &w.queues).expect("missing");
+        assert!(p.contains("does not exist"), "{p}");
+        let e = validate(&job("team-c", None, None, &[None]), &refs).unwrap_err();
+        assert_eq!(e.reason(), "DefaultQueueInvalid");
+        assert!(e.to_string().contains("VirtualCluster c"), "{e}");
+        // A job naming its queue does not depend on the default.
+        assert_eq!(
+            effective_queue(&job("team-c", Some("other"), None, &[None]), &refs),
+            Ok("other".into())
+        );
+    }
+
+    #[test]
+    fn priority_comes_from_spec_then_classes_then_the_global_default() {
+        let w = World::new()
+            .class("high", 1000, false)
+            .class("low", 10, false);
+        let refs = w.refs();
+        let p = |j: TrainingJob| effective_priority(&j, &refs);
+        assert_eq!(p(job("team-a", None, Some(5), &[Some("high")])), Ok(5));
+        assert_eq!(p(job("team-a", None, None, &[Some("high")])), Ok(1000));
+        // The highest when tasks differ.
+        assert_eq!(
+            p(job(
+                "team-a",
+                None,
+                None,
+                &[Some("low"), None, Some("high")]
+            )),
+            Ok(1000)
+        );
+        assert_eq!(p(job("team-a", None, None, &[None])), Ok(0));
+        // No class named: the global default, the lowest if several claim it.
+        let w = World::new()
+            .class("default", 100, true)
+            .class("also-default", 50, true)
+            .class("high", 1000, false);
+        let refs = w.refs();
+        assert_eq!(
+            effective_priority(&job("team-a", None, None, &[None]), &refs),
+            Ok(50)
+        );
+        assert_eq!(
+            effective_priority(&job("team-a", None, None, &[Some("high")]), &refs),
+            Ok(1000)
+        );
+        let v = validate(&job("team-a", None, None, &[Some("high")]), &refs).expect("valid");
+        assert_eq!(v.priority, 1000);
+    }
+
+    #[test]
+    fn a_missing_priority_class_is_invalid_even_with_spec_priority() {
+        let w = World::new().class("high", 1000, false);
+        let refs = w.refs();
+        for priority in [None, Some(3)] {
+            let e =
+                validate(&job("team-a", None, priority, &[None, Some("nope")]), &refs).unwrap_err();
+            assert_eq!(e.reason(), "UnknownPriorityClass");
+            assert!(
+                e.to_string().contains("task t1") && e.to_string().contains("nope"),
+                "{e}"
+            );
+        }
+    }
 
     fn spec(limit: serde_json::Value) -> k8s_openapi::api::core::v1::PodSpec {
         serde_json::from_value(serde_json::json!({"containers": [

@@ -1,5 +1,6 @@
-//! The VirtualCluster reconciler: status (guaranteed, in use, bonus, lent) and the
-//! `OverCommitted` condition when guarantees exceed the physical cluster.
+//! The VirtualCluster reconciler: status (guaranteed, in use, bonus, lent), the
+//! `OverCommitted` condition when guarantees exceed the physical cluster, and `Ready=False`
+//! when `spec.defaultQueue` names a queue that is missing or another VirtualCluster's.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,6 +13,7 @@ use super::conditions;
 use super::context::Context;
 use super::metrics::VcLabels;
 use super::status;
+use super::validate;
 use crate::api::virtualcluster::FlavorUsage;
 use crate::api::{GpuAmount, VirtualCluster};
 
@@ -105,15 +107,31 @@ pub async fn reconcile(vc: Arc<VirtualCluster>, ctx: Arc<Context>) -> Result<Act
             &t,
         );
     }
-    conditions::set(
-        &mut status.conditions,
-        "Ready",
-        true,
-        "Ready",
-        "Guarantee and usage are up to date.",
-        generation,
-        &t,
-    );
+    // spec.defaultQueue must name a queue of this VirtualCluster: a CEL rule cannot see the
+    // Queue, so the operator says it here (and on the jobs that rely on it).
+    match validate::default_queue_problem(&vc, &ctx.ref_maps().queues) {
+        Some(problem) => conditions::set(
+            &mut status.conditions,
+            "Ready",
+            false,
+            "DefaultQueueInvalid",
+            format!(
+                "spec.defaultQueue cannot be used: {problem}; jobs of the tenant that name no \
+                 queue are not valid."
+            ),
+            generation,
+            &t,
+        ),
+        None => conditions::set(
+            &mut status.conditions,
+            "Ready",
+            true,
+            "Ready",
+            "Guarantee and usage are up to date.",
+            generation,
+            &t,
+        ),
+    };
 
     let labels = VcLabels {
         virtual_cluster: name.clone(),
