@@ -221,7 +221,7 @@ fn get_shows_printer_columns() {
         .unwrap_or_default()
         .split_whitespace()
         .collect();
-    for column in ["BONUS", "PREEMPTIONS", "NODES"] {
+    for column in ["PRIORITY", "BONUS", "PREEMPTIONS", "NODES"] {
         assert!(header.contains(&column), "-o wide lacks {column}:\n{wide}");
     }
 }
