@@ -5,6 +5,7 @@
 
 import json
 import os
+import re
 import sys
 import tempfile
 import unittest
@@ -107,6 +108,41 @@ class Acknowledge(unittest.TestCase):
     def test_time_is_rfc3339_utc(self):
         s = t.now_rfc3339()
         self.assertRegex(s, r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+
+
+class ProcessLayout(unittest.TestCase):
+    def test_torchrun_values_per_process(self):
+        env = {"RANK": "11", "LOCAL_RANK": "3", "WORLD_SIZE": "16"}
+        self.assertEqual(t.process_layout(env), (11, 3, 16))
+
+    def test_alone_is_rank_zero_of_one(self):
+        self.assertEqual(t.process_layout({}), (0, 0, 1))
+
+
+class ExampleManifest(unittest.TestCase):
+    """trainingjob-ddp.yaml, read as text (no YAML library in the standard library)."""
+
+    text = (Path(__file__).resolve().parent / "trainingjob-ddp.yaml").read_text()
+
+    def test_one_process_per_gpu_of_the_pod(self):
+        nproc = re.findall(r"--nproc-per-node=(\d+)", self.text)
+        gpus = re.findall(r"nvidia\.com/gpu:\s*(\d+)", self.text)
+        self.assertEqual(len(nproc), 1, nproc)
+        self.assertEqual(nproc, gpus)
+        self.assertIn('command: ["torchrun"', self.text)
+        for flag in ("--nnodes=$(WORLD_SIZE)", "--node-rank=$(RANK)", "--master-addr=$(MASTER_ADDR)", "--master-port=$(MASTER_PORT)"):
+            self.assertIn(flag, self.text)
+
+    def test_the_checkpoint_claim_is_defined(self):
+        docs = self.text.split("\n---\n")
+        claims = re.findall(r"claimName:\s*([\w-]+)", self.text)
+        self.assertTrue(claims)
+        for claim in claims:
+            self.assertTrue(
+                any("kind: PersistentVolumeClaim" in d and re.search(rf"\n  name: {claim}\n", d) for d in docs),
+                f"PersistentVolumeClaim {claim} is not defined",
+            )
+        self.assertIn("ReadWriteMany", self.text)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,17 @@
 #!/usr/bin/env python3
 """A PyTorch DDP training script that follows kubetrain's checkpoint protocol.
 
-kubetrain starts every replica with the usual torch.distributed variables (MASTER_ADDR,
-MASTER_PORT, WORLD_SIZE, RANK, NODE_RANK, LOCAL_RANK) and, when it needs the job's GPUs
-back (a reclaim by their owner, a higher-priority job, a suspend), asks the job to save
-its work first:
+Run it with torchrun, one process per GPU of the pod (trainingjob-ddp.yaml)::
+
+    torchrun --nnodes=$(WORLD_SIZE) --nproc-per-node=<GPUs per pod> --node-rank=$(RANK)
+        --master-addr=$(MASTER_ADDR) --master-port=$(MASTER_PORT) train_ddp.py ...
+
+kubetrain starts every replica (pod) with the usual torch.distributed variables
+(MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, NODE_RANK, LOCAL_RANK) counting replicas;
+torchrun treats each replica as a node and gives each of its processes the per-process
+RANK, LOCAL_RANK (the GPU it drives) and WORLD_SIZE. Without torchrun the script runs as
+one process on the pod's first GPU. When kubetrain needs the job's GPUs back (a reclaim by
+their owner, a higher-priority job, a suspend), it asks the job to save its work first:
 
 * the request: the pod annotation ``kubetrain.io/checkpoint-requested`` (an RFC 3339 time)
   appears in the file ``$KUBETRAIN_CHECKPOINT_FILE`` (``/etc/kubetrain/checkpoint-requested``,
@@ -16,9 +23,10 @@ its work first:
 After the acknowledgement (or ``spec.checkpoint.gracePeriodSeconds``) kubetrain deletes the
 pods and queues the job again; the next run resumes from the newest checkpoint.
 
-This script: every replica polls the request file between steps (one small read); all
-replicas agree on stopping (an all-reduce, so no rank stops alone inside a collective); rank
-0 writes the checkpoint atomically, acknowledges, and every replica exits 0. It also
+This script: every process polls the request file between steps (one small read); all
+ranks agree on stopping (an all-reduce, so no rank stops alone inside a collective); rank
+0 writes the checkpoint atomically, acknowledges (it runs in the replica of rank 0, and
+annotates that pod), and every process exits 0, so does torchrun and every replica. It also
 checkpoints every ``--checkpoint-every`` steps, which bounds the work a grace-period timeout
 can lose. Run it with a persistent ``--checkpoint-dir`` (a PVC or a mounted bucket).
 
@@ -160,6 +168,14 @@ class Preemption:
         return self.requested_at is not None
 
 
+def process_layout(env: Optional[dict[str, str]] = None) -> tuple[int, int, int]:
+    """(rank, local rank, world size) of this process. Under torchrun they are per process
+    (LOCAL_RANK picks the GPU); without it, kubetrain's per-replica values with one process
+    per pod. Missing: a single local process."""
+    env = os.environ if env is None else env
+    return int(env.get("RANK", "0")), int(env.get("LOCAL_RANK", "0")), int(env.get("WORLD_SIZE", "1"))
+
+
 # ---- training (needs torch) ---------------------------------------------------------------
 
 
@@ -178,11 +194,12 @@ def train(args: argparse.Namespace) -> int:
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    # env:// reads MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK, which kubetrain sets.
+    # env:// reads MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK: torchrun's per-process
+    # values (or kubetrain's per-replica ones without torchrun).
     use_cuda = torch.cuda.is_available()
     dist.init_process_group("nccl" if use_cuda else "gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    _, local_rank, _ = process_layout()
     device = torch.device("cuda", local_rank) if use_cuda else torch.device("cpu")
     if use_cuda:
         torch.cuda.set_device(device)
