@@ -473,6 +473,18 @@ fn step(
         .filter(|p| p.metadata.deletion_timestamp.is_none())
         .collect();
 
+    // The queue and priority in effect, published for `kubectl get tj` (even when the job
+    // is invalid for another reason). A finished job keeps those it ran with; one that
+    // finished before status had them gets them once.
+    let maps = ctx.ref_maps();
+    let refs = maps.refs();
+    if !status.phase.is_finished() || status.queue.is_none() {
+        status.queue = effective_queue(job, &refs).ok();
+    }
+    if !status.phase.is_finished() || status.priority.is_none() {
+        status.priority = effective_priority(job, &refs).ok();
+    }
+
     if status.phase.is_finished() {
         if !active.is_empty() {
             fx.delete_pods = true;
@@ -505,12 +517,6 @@ fn step(
 
     // Validity: what the schema cannot check. An invalid job that holds nothing waits in
     // Pending; a running one keeps running (its spec change does not touch the pods).
-    // The queue and priority in effect, published for `kubectl get tj` (even when the job
-    // is invalid for another reason).
-    let maps = ctx.ref_maps();
-    let refs = maps.refs();
-    status.queue = effective_queue(job, &refs).ok();
-    status.priority = effective_priority(job, &refs).ok();
     match validate(job, &refs) {
         Err(invalid) => {
             let changed = conditions::set(
