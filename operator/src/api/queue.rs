@@ -57,7 +57,8 @@ pub struct QueueSpec {
     pub user_limit: Option<i32>,
 
     /// Order in which the queue's jobs are admitted: `FIFO` (submission order), `Priority`
-    /// (higher `spec.priority` first, then FIFO), `ShortestPredictedFirst` (smallest
+    /// (higher priority first, then FIFO; a job's priority is its `spec.priority`, else its
+    /// templates' PriorityClass value), `ShortestPredictedFirst` (smallest
     /// `spec.predictedDurationSeconds` first; jobs without a prediction in FIFO order after),
     /// `UserFair` (dominant-resource fairness between users, FIFO within a user).
     #[serde(default)]
