@@ -223,6 +223,46 @@ fn settle_bonus_and_lent(usage: &mut Usage) {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_job_naming_no_queue_counts_in_its_default_queue() {
+        use crate::controller::validate::fixtures::{World, job};
+        let w = World::new();
+        let queue = |name: &str, vc: &str| sched::Queue {
+            name: name.into(),
+            virtual_cluster: vc.into(),
+            parent: None,
+            share: 100,
+            max_share: 100,
+            user_limit: None,
+            policy: sched::QueuePolicy::Fifo,
+            priority_preemption: false,
+        };
+        let snapshot = sched::Snapshot {
+            now: 1_000,
+            queues: vec![queue("vision", "a"), queue("nlp", "b")],
+            ..Default::default()
+        };
+        let jobs = vec![
+            // team-a's VirtualCluster a has defaultQueue vision.
+            Arc::new(job("team-a", None, None, &[None])),
+            // team-b's VirtualCluster b has none: the job counts nowhere.
+            Arc::new(job("team-b", None, None, &[None])),
+            Arc::new(job("team-b", Some("nlp"), None, &[None])),
+        ];
+        let u = compute(&snapshot, &jobs, &w.refs());
+        assert_eq!(
+            (u.queues["vision"].pending, u.queues["vision"].unfinished),
+            (1, 1)
+        );
+        assert_eq!(
+            (u.queues["nlp"].pending, u.queues["nlp"].unfinished),
+            (1, 1)
+        );
+        assert_eq!(u.vcs["a"].pending, 1);
+        assert_eq!(u.vcs["b"].pending, 1);
+        assert_eq!(u.queues.len(), 2, "{:?}", u.queues.keys());
+    }
+
     fn vc(flavors: &[(&str, u32, u64)]) -> VcUsage {
         VcUsage {
             flavors: flavors

@@ -363,15 +363,16 @@ pub fn validate(job: &TrainingJob, refs: &Refs<'_>) -> Result<Validated, Invalid
     })
 }
 
+/// Jobs, queues and VirtualClusters for tests of what resolves against them.
 #[cfg(test)]
-mod tests {
+pub(crate) mod fixtures {
     use std::sync::Arc;
 
     use serde_json::json;
 
     use super::*;
 
-    fn queue(name: &str, vc: &str) -> (String, Arc<Queue>) {
+    pub fn queue(name: &str, vc: &str) -> (String, Arc<Queue>) {
         let q = serde_json::from_value(json!({
             "apiVersion": "kubetrain.io/v1alpha1", "kind": "Queue",
             "metadata": {"name": name}, "spec": {"virtualCluster": vc}}))
@@ -379,7 +380,7 @@ mod tests {
         (name.to_string(), Arc::new(q))
     }
 
-    fn vc(
+    pub fn vc(
         name: &str,
         namespaces: &[&str],
         default_queue: Option<&str>,
@@ -397,7 +398,7 @@ mod tests {
 
     /// A job in namespace `ns` with one task per entry of `classes` (its template's
     /// priorityClassName, if any).
-    fn job(
+    pub fn job(
         ns: &str,
         queue: Option<&str>,
         priority: Option<i32>,
@@ -427,17 +428,17 @@ mod tests {
         .expect("job")
     }
 
-    struct World {
-        queues: BTreeMap<String, Arc<Queue>>,
-        vcs: BTreeMap<String, Arc<VirtualCluster>>,
-        namespaces: BTreeMap<String, Namespace>,
-        flavors: BTreeSet<String>,
-        volumes: BTreeMap<String, sched::constraints::Affinity>,
-        classes: BTreeMap<String, PriorityClassValue>,
+    pub struct World {
+        pub queues: BTreeMap<String, Arc<Queue>>,
+        pub vcs: BTreeMap<String, Arc<VirtualCluster>>,
+        pub namespaces: BTreeMap<String, Namespace>,
+        pub flavors: BTreeSet<String>,
+        pub volumes: BTreeMap<String, sched::constraints::Affinity>,
+        pub classes: BTreeMap<String, PriorityClassValue>,
     }
 
     impl World {
-        fn new() -> World {
+        pub fn new() -> World {
             World {
                 queues: [queue("vision", "a"), queue("nlp", "b")].into(),
                 vcs: [
@@ -453,7 +454,7 @@ mod tests {
                 classes: BTreeMap::new(),
             }
         }
-        fn class(mut self, name: &str, value: i32, global_default: bool) -> World {
+        pub fn class(mut self, name: &str, value: i32, global_default: bool) -> World {
             self.classes.insert(
                 name.into(),
                 PriorityClassValue {
@@ -463,7 +464,7 @@ mod tests {
             );
             self
         }
-        fn refs(&self) -> Refs<'_> {
+        pub fn refs(&self) -> Refs<'_> {
             Refs {
                 queues: &self.queues,
                 vcs: &self.vcs,
@@ -474,6 +475,12 @@ mod tests {
             }
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::*;
+    use super::*;
 
     #[test]
     fn a_job_without_a_queue_runs_in_its_virtual_clusters_default_queue() {
