@@ -199,7 +199,7 @@ impl JobRow {
             namespace: job.namespace().unwrap_or_default(),
             name: job.name_any(),
             phase: status.map(|s| s.phase).unwrap_or_default().to_string(),
-            queue: job.spec.queue.clone(),
+            queue: queue_of(job),
             position: status.and_then(|s| s.queue_position),
             gpus: status.and_then(|s| s.gpus),
             user: user_of(job),
@@ -282,7 +282,7 @@ impl QueueReport {
         let status = queue.status.clone().unwrap_or_default();
         let mut waiting: Vec<&TrainingJob> = jobs
             .iter()
-            .filter(|j| j.spec.queue == name && is_waiting(j))
+            .filter(|j| queue_of(j) == *name && is_waiting(j))
             .collect();
         waiting.sort_by_key(|j| {
             let s = j.status.as_ref();
@@ -437,7 +437,7 @@ impl WhyReport {
             namespace: job.namespace().unwrap_or_default(),
             name: job.name_any(),
             phase: status.phase.to_string(),
-            queue: job.spec.queue.clone(),
+            queue: queue_of(job),
             position: status.queue_position,
             gpus: status.gpus,
             gpu_types: job.spec.gpu_types.clone(),
@@ -561,6 +561,16 @@ pub fn structured<T: Serialize>(value: &T, output: Output) -> anyhow::Result<Str
         Output::Yaml => serde_norway::to_string(value)?,
         Output::Table => anyhow::bail!("not a structured output"),
     })
+}
+
+/// The queue a job is in: the one the operator resolved (`status.queue`, which follows a
+/// VirtualCluster's `defaultQueue`), else the one it names.
+fn queue_of(job: &TrainingJob) -> String {
+    job.status
+        .as_ref()
+        .and_then(|s| s.queue.clone())
+        .or_else(|| job.spec.queue.clone())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

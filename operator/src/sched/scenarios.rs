@@ -1271,6 +1271,7 @@ fn a_draining_node_sends_its_jobs_back_to_the_queue_with_a_checkpoint() {
     assert_eq!(p.beneficiary, "node n0");
     assert_eq!(p.lost_gpu_seconds, 8 * 500);
     assert_eq!(nodes_of(&d, "t/new"), ["n2"]);
+}
 
 /// A full cluster: each queue's waiting jobs are numbered in the order the cycle offers
 /// them (the queue's policy), 1 next; a job the cycle admits takes no number.
