@@ -643,7 +643,7 @@ fn helm_install_creates_every_object_and_uninstall_removes_them() {
         &["deploy/kubetrain-operator", "-n", ns],
         "{.spec.template.spec.containers[0].args}",
     );
-    assert!(d.contains("--gpu-binding=visible-devices"), "{d}");
+    assert!(d.contains("--gpu-binding=auto"), "{d}");
     assert!(d.contains("--resync=5s"), "{d}");
     let subject = cp.jsonpath(
         &["clusterrolebinding/kubetrain-operator"],

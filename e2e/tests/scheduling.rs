@@ -334,6 +334,16 @@ async fn vc_numbers_count_shares_as_fractions_and_bonus_beyond_the_guarantee() {
         );
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
+    // The simulated nodes advertise nvidia.com/gpu, so whole GPUs go to the device plugin;
+    // a share can only go by NVIDIA_VISIBLE_DEVICES, kubetrain's own choice.
+    assert_eq!(
+        s.job_status("whole", "{.status.placement[0].gpusAssignedBy}"),
+        "device-plugin"
+    );
+    assert_eq!(
+        s.job_status("quarter", "{.status.placement[0].gpusAssignedBy}"),
+        "kubetrain"
+    );
     // `kubectl get vc` prints the fractions, not whole GPUs.
     let table = s.cp.kubectl_ok(&["get", "vc", &owner]).expect("get vc");
     let row: Vec<&str> = table

@@ -11,6 +11,10 @@ pub const INDEX_LABEL: &str = "kubetrain.io/index";
 /// Pod annotation: GPU indices on the node assigned to this replica, comma-separated
 /// (for example `0,1`).
 pub const GPUS_ANNOTATION: &str = "kubetrain.io/gpus";
+/// Pod annotation: who picks the replica's GPU indices: `kubetrain` (its choice reaches the
+/// container as `NVIDIA_VISIBLE_DEVICES`) or `device-plugin` (`kubetrain.io/gpus` is only
+/// kubetrain's plan; the plugin assigns the devices).
+pub const GPU_ASSIGNMENT_ANNOTATION: &str = "kubetrain.io/gpu-assignment";
 /// Pod annotation: milli-GPU share of a shared-GPU replica.
 pub const GPU_SHARE_ANNOTATION: &str = "kubetrain.io/gpu-share";
 /// Pod annotation: which admission of the job created the pod (retries + preemptions +

@@ -414,4 +414,34 @@ pub struct ReplicaPlacement {
     /// Thousandths of the GPU used, for shared-GPU replicas.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_share: Option<i32>,
+    /// Who picks the GPU indices: `kubetrain` (the indices above are the ones the container
+    /// sees, through `NVIDIA_VISIBLE_DEVICES`) or `device-plugin` (the node's device plugin
+    /// assigns the devices; the indices above are kubetrain's plan only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus_assigned_by: Option<GpuAssignment>,
+}
+
+/// Who assigns a replica's GPU devices.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum GpuAssignment {
+    Kubetrain,
+    DevicePlugin,
+}
+
+impl GpuAssignment {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GpuAssignment::Kubetrain => "kubetrain",
+            GpuAssignment::DevicePlugin => "device-plugin",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<GpuAssignment> {
+        match s {
+            "kubetrain" => Some(GpuAssignment::Kubetrain),
+            "device-plugin" => Some(GpuAssignment::DevicePlugin),
+            _ => None,
+        }
+    }
 }

@@ -33,7 +33,7 @@ struct Args {
     #[arg(long, env = "KUBETRAIN_UNSCHEDULABLE_TIMEOUT", default_value = "20s", value_parser = parse_duration)]
     unschedulable_timeout: Duration,
     /// How the chosen GPU indices reach the containers.
-    #[arg(long, env = "KUBETRAIN_GPU_BINDING", value_enum, default_value_t = GpuBinding::VisibleDevices)]
+    #[arg(long, env = "KUBETRAIN_GPU_BINDING", value_enum, default_value_t = GpuBinding::Auto)]
     gpu_binding: GpuBinding,
     /// Port for MASTER_PORT in every replica.
     #[arg(long, default_value_t = 23456)]

@@ -23,9 +23,10 @@ use kube::{Resource, ResourceExt};
 use super::resources::GPU_RESOURCE;
 use crate::api::TrainingJob;
 use crate::api::annotations::{
-    CHECKPOINT_REQUESTED, GPU_SHARE_ANNOTATION, GPUS_ANNOTATION, INDEX_LABEL, JOB_LABEL,
-    NODE_ANNOTATION, TASK_LABEL,
+    CHECKPOINT_REQUESTED, GPU_ASSIGNMENT_ANNOTATION, GPU_SHARE_ANNOTATION, GPUS_ANNOTATION,
+    INDEX_LABEL, JOB_LABEL, NODE_ANNOTATION, TASK_LABEL,
 };
+use crate::api::trainingjob::GpuAssignment;
 use crate::sched::ReplicaPlacement;
 
 /// Pod annotation: the replica's global rank.
@@ -41,11 +42,16 @@ pub const CHECKPOINT_DIR: &str = "/etc/kubetrain";
 /// How the scheduler's GPU choice reaches the container.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum GpuBinding {
+    /// The way the cluster hands GPUs out, node by node: where the node advertises
+    /// `nvidia.com/gpu` (a device plugin runs there), `device-plugin`; elsewhere
+    /// `visible-devices`. Shares always go by `visible-devices` (a device plugin cannot split
+    /// a GPU).
+    #[default]
+    Auto,
     /// HiveD-style: `nvidia.com/gpu` requests are removed and `NVIDIA_VISIBLE_DEVICES` is set
     /// from the `kubetrain.io/gpus` annotation through the downward API, so the container gets
     /// exactly the GPUs the topology-aware placement chose. Needs the NVIDIA container runtime
     /// (it honours `NVIDIA_VISIBLE_DEVICES`) and no device plugin competing for the GPUs.
-    #[default]
     VisibleDevices,
     /// `nvidia.com/gpu` requests are kept for the NVIDIA device plugin, which picks the GPU
     /// indices itself; kubetrain still chooses the node and counts GPUs, and the annotation is
@@ -206,13 +212,15 @@ fn node_and_local_ranks(placement: &[ReplicaPlacement]) -> Vec<(u32, u32)> {
     out
 }
 
-/// The pods of a gang, one per placed replica, in placement order.
+/// The pods of a gang, one per placed replica, in placement order. `advertises_gpus` tells
+/// whether a node advertises `nvidia.com/gpu` (for [`GpuBinding::Auto`]).
 pub fn gang_pods(
     job: &TrainingJob,
     placement: &[ReplicaPlacement],
     bonus: bool,
     attempt: i32,
     settings: &PodSettings,
+    advertises_gpus: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<Pod>, PodError> {
     let ns = job.namespace().ok_or(PodError::NoNamespace)?;
     let name = job.name_any();
@@ -256,8 +264,22 @@ pub fn gang_pods(
                 task: task.name.clone(),
                 error: e.to_string(),
             })?;
+            let device_plugin = p.share.is_none()
+                && match settings.gpu_binding {
+                    GpuBinding::VisibleDevices => false,
+                    GpuBinding::DevicePlugin => true,
+                    GpuBinding::Auto => advertises_gpus(&p.node),
+                };
             Ok(replica_pod(
-                job, &template, p, bonus, attempt, world, common_env, settings,
+                job,
+                &template,
+                p,
+                bonus,
+                attempt,
+                world,
+                common_env,
+                settings,
+                device_plugin,
             ))
         })
         .collect()
@@ -273,6 +295,7 @@ fn replica_pod(
     world: usize,
     common_env: Vec<EnvVar>,
     settings: &PodSettings,
+    device_plugin: bool,
 ) -> Pod {
     let name = job.name_any();
     let mut meta = template.metadata.clone().unwrap_or_default();
@@ -299,6 +322,14 @@ fn replica_pod(
     ann.insert(GANG_SIZE_ANNOTATION.into(), world.to_string());
     if let Some(share) = p.share {
         ann.insert(GPU_SHARE_ANNOTATION.into(), share.0.to_string());
+    }
+    if !p.gpus.is_empty() {
+        let by = if device_plugin {
+            GpuAssignment::DevicePlugin
+        } else {
+            GpuAssignment::Kubetrain
+        };
+        ann.insert(GPU_ASSIGNMENT_ANNOTATION.into(), by.as_str().into());
     }
 
     ann.insert(NODE_ANNOTATION.into(), p.node.clone());
@@ -336,7 +367,7 @@ fn replica_pod(
             volume,
             uses_gpu,
             p.share.is_some(),
-            settings,
+            !device_plugin,
         );
     }
     Pod {
@@ -380,7 +411,7 @@ fn prepare_container(
     volume: &str,
     uses_gpu: bool,
     shared: bool,
-    settings: &PodSettings,
+    visible_devices: bool,
 ) {
     let env = c.env.get_or_insert_with(Vec::new);
     env.retain(|e| !common_env.iter().any(|x| x.name == e.name));
@@ -391,8 +422,7 @@ fn prepare_container(
             GPU_SHARE_ANNOTATION,
         ));
     }
-    let strip_gpu_requests = settings.gpu_binding == GpuBinding::VisibleDevices || shared;
-    if strip_gpu_requests {
+    if visible_devices {
         if let Some(r) = c.resources.as_mut() {
             r.limits.as_mut().map(|l| l.remove(GPU_RESOURCE));
             r.requests.as_mut().map(|l| l.remove(GPU_RESOURCE));
@@ -506,7 +536,7 @@ mod tests {
             binding: Binding::Direct,
             ..Default::default()
         };
-        let pods = gang_pods(&job(), &placement, true, 3, &direct).expect("pods");
+        let pods = gang_pods(&job(), &placement, true, 3, &direct, &|_| false).expect("pods");
         assert_eq!(pods.len(), 2);
         let p0 = &pods[0];
         assert_eq!(p0.metadata.name.as_deref(), Some("llm-worker-0"));
@@ -550,7 +580,10 @@ mod tests {
                 {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
                 {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}]}}});
         let placement = vec![placed(0, 0, "n2", &[0, 1]), placed(1, 1, "n2", &[2, 3])];
-        let pods = gang_pods(&j, &placement, false, 0, &PodSettings::default()).expect("pods");
+        let pods = gang_pods(&j, &placement, false, 0, &PodSettings::default(), &|_| {
+            false
+        })
+        .expect("pods");
         let spec = pods[0].spec.as_ref().expect("spec");
         assert_eq!(spec.node_name, None);
         let terms = &spec
@@ -578,7 +611,15 @@ mod tests {
         }
         // Counted on the chosen node before it is bound.
         assert_eq!(placement_of(&pods[0]), Some(placement[0].clone()));
-        let plain = gang_pods(&job(), &placement, false, 0, &PodSettings::default()).expect("pods");
+        let plain = gang_pods(
+            &job(),
+            &placement,
+            false,
+            0,
+            &PodSettings::default(),
+            &|_| false,
+        )
+        .expect("pods");
         let terms = &plain[0]
             .spec
             .as_ref()
@@ -597,6 +638,46 @@ mod tests {
         assert_eq!(terms[0].match_expressions, None);
     }
 
+    /// By default each node decides: where it advertises `nvidia.com/gpu` the device plugin
+    /// assigns the GPUs (requests kept), elsewhere kubetrain's choice goes by
+    /// `NVIDIA_VISIBLE_DEVICES`; the pod says which.
+    #[test]
+    fn auto_binding_follows_what_each_node_advertises() {
+        let placement = vec![
+            placed(0, 0, "plugin", &[0, 1]),
+            placed(1, 1, "bare", &[0, 1]),
+        ];
+        let pods = gang_pods(
+            &job(),
+            &placement,
+            false,
+            0,
+            &PodSettings::default(),
+            &|n| n == "plugin",
+        )
+        .expect("pods");
+        let gpu_limit = |p: &Pod| {
+            p.spec.as_ref().unwrap().containers[0]
+                .resources
+                .as_ref()
+                .and_then(|r| r.limits.as_ref())
+                .is_some_and(|l| l.contains_key(GPU_RESOURCE))
+        };
+        let by = |p: &Pod| p.annotations().get(GPU_ASSIGNMENT_ANNOTATION).cloned();
+        assert!(gpu_limit(&pods[0]));
+        assert_eq!(by(&pods[0]).as_deref(), Some("device-plugin"));
+        assert!(
+            !env_of(&pods[0].spec.as_ref().unwrap().containers[0])
+                .contains_key("NVIDIA_VISIBLE_DEVICES")
+        );
+        assert!(!gpu_limit(&pods[1]));
+        assert_eq!(by(&pods[1]).as_deref(), Some("kubetrain"));
+        assert!(
+            env_of(&pods[1].spec.as_ref().unwrap().containers[0])
+                .contains_key("NVIDIA_VISIBLE_DEVICES")
+        );
+    }
+
     #[test]
     fn device_plugin_binding_keeps_gpu_requests() {
         let settings = PodSettings {
@@ -609,6 +690,7 @@ mod tests {
             false,
             0,
             &settings,
+            &|_| false,
         )
         .expect("pods");
         let c = &pods[1].spec.as_ref().expect("spec").containers[0];

@@ -234,12 +234,22 @@ async fn admit(
         .namespace()
         .ok_or_else(|| AdmitError::Gone(key.clone()))?;
     let attempt = job_attempt(job);
+    // A node advertising `nvidia.com/gpu` runs a device plugin (for `--gpu-binding auto`).
+    let advertises_gpus = |node: &str| {
+        ctx.stores
+            .nodes
+            .get(&ObjectRef::new(node))
+            .and_then(|n| n.status.clone())
+            .and_then(|s| s.allocatable)
+            .is_some_and(|a| a.contains_key(super::resources::GPU_RESOURCE))
+    };
     let pods = gang_pods(
         job,
         &admission.placement,
         admission.bonus,
         attempt,
         &ctx.settings.pods,
+        &advertises_gpus,
     )?;
     ctx.state().inflight.insert(
         key.clone(),

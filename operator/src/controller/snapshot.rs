@@ -135,7 +135,12 @@ fn node_model(node: &Node, foreign: sched::Resources, held: Vec<sched::Held>) ->
     let alloc = node.status.as_ref().and_then(|s| s.allocatable.as_ref());
     let get = |k: &str| alloc.and_then(|a| a.get(k));
     let topo = node_topology(node);
-    let gpus = get(GPU_RESOURCE).and_then(|q| whole(q).ok()).unwrap_or(0) as u32;
+    // The device plugin's count where one runs; without one (`NVIDIA_VISIBLE_DEVICES`
+    // binding), the GPUs the node labeler found.
+    let gpus = match get(GPU_RESOURCE) {
+        Some(q) => whole(q).unwrap_or(0) as u32,
+        None => topo.as_ref().map_or(0, |t| t.gpus.len() as u32),
+    };
     let mut unhealthy = Vec::new();
     let mut groups = Vec::new();
     let mut rack = node.labels().get(RACK_LABEL).cloned();
@@ -592,6 +597,40 @@ mod tests {
         ];
         // GPUs held (0: a share of one GPU), fractional?, terminating?
         (state, 0u32..4, any::<bool>(), any::<bool>())
+    }
+
+    /// Without a device plugin (no `nvidia.com/gpu` in allocatable, the
+    /// `NVIDIA_VISIBLE_DEVICES` setup) the GPUs are those the labeler published; where the
+    /// plugin advertises the resource, its count wins, even 0.
+    #[test]
+    fn gpus_come_from_the_device_plugin_or_else_the_labeler() {
+        let topo = serde_json::to_string(&NodeTopology {
+            version: crate::api::topology::TOPOLOGY_VERSION,
+            gpus: (0..4)
+                .map(|i| crate::api::topology::GpuInfo {
+                    index: i,
+                    healthy: true,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        })
+        .expect("json");
+        let node = |alloc: serde_json::Value| -> Node {
+            serde_json::from_value(json!({
+                "metadata": {"name": "n0", "annotations": {TOPOLOGY_ANNOTATION: topo}},
+                "status": {"allocatable": alloc}
+            }))
+            .expect("node")
+        };
+        let bare = node_model(&node(json!({"cpu": "8"})), Default::default(), vec![]);
+        assert_eq!(bare.allocatable.gpus, 4);
+        let plugin = node_model(
+            &node(json!({"cpu": "8", "nvidia.com/gpu": "0"})),
+            Default::default(),
+            vec![],
+        );
+        assert_eq!(plugin.allocatable.gpus, 0);
     }
 
     proptest! {

@@ -27,9 +27,12 @@ use super::snapshot::{is_active, job_key, node_topology};
 use super::status;
 use super::validate::{effective_priority, effective_queue, validate};
 use crate::api::annotations::{
-    CHECKPOINT_DONE, CHECKPOINT_REQUESTED, NODE_ANNOTATION, PREEMPTION_REASON,
+    CHECKPOINT_DONE, CHECKPOINT_REQUESTED, GPU_ASSIGNMENT_ANNOTATION, NODE_ANNOTATION,
+    PREEMPTION_REASON,
 };
-use crate::api::trainingjob::{PreemptionOutcome, PreemptionRecord, RefusedNode, ReplicaPlacement};
+use crate::api::trainingjob::{
+    GpuAssignment, PreemptionOutcome, PreemptionRecord, RefusedNode, ReplicaPlacement,
+};
 use crate::api::{Phase, TrainingJob, TrainingJobStatus};
 
 #[derive(Debug, thiserror::Error)]
@@ -857,14 +860,18 @@ fn step(
 fn placements(pods: &[&Arc<Pod>]) -> Vec<ReplicaPlacement> {
     let mut out: Vec<ReplicaPlacement> = pods
         .iter()
-        .filter_map(|p| placement_of(p))
-        .map(|p| ReplicaPlacement {
+        .filter_map(|pod| Some((placement_of(pod)?, pod)))
+        .map(|(p, pod)| ReplicaPlacement {
             task: p.task,
             index: p.index as i32,
             rank: p.rank as i32,
             node: p.node,
             gpus: p.gpus.iter().map(|g| g.0 as i32).collect(),
             gpu_share: p.share.map(|s| s.0 as i32),
+            gpus_assigned_by: pod
+                .annotations()
+                .get(GPU_ASSIGNMENT_ANNOTATION)
+                .and_then(|a| GpuAssignment::parse(a)),
         })
         .collect();
     out.sort_by_key(|p| p.rank);
