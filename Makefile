@@ -54,6 +54,7 @@ bench:
 	./target/release/kubetrain-sim bench --traces ../shared/traces --out target/sim
 	bash e2e/scripts/install-control-plane.sh >/dev/null
 	$(CARGO) test --release -p kubetrain-e2e --test throughput -- --ignored --nocapture --test-threads 1
+	KUBETRAIN_BINDING=direct $(CARGO) test --release -p kubetrain-e2e --test throughput -- --ignored --nocapture --test-threads 1 submit_to_bound
 
 ## bench-docs: full simulator benchmarks; rewrites docs/benchmarks.md and docs/img/*.svg
 bench-docs:

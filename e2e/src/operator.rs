@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use kubetrain::controller::context::Settings;
 use kubetrain::controller::leader::LeaderSettings;
+use kubetrain::controller::pods::Binding;
 use kubetrain::controller::{self, Config};
 
 use crate::ControlPlane;
@@ -17,15 +18,19 @@ pub struct Operator {
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
-/// Settings for tests: quick resync, no HTTP endpoint.
+/// Settings for tests: quick resync, no HTTP endpoint; the binding mode of
+/// `KUBETRAIN_BINDING` (`scheduler`, the default, or `direct`), as the operator's flag reads
+/// it, so the benchmarks can measure both.
 pub fn test_config(identity: &str) -> Config {
+    let mut settings = Settings {
+        resync: Duration::from_secs(1),
+        debounce: Duration::from_millis(50),
+        incomplete_gang_timeout: Duration::from_secs(5),
+        ..Settings::default()
+    };
+    settings.pods.binding = binding();
     Config {
-        settings: Settings {
-            resync: Duration::from_secs(1),
-            debounce: Duration::from_millis(50),
-            incomplete_gang_timeout: Duration::from_secs(5),
-            ..Settings::default()
-        },
+        settings,
         leader: LeaderSettings {
             namespace: "default".into(),
             name: "kubetrain-operator".into(),
@@ -34,6 +39,14 @@ pub fn test_config(identity: &str) -> Config {
             renew: Duration::from_secs(1),
         },
         http: None,
+    }
+}
+
+/// The binding mode the tests run the operator with.
+pub fn binding() -> Binding {
+    match std::env::var("KUBETRAIN_BINDING").as_deref() {
+        Ok("direct") => Binding::Direct,
+        _ => Binding::Scheduler,
     }
 }
 

@@ -350,11 +350,11 @@ async fn unhealthy_gpu_restarts_the_job_without_counting_a_retry() {
         .set_gpu_unhealthy(&node, gpu, "XID 79")
         .await
         .expect("fault injected");
-    // Not the user's fault: restarted elsewhere on healthy GPUs, retries untouched, even
-    // with maxRetries 0.
+    // Not the user's fault: asked to checkpoint while it still can, then restarted on
+    // healthy GPUs as a preemption, retries untouched, even with maxRetries 0.
     let deadline = Instant::now() + T;
     loop {
-        let infra = s.job_status("victim", "{.status.infrastructureRetries}");
+        let infra = s.job_status("victim", "{.status.preemptions}");
         let phase = s.job_status("victim", "{.status.phase}");
         let gpus = s.job_status("victim", "{.status.placement[0].gpus[*]}");
         if infra == "1"
@@ -372,10 +372,16 @@ async fn unhealthy_gpu_restarts_the_job_without_counting_a_retry() {
     }
     assert_eq!(s.job_status("victim", "{.status.retries}"), "0");
     assert_eq!(before, s.job_status("victim", "{.metadata.uid}"));
+    let events = s.events("victim");
     assert!(
-        s.event_reasons("victim")
+        events
             .iter()
-            .any(|e| e == "InfrastructureFailure")
+            .any(|(r, m)| r == "Preempting" && m.contains(&format!("GPU {gpu} of node {node}"))),
+        "{events:?}"
+    );
+    assert_eq!(
+        s.job_status("victim", "{.status.lastPreemption.reason}"),
+        "UnhealthyGpu"
     );
     s.finish().await;
 }

@@ -230,7 +230,8 @@ async fn submit_to_bound_throughput() {
     tokio::time::sleep(Duration::from_secs(3)).await;
     let writes = writes_per_job(&writes_before, &api_writes(&s), jobs);
     let line = format!(
-        "throughput: {nodes} nodes, {jobs} 1-GPU jobs{}: submitted in {submit_secs:.1}s, all bound in {total:.1}s; {:.0} jobs admitted/s = pods bound/s; submit→bound p50 {:.2}s p99 {:.2}s; test-process RSS {rss:.0} MiB (peak {hwm:.0} MiB, {rss_before:.0} MiB before submitting); {} profile",
+        "throughput ({:?} binding): {nodes} nodes, {jobs} 1-GPU jobs{}: submitted in {submit_secs:.1}s, all bound in {total:.1}s; {:.0} jobs admitted/s = pods bound/s; submit→bound p50 {:.2}s p99 {:.2}s; test-process RSS {rss:.0} MiB (peak {hwm:.0} MiB, {rss_before:.0} MiB before submitting); {} profile",
+        kubetrain_e2e::operator::binding(),
         run_seconds.map_or(String::new(), |r| format!(" running {r}s each")),
         bound.len() as f64 / total,
         pct(&lat, 0.5),

@@ -417,6 +417,11 @@ async fn request_checkpoint(ctx: &Arc<Context>, job: &Arc<TrainingJob>, p: &sche
                     "Drain: {} is being drained; asked to checkpoint within {} s; the job then returns to its queue, keeping its place, and the drain can finish.",
                     p.beneficiary, job.spec.checkpoint.grace_period_seconds
                 )
+            } else if p.reason == sched::PreemptionReason::UnhealthyGpu {
+                format!(
+                    "UnhealthyGpu: {} turned unhealthy; asked to checkpoint within {} s; the job then returns to its queue, keeping its place, and runs again on healthy GPUs.",
+                    p.beneficiary, job.spec.checkpoint.grace_period_seconds
+                )
             } else {
                 format!(
                     "{} preemption for {}: asked to checkpoint within {} s; the job then returns to its queue, keeping its place.",

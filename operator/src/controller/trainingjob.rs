@@ -158,14 +158,45 @@ fn node_state(ctx: &Context, name: &str) -> NodeState {
     }
 }
 
-/// An infrastructure problem under a running pod: its node gone or NotReady, or one of its
-/// GPUs unhealthy.
+/// The first GPU under the pod that the node labeler reports unhealthy.
+fn unhealthy_gpu(ctx: &Context, pod: &Pod) -> Option<(u32, String)> {
+    let p = placement_of(pod)?;
+    let NodeState::Up(node) = node_state(ctx, &p.node) else {
+        return None;
+    };
+    let topo = node_topology(&node)?;
+    let bad: BTreeSet<u32> = topo
+        .gpus
+        .iter()
+        .filter(|g| !g.healthy)
+        .map(|g| g.index)
+        .collect();
+    p.gpus
+        .iter()
+        .find(|g| bad.contains(&g.0))
+        .map(|g| (g.0, p.node.clone()))
+}
+
+/// A replica that failed on a GPU the labeler reports unhealthy failed because of the GPU
+/// (an XID error kills the process): not the job's fault.
+fn blame_sick_gpu(ctx: &Context, pod: &Pod, f: Failure) -> Failure {
+    match (&f, unhealthy_gpu(ctx, pod)) {
+        (Failure::Replica { pod: name, reason }, Some((gpu, node))) => Failure::Infrastructure {
+            pod: name.clone(),
+            reason: format!("{reason}, on GPU {gpu} of node {node}, which turned unhealthy"),
+        },
+        _ => f,
+    }
+}
+
+/// An infrastructure problem under a running pod: its node gone or NotReady. (A GPU turned
+/// unhealthy under a running pod is a preemption with a checkpoint, decided by the core.)
 fn infrastructure_failure(ctx: &Context, pods: &[Arc<Pod>]) -> Option<Failure> {
     for pod in pods.iter().filter(|p| is_active(p)) {
         let Some(node_name) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) else {
             continue;
         };
-        let node = match node_state(ctx, &node_name) {
+        match node_state(ctx, &node_name) {
             NodeState::Gone => {
                 return Some(Failure::Infrastructure {
                     pod: pod.name_any(),
@@ -178,21 +209,7 @@ fn infrastructure_failure(ctx: &Context, pods: &[Arc<Pod>]) -> Option<Failure> {
                     reason: format!("node {node_name} is not ready"),
                 });
             }
-            NodeState::Up(node) => node,
-        };
-        if let (Some(topo), Some(p)) = (node_topology(&node), placement_of(pod)) {
-            let bad: BTreeSet<u32> = topo
-                .gpus
-                .iter()
-                .filter(|g| !g.healthy)
-                .map(|g| g.index)
-                .collect();
-            if let Some(g) = p.gpus.iter().find(|g| bad.contains(&g.0)) {
-                return Some(Failure::Infrastructure {
-                    pod: pod.name_any(),
-                    reason: format!("GPU {} on node {node_name} turned unhealthy", g.0),
-                });
-            }
+            NodeState::Up(_) => {}
         }
     }
     None
@@ -781,7 +798,7 @@ fn step(
             let missing = expected.iter().find(|n| !by_name.contains_key(*n));
             let failure = present
                 .iter()
-                .find_map(|p| pod_failure(p))
+                .find_map(|p| pod_failure(p).map(|f| blame_sick_gpu(ctx, p, f)))
                 .or_else(|| {
                     missing.map(|m| Failure::Infrastructure {
                         pod: m.clone(),

@@ -686,25 +686,19 @@ impl<'a> Cycle<'a> {
         });
     }
 
-    /// Every job with a replica on a draining node checkpoints and leaves, whatever its
-    /// minimum runtime: a drain waits for nobody's guarantee. Its usage is uncharged and its
-    /// capacity counts as leaving, like any victim's.
+    /// Every job with a replica on a draining node, or on a GPU turned unhealthy, checkpoints
+    /// and leaves, whatever its minimum runtime: a drain waits for nobody's guarantee, and a
+    /// sick GPU may not last. Its usage is uncharged and its capacity counts as leaving, like
+    /// any victim's.
     fn drain(&mut self) {
         for i in 0..self.runs.len() {
             let r = &self.runs[i];
             if r.gone {
                 continue;
             }
-            let Some(&n) = r
-                .nodes
-                .iter()
-                .find(|&&n| self.snap.nodes[self.c.nodes[n as usize].src as usize].draining)
-            else {
+            let Some((reason, beneficiary)) = self.must_leave(r) else {
                 continue;
             };
-            let node = self.snap.nodes[self.c.nodes[n as usize].src as usize]
-                .name
-                .clone();
             if let Some(q) = r.queue {
                 self.t.charge(
                     q,
@@ -719,12 +713,31 @@ impl<'a> Cycle<'a> {
             self.runs[i].gone = true;
             let r = &self.runs[i];
             self.out.preemptions.push(Preemption {
-                beneficiary: format!("node {node}"),
-                reason: PreemptionReason::Drain,
+                beneficiary,
+                reason,
                 victims: vec![self.snap.jobs[r.job].id.clone()],
                 lost_gpu_seconds: r.lost,
             });
         }
+    }
+
+    /// Why a running job must leave where it runs, and what makes it (see [`Self::drain`]).
+    fn must_leave(&self, r: &RunInfo) -> Option<(PreemptionReason, String)> {
+        let node = |n: NodeIdx| &self.snap.nodes[self.c.nodes[n as usize].src as usize];
+        if let Some(&n) = r.nodes.iter().find(|&&n| node(n).draining) {
+            return Some((PreemptionReason::Drain, format!("node {}", node(n).name)));
+        }
+        r.takes.iter().find_map(|(n, gpus, _, _)| {
+            let ledgers = &self.c.nodes[*n as usize].gpus;
+            gpus.iter()
+                .find(|(g, _)| ledgers.get(usize::from(*g)).is_some_and(|l| l.cap == 0))
+                .map(|(g, _)| {
+                    (
+                        PreemptionReason::UnhealthyGpu,
+                        format!("GPU {g} of node {}", node(*n).name),
+                    )
+                })
+        })
     }
 
     /// Preempt `victims` for `job`: their usage is uncharged and the preemption recorded.
@@ -769,7 +782,9 @@ impl<'a> Cycle<'a> {
         let job = &self.snap.jobs[p.job];
         let marker = match reason {
             PreemptionReason::Reclaim => p.vc,
-            PreemptionReason::Priority | PreemptionReason::Drain => usize::MAX - p.queue,
+            PreemptionReason::Priority
+            | PreemptionReason::Drain
+            | PreemptionReason::UnhealthyGpu => usize::MAX - p.queue,
         };
         let memo = (
             marker,
@@ -784,8 +799,8 @@ impl<'a> Cycle<'a> {
         let eligible = move |r: &RunInfo| match reason {
             PreemptionReason::Reclaim => r.bonus && r.vc.is_some() && r.vc != Some(vc),
             PreemptionReason::Priority => r.queue == Some(queue) && r.priority < prio,
-            // Drains are decided in `drain`, never planned for a pending job.
-            PreemptionReason::Drain => false,
+            // Decided in `drain`, never planned for a pending job.
+            PreemptionReason::Drain | PreemptionReason::UnhealthyGpu => false,
         };
         let victims = self.opts.victims;
         match reclaim::plan(

@@ -68,6 +68,9 @@ pub enum PreemptionReason {
     /// A node under the job is being drained (cordoned while Ready): the job checkpoints and
     /// leaves so the drain can finish, and returns to its queue.
     Drain,
+    /// A GPU under the job turned unhealthy (the node labeler's report): the job checkpoints
+    /// and leaves while it still can, and runs again on healthy GPUs.
+    UnhealthyGpu,
 }
 
 impl fmt::Display for PreemptionReason {
@@ -76,6 +79,7 @@ impl fmt::Display for PreemptionReason {
             PreemptionReason::Reclaim => "Reclaim",
             PreemptionReason::Priority => "Priority",
             PreemptionReason::Drain => "Drain",
+            PreemptionReason::UnhealthyGpu => "UnhealthyGpu",
         })
     }
 }
@@ -83,7 +87,8 @@ impl fmt::Display for PreemptionReason {
 /// Victims to checkpoint and stop so that `beneficiary` fits.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Preemption {
-    /// The job that needs the GPUs; for a drain, `node <name>`.
+    /// The job that needs the GPUs; for a drain `node <name>`, for an unhealthy GPU
+    /// `GPU <index> of node <name>`.
     pub beneficiary: String,
     pub reason: PreemptionReason,
     pub victims: Vec<String>,

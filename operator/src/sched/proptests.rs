@@ -467,6 +467,12 @@ fn check_invariants(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
     let mut once = BTreeSet::new();
     for p in &d.preemptions {
         prop_assert!(!p.victims.is_empty());
+        if matches!(
+            p.reason,
+            PreemptionReason::Drain | PreemptionReason::UnhealthyGpu
+        ) {
+            continue; // no beneficiary job: a node or a GPU
+        }
         let b = jobs[p.beneficiary.as_str()];
         prop_assert!(b.running.is_none());
         for v in &p.victims {
@@ -491,7 +497,7 @@ fn check_invariants(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
                     prop_assert_eq!(&vj.queue, &b.queue);
                     prop_assert!(vj.priority < b.priority);
                 }
-                PreemptionReason::Drain => {}
+                PreemptionReason::Drain | PreemptionReason::UnhealthyGpu => {}
             }
         }
         let waits = matches!(

@@ -1322,3 +1322,37 @@ fn waiting_jobs_get_their_place_in_queue() {
         );
     }
 }
+
+/// A GPU the labeler reports unhealthy under a running job: the job is asked to checkpoint
+/// and leave (reason `UnhealthyGpu`) while it still can; a job on healthy GPUs of the same
+/// node stays.
+#[test]
+fn a_job_on_a_sick_gpu_checkpoints_and_leaves() {
+    let mut n0 = node("n0", "A100", 8, None);
+    n0.unhealthy_gpus.push(GpuIndex(2));
+    let sick = run(
+        job("t/sick", "q", 1, 4),
+        &[("n0", &[0, 1, 2, 3])],
+        false,
+        0,
+        None,
+    );
+    let fine = run(
+        job("t/fine", "q", 1, 4),
+        &[("n0", &[4, 5, 6, 7])],
+        false,
+        0,
+        None,
+    );
+    let d = schedule(&snapshot(
+        100,
+        vec![n0],
+        vec![vc("t", "A100", 8)],
+        vec![queue("q", "t")],
+        vec![sick, fine],
+    ));
+    assert_eq!(d.preemptions.len(), 1, "{:?}", d.preemptions);
+    assert_eq!(d.preemptions[0].reason, PreemptionReason::UnhealthyGpu);
+    assert_eq!(d.preemptions[0].victims, ["t/sick"]);
+    assert_eq!(d.preemptions[0].beneficiary, "GPU 2 of node n0");
+}
