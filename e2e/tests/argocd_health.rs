@@ -1,4 +1,5 @@
-//! The Argo CD health checks in `config/argocd/` run in Lua 5.1 (Argo CD's gopher-lua is a
+//! The Argo CD health checks (`charts/kubetrain/files/argocd/`, the one copy that the chart
+//! and `config/argocd/argocd-cm.yaml` carry) run in Lua 5.1 (Argo CD's gopher-lua is a
 //! Lua 5.1) against sample TrainingJobs, Queues and VirtualClusters whose statuses are built
 //! from the operator's own status types, so a renamed status field breaks this test. The
 //! `argocd-cm.yaml` snippet must carry the scripts verbatim.
@@ -10,7 +11,7 @@ use mlua::{Lua, Value as LuaValue};
 use serde_json::{Value, json};
 
 fn script(file: &str) -> String {
-    let path = repo_root().join("config/argocd").join(file);
+    let path = repo_root().join("charts/kubetrain/files/argocd").join(file);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
