@@ -39,16 +39,9 @@ if [ "$(cat "$BIN/.stamp" 2>/dev/null)" = "$stamp" ]; then
   if [ "$ok" = 1 ]; then echo "$CACHE"; exit 0; fi
 fi
 
-# Go: the machine's go when it is there, else Debian's. go.mod names the Go the release
-# needs; an older go fetches that toolchain through the module proxy by itself.
-if ! command -v go >/dev/null; then
-  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
-  log "apt-get install golang-go"
-  $SUDO apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends golang-go >&2
-fi
-export GOTOOLCHAIN=${GOTOOLCHAIN:-auto} CGO_ENABLED=0 GOFLAGS=-mod=readonly
-[ "$GOTOOLCHAIN" != local ] || export GOTOOLCHAIN=auto
+# shellcheck source=lib-go.sh
+. "$here/lib-go.sh"
+ensure_go
 
 log "building Kubernetes $K8S_VERSION and etcd from their Go modules into $BIN (once; about 15 minutes on 2 cores)"
 start=$(date +%s)

@@ -31,16 +31,9 @@ if [ "$(cat "$BIN/.stamp-helm" 2>/dev/null)" = "$stamp" ] && [ -x "$BIN/helm" ];
   exit 0
 fi
 
-# Go: as in install-control-plane.sh, the machine's go, else Debian's; go.mod names the Go
-# it needs and an older go fetches that toolchain through the module proxy.
-if ! command -v go >/dev/null; then
-  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
-  log "apt-get install golang-go"
-  $SUDO apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends golang-go >&2
-fi
-export GOTOOLCHAIN=${GOTOOLCHAIN:-auto} CGO_ENABLED=0 GOFLAGS=-mod=readonly
-[ "$GOTOOLCHAIN" != local ] || export GOTOOLCHAIN=auto
+# shellcheck source=lib-go.sh
+. "$here/lib-go.sh"
+ensure_go
 
 log "building helm $HELM_VERSION from its Go module into $BIN (once; a few minutes on 2 cores)"
 start=$(date +%s)
