@@ -112,15 +112,19 @@ pub fn node_draining(node: &Node) -> bool {
         .as_ref()
         .and_then(|s| s.unschedulable)
         .unwrap_or(false);
-    let lost = node
-        .spec
+    cordoned && !node_lost(node) && node_ready(node)
+}
+
+/// The node lifecycle controller gave up on the node (`not-ready`, `unreachable`, ... with
+/// effect NoExecute): its kubelet cannot be trusted to act.
+pub fn node_lost(node: &Node) -> bool {
+    node.spec
         .as_ref()
         .and_then(|s| s.taints.as_ref())
         .is_some_and(|ts| {
             ts.iter()
                 .any(|t| t.effect == "NoExecute" && t.key.starts_with("node.kubernetes.io/"))
-        });
-    cordoned && !lost && node_ready(node)
+        })
 }
 
 /// Whether the node's Ready condition is True.

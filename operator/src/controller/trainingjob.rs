@@ -143,15 +143,7 @@ fn node_state(ctx: &Context, name: &str) -> NodeState {
     let Some(node) = ctx.stores.nodes.get(&key) else {
         return NodeState::Gone;
     };
-    let lost = node
-        .spec
-        .as_ref()
-        .and_then(|s| s.taints.as_ref())
-        .is_some_and(|ts| {
-            ts.iter()
-                .any(|t| t.effect == "NoExecute" && t.key.starts_with("node.kubernetes.io/"))
-        });
-    if lost {
+    if super::snapshot::node_lost(&node) {
         NodeState::Lost
     } else {
         NodeState::Up(node)
