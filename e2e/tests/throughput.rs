@@ -6,7 +6,11 @@
 //! bound within 600 s, or a fifth of a second per job when that is longer.
 //!
 //! `submit_to_bound_throughput` prints jobs admitted per second, pods bound per second and
-//! submit → bound p50/p99; `reclaim_latency` fills every GPU with bonus (borrowed) jobs and
+//! submit → bound p50/p99 (in the binding mode of `KUBETRAIN_BINDING`); beside it, on the same
+//! control plane and the same kind of simulated nodes, `stock_jobs_throughput` does the same
+//! for batch/v1 Jobs through the job controller and kube-scheduler (no operator in the
+//! process), and `pinned_pods_bind_rate` measures how fast kube-scheduler binds pods already
+//! created pinned to a node (the ceiling of kubetrain's default binding mode); `reclaim_latency` fills every GPU with bonus (borrowed) jobs and
 //! times a guaranteed job's arrival → its victims asked to checkpoint → its pod bound (which
 //! the operator does only once the victims' pods are gone). Both print the resident memory
 //! of the test process (VmRSS, and its peak VmHWM), which runs the operator in-process
@@ -123,8 +127,9 @@ fn writes_per_job(
     format!("{total:.1} API writes per job ({})", rows.join(", "))
 }
 
-/// When a pod of each job was first seen, and when a checkpoint request first appeared, by
-/// job, from a watch of the namespace's kubetrain pods.
+/// When a pod of each job was first seen bound to a node (`spec.nodeName`, set at creation
+/// with `--binding direct`, by kube-scheduler's binding otherwise), and when a checkpoint
+/// request first appeared, by job, from a watch of the namespace's pods labelled `label`.
 #[derive(Default)]
 struct Seen {
     bound: BTreeMap<String, Instant>,
@@ -132,25 +137,29 @@ struct Seen {
 }
 
 fn watch_pods(pods: Api<Pod>) -> (Arc<Mutex<Seen>>, tokio::task::JoinHandle<()>) {
+    watch_bound(pods, "kubetrain.io/job")
+}
+
+fn watch_bound(
+    pods: Api<Pod>,
+    label: &'static str,
+) -> (Arc<Mutex<Seen>>, tokio::task::JoinHandle<()>) {
     let seen = Arc::new(Mutex::new(Seen::default()));
     let out = seen.clone();
     let task = tokio::spawn(async move {
-        let stream = watcher(pods, watcher::Config::default().labels("kubetrain.io/job"))
+        let stream = watcher(pods, watcher::Config::default().labels(label))
             .default_backoff()
             .applied_objects();
         futures::pin_mut!(stream);
         while let Some(Ok(p)) = stream.next().await {
             let now = Instant::now();
-            let Some(job) = p
-                .metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get("kubetrain.io/job"))
-            else {
+            let Some(job) = p.metadata.labels.as_ref().and_then(|l| l.get(label)) else {
                 continue;
             };
             let mut seen = out.lock().unwrap_or_else(|e| e.into_inner());
-            seen.bound.entry(job.clone()).or_insert(now);
+            if p.spec.as_ref().is_some_and(|s| s.node_name.is_some()) {
+                seen.bound.entry(job.clone()).or_insert(now);
+            }
             if p.metadata
                 .annotations
                 .as_ref()
@@ -327,5 +336,157 @@ async fn reclaim_latency() {
     s.timing(&line);
     println!("{line}");
     watch.abort();
+    s.finish().await;
+}
+
+/// Pods bound per second and submit → bound p50/p99, as one line for `make bench`.
+fn bound_line(
+    what: &str,
+    nodes: u32,
+    n: usize,
+    start: Instant,
+    submitted: &BTreeMap<String, Instant>,
+    bound: &BTreeMap<String, Instant>,
+    submit_secs: f64,
+) -> String {
+    let last = bound.values().max().copied().unwrap_or(start);
+    let total = last.duration_since(start).as_secs_f64();
+    let mut lat: Vec<f64> = bound
+        .iter()
+        .filter_map(|(j, b)| submitted.get(j).map(|s| b.duration_since(*s).as_secs_f64()))
+        .collect();
+    lat.sort_by(f64::total_cmp);
+    format!(
+        "{what}: {nodes} nodes, {n} pods: submitted in {submit_secs:.1}s, {} bound in {total:.1}s; {:.0} pods bound/s; submit→bound p50 {:.2}s p99 {:.2}s; {} profile",
+        bound.len(),
+        bound.len() as f64 / total,
+        pct(&lat, 0.5),
+        pct(&lat, 0.99),
+        profile(),
+    )
+}
+
+/// Waits until `n` entries are bound or the limit passes.
+async fn wait_bound(seen: &Arc<Mutex<Seen>>, n: usize, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while seen.lock().unwrap_or_else(|e| e.into_inner()).bound.len() < n
+        && Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Creates the objects, 32 at a time (the same client settings as for TrainingJobs: no QPS
+/// limit); returns when each was submitted, by name.
+async fn create_all<K>(api: &Api<K>, objects: Vec<K>) -> BTreeMap<String, Instant>
+where
+    K: kube::Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    futures::stream::iter(objects)
+        .map(|o| {
+            let api = api.clone();
+            async move {
+                let name = o.meta().name.clone().unwrap_or_default();
+                let at = Instant::now();
+                api.create(&PostParams::default(), &o)
+                    .await
+                    .expect("create");
+                (name, at)
+            }
+        })
+        .buffer_unordered(32)
+        .collect()
+        .await
+}
+
+/// The peer: batch/v1 Jobs of one 1-GPU pod each, through the pinned release's job
+/// controller and kube-scheduler, on the same simulated nodes; no kubetrain in the process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "benchmark: run by `make bench`"]
+async fn stock_jobs_throughput() {
+    let nodes = env("KUBETRAIN_BENCH_NODES", 100) as u32;
+    let jobs = env("KUBETRAIN_BENCH_JOBS", 1000);
+    let s = Scenario::without_operator("stockjobs", nodes, 8, (nodes / 20).max(1)).await;
+    let client = s.cp.client().await.expect("client");
+    let api: Api<k8s_openapi::api::batch::v1::Job> = Api::namespaced(client.clone(), &s.ns);
+    let (seen, watch) = watch_bound(Api::namespaced(client, &s.ns), "bench/job");
+    let manifests: Vec<k8s_openapi::api::batch::v1::Job> = (0..jobs)
+        .map(|i| {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": format!("j{i}")},
+                "spec": {"backoffLimit": 0, "template": {
+                    "metadata": {"labels": {"bench/job": format!("j{i}")}},
+                    "spec": {"restartPolicy": "Never", "containers": [{
+                        "name": "trainer", "image": "trainer:latest",
+                        "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}
+            }))
+            .expect("job")
+        })
+        .collect();
+    let start = Instant::now();
+    let submitted = create_all(&api, manifests).await;
+    let submit_secs = start.elapsed().as_secs_f64();
+    wait_bound(&seen, jobs, Duration::from_secs(600)).await;
+    let bound = seen.lock().unwrap_or_else(|e| e.into_inner()).bound.clone();
+    let line = bound_line(
+        "stock batch/v1 Jobs of one 1-GPU pod (job controller + kube-scheduler)",
+        nodes,
+        jobs,
+        start,
+        &submitted,
+        &bound,
+        submit_secs,
+    );
+    s.timing(&line);
+    println!("{line}");
+    watch.abort();
+    assert_eq!(bound.len(), jobs, "not every Job's pod was bound");
+    s.finish().await;
+}
+
+/// The ceiling of `--binding scheduler`: pods created already pinned to a node by a required
+/// affinity on `metadata.name`, as kubetrain creates them, bound by kube-scheduler alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "benchmark: run by `make bench`"]
+async fn pinned_pods_bind_rate() {
+    let nodes = env("KUBETRAIN_BENCH_NODES", 100) as u32;
+    let n = env("KUBETRAIN_BENCH_JOBS", 1000);
+    let s = Scenario::without_operator("pinned", nodes, 8, (nodes / 20).max(1)).await;
+    let names = s.sim.node_names();
+    let client = s.cp.client().await.expect("client");
+    let api: Api<Pod> = Api::namespaced(client.clone(), &s.ns);
+    let (seen, watch) = watch_bound(Api::namespaced(client, &s.ns), "bench/job");
+    let manifests: Vec<Pod> = (0..n)
+        .map(|i| {
+            let node = &names[i % names.len()];
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": format!("p{i}"), "labels": {"bench/job": format!("p{i}")}},
+                "spec": {"restartPolicy": "Never",
+                    "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [{"matchFields": [
+                            {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}},
+                    "containers": [{"name": "trainer", "image": "trainer:latest"}]}
+            }))
+            .expect("pod")
+        })
+        .collect();
+    let start = Instant::now();
+    let submitted = create_all(&api, manifests).await;
+    let submit_secs = start.elapsed().as_secs_f64();
+    wait_bound(&seen, n, Duration::from_secs(600)).await;
+    let bound = seen.lock().unwrap_or_else(|e| e.into_inner()).bound.clone();
+    let line = bound_line(
+        "pods pinned by node affinity, no GPU request (kube-scheduler only)",
+        nodes,
+        n,
+        start,
+        &submitted,
+        &bound,
+        submit_secs,
+    );
+    s.timing(&line);
+    println!("{line}");
+    watch.abort();
+    assert_eq!(bound.len(), n, "not every pinned pod was bound");
     s.finish().await;
 }
