@@ -10,6 +10,7 @@ pub mod annotations;
 pub mod common;
 pub mod node_labels;
 pub mod queue;
+pub mod reasons;
 pub mod topology;
 pub mod trainingjob;
 pub mod validation;

@@ -6,13 +6,14 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 /// status is unchanged. Returns whether the status changed (a transition worth an Event).
 pub fn set(
     conditions: &mut Vec<Condition>,
-    type_: &str,
+    type_: impl AsRef<str>,
     status: bool,
-    reason: &str,
+    reason: impl AsRef<str>,
     message: impl Into<String>,
     generation: Option<i64>,
     now: &Time,
 ) -> bool {
+    let (type_, reason) = (type_.as_ref(), reason.as_ref());
     let status = if status { "True" } else { "False" }.to_string();
     let message = message.into();
     match conditions.iter_mut().find(|c| c.type_ == type_) {
@@ -42,7 +43,8 @@ pub fn set(
 }
 
 /// Whether the condition of `type_` is present and True.
-pub fn is_true(conditions: &[Condition], type_: &str) -> bool {
+pub fn is_true(conditions: &[Condition], type_: impl AsRef<str>) -> bool {
+    let type_ = type_.as_ref();
     conditions
         .iter()
         .any(|c| c.type_ == type_ && c.status == "True")

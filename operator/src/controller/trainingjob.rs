@@ -30,6 +30,7 @@ use crate::api::annotations::{
     CHECKPOINT_DONE, CHECKPOINT_REQUESTED, GPU_ASSIGNMENT_ANNOTATION, NODE_ANNOTATION,
     PREEMPTION_REASON,
 };
+use crate::api::reasons::{ConditionType, EventReason, Reason};
 use crate::api::trainingjob::{
     GpuAssignment, PreemptionOutcome, PreemptionRecord, RefusedNode, ReplicaPlacement,
 };
@@ -280,15 +281,15 @@ fn roll_back(
     );
     conditions::set(
         &mut status.conditions,
-        "Running",
+        ConditionType::Running,
         false,
-        "SchedulerRejected",
+        Reason::SchedulerRejected,
         msg.clone(),
         generation,
         t,
     );
     status.message = Some(msg.clone());
-    fx.event(EventType::Warning, "SchedulerRejected", msg);
+    fx.event(EventType::Warning, EventReason::SchedulerRejected, msg);
 }
 
 /// What the reconcile decided besides the status.
@@ -304,12 +305,17 @@ struct Effects {
 }
 
 impl Effects {
-    fn event(&mut self, t: EventType, reason: &'static str, note: impl Into<String>) {
+    fn event(&mut self, t: EventType, reason: EventReason, note: impl Into<String>) {
+        self.event_named(t, reason.as_str(), note);
+    }
+    /// An event whose reason is named elsewhere (a validation reason).
+    fn event_named(&mut self, t: EventType, reason: &'static str, note: impl Into<String>) {
         self.events.push((t, reason, None, note.into()));
     }
     /// An event that must stay apart from earlier ones of its reason (each retry, each
     /// preemption): numbered by its occurrence.
-    fn event_nth(&mut self, t: EventType, reason: &'static str, n: i32, note: impl Into<String>) {
+    fn event_nth(&mut self, t: EventType, reason: EventReason, n: i32, note: impl Into<String>) {
+        let reason = reason.as_str();
         self.events
             .push((t, reason, Some(format!("{reason}{n}")), note.into()));
     }
@@ -509,7 +515,7 @@ fn step(
             if t.0 >= expires {
                 fx.event(
                     EventType::Normal,
-                    "Expired",
+                    EventReason::Expired,
                     format!("Deleted {ttl} s after it finished (ttlSecondsAfterFinished)."),
                 );
                 let api: Api<TrainingJob> =
@@ -533,7 +539,7 @@ fn step(
         Err(invalid) => {
             let changed = conditions::set(
                 &mut status.conditions,
-                "Valid",
+                ConditionType::Valid,
                 false,
                 invalid.reason(),
                 invalid.to_string(),
@@ -541,7 +547,7 @@ fn step(
                 t,
             );
             if changed {
-                fx.event(
+                fx.event_named(
                     EventType::Warning,
                     invalid.reason(),
                     format!("{invalid}. The job waits until a change fixes it."),
@@ -559,15 +565,19 @@ fn step(
         Ok(_) => {
             if conditions::set(
                 &mut status.conditions,
-                "Valid",
+                ConditionType::Valid,
                 true,
-                "Valid",
+                Reason::Valid,
                 "The job's references and templates are valid.",
                 generation,
                 t,
             ) && status.phase != Phase::Pending
             {
-                fx.event(EventType::Normal, "Valid", "The job is valid again.");
+                fx.event(
+                    EventType::Normal,
+                    EventReason::Valid,
+                    "The job is valid again.",
+                );
             }
         }
     }
@@ -575,7 +585,7 @@ fn step(
     // The scheduler may admit a valid job before its first status write (its pods are here):
     // it went through the queue all the same.
     if status.phase == Phase::Pending
-        && (conditions::is_true(&status.conditions, "Valid") || !present.is_empty())
+        && (conditions::is_true(&status.conditions, ConditionType::Valid) || !present.is_empty())
     {
         status.phase = Phase::Queued;
         if status.queued_at.is_none() {
@@ -584,7 +594,7 @@ fn step(
         status.message = Some(format!("Waiting in queue {}.", queue_name(status)));
         fx.event(
             EventType::Normal,
-            "Queued",
+            EventReason::Queued,
             format!("Entered queue {}.", queue_name(status)),
         );
     }
@@ -598,7 +608,7 @@ fn step(
                 status.message = Some("Suspended: spec.suspend is true.".into());
                 fx.event(
                     EventType::Normal,
-                    "Suspended",
+                    EventReason::Suspended,
                     "Suspended; set spec.suspend to false to queue it again.",
                 );
             }
@@ -607,9 +617,9 @@ fn step(
         status.phase = Phase::Preempting;
         conditions::set(
             &mut status.conditions,
-            "Preempting",
+            ConditionType::Preempting,
             true,
-            "Suspended",
+            Reason::Suspended,
             "Asked to checkpoint because the job was suspended.",
             generation,
             t,
@@ -621,7 +631,7 @@ fn step(
         status.message = Some(format!("Resumed; waiting in queue {}.", queue_name(status)));
         fx.event(
             EventType::Normal,
-            "Resumed",
+            EventReason::Resumed,
             "spec.suspend is false: back in the queue.",
         );
     }
@@ -649,7 +659,7 @@ fn step(
                 let (code, msg) = match wait {
                     Some((r, _)) => (r.code().to_string(), r.to_string()),
                     None => (
-                        "Waiting".to_string(),
+                        Reason::Waiting.as_str().to_string(),
                         format!(
                             "Waiting in queue {} for the next scheduling cycle.",
                             queue_name(status)
@@ -658,7 +668,7 @@ fn step(
                 };
                 conditions::set(
                     &mut status.conditions,
-                    "Admitted",
+                    ConditionType::Admitted,
                     false,
                     &code,
                     msg.clone(),
@@ -692,7 +702,7 @@ fn step(
                 // down and queue again; never run part of a gang.
                 fx.delete_pods = true;
                 status.infrastructure_retries += 1;
-                fx.event(EventType::Warning, "IncompleteGang", format!("Found {} of {gang_size} pods with no admission in progress; removed them and queued the job again.", present.len()));
+                fx.event(EventType::Warning, EventReason::IncompleteGang, format!("Found {} of {gang_size} pods with no admission in progress; removed them and queued the job again.", present.len()));
                 return;
             }
             status.phase = Phase::Running;
@@ -716,12 +726,12 @@ fn step(
             );
             conditions::set(
                 &mut status.conditions,
-                "Admitted",
+                ConditionType::Admitted,
                 true,
                 if status.bonus {
-                    "AdmittedAsBonus"
+                    Reason::AdmittedAsBonus
                 } else {
-                    "AdmittedWithinGuarantee"
+                    Reason::AdmittedWithinGuarantee
                 },
                 msg.clone(),
                 generation,
@@ -765,23 +775,27 @@ fn step(
                 status.message = Some("All replicas succeeded.".into());
                 conditions::set(
                     &mut status.conditions,
-                    "Succeeded",
+                    ConditionType::Succeeded,
                     true,
-                    "Succeeded",
+                    Reason::Succeeded,
                     "All replicas succeeded.",
                     generation,
                     t,
                 );
                 conditions::set(
                     &mut status.conditions,
-                    "Running",
+                    ConditionType::Running,
                     false,
-                    "Succeeded",
+                    Reason::Succeeded,
                     "The job finished.",
                     generation,
                     t,
                 );
-                fx.event(EventType::Normal, "Succeeded", "All replicas succeeded.");
+                fx.event(
+                    EventType::Normal,
+                    EventReason::Succeeded,
+                    "All replicas succeeded.",
+                );
                 fx.delete_pods = active
                     .iter()
                     .any(|p| p.metadata.deletion_timestamp.is_none());
@@ -818,15 +832,15 @@ fn step(
                 let msg = format!("All {gang_size} replica(s) are running.");
                 conditions::set(
                     &mut status.conditions,
-                    "Running",
+                    ConditionType::Running,
                     true,
-                    "AllReplicasRunning",
+                    Reason::AllReplicasRunning,
                     msg.clone(),
                     generation,
                     t,
                 );
                 status.message = Some(msg.clone());
-                fx.event(EventType::Normal, "Running", msg);
+                fx.event(EventType::Normal, EventReason::Running, msg);
             }
             fx.requeue(Duration::from_secs(if all_running { 30 } else { 2 }));
         }
@@ -853,7 +867,7 @@ fn step(
                 ));
                 fx.event(
                     EventType::Normal,
-                    "Requeued",
+                    EventReason::Requeued,
                     "Backoff over: back in the queue.",
                 );
             } else if let Some(r) = &status.retry_at {
@@ -911,9 +925,9 @@ fn fail(
         );
         conditions::set(
             &mut status.conditions,
-            "Running",
+            ConditionType::Running,
             false,
-            "InfrastructureFailure",
+            Reason::InfrastructureFailure,
             msg.clone(),
             generation,
             t,
@@ -921,7 +935,7 @@ fn fail(
         status.message = Some(msg.clone());
         fx.event_nth(
             EventType::Warning,
-            "InfrastructureFailure",
+            EventReason::InfrastructureFailure,
             status.infrastructure_retries,
             msg,
         );
@@ -944,15 +958,20 @@ fn fail(
         );
         conditions::set(
             &mut status.conditions,
-            "Running",
+            ConditionType::Running,
             false,
-            "ReplicaFailed",
+            Reason::ReplicaFailed,
             msg.clone(),
             generation,
             t,
         );
         status.message = Some(msg.clone());
-        fx.event_nth(EventType::Warning, "ReplicaFailed", status.retries, msg);
+        fx.event_nth(
+            EventType::Warning,
+            EventReason::ReplicaFailed,
+            status.retries,
+            msg,
+        );
         fx.requeue(wait.max(Duration::from_secs(1)));
     } else {
         status.phase = Phase::Failed;
@@ -963,24 +982,24 @@ fn fail(
         );
         conditions::set(
             &mut status.conditions,
-            "Failed",
+            ConditionType::Failed,
             true,
-            "RetriesExhausted",
+            Reason::RetriesExhausted,
             msg.clone(),
             generation,
             t,
         );
         conditions::set(
             &mut status.conditions,
-            "Running",
+            ConditionType::Running,
             false,
-            "ReplicaFailed",
+            Reason::ReplicaFailed,
             msg.clone(),
             generation,
             t,
         );
         status.message = Some(msg.clone());
-        fx.event(EventType::Warning, "Failed", msg);
+        fx.event(EventType::Warning, EventReason::Failed, msg);
     }
 }
 
@@ -1056,18 +1075,18 @@ fn step_preempting(
         };
         conditions::set(
             &mut status.conditions,
-            "Preempting",
+            ConditionType::Preempting,
             false,
-            "Requeued",
+            Reason::Requeued,
             msg.clone(),
             generation,
             t,
         );
         conditions::set(
             &mut status.conditions,
-            "Running",
+            ConditionType::Running,
             false,
-            "Preempted",
+            Reason::Preempted,
             msg.clone(),
             generation,
             t,
@@ -1080,9 +1099,9 @@ fn step_preempting(
                 EventType::Normal
             },
             if job.spec.suspend {
-                "Suspended"
+                EventReason::Suspended
             } else {
-                "Requeued"
+                EventReason::Requeued
             },
             status.preemptions,
             msg,
@@ -1119,9 +1138,9 @@ fn step_preempting(
     let newly = !stopping
         && conditions::set(
             &mut status.conditions,
-            "Preempting",
+            ConditionType::Preempting,
             true,
-            "CheckpointRequested",
+            Reason::CheckpointRequested,
             format!(
                 "Asked to checkpoint; the pods are deleted after the acknowledgement or {grace} s."
             ),
@@ -1182,10 +1201,14 @@ fn step_preempting(
                 lost_gpu_seconds,
                 reason,
             });
-            let reason = match outcome {
-                PreemptionOutcome::CheckpointSaved => "CheckpointSaved",
-                PreemptionOutcome::PodsExited => "PodsExited",
-                PreemptionOutcome::CheckpointLost => "CheckpointLost",
+            let (reason, event) = match outcome {
+                PreemptionOutcome::CheckpointSaved => {
+                    (Reason::CheckpointSaved, EventReason::CheckpointSaved)
+                }
+                PreemptionOutcome::PodsExited => (Reason::PodsExited, EventReason::PodsExited),
+                PreemptionOutcome::CheckpointLost => {
+                    (Reason::CheckpointLost, EventReason::CheckpointLost)
+                }
             };
             let msg = match outcome {
                 PreemptionOutcome::CheckpointLost => format!(
@@ -1197,7 +1220,7 @@ fn step_preempting(
             };
             conditions::set(
                 &mut status.conditions,
-                "Preempting",
+                ConditionType::Preempting,
                 true,
                 reason,
                 msg.clone(),
@@ -1209,7 +1232,7 @@ fn step_preempting(
             } else {
                 EventType::Normal
             };
-            fx.event_nth(kind, reason, status.preemptions + 1, msg);
+            fx.event_nth(kind, event, status.preemptions + 1, msg);
         }
         fx.requeue(Duration::from_secs(1));
     } else {
