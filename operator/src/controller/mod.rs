@@ -11,6 +11,7 @@ pub mod context;
 pub mod http;
 pub mod index;
 pub mod leader;
+pub mod lifecycle;
 pub mod metrics;
 pub mod placement_rules;
 pub mod pods;

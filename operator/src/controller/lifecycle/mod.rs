@@ -1,0 +1,1332 @@
+//! The TrainingJob's lifecycle (docs/architecture.md, "One TrainingJob"): a pure state
+//! machine, with no client and no shared state.
+//!
+//! [`next`] takes the job, its [`Gang`] of pods, the [`World`] the reconciler observed around
+//! it (validity, the scheduler's word on why it waits, the nodes under its pods, settings) and
+//! the time, and returns the job's next status and the [`Effects`] the reconciler carries out:
+//! Events, pod deletions, checkpoint requests, the job's own deletion after its TTL, and when
+//! to look again. One function per phase; `stories.rs` tells each transition as a story.
+//!
+//! Every step is idempotent: a re-run after a crash at any point reaches the same state without
+//! counting twice, because each counter moves together with the phase that records it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::ResourceExt;
+use kube::runtime::events::EventType;
+
+use super::conditions;
+use super::pods::{BONUS_ANNOTATION, expected_pod_names, placement_of};
+use super::snapshot::is_active;
+use super::validate::Invalid;
+use crate::api::annotations::{
+    CHECKPOINT_DONE, CHECKPOINT_REQUESTED, GPU_ASSIGNMENT_ANNOTATION, NODE_ANNOTATION,
+    PREEMPTION_REASON,
+};
+use crate::api::reasons::{ConditionType, EventReason, Reason};
+use crate::api::trainingjob::{
+    GpuAssignment, PreemptionOutcome, PreemptionRecord, RefusedNode, ReplicaPlacement,
+};
+use crate::api::{Phase, TrainingJob, TrainingJobStatus};
+use crate::sched::WaitReason;
+
+#[cfg(test)]
+mod stories;
+
+/// A job's pods, as the pod cache has them: active, finished and leaving alike.
+#[derive(Debug, Clone, Default)]
+pub struct Gang {
+    pods: Vec<Arc<Pod>>,
+}
+
+impl Gang {
+    pub fn new(pods: Vec<Arc<Pod>>) -> Self {
+        Gang { pods }
+    }
+
+    /// Every pod of the job, leaving ones included.
+    pub fn pods(&self) -> &[Arc<Pod>] {
+        &self.pods
+    }
+
+    /// The pods not being deleted.
+    fn present(&self) -> Vec<&Arc<Pod>> {
+        self.pods
+            .iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .collect()
+    }
+
+    /// The pods that still hold their node's resources.
+    fn active(&self) -> Vec<&Arc<Pod>> {
+        self.pods.iter().filter(|p| is_active(p)).collect()
+    }
+}
+
+/// A node under one of the job's pods, as the node cache has it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodeState {
+    /// Up, with the indices of the GPUs the node labeler reports unhealthy.
+    Up { unhealthy_gpus: BTreeSet<u32> },
+    /// Tainted by the node lifecycle controller (`node.kubernetes.io/not-ready`,
+    /// `unreachable`, ... with effect NoExecute): its kubelet cannot be trusted to act.
+    Lost,
+    /// Not in the cache.
+    Gone,
+}
+
+/// The operator's settings the lifecycle obeys.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// How many infrastructure failures are retried without counting.
+    pub max_infrastructure_retries: i32,
+    /// How long a gang may stay incomplete with no admission in progress.
+    pub incomplete_gang_timeout: Duration,
+    /// How long the cluster's scheduler may keep a pod `Unschedulable` before the admission is
+    /// rolled back.
+    pub unschedulable_timeout: Duration,
+}
+
+/// What the reconciler observed around the job: everything the lifecycle needs besides the job
+/// and its pods.
+#[derive(Debug, Clone)]
+pub struct World {
+    /// The queue in effect (`None` when it cannot be resolved).
+    pub queue: Option<String>,
+    /// The priority in effect.
+    pub priority: Option<i32>,
+    /// What the schema cannot check: references and templates.
+    pub validity: Result<(), Invalid>,
+    /// The scheduler's last word on why the job waits, and its place in its queue.
+    pub wait: Option<(WaitReason, Option<u32>)>,
+    /// The scheduler is creating the job's pods right now.
+    pub admission_in_flight: bool,
+    /// The nodes named by the job's pods (bound or placed); a node not here is gone.
+    pub nodes: BTreeMap<String, NodeState>,
+    pub settings: Settings,
+}
+
+impl World {
+    fn node(&self, name: &str) -> &NodeState {
+        self.nodes.get(name).unwrap_or(&NodeState::Gone)
+    }
+}
+
+/// An Event to record on the job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub type_: EventType,
+    pub reason: &'static str,
+    /// The action, when not the reason: numbered for Events that must stay apart from earlier
+    /// ones of their reason (each retry, each preemption).
+    pub action: Option<String>,
+    pub note: String,
+}
+
+/// A pod the reconciler deletes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodDeletion {
+    pub pod: String,
+    /// With no grace: the pod's graceful deletion is overdue on a lost node.
+    pub force: bool,
+}
+
+/// What the reconciler carries out besides writing the status, in this order: Events,
+/// the TTL deletion of the job, checkpoint requests, pod deletions; then it looks again after
+/// `requeue` (60 s when `None`).
+#[derive(Debug, Default, PartialEq)]
+pub struct Effects {
+    pub events: Vec<Event>,
+    /// Delete the job: its `ttlSecondsAfterFinished` has passed.
+    pub delete_job: bool,
+    /// Pods to put the checkpoint request on (a suspended running job: no scheduler preemption
+    /// asks for it).
+    pub checkpoint_requests: Vec<String>,
+    pub pod_deletions: Vec<PodDeletion>,
+    pub requeue: Option<Duration>,
+    /// The state machine stops the gang: every present pod is deleted.
+    stop_gang: bool,
+    request_checkpoint: bool,
+}
+
+impl Effects {
+    fn event(&mut self, t: EventType, reason: EventReason, note: impl Into<String>) {
+        self.event_named(t, reason.as_str(), note);
+    }
+    /// An event whose reason is named elsewhere (a validation reason).
+    fn event_named(&mut self, t: EventType, reason: &'static str, note: impl Into<String>) {
+        self.events.push(Event {
+            type_: t,
+            reason,
+            action: None,
+            note: note.into(),
+        });
+    }
+    /// An event that must stay apart from earlier ones of its reason (each retry, each
+    /// preemption): numbered by its occurrence.
+    fn event_nth(&mut self, t: EventType, reason: EventReason, n: i32, note: impl Into<String>) {
+        let reason = reason.as_str();
+        self.events.push(Event {
+            type_: t,
+            reason,
+            action: Some(format!("{reason}{n}")),
+            note: note.into(),
+        });
+    }
+    fn requeue(&mut self, d: Duration) {
+        self.requeue = Some(self.requeue.map_or(d, |r| r.min(d)));
+    }
+}
+
+/// The job's next status and what to do about it.
+pub fn next(
+    job: &TrainingJob,
+    gang: &Gang,
+    world: &World,
+    now: &Time,
+) -> (TrainingJobStatus, Effects) {
+    let old = job.status.clone().unwrap_or_default();
+    let mut status = old.clone();
+    let mut fx = Effects::default();
+    let present = gang.present();
+    let s = Step {
+        job,
+        gang,
+        world,
+        t: now,
+        generation: job.metadata.generation,
+        active: gang.active(),
+        present: &present,
+    };
+    s.step(&mut status, &mut fx);
+    status.observed_generation = job.metadata.generation;
+    if status.gpus.is_none() || old.phase != status.phase {
+        status.gpus = Some(requested_gpus(job));
+    }
+    if fx.request_checkpoint {
+        fx.checkpoint_requests = gang
+            .pods()
+            .iter()
+            .filter(|p| {
+                p.metadata.deletion_timestamp.is_none()
+                    && !p.annotations().contains_key(CHECKPOINT_REQUESTED)
+            })
+            .map(|p| p.name_any())
+            .collect();
+    }
+    fx.pod_deletions = pod_deletions(gang, world, now, fx.stop_gang);
+    (status, fx)
+}
+
+/// The pods to delete: every present one when the state machine stops the gang (`all`). In
+/// every phase, a pod whose graceful deletion is overdue on a node that is lost (NotReady,
+/// unreachable or gone) is deleted with no grace: no kubelet will ever confirm it, and until it
+/// is gone its name, GPUs and rank are blocked, so the gang could never restart. The pod's own
+/// grace period has passed by then, as it would have for a healthy kubelet.
+fn pod_deletions(gang: &Gang, world: &World, now: &Time, all: bool) -> Vec<PodDeletion> {
+    gang.pods()
+        .iter()
+        .filter_map(|p| {
+            let force = match &p.metadata.deletion_timestamp {
+                None if all => false,
+                None => return None,
+                Some(at) if at.0 <= now.0 && on_lost_node(world, p) => true,
+                Some(_) => return None,
+            };
+            Some(PodDeletion {
+                pod: p.name_any(),
+                force,
+            })
+        })
+        .collect()
+}
+
+fn on_lost_node(world: &World, pod: &Pod) -> bool {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .is_some_and(|n| !matches!(world.node(n), NodeState::Up { .. }))
+}
+
+/// The GPUs the job asks for, in total.
+pub fn requested_gpus(job: &TrainingJob) -> f64 {
+    job.spec
+        .tasks
+        .iter()
+        .map(|t| {
+            let per = match t.gpu_share {
+                Some(s) => f64::from(s) / 1000.0,
+                None => t
+                    .pod_template()
+                    .ok()
+                    .and_then(|tpl| tpl.spec)
+                    .and_then(|s| super::resources::pod_demand(&s).ok())
+                    .map_or(0.0, |d| d.gpus as f64),
+            };
+            per * f64::from(t.replicas())
+        })
+        .sum()
+}
+
+/// Why a running gang stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Failure {
+    /// The user's fault: counts as a retry.
+    Replica { pod: String, reason: String },
+    /// The platform's fault (node lost, GPU unhealthy, pod removed): retried without counting.
+    Infrastructure { pod: String, reason: String },
+}
+
+fn parse_time(s: &str) -> Option<Timestamp> {
+    s.parse().ok()
+}
+
+/// Backoff before retry `n` (1-based): initial × 2^(n-1), at most max.
+pub fn backoff(initial: i32, max: i32, n: i32) -> Duration {
+    let initial = u64::try_from(initial.max(0)).unwrap_or(0);
+    let max = u64::try_from(max.max(0)).unwrap_or(0);
+    let shift = u32::try_from((n - 1).clamp(0, 30)).unwrap_or(30);
+    Duration::from_secs(initial.saturating_mul(1u64 << shift).min(max))
+}
+
+/// Pod-level reasons that say the node, not the job, ended the pod: the node was lost or shut
+/// down, the kubelet refused the pod at admission (its resources, affinity, taints or a
+/// device plugin's allocation disagreed with the scheduling decision: `OutOf<resource>`,
+/// `NodeAffinity`, `UnexpectedAdmissionError`, ...), or evicted it (node pressure, a critical
+/// pod's preemption). None of these is the job's fault, so none counts against `maxRetries`.
+fn is_infrastructure_reason(reason: &str) -> bool {
+    reason.starts_with("OutOf")
+        || matches!(
+            reason,
+            "NodeLost"
+                | "Shutdown"
+                | "NodeShutdown"
+                | "Terminated"
+                | "Evicted"
+                | "Preempting"
+                | "UnexpectedAdmissionError"
+                | "NodeAffinity"
+                | "NodeName"
+                | "NodePorts"
+                | "Taint"
+                | "InvalidNodeInfo"
+                | "PodOSNotSupported"
+                | "PodOSSelectorNodeLabelDoesNotMatch"
+        )
+}
+
+/// Classifies a finished-badly pod.
+fn pod_failure(pod: &Pod) -> Option<Failure> {
+    let status = pod.status.as_ref()?;
+    if status.phase.as_deref() != Some("Failed") {
+        return None;
+    }
+    let name = pod.name_any();
+    let reason = status.reason.clone().unwrap_or_default();
+    if is_infrastructure_reason(&reason) {
+        let detail = status.message.as_deref().unwrap_or_default();
+        return Some(Failure::Infrastructure {
+            pod: name,
+            reason: if detail.is_empty() {
+                format!("pod {reason}")
+            } else {
+                format!("pod {reason}: {detail}")
+            },
+        });
+    }
+    let terminated = status
+        .container_statuses
+        .iter()
+        .flatten()
+        .filter_map(|c| c.state.as_ref().and_then(|s| s.terminated.as_ref()))
+        .find(|t| t.exit_code != 0);
+    let why = match terminated {
+        Some(t) if t.reason.as_deref() == Some("OOMKilled") => "OOMKilled".to_string(),
+        Some(t) => format!("exit code {}", t.exit_code),
+        None if !reason.is_empty() => reason,
+        None => "failed".to_string(),
+    };
+    Some(Failure::Replica {
+        pod: name,
+        reason: why,
+    })
+}
+
+/// The first GPU under the pod that the node labeler reports unhealthy.
+fn unhealthy_gpu(world: &World, pod: &Pod) -> Option<(u32, String)> {
+    let p = placement_of(pod)?;
+    let NodeState::Up { unhealthy_gpus } = world.node(&p.node) else {
+        return None;
+    };
+    p.gpus
+        .iter()
+        .find(|g| unhealthy_gpus.contains(&g.0))
+        .map(|g| (g.0, p.node.clone()))
+}
+
+/// A replica that failed on a GPU the labeler reports unhealthy failed because of the GPU
+/// (an XID error kills the process): not the job's fault.
+fn blame_sick_gpu(world: &World, pod: &Pod, f: Failure) -> Failure {
+    match (&f, unhealthy_gpu(world, pod)) {
+        (Failure::Replica { pod: name, reason }, Some((gpu, node))) => Failure::Infrastructure {
+            pod: name.clone(),
+            reason: format!("{reason}, on GPU {gpu} of node {node}, which turned unhealthy"),
+        },
+        _ => f,
+    }
+}
+
+/// An infrastructure problem under a running pod: its node gone or NotReady. (A GPU turned
+/// unhealthy under a running pod is a preemption with a checkpoint, decided by the core.)
+fn infrastructure_failure(world: &World, pods: &[Arc<Pod>]) -> Option<Failure> {
+    for pod in pods.iter().filter(|p| is_active(p)) {
+        let Some(node_name) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) else {
+            continue;
+        };
+        match world.node(&node_name) {
+            NodeState::Gone => {
+                return Some(Failure::Infrastructure {
+                    pod: pod.name_any(),
+                    reason: format!("node {node_name} is gone"),
+                });
+            }
+            NodeState::Lost => {
+                return Some(Failure::Infrastructure {
+                    pod: pod.name_any(),
+                    reason: format!("node {node_name} is not ready"),
+                });
+            }
+            NodeState::Up { .. } => {}
+        }
+    }
+    None
+}
+
+/// A pod the cluster's scheduler has not bound for longer than `deadline` (its
+/// `PodScheduled` condition `False`, reason `Unschedulable`): the node kubetrain chose does not
+/// take it after all (another pod took the room, a volume cannot be attached there, a device
+/// plugin or DRA check failed). Returns the pod, the node it was pinned to, and the
+/// scheduler's message.
+fn scheduler_refusal(
+    pods: &[&Arc<Pod>],
+    now: Timestamp,
+    deadline: Duration,
+) -> Option<(String, String, String)> {
+    pods.iter().find_map(|pod| {
+        if pod.spec.as_ref().is_some_and(|s| s.node_name.is_some()) {
+            return None;
+        }
+        let c = pod
+            .status
+            .as_ref()?
+            .conditions
+            .as_ref()?
+            .iter()
+            .find(|c| c.type_ == "PodScheduled")?;
+        if c.status != "False" || c.reason.as_deref() != Some("Unschedulable") {
+            return None;
+        }
+        let since = c.last_transition_time.as_ref().map_or(now, |t| t.0);
+        if now.duration_since(since) < SignedDuration::try_from(deadline).ok()? {
+            return None;
+        }
+        Some((
+            pod.name_any(),
+            pod.annotations()
+                .get(NODE_ANNOTATION)
+                .cloned()
+                .unwrap_or_default(),
+            c.message.clone().unwrap_or_default(),
+        ))
+    })
+}
+
+/// How long a job stopped for a drain stays out of its queue after its pods are gone: two
+/// of `kubectl drain`'s 5 s eviction retries.
+const DRAIN_SETTLE_SECONDS: i64 = 10;
+
+/// How long a node the scheduler refused stays out of a job's placement.
+const REFUSED_NODE_TTL: i64 = 600;
+
+/// The job's queue as `status.queue` has it, for messages.
+fn queue_name(status: &TrainingJobStatus) -> String {
+    status.queue.clone().unwrap_or_default()
+}
+
+fn placements(pods: &[&Arc<Pod>]) -> Vec<ReplicaPlacement> {
+    let mut out: Vec<ReplicaPlacement> = pods
+        .iter()
+        .filter_map(|pod| Some((placement_of(pod)?, pod)))
+        .map(|(p, pod)| ReplicaPlacement {
+            task: p.task,
+            index: p.index as i32,
+            rank: p.rank as i32,
+            node: p.node,
+            gpus: p.gpus.iter().map(|g| g.0 as i32).collect(),
+            gpu_share: p.share.map(|s| s.0 as i32),
+            gpus_assigned_by: pod
+                .annotations()
+                .get(GPU_ASSIGNMENT_ANNOTATION)
+                .and_then(|a| GpuAssignment::parse(a)),
+        })
+        .collect();
+    out.sort_by_key(|p| p.rank);
+    out
+}
+
+/// Whether any of the pods runs on borrowed GPUs.
+fn on_bonus(present: &[&Arc<Pod>]) -> bool {
+    present.iter().any(|p| {
+        p.annotations()
+            .get(BONUS_ANNOTATION)
+            .is_some_and(|b| b == "true")
+    })
+}
+
+/// Whether the rest of the step runs.
+enum Flow {
+    Continue,
+    Done,
+}
+
+/// One reconcile's view of the job: what every phase function reads.
+struct Step<'a> {
+    job: &'a TrainingJob,
+    gang: &'a Gang,
+    world: &'a World,
+    t: &'a Time,
+    generation: Option<i64>,
+    active: Vec<&'a Arc<Pod>>,
+    present: &'a [&'a Arc<Pod>],
+}
+
+impl Step<'_> {
+    /// The state machine: updates `status` and `fx` from the job, its pods and the world.
+    fn step(&self, status: &mut TrainingJobStatus, fx: &mut Effects) {
+        // Only a job waiting in its queue has a place there; `queued` sets it.
+        status.queue_position = None;
+
+        // The queue and priority in effect, published for `kubectl get tj` (even when the job
+        // is invalid for another reason). A finished job keeps those it ran with; one that
+        // finished before status had them gets them once.
+        if !status.phase.is_finished() || status.queue.is_none() {
+            status.queue = self.world.queue.clone();
+        }
+        if !status.phase.is_finished() || status.priority.is_none() {
+            status.priority = self.world.priority;
+        }
+
+        if status.phase.is_finished() {
+            return self.finished(status, fx);
+        }
+        if let Flow::Done = self.validity(status, fx) {
+            return;
+        }
+        self.enter_queue(status, fx);
+        if let Flow::Done = self.suspension(status, fx) {
+            return;
+        }
+        match status.phase {
+            Phase::Queued => self.queued(status, fx),
+            Phase::Running => self.running(status, fx),
+            Phase::Preempting => self.preempting(status, fx),
+            Phase::Retrying => self.retrying(status, fx),
+            Phase::Pending | Phase::Suspended | Phase::Succeeded | Phase::Failed => {}
+        }
+    }
+
+    /// Succeeded or Failed: stop what still runs; delete the job once its TTL has passed.
+    fn finished(&self, status: &mut TrainingJobStatus, fx: &mut Effects) {
+        if !self.active.is_empty() {
+            fx.stop_gang = true;
+        }
+        if let (Some(ttl), Some(done)) = (
+            self.job.spec.ttl_seconds_after_finished,
+            status.finished_at.as_ref(),
+        ) {
+            let expires = done.0 + SignedDuration::from_secs(i64::from(ttl));
+            if self.t.0 >= expires {
+                fx.event(
+                    EventType::Normal,
+                    EventReason::Expired,
+                    format!("Deleted {ttl} s after it finished (ttlSecondsAfterFinished)."),
+                );
+                fx.delete_job = true;
+            } else {
+                fx.requeue(Duration::from_secs(
+                    (expires.as_second() - self.t.0.as_second()).max(1) as u64,
+                ));
+            }
+        }
+    }
+
+    /// Validity: what the schema cannot check. An invalid job that holds nothing waits in
+    /// Pending; a running one keeps running (its spec change does not touch the pods).
+    fn validity(&self, status: &mut TrainingJobStatus, fx: &mut Effects) -> Flow {
+        let (t, generation) = (self.t, self.generation);
+        match &self.world.validity {
+            Err(invalid) => {
+                let changed = conditions::set(
+                    &mut status.conditions,
+                    ConditionType::Valid,
+                    false,
+                    invalid.reason(),
+                    invalid.to_string(),
+                    generation,
+                    t,
+                );
+                if changed {
+                    fx.event_named(
+                        EventType::Warning,
+                        invalid.reason(),
+                        format!("{invalid}. The job waits until a change fixes it."),
+                    );
+                }
+                if self.present.is_empty() && matches!(status.phase, Phase::Pending | Phase::Queued)
+                {
+                    status.phase = Phase::Pending;
+                    status.message = Some(invalid.to_string());
+                }
+                fx.requeue(Duration::from_secs(15));
+                if self.present.is_empty() {
+                    return Flow::Done;
+                }
+            }
+            Ok(()) => {
+                if conditions::set(
+                    &mut status.conditions,
+                    ConditionType::Valid,
+                    true,
+                    Reason::Valid,
+                    "The job's references and templates are valid.",
+                    generation,
+                    t,
+                ) && status.phase != Phase::Pending
+                {
+                    fx.event(
+                        EventType::Normal,
+                        EventReason::Valid,
+                        "The job is valid again.",
+                    );
+                }
+            }
+        }
+        Flow::Continue
+    }
+
+    /// Pending → Queued. The scheduler may admit a valid job before its first status write
+    /// (its pods are here): it went through the queue all the same.
+    fn enter_queue(&self, status: &mut TrainingJobStatus, fx: &mut Effects) {
+        if status.phase == Phase::Pending
+            && (conditions::is_true(&status.conditions, ConditionType::Valid)
+                || !self.present.is_empty())
+        {
+            status.phase = Phase::Queued;
+            if status.queued_at.is_none() {
+                status.queued_at = Some(self.t.clone());
+            }
+            status.message = Some(format!("Waiting in queue {}.", queue_name(status)));
+            fx.event(
+                EventType::Normal,
+                EventReason::Queued,
+                format!("Entered queue {}.", queue_name(status)),
+            );
+        }
+    }
+
+    /// Suspension: stop the gang (checkpoint first, as for a preemption), keep the job
+    /// queued. Resumption: back to Queued.
+    fn suspension(&self, status: &mut TrainingJobStatus, fx: &mut Effects) -> Flow {
+        if self.job.spec.suspend && !matches!(status.phase, Phase::Preempting) {
+            if self.present.is_empty() {
+                if status.phase != Phase::Suspended {
+                    status.phase = Phase::Suspended;
+                    status.placement.clear();
+                    status.message = Some("Suspended: spec.suspend is true.".into());
+                    fx.event(
+                        EventType::Normal,
+                        EventReason::Suspended,
+                        "Suspended; set spec.suspend to false to queue it again.",
+                    );
+                }
+                return Flow::Done;
+            }
+            status.phase = Phase::Preempting;
+            conditions::set(
+                &mut status.conditions,
+                ConditionType::Preempting,
+                true,
+                Reason::Suspended,
+                "Asked to checkpoint because the job was suspended.",
+                self.generation,
+                self.t,
+            );
+            fx.stop_gang = false;
+        }
+        if status.phase == Phase::Suspended && !self.job.spec.suspend {
+            status.phase = Phase::Queued;
+            status.message = Some(format!("Resumed; waiting in queue {}.", queue_name(status)));
+            fx.event(
+                EventType::Normal,
+                EventReason::Resumed,
+                "spec.suspend is false: back in the queue.",
+            );
+        }
+        Flow::Continue
+    }
+
+    /// The present pods by name.
+    fn by_name(&self) -> BTreeMap<String, &Arc<Pod>> {
+        self.present.iter().map(|p| (p.name_any(), *p)).collect()
+    }
+
+    fn checkpoint_requested(&self) -> bool {
+        self.present
+            .iter()
+            .any(|p| p.annotations().contains_key(CHECKPOINT_REQUESTED))
+    }
+
+    /// Queued: publish why the job waits; once the scheduler has created the whole gang,
+    /// Running. A gang left half-created is torn down.
+    fn queued(&self, status: &mut TrainingJobStatus, fx: &mut Effects) {
+        let (t, generation) = (self.t, self.generation);
+        let present = self.present;
+        if present.is_empty() {
+            if !self.gang.pods().is_empty() {
+                // Old pods still terminating: the scheduler counts them; wait.
+                fx.requeue(Duration::from_secs(1));
+                return;
+            }
+            let wait = self.world.wait.clone();
+            status.queue_position = wait
+                .as_ref()
+                .and_then(|(_, p)| *p)
+                .map(|p| i32::try_from(p).unwrap_or(i32::MAX));
+            let (code, msg) = match wait {
+                Some((r, _)) => (r.code().to_string(), r.to_string()),
+                None => (
+                    Reason::Waiting.as_str().to_string(),
+                    format!(
+                        "Waiting in queue {} for the next scheduling cycle.",
+                        queue_name(status)
+                    ),
+                ),
+            };
+            conditions::set(
+                &mut status.conditions,
+                ConditionType::Admitted,
+                false,
+                &code,
+                msg.clone(),
+                generation,
+                t,
+            );
+            status.message = Some(msg);
+            // The scheduler asks for a reconcile whenever the reason it waits changes;
+            // this is only a safety net.
+            fx.requeue(Duration::from_secs(30));
+            return;
+        }
+        if self.checkpoint_requested() {
+            status.phase = Phase::Preempting;
+            return self.preempting(status, fx);
+        }
+        let expected = expected_pod_names(self.job);
+        let gang_size = expected.len();
+        let by_name = self.by_name();
+        let complete = expected.iter().all(|n| by_name.contains_key(n));
+        if !complete {
+            let newest = present
+                .iter()
+                .filter_map(|p| p.metadata.creation_timestamp.as_ref())
+                .map(|c| c.0)
+                .max();
+            let age = newest.map_or(0, |n| t.0.as_second() - n.as_second());
+            if self.world.admission_in_flight
+                || age < self.world.settings.incomplete_gang_timeout.as_secs() as i64
+            {
+                fx.requeue(Duration::from_secs(1));
+                return;
+            }
+            // A gang left half-created (the operator stopped mid-admission): tear it
+            // down and queue again; never run part of a gang.
+            fx.stop_gang = true;
+            status.infrastructure_retries += 1;
+            fx.event(
+                EventType::Warning,
+                EventReason::IncompleteGang,
+                format!(
+                    "Found {} of {gang_size} pods with no admission in progress; removed them \
+                     and queued the job again.",
+                    present.len()
+                ),
+            );
+            return;
+        }
+        status.phase = Phase::Running;
+        status.admitted_at = Some(t.clone());
+        status.started_at = None;
+        status.bonus = on_bonus(present);
+        status.placement = placements(present);
+        let nodes: BTreeSet<&str> = status.placement.iter().map(|p| p.node.as_str()).collect();
+        let msg = format!(
+            "Admitted{}: {gang_size} replica(s) on {} node(s).",
+            if status.bonus {
+                " on borrowed (bonus) GPUs; it may be preempted with a checkpoint request when \
+                 their owner needs them"
+            } else {
+                ""
+            },
+            nodes.len()
+        );
+        conditions::set(
+            &mut status.conditions,
+            ConditionType::Admitted,
+            true,
+            if status.bonus {
+                Reason::AdmittedAsBonus
+            } else {
+                Reason::AdmittedWithinGuarantee
+            },
+            msg.clone(),
+            generation,
+            t,
+        );
+        status.message = Some(msg);
+        fx.requeue(Duration::from_secs(2));
+    }
+
+    /// Running: to Preempting when asked to checkpoint, to Succeeded when the deciding tasks
+    /// succeeded, to Retrying (or Failed) when a replica or its node failed or the cluster's
+    /// scheduler refused a pod; records the start once every replica runs.
+    fn running(&self, status: &mut TrainingJobStatus, fx: &mut Effects) {
+        let (job, t, generation) = (self.job, self.t, self.generation);
+        let present = self.present;
+        status.bonus = on_bonus(present);
+        if self.checkpoint_requested() {
+            status.phase = Phase::Preempting;
+            return self.preempting(status, fx);
+        }
+        let expected = expected_pod_names(job);
+        let gang_size = expected.len();
+        let by_name = self.by_name();
+        // Success: every replica of every deciding task succeeded.
+        let deciding: Vec<String> = job
+            .spec
+            .tasks
+            .iter()
+            .filter(|task| task.required_for_completion())
+            .flat_map(|task| {
+                (0..task.replicas().max(1) as u32)
+                    .map(|i| super::pods::pod_name(&job.name_any(), &task.name, i))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let succeeded = |n: &String| {
+            by_name
+                .get(n)
+                .and_then(|p| p.status.as_ref())
+                .and_then(|s| s.phase.as_deref())
+                == Some("Succeeded")
+        };
+        if !deciding.is_empty() && deciding.iter().all(succeeded) {
+            status.phase = Phase::Succeeded;
+            status.finished_at = Some(t.clone());
+            status.message = Some("All replicas succeeded.".into());
+            conditions::set(
+                &mut status.conditions,
+                ConditionType::Succeeded,
+                true,
+                Reason::Succeeded,
+                "All replicas succeeded.",
+                generation,
+                t,
+            );
+            conditions::set(
+                &mut status.conditions,
+                ConditionType::Running,
+                false,
+                Reason::Succeeded,
+                "The job finished.",
+                generation,
+                t,
+            );
+            fx.event(
+                EventType::Normal,
+                EventReason::Succeeded,
+                "All replicas succeeded.",
+            );
+            fx.stop_gang = self
+                .active
+                .iter()
+                .any(|p| p.metadata.deletion_timestamp.is_none());
+            return;
+        }
+        let missing = expected.iter().find(|n| !by_name.contains_key(*n));
+        let failure = present
+            .iter()
+            .find_map(|p| pod_failure(p).map(|f| blame_sick_gpu(self.world, p, f)))
+            .or_else(|| {
+                missing.map(|m| Failure::Infrastructure {
+                    pod: m.clone(),
+                    reason: "the pod was removed".into(),
+                })
+            })
+            .or_else(|| infrastructure_failure(self.world, self.gang.pods()));
+        if let Some(f) = failure {
+            return self.fail(status, fx, f);
+        }
+        if let Some(refusal) =
+            scheduler_refusal(present, t.0, self.world.settings.unschedulable_timeout)
+        {
+            return self.roll_back(status, fx, refusal);
+        }
+        let all_running = expected.iter().all(|n| {
+            by_name
+                .get(n)
+                .and_then(|p| p.status.as_ref())
+                .and_then(|s| s.phase.as_deref())
+                .is_some_and(|ph| ph == "Running" || ph == "Succeeded")
+        });
+        if all_running && status.started_at.is_none() {
+            status.started_at = Some(t.clone());
+            let msg = format!("All {gang_size} replica(s) are running.");
+            conditions::set(
+                &mut status.conditions,
+                ConditionType::Running,
+                true,
+                Reason::AllReplicasRunning,
+                msg.clone(),
+                generation,
+                t,
+            );
+            status.message = Some(msg.clone());
+            fx.event(EventType::Normal, EventReason::Running, msg);
+        }
+        fx.requeue(Duration::from_secs(if all_running { 30 } else { 2 }));
+    }
+
+    /// A running gang stopped: retry (counted or not) or fail for good.
+    fn fail(&self, status: &mut TrainingJobStatus, fx: &mut Effects, f: Failure) {
+        let (job, t, generation) = (self.job, self.t, self.generation);
+        fx.stop_gang = true;
+        let (pod, reason, infra) = match f {
+            Failure::Replica { pod, reason } => (pod, reason, false),
+            Failure::Infrastructure { pod, reason } => (pod, reason, true),
+        };
+        if infra && status.infrastructure_retries < self.world.settings.max_infrastructure_retries {
+            status.infrastructure_retries += 1;
+            status.phase = Phase::Retrying;
+            status.retry_at = Some(t.clone());
+            let msg = format!(
+                "Replica {pod} stopped: {reason}. Not the job's fault: restarting without \
+                 counting a retry."
+            );
+            conditions::set(
+                &mut status.conditions,
+                ConditionType::Running,
+                false,
+                Reason::InfrastructureFailure,
+                msg.clone(),
+                generation,
+                t,
+            );
+            status.message = Some(msg.clone());
+            fx.event_nth(
+                EventType::Warning,
+                EventReason::InfrastructureFailure,
+                status.infrastructure_retries,
+                msg,
+            );
+            return;
+        }
+        if status.retries < job.spec.max_retries {
+            status.retries += 1;
+            let wait = backoff(
+                job.spec.backoff.initial_seconds,
+                job.spec.backoff.max_seconds,
+                status.retries,
+            );
+            status.phase = Phase::Retrying;
+            status.retry_at = Some(Time(t.0 + SignedDuration::from_secs(wait.as_secs() as i64)));
+            let msg = format!(
+                "Replica {pod} failed: {reason}. Retry {} of {} in {} s.",
+                status.retries,
+                job.spec.max_retries,
+                wait.as_secs()
+            );
+            conditions::set(
+                &mut status.conditions,
+                ConditionType::Running,
+                false,
+                Reason::ReplicaFailed,
+                msg.clone(),
+                generation,
+                t,
+            );
+            status.message = Some(msg.clone());
+            fx.event_nth(
+                EventType::Warning,
+                EventReason::ReplicaFailed,
+                status.retries,
+                msg,
+            );
+            fx.requeue(wait.max(Duration::from_secs(1)));
+        } else {
+            status.phase = Phase::Failed;
+            status.finished_at = Some(t.clone());
+            let msg = format!(
+                "Replica {pod} failed: {reason}. No retries left ({} of {} used).",
+                status.retries, job.spec.max_retries
+            );
+            conditions::set(
+                &mut status.conditions,
+                ConditionType::Failed,
+                true,
+                Reason::RetriesExhausted,
+                msg.clone(),
+                generation,
+                t,
+            );
+            conditions::set(
+                &mut status.conditions,
+                ConditionType::Running,
+                false,
+                Reason::ReplicaFailed,
+                msg.clone(),
+                generation,
+                t,
+            );
+            status.message = Some(msg.clone());
+            fx.event(EventType::Warning, EventReason::Failed, msg);
+        }
+    }
+
+    /// The scheduler would not bind the gang where kubetrain placed it: roll the whole
+    /// admission back and re-plan without that node. Not a retry and not the job's fault.
+    fn roll_back(
+        &self,
+        status: &mut TrainingJobStatus,
+        fx: &mut Effects,
+        (pod, node, message): (String, String, String),
+    ) {
+        let t = self.t;
+        fx.stop_gang = true;
+        status.phase = Phase::Retrying;
+        status.retry_at = Some(t.clone());
+        status
+            .refused_nodes
+            .retain(|r| r.node != node && r.until.0 > t.0);
+        status.refused_nodes.push(RefusedNode {
+            node: node.clone(),
+            until: Time(t.0 + SignedDuration::from_secs(REFUSED_NODE_TTL)),
+            message: message.clone(),
+        });
+        let msg = format!(
+            "The scheduler did not bind pod {pod} to node {node}: {message}. The admission is \
+             rolled back and the job placed again without that node for {} min; this is not a \
+             retry.",
+            REFUSED_NODE_TTL / 60
+        );
+        conditions::set(
+            &mut status.conditions,
+            ConditionType::Running,
+            false,
+            Reason::SchedulerRejected,
+            msg.clone(),
+            self.generation,
+            t,
+        );
+        status.message = Some(msg.clone());
+        fx.event(EventType::Warning, EventReason::SchedulerRejected, msg);
+    }
+
+    /// Retrying: stop what is left of the gang, wait out the backoff, back to Queued.
+    fn retrying(&self, status: &mut TrainingJobStatus, fx: &mut Effects) {
+        let t = self.t;
+        if !self.present.is_empty() {
+            fx.stop_gang = true;
+        }
+        if !self.gang.pods().is_empty() {
+            fx.requeue(Duration::from_secs(1));
+            return;
+        }
+        let due = status.retry_at.as_ref().is_none_or(|r| t.0 >= r.0);
+        if due {
+            status.phase = Phase::Queued;
+            status.retry_at = None;
+            status.placement.clear();
+            status.started_at = None;
+            status.message = Some(format!(
+                "Back in queue {} after a failure (retry {} of {}).",
+                queue_name(status),
+                status.retries,
+                self.job.spec.max_retries
+            ));
+            fx.event(
+                EventType::Normal,
+                EventReason::Requeued,
+                "Backoff over: back in the queue.",
+            );
+        } else if let Some(r) = &status.retry_at {
+            fx.requeue(Duration::from_secs(
+                (r.0.as_second() - t.0.as_second()).max(1) as u64,
+            ));
+        }
+    }
+
+    /// Preempting: wait for the checkpoint acknowledgement, the pods' own exit, or the grace
+    /// period; then delete the pods; once they are gone, back to Queued keeping the job's
+    /// place (or Suspended).
+    fn preempting(&self, status: &mut TrainingJobStatus, fx: &mut Effects) {
+        let job = self.job;
+        let present = self.present;
+        // A suspension is a preemption nobody else asks for: request the checkpoint here.
+        if job.spec.suspend
+            && present
+                .iter()
+                .any(|p| !p.annotations().contains_key(CHECKPOINT_REQUESTED))
+        {
+            fx.request_checkpoint = true;
+        }
+        if present.is_empty() {
+            self.requeue_preempted(status, fx);
+        } else {
+            self.stop_preempted(status, fx);
+        }
+    }
+
+    /// Preempting with its pods gone: back to Queued (or Suspended), after a drain's settle.
+    fn requeue_preempted(&self, status: &mut TrainingJobStatus, fx: &mut Effects) {
+        let (job, t, generation) = (self.job, self.t, self.generation);
+        // After a drain, the new run's pods take the old names; `kubectl drain` retries its
+        // eviction by name every 5 s, so it must see the old pod gone before a new one of
+        // that name appears, or it evicts the new one (or waits on its budget) instead.
+        let drained = status
+            .last_preemption
+            .as_ref()
+            .is_some_and(|r| r.reason.as_deref() == Some("Drain"));
+        if drained && !job.spec.suspend {
+            let settled = status
+                .retry_at
+                .get_or_insert_with(|| Time(t.0 + SignedDuration::from_secs(DRAIN_SETTLE_SECONDS)))
+                .0;
+            if t.0 < settled {
+                fx.requeue(Duration::from_secs(
+                    (settled.as_second() - t.0.as_second()).max(1) as u64,
+                ));
+                return;
+            }
+            status.retry_at = None;
+        }
+        status.phase = if job.spec.suspend {
+            Phase::Suspended
+        } else {
+            Phase::Queued
+        };
+        status.preemptions += if job.spec.suspend { 0 } else { 1 };
+        status.placement.clear();
+        status.bonus = false;
+        status.started_at = None;
+        status.admitted_at = None;
+        let lost = status
+            .last_preemption
+            .as_ref()
+            .filter(|r| r.outcome == PreemptionOutcome::CheckpointLost);
+        let msg = match (job.spec.suspend, lost) {
+            (true, None) => "Suspended after its checkpoint.".to_string(),
+            (true, Some(r)) => format!(
+                "Suspended without a checkpoint (about {} GPU-seconds of work lost).",
+                r.lost_gpu_seconds
+            ),
+            (false, None) => format!(
+                "Preempted and back in queue {}, keeping its place in line.",
+                queue_name(status)
+            ),
+            (false, Some(r)) => format!(
+                "Preempted without a checkpoint (about {} GPU-seconds of work lost) and back in \
+                 queue {}, keeping its place in line.",
+                r.lost_gpu_seconds,
+                queue_name(status)
+            ),
+        };
+        let kind = if lost.is_some() {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        };
+        conditions::set(
+            &mut status.conditions,
+            ConditionType::Preempting,
+            false,
+            Reason::Requeued,
+            msg.clone(),
+            generation,
+            t,
+        );
+        conditions::set(
+            &mut status.conditions,
+            ConditionType::Running,
+            false,
+            Reason::Preempted,
+            msg.clone(),
+            generation,
+            t,
+        );
+        status.message = Some(msg.clone());
+        fx.event_nth(
+            kind,
+            if job.spec.suspend {
+                EventReason::Suspended
+            } else {
+                EventReason::Requeued
+            },
+            status.preemptions,
+            msg,
+        );
+    }
+
+    /// Preempting with its pods present: once the checkpoint is acknowledged, the pods exited
+    /// or the grace period is over, stop the pods and record how the preemption ended.
+    fn stop_preempted(&self, status: &mut TrainingJobStatus, fx: &mut Effects) {
+        let (job, t, generation) = (self.job, self.t, self.generation);
+        let present = self.present;
+        let requested = present
+            .iter()
+            .filter_map(|p| {
+                p.annotations()
+                    .get(CHECKPOINT_REQUESTED)
+                    .and_then(|s| parse_time(s))
+            })
+            .min()
+            .unwrap_or(t.0);
+        let ack = present
+            .iter()
+            .filter_map(|p| {
+                p.annotations()
+                    .get(CHECKPOINT_DONE)
+                    .and_then(|s| parse_time(s))
+            })
+            .max();
+        let exited = present
+            .iter()
+            .all(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Succeeded"));
+        let grace = i64::from(job.spec.checkpoint.grace_period_seconds.max(0));
+        let deadline = requested + SignedDuration::from_secs(grace);
+        // Once the pods are told to stop, the condition says how the preemption ended.
+        let stopping = status
+            .last_preemption
+            .as_ref()
+            .is_some_and(|r| r.at.0 >= requested);
+        let newly = !stopping
+            && conditions::set(
+                &mut status.conditions,
+                ConditionType::Preempting,
+                true,
+                Reason::CheckpointRequested,
+                format!(
+                    "Asked to checkpoint; the pods are deleted after the acknowledgement or \
+                     {grace} s."
+                ),
+                generation,
+                t,
+            );
+        if newly {
+            status.message = Some(format!("Preempting: asked to checkpoint within {grace} s."));
+        }
+        if let Some(a) = ack {
+            status.last_checkpoint_time = Some(Time(a));
+        }
+        if !(ack.is_some() || exited || t.0 >= deadline) {
+            let left = (deadline.as_second() - t.0.as_second()).clamp(1, 2) as u64;
+            fx.requeue(Duration::from_secs(left));
+            return;
+        }
+        fx.stop_gang = true;
+        let (outcome, why) = if ack.is_some() {
+            (
+                PreemptionOutcome::CheckpointSaved,
+                "checkpoint acknowledged",
+            )
+        } else if exited {
+            (
+                PreemptionOutcome::PodsExited,
+                "the pods exited on their own",
+            )
+        } else {
+            (
+                PreemptionOutcome::CheckpointLost,
+                "grace period over without acknowledgement",
+            )
+        };
+        if status.message.as_deref().is_none_or(|m| !m.contains(why)) {
+            status.message = Some(format!("Preempting: {why}; stopping the pods."));
+        }
+        // Recorded once, when the pods are first told to stop.
+        if !stopping {
+            let lost_gpu_seconds = if outcome == PreemptionOutcome::CheckpointLost {
+                let since = status
+                    .last_checkpoint_time
+                    .as_ref()
+                    .or(status.started_at.as_ref())
+                    .or(status.admitted_at.as_ref())
+                    .map_or(requested, |s| s.0);
+                let seconds = (t.0.as_second() - since.as_second()).max(0) as f64;
+                (seconds * status.gpus.unwrap_or(0.0)).round() as i64
+            } else {
+                0
+            };
+            let reason = if job.spec.suspend {
+                Some("Suspend".to_string())
+            } else {
+                present
+                    .iter()
+                    .find_map(|p| p.annotations().get(PREEMPTION_REASON).cloned())
+            };
+            status.last_preemption = Some(PreemptionRecord {
+                outcome,
+                at: t.clone(),
+                lost_gpu_seconds,
+                reason,
+            });
+            let (reason, event) = match outcome {
+                PreemptionOutcome::CheckpointSaved => {
+                    (Reason::CheckpointSaved, EventReason::CheckpointSaved)
+                }
+                PreemptionOutcome::PodsExited => (Reason::PodsExited, EventReason::PodsExited),
+                PreemptionOutcome::CheckpointLost => {
+                    (Reason::CheckpointLost, EventReason::CheckpointLost)
+                }
+            };
+            let msg = match outcome {
+                PreemptionOutcome::CheckpointLost => format!(
+                    "No checkpoint acknowledged within the {grace} s grace period: stopping the \
+                     pods; about {lost_gpu_seconds} GPU-seconds of work since the last \
+                     checkpoint are lost."
+                ),
+                _ => format!("Preempting: {why}; stopping the pods."),
+            };
+            conditions::set(
+                &mut status.conditions,
+                ConditionType::Preempting,
+                true,
+                reason,
+                msg.clone(),
+                generation,
+                t,
+            );
+            let kind = if outcome == PreemptionOutcome::CheckpointLost {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            };
+            fx.event_nth(kind, event, status.preemptions + 1, msg);
+        }
+        fx.requeue(Duration::from_secs(1));
+    }
+}
