@@ -1,11 +1,713 @@
-//! The lifecycle's transitions, each told as a story.
+//! The lifecycle's transitions, each told as a story: a job, its pods and the world around them
+//! change; `next` says what the job becomes and what the reconciler does about it.
 
+use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::runtime::events::EventType;
 use serde_json::json;
 
 use super::*;
+use crate::api::annotations::{GPUS_ANNOTATION, INDEX_LABEL, TASK_LABEL};
+use crate::api::trainingjob::PreemptionOutcome;
+use crate::controller::pods::pod_name;
+
+const T0: i64 = 1_800_000_000;
+
+fn at(seconds: i64) -> Time {
+    Time(Timestamp::from_second(T0 + seconds).expect("time"))
+}
+
+fn stamp(seconds: i64) -> String {
+    at(seconds).0.to_string()
+}
+
+/// A job `llm` in namespace `team`, queue `q`: one task `worker` of `replicas` pods with one
+/// GPU each, 2 retries with a 10 s backoff, a 30 s checkpoint grace period.
+fn job(replicas: u32) -> TrainingJob {
+    serde_json::from_value(json!({
+        "apiVersion": "kubetrain.io/v1alpha1", "kind": "TrainingJob",
+        "metadata": {"name": "llm", "namespace": "team", "uid": "u-1", "generation": 1},
+        "spec": {
+            "queue": "q", "maxRetries": 2,
+            "backoff": {"initialSeconds": 10, "maxSeconds": 600},
+            "checkpoint": {"gracePeriodSeconds": 30},
+            "tasks": [{"name": "worker", "replicas": replicas, "template": {"spec": {"containers": [
+                {"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+            ]}}}]
+        }
+    }))
+    .expect("valid job")
+}
+
+/// Replica `index`, placed on `node` (GPU `index`), in pod phase `phase`.
+fn replica(index: u32, node: &str, phase: &str) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {
+            "name": pod_name("llm", "worker", index), "namespace": "team",
+            "creationTimestamp": stamp(0),
+            "labels": {TASK_LABEL: "worker", INDEX_LABEL: index.to_string()},
+            "annotations": {GPUS_ANNOTATION: index.to_string(), "kubetrain.io/rank": index.to_string()}
+        },
+        "spec": {"nodeName": node, "containers": [{"name": "c", "image": "x"}]},
+        "status": {"phase": phase}
+    }))
+    .expect("pod")
+}
+
+fn annotate(pod: &mut Pod, key: &str, value: &str) {
+    pod.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(key.into(), value.into());
+}
+
+fn up() -> NodeState {
+    NodeState::Up {
+        unhealthy_gpus: BTreeSet::new(),
+    }
+}
+
+/// A job and the world around it, moved along by `tick`.
+struct Story {
+    job: TrainingJob,
+    pods: Vec<Pod>,
+    world: World,
+    now: i64,
+}
+
+impl Story {
+    fn new(replicas: u32) -> Self {
+        Story {
+            job: job(replicas),
+            pods: Vec::new(),
+            world: World {
+                queue: Some("q".into()),
+                priority: Some(0),
+                validity: Ok(()),
+                wait: None,
+                admission_in_flight: false,
+                nodes: [("n1".to_string(), up())].into_iter().collect(),
+                settings: Settings {
+                    max_infrastructure_retries: 3,
+                    incomplete_gang_timeout: Duration::from_secs(30),
+                    unschedulable_timeout: Duration::from_secs(60),
+                },
+            },
+            now: 0,
+        }
+    }
+
+    /// The scheduler admitted the job: its whole gang exists on node n1, in pod phase `phase`.
+    fn admitted(mut self, phase: &str) -> Self {
+        let replicas = self.job.spec.tasks[0].replicas() as u32;
+        self.pods = (0..replicas).map(|i| replica(i, "n1", phase)).collect();
+        self
+    }
+
+    fn set_pods_phase(&mut self, phase: &str) {
+        for p in &mut self.pods {
+            p.status.get_or_insert_with(Default::default).phase = Some(phase.into());
+        }
+    }
+
+    fn annotate_all(&mut self, key: &str, value: &str) {
+        for p in &mut self.pods {
+            annotate(p, key, value);
+        }
+    }
+
+    /// The reconcile at `now`: the job takes its new status, as the status write does.
+    fn tick(&mut self) -> Effects {
+        let gang = Gang::new(self.pods.iter().cloned().map(Arc::new).collect());
+        let (status, fx) = next(&self.job, &gang, &self.world, &at(self.now));
+        self.job.status = Some(status);
+        fx
+    }
+
+    /// The reconciler carried out the deletions: the pods are gone.
+    fn pods_gone(&mut self) {
+        self.pods.clear();
+    }
+
+    fn after(&mut self, seconds: i64) -> &mut Self {
+        self.now += seconds;
+        self
+    }
+
+    fn status(&self) -> &TrainingJobStatus {
+        self.job.status.as_ref().expect("status")
+    }
+
+    fn phase(&self) -> Phase {
+        self.status().phase
+    }
+
+    fn condition(&self, t: ConditionType) -> &Condition {
+        self.status()
+            .conditions
+            .iter()
+            .find(|c| c.type_ == t.as_str())
+            .unwrap_or_else(|| panic!("condition {t}"))
+    }
+
+    /// Status and reason of the condition.
+    fn says(&self, t: ConditionType) -> (&str, &str) {
+        let c = self.condition(t);
+        (c.status.as_str(), c.reason.as_str())
+    }
+
+    /// From Pending to Running, all replicas running, at t = 0.
+    fn running(replicas: u32) -> Self {
+        let mut s = Story::new(replicas);
+        s.tick();
+        s = s.admitted("Running");
+        s.tick();
+        s.tick();
+        assert_eq!(s.phase(), Phase::Running);
+        assert!(s.status().started_at.is_some());
+        s
+    }
+}
+
+fn reasons(fx: &Effects) -> Vec<&str> {
+    fx.events.iter().map(|e| e.reason).collect()
+}
+
+fn deleted(fx: &Effects) -> Vec<&str> {
+    fx.pod_deletions.iter().map(|d| d.pod.as_str()).collect()
+}
+
+#[test]
+fn a_new_job_enters_its_queue_and_waits_for_the_scheduler() {
+    let mut s = Story::new(2);
+    let fx = s.tick();
+    assert_eq!(s.phase(), Phase::Queued);
+    assert_eq!(s.status().queued_at, Some(at(0)));
+    assert_eq!(s.status().queue.as_deref(), Some("q"));
+    assert_eq!(s.status().gpus, Some(2.0));
+    assert_eq!(s.status().observed_generation, Some(1));
+    assert_eq!(s.says(ConditionType::Valid), ("True", "Valid"));
+    // No scheduling cycle has looked at it yet.
+    assert_eq!(s.says(ConditionType::Admitted), ("False", "Waiting"));
+    assert_eq!(reasons(&fx), ["Queued"]);
+    assert_eq!(fx.requeue, Some(Duration::from_secs(30)));
+    assert!(fx.pod_deletions.is_empty());
+
+    // The scheduler says why it waits, and where it stands in line.
+    s.world.wait = Some((
+        WaitReason::Invalid {
+            message: "zero replicas".into(),
+        },
+        Some(3),
+    ));
+    let fx = s.after(5).tick();
+    assert_eq!(s.phase(), Phase::Queued);
+    assert_eq!(s.status().queue_position, Some(3));
+    assert_eq!(s.says(ConditionType::Admitted).1, "Invalid");
+    assert!(fx.events.is_empty(), "no transition, no Event");
+    // Entering the queue happened once.
+    assert_eq!(s.status().queued_at, Some(at(0)));
+}
+
+#[test]
+fn an_admitted_gang_runs_then_starts() {
+    let mut s = Story::new(2);
+    s.tick();
+    s = s.admitted("Pending");
+    s.now = 3;
+    let fx = s.tick();
+    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(s.status().admitted_at, Some(at(3)));
+    assert_eq!(s.status().placement.len(), 2);
+    assert_eq!(s.status().placement[1].node, "n1");
+    assert_eq!(s.status().placement[1].gpus, [1]);
+    assert_eq!(
+        s.says(ConditionType::Admitted),
+        ("True", "AdmittedWithinGuarantee")
+    );
+    assert!(s.status().started_at.is_none(), "not running yet");
+    assert_eq!(fx.requeue, Some(Duration::from_secs(2)));
+    assert_eq!(s.status().queue_position, None);
+
+    // Still pulling images: nothing changes, look again soon.
+    let fx = s.after(2).tick();
+    assert!(fx.events.is_empty());
+    assert_eq!(fx.requeue, Some(Duration::from_secs(2)));
+
+    s.set_pods_phase("Running");
+    let fx = s.after(2).tick();
+    assert_eq!(s.status().started_at, Some(at(7)));
+    assert_eq!(
+        s.says(ConditionType::Running),
+        ("True", "AllReplicasRunning")
+    );
+    assert_eq!(reasons(&fx), ["Running"]);
+    assert_eq!(fx.requeue, Some(Duration::from_secs(30)));
+    // Started once.
+    let fx = s.after(30).tick();
+    assert!(fx.events.is_empty());
+    assert_eq!(s.status().started_at, Some(at(7)));
+}
+
+#[test]
+fn a_gang_on_borrowed_gpus_is_admitted_as_bonus() {
+    let mut s = Story::new(1).admitted("Pending");
+    s.annotate_all(BONUS_ANNOTATION, "true");
+    s.tick();
+    assert_eq!(s.phase(), Phase::Running);
+    assert!(s.status().bonus);
+    assert_eq!(s.says(ConditionType::Admitted), ("True", "AdmittedAsBonus"));
+}
+
+#[test]
+fn a_half_created_gang_waits_for_its_admission_then_is_torn_down() {
+    let mut s = Story::new(2);
+    s.tick();
+    s.pods = vec![replica(0, "n1", "Pending")];
+    // The scheduler is still creating the gang.
+    s.world.admission_in_flight = true;
+    let fx = s.after(60).tick();
+    assert_eq!(s.phase(), Phase::Queued);
+    assert!(fx.pod_deletions.is_empty());
+    assert_eq!(fx.requeue, Some(Duration::from_secs(1)));
+    // Nobody is creating it, but it is young.
+    s.world.admission_in_flight = false;
+    s.now = 10;
+    let fx = s.tick();
+    assert!(fx.pod_deletions.is_empty());
+    // Left half-created: removed, queued again, not the job's fault.
+    let fx = s.after(30).tick();
+    assert_eq!(s.phase(), Phase::Queued);
+    assert_eq!(deleted(&fx), ["llm-worker-0"]);
+    assert_eq!(s.status().infrastructure_retries, 1);
+    assert_eq!(s.status().retries, 0);
+    assert_eq!(reasons(&fx), ["IncompleteGang"]);
+}
+
+#[test]
+fn the_deciding_replicas_succeed_and_the_job_succeeds() {
+    let mut s = Story::running(2);
+    s.set_pods_phase("Succeeded");
+    let fx = s.after(100).tick();
+    assert_eq!(s.phase(), Phase::Succeeded);
+    assert_eq!(s.status().finished_at, Some(at(100)));
+    assert_eq!(s.says(ConditionType::Succeeded), ("True", "Succeeded"));
+    assert_eq!(s.says(ConditionType::Running), ("False", "Succeeded"));
+    assert_eq!(reasons(&fx), ["Succeeded"]);
+    // The pods finished: nothing to stop.
+    assert!(fx.pod_deletions.is_empty());
+    // Finished is final.
+    let fx = s.after(100).tick();
+    assert_eq!(s.phase(), Phase::Succeeded);
+    assert!(fx.events.is_empty());
+    assert!(!fx.delete_job);
+}
+
+#[test]
+fn a_finished_job_is_deleted_once_its_ttl_passes() {
+    let mut s = Story::running(1);
+    s.job.spec.ttl_seconds_after_finished = Some(60);
+    s.set_pods_phase("Succeeded");
+    s.after(100).tick();
+    assert_eq!(s.phase(), Phase::Succeeded);
+    let fx = s.after(20).tick();
+    assert!(!fx.delete_job);
+    assert_eq!(fx.requeue, Some(Duration::from_secs(40)));
+    let fx = s.after(40).tick();
+    assert!(fx.delete_job);
+    assert_eq!(reasons(&fx), ["Expired"]);
+}
+
+#[test]
+fn a_failed_replica_is_retried_after_its_backoff() {
+    let mut s = Story::running(2);
+    s.pods[1].status = Some(
+        serde_json::from_value(json!({"phase": "Failed", "containerStatuses": [
+            {"name": "c", "ready": false, "restartCount": 0, "image": "x", "imageID": "",
+             "state": {"terminated": {"exitCode": 3}}}
+        ]}))
+        .expect("pod status"),
+    );
+    let fx = s.after(50).tick();
+    assert_eq!(s.phase(), Phase::Retrying);
+    assert_eq!(s.status().retries, 1);
+    assert_eq!(s.status().retry_at, Some(at(60)));
+    assert_eq!(s.says(ConditionType::Running), ("False", "ReplicaFailed"));
+    assert!(
+        s.status()
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("llm-worker-1 failed: exit code 3. Retry 1 of 2 in 10 s"))
+    );
+    assert_eq!(reasons(&fx), ["ReplicaFailed"]);
+    assert_eq!(fx.events[0].action.as_deref(), Some("ReplicaFailed1"));
+    assert_eq!(fx.events[0].type_, EventType::Warning);
+    // The whole gang stops.
+    assert_eq!(deleted(&fx), ["llm-worker-0", "llm-worker-1"]);
+    assert_eq!(fx.requeue, Some(Duration::from_secs(10)));
+
+    // Pods still leaving: wait for them.
+    let fx = s.after(1).tick();
+    assert_eq!(s.phase(), Phase::Retrying);
+    assert_eq!(fx.requeue, Some(Duration::from_secs(1)));
+    // Gone, but the backoff runs until t = 60.
+    s.pods_gone();
+    let fx = s.after(1).tick();
+    assert_eq!(s.phase(), Phase::Retrying);
+    assert_eq!(fx.requeue, Some(Duration::from_secs(8)));
+    // Backoff over: back in the queue.
+    let fx = s.after(8).tick();
+    assert_eq!(s.phase(), Phase::Queued);
+    assert_eq!(s.status().retry_at, None);
+    assert!(s.status().placement.is_empty());
+    assert!(s.status().started_at.is_none());
+    assert_eq!(reasons(&fx), ["Requeued"]);
+}
+
+#[test]
+fn a_job_out_of_retries_fails() {
+    let mut s = Story::running(1);
+    s.job.status.as_mut().expect("status").retries = 2;
+    s.set_pods_phase("Failed");
+    let fx = s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Failed);
+    assert_eq!(s.status().finished_at, Some(at(10)));
+    assert_eq!(s.says(ConditionType::Failed), ("True", "RetriesExhausted"));
+    assert_eq!(s.says(ConditionType::Running), ("False", "ReplicaFailed"));
+    assert_eq!(reasons(&fx), ["Failed"]);
+    assert_eq!(deleted(&fx), ["llm-worker-0"]);
+}
+
+#[test]
+fn a_lost_node_restarts_the_gang_without_counting_a_retry() {
+    let mut s = Story::running(2);
+    s.world.nodes.insert("n1".into(), NodeState::Lost);
+    let fx = s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Retrying);
+    assert_eq!(s.status().retries, 0);
+    assert_eq!(s.status().infrastructure_retries, 1);
+    assert_eq!(s.status().retry_at, Some(at(10)), "no backoff");
+    assert_eq!(
+        s.says(ConditionType::Running),
+        ("False", "InfrastructureFailure")
+    );
+    assert_eq!(
+        fx.events[0].action.as_deref(),
+        Some("InfrastructureFailure1")
+    );
+    assert_eq!(deleted(&fx), ["llm-worker-0", "llm-worker-1"]);
+
+    // Once the platform's allowance is used up, the failure counts.
+    let mut s = Story::running(1);
+    s.job
+        .status
+        .as_mut()
+        .expect("status")
+        .infrastructure_retries = 3;
+    s.world.nodes.clear();
+    s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Retrying);
+    assert_eq!(s.status().retries, 1);
+    assert!(
+        s.status()
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("node n1 is gone"))
+    );
+}
+
+#[test]
+fn a_replica_failing_on_an_unhealthy_gpu_is_not_the_jobs_fault() {
+    let mut s = Story::running(2);
+    s.world.nodes.insert(
+        "n1".into(),
+        NodeState::Up {
+            unhealthy_gpus: [1].into_iter().collect(),
+        },
+    );
+    s.pods[1].status.as_mut().expect("status").phase = Some("Failed".into());
+    s.after(10).tick();
+    assert_eq!(s.status().retries, 0);
+    assert_eq!(s.status().infrastructure_retries, 1);
+    assert!(
+        s.status()
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("on GPU 1 of node n1, which turned unhealthy"))
+    );
+}
+
+#[test]
+fn a_pod_the_cluster_scheduler_refuses_rolls_the_admission_back() {
+    let mut s = Story::new(1);
+    s.tick();
+    let mut pod: Pod = serde_json::from_value(json!({
+        "metadata": {
+            "name": "llm-worker-0", "namespace": "team", "creationTimestamp": stamp(0),
+            "labels": {TASK_LABEL: "worker", INDEX_LABEL: "0"},
+            "annotations": {GPUS_ANNOTATION: "0", NODE_ANNOTATION: "n1"}
+        },
+        "spec": {"containers": [{"name": "c", "image": "x"}]},
+        "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
+            "reason": "Unschedulable", "message": "volume node affinity conflict",
+            "lastTransitionTime": stamp(0)}]}
+    }))
+    .expect("pod");
+    annotate(&mut pod, "kubetrain.io/rank", "0");
+    s.pods = vec![pod];
+    s.tick();
+    assert_eq!(s.phase(), Phase::Running, "placed, waiting for its binding");
+    // Within the deadline: keep waiting.
+    let fx = s.after(30).tick();
+    assert_eq!(s.phase(), Phase::Running);
+    assert!(fx.pod_deletions.is_empty());
+    let fx = s.after(30).tick();
+    assert_eq!(s.phase(), Phase::Retrying);
+    assert_eq!(s.status().retries, 0);
+    assert_eq!(s.status().retry_at, Some(at(60)));
+    assert_eq!(s.status().refused_nodes.len(), 1);
+    assert_eq!(s.status().refused_nodes[0].node, "n1");
+    assert_eq!(s.status().refused_nodes[0].until, at(660));
+    assert_eq!(
+        s.says(ConditionType::Running),
+        ("False", "SchedulerRejected")
+    );
+    assert_eq!(reasons(&fx), ["SchedulerRejected"]);
+    assert_eq!(deleted(&fx), ["llm-worker-0"]);
+}
+
+#[test]
+fn a_preempted_job_checkpoints_and_returns_to_its_queue() {
+    let mut s = Story::running(2);
+    s.job.status.as_mut().expect("status").gpus = Some(2.0);
+    // The scheduler asks for a checkpoint, for its owner's guarantee.
+    s.annotate_all(CHECKPOINT_REQUESTED, &stamp(100));
+    s.annotate_all(PREEMPTION_REASON, "Reclaim");
+    let fx = s.after(100).tick();
+    assert_eq!(s.phase(), Phase::Preempting);
+    assert_eq!(
+        s.says(ConditionType::Preempting),
+        ("True", "CheckpointRequested")
+    );
+    assert!(fx.pod_deletions.is_empty(), "the pods checkpoint first");
+    assert!(fx.requeue.is_some_and(|d| d <= Duration::from_secs(2)));
+
+    // The job acknowledges.
+    s.annotate_all(CHECKPOINT_DONE, &stamp(105));
+    let fx = s.after(5).tick();
+    assert_eq!(
+        s.says(ConditionType::Preempting),
+        ("True", "CheckpointSaved")
+    );
+    assert_eq!(s.status().last_checkpoint_time, Some(at(105)));
+    let record = s.status().last_preemption.clone().expect("record");
+    assert_eq!(record.outcome, PreemptionOutcome::CheckpointSaved);
+    assert_eq!(record.reason.as_deref(), Some("Reclaim"));
+    assert_eq!(record.lost_gpu_seconds, 0);
+    assert_eq!(reasons(&fx), ["CheckpointSaved"]);
+    assert_eq!(fx.events[0].action.as_deref(), Some("CheckpointSaved1"));
+    assert_eq!(deleted(&fx), ["llm-worker-0", "llm-worker-1"]);
+    // Recorded once.
+    let fx = s.after(1).tick();
+    assert!(fx.events.is_empty());
+
+    // The pods are gone: back in line, keeping the job's place.
+    s.pods_gone();
+    let fx = s.after(1).tick();
+    assert_eq!(s.phase(), Phase::Queued);
+    assert_eq!(s.status().preemptions, 1);
+    assert!(s.status().placement.is_empty());
+    assert!(s.status().admitted_at.is_none() && s.status().started_at.is_none());
+    assert_eq!(s.says(ConditionType::Preempting), ("False", "Requeued"));
+    assert_eq!(s.says(ConditionType::Running), ("False", "Preempted"));
+    assert_eq!(reasons(&fx), ["Requeued"]);
+    assert_eq!(fx.events[0].type_, EventType::Normal);
+    assert_eq!(fx.events[0].action.as_deref(), Some("Requeued1"));
+}
+
+#[test]
+fn a_preemption_without_acknowledgement_loses_the_work_since_the_start() {
+    let mut s = Story::running(2);
+    s.job.status.as_mut().expect("status").gpus = Some(2.0);
+    s.annotate_all(CHECKPOINT_REQUESTED, &stamp(100));
+    s.after(100).tick();
+    // Within the grace period (30 s): keep waiting.
+    let fx = s.after(29).tick();
+    assert!(fx.pod_deletions.is_empty());
+    let fx = s.after(1).tick();
+    assert_eq!(
+        s.says(ConditionType::Preempting),
+        ("True", "CheckpointLost")
+    );
+    let record = s.status().last_preemption.clone().expect("record");
+    assert_eq!(record.outcome, PreemptionOutcome::CheckpointLost);
+    // 130 s since the start on 2 GPUs.
+    assert_eq!(record.lost_gpu_seconds, 260);
+    assert_eq!(fx.events[0].type_, EventType::Warning);
+    assert_eq!(deleted(&fx), ["llm-worker-0", "llm-worker-1"]);
+
+    s.pods_gone();
+    let fx = s.after(1).tick();
+    assert_eq!(s.phase(), Phase::Queued);
+    assert_eq!(reasons(&fx), ["Requeued"]);
+    assert_eq!(fx.events[0].type_, EventType::Warning, "work was lost");
+    assert!(
+        s.status()
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("about 260 GPU-seconds of work lost"))
+    );
+}
+
+#[test]
+fn pods_that_exit_on_their_own_end_the_preemption() {
+    let mut s = Story::running(1);
+    s.annotate_all(CHECKPOINT_REQUESTED, &stamp(100));
+    s.after(100).tick();
+    s.set_pods_phase("Succeeded");
+    let fx = s.after(2).tick();
+    assert_eq!(s.phase(), Phase::Preempting);
+    assert_eq!(s.says(ConditionType::Preempting), ("True", "PodsExited"));
+    assert_eq!(reasons(&fx), ["PodsExited"]);
+}
+
+#[test]
+fn a_drained_job_waits_for_the_drain_to_settle_before_requeueing() {
+    let mut s = Story::running(1);
+    s.annotate_all(CHECKPOINT_REQUESTED, &stamp(100));
+    s.annotate_all(PREEMPTION_REASON, "Drain");
+    s.after(100).tick();
+    s.annotate_all(CHECKPOINT_DONE, &stamp(101));
+    s.after(1).tick();
+    s.pods_gone();
+    let fx = s.after(1).tick();
+    assert_eq!(
+        s.phase(),
+        Phase::Preempting,
+        "kubectl drain must see the pod gone"
+    );
+    assert_eq!(s.status().retry_at, Some(at(112)));
+    assert_eq!(fx.requeue, Some(Duration::from_secs(10)));
+    let fx = s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Queued);
+    assert_eq!(s.status().retry_at, None);
+    assert_eq!(reasons(&fx), ["Requeued"]);
+}
+
+#[test]
+fn a_suspended_job_checkpoints_stops_and_resumes() {
+    let mut s = Story::running(2);
+    s.job.spec.suspend = true;
+    let fx = s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Preempting);
+    // Nobody else asks for the checkpoint: the lifecycle does.
+    assert_eq!(fx.checkpoint_requests, ["llm-worker-0", "llm-worker-1"]);
+    assert!(fx.pod_deletions.is_empty());
+    s.annotate_all(CHECKPOINT_REQUESTED, &stamp(10));
+
+    s.annotate_all(CHECKPOINT_DONE, &stamp(12));
+    let fx = s.after(2).tick();
+    assert!(fx.checkpoint_requests.is_empty());
+    assert_eq!(
+        s.status()
+            .last_preemption
+            .as_ref()
+            .and_then(|r| r.reason.as_deref()),
+        Some("Suspend")
+    );
+    assert_eq!(deleted(&fx), ["llm-worker-0", "llm-worker-1"]);
+
+    s.pods_gone();
+    let fx = s.after(1).tick();
+    assert_eq!(s.phase(), Phase::Suspended);
+    assert_eq!(s.status().preemptions, 0, "a suspension is no preemption");
+    assert_eq!(reasons(&fx), ["Suspended"]);
+    // Suspended is quiet.
+    let fx = s.after(60).tick();
+    assert!(fx.events.is_empty());
+    assert_eq!(s.phase(), Phase::Suspended);
+
+    s.job.spec.suspend = false;
+    let fx = s.after(1).tick();
+    assert_eq!(s.phase(), Phase::Queued);
+    assert_eq!(reasons(&fx), ["Resumed"]);
+}
+
+#[test]
+fn a_queued_job_suspended_before_admission_is_suspended_at_once() {
+    let mut s = Story::new(1);
+    s.tick();
+    s.job.spec.suspend = true;
+    let fx = s.after(1).tick();
+    assert_eq!(s.phase(), Phase::Suspended);
+    assert_eq!(reasons(&fx), ["Suspended"]);
+}
+
+#[test]
+fn an_invalid_job_waits_in_pending_until_fixed() {
+    let mut s = Story::new(1);
+    s.world.validity = Err(Invalid::UnknownQueue("q".into()));
+    s.world.queue = None;
+    let fx = s.tick();
+    assert_eq!(s.phase(), Phase::Pending);
+    assert_eq!(s.says(ConditionType::Valid), ("False", "UnknownQueue"));
+    assert_eq!(
+        s.status().message.as_deref(),
+        Some("queue q does not exist")
+    );
+    assert_eq!(reasons(&fx), ["UnknownQueue"]);
+    assert_eq!(fx.events[0].type_, EventType::Warning);
+    assert_eq!(fx.requeue, Some(Duration::from_secs(15)));
+    // Reported once.
+    let fx = s.after(15).tick();
+    assert!(fx.events.is_empty());
+
+    // Fixed: valid (no "valid again" Event for a job that never left Pending) and queued.
+    s.world.validity = Ok(());
+    s.world.queue = Some("q".into());
+    let fx = s.after(15).tick();
+    assert_eq!(s.says(ConditionType::Valid), ("True", "Valid"));
+    assert_eq!(s.phase(), Phase::Queued);
+    assert_eq!(reasons(&fx), ["Queued"]);
+}
+
+#[test]
+fn a_running_job_whose_spec_turns_invalid_keeps_running() {
+    let mut s = Story::running(1);
+    s.world.validity = Err(Invalid::UnknownQueue("q".into()));
+    let fx = s.after(1).tick();
+    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(s.says(ConditionType::Valid), ("False", "UnknownQueue"));
+    assert_eq!(reasons(&fx), ["UnknownQueue"]);
+    s.world.validity = Ok(());
+    let fx = s.after(1).tick();
+    assert_eq!(reasons(&fx), ["Valid"]);
+}
+
+#[test]
+fn a_pod_stuck_terminating_on_a_lost_node_is_force_deleted() {
+    let mut s = Story::running(1);
+    s.pods[0].metadata.deletion_timestamp = Some(at(5));
+    s.world.nodes.insert("n1".into(), NodeState::Lost);
+    // Graceful deletion not overdue yet.
+    s.now = 4;
+    let fx = s.tick();
+    assert!(fx.pod_deletions.is_empty());
+    s.now = 5;
+    let fx = s.tick();
+    assert_eq!(
+        fx.pod_deletions,
+        [PodDeletion {
+            pod: "llm-worker-0".into(),
+            force: true
+        }]
+    );
+}
 
 #[test]
 fn backoff_doubles_up_to_max() {
