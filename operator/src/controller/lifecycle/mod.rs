@@ -136,9 +136,9 @@ pub struct PodDeletion {
     pub force: bool,
 }
 
-/// What the reconciler carries out besides writing the status, in this order: Events,
-/// the TTL deletion of the job, checkpoint requests, pod deletions; then it looks again after
-/// `requeue` (60 s when `None`).
+/// What the reconciler carries out besides writing the status: the TTL deletion of the job
+/// (started before the status write), then Events, checkpoint requests and pod deletions; it
+/// looks again after `requeue` (60 s when `None`).
 #[derive(Debug, Default, PartialEq)]
 pub struct Effects {
     pub events: Vec<Event>,
