@@ -198,6 +198,70 @@ impl Tenants {
         Ok(())
     }
 
+    /// Whether `need` more passes every limit once `freed` (queue, user, milli of jobs
+    /// leaving) is credited: each freed amount counts against the limits whose scope holds it
+    /// (the VC, the queue and its ancestors, the user in the queue).
+    pub fn limits_pass_after(
+        &self,
+        snap: &Snapshot,
+        q: QueueIdx,
+        user: &str,
+        need: u64,
+        freed: &[(QueueIdx, &str, u64)],
+    ) -> bool {
+        let Some(vc) = self.queue_vc[q] else {
+            return true;
+        };
+        let sum = |keep: &dyn Fn(QueueIdx, &str) -> bool| -> u64 {
+            freed
+                .iter()
+                .filter(|(fq, fu, _)| keep(*fq, fu))
+                .map(|x| x.2)
+                .sum()
+        };
+        if let Some(l) = self.limit[vc] {
+            let f = sum(&|fq, _| self.queue_vc[fq] == Some(vc));
+            if self.vc_used[vc].saturating_sub(f) + need > l {
+                return false;
+            }
+        }
+        for &qi in &self.chain[q] {
+            if let Some(m) = self.queue_max[qi] {
+                let f = sum(&|fq, _| self.chain[fq].contains(&qi));
+                if self.queue_used[qi].saturating_sub(f) + need > m {
+                    return false;
+                }
+            }
+        }
+        if let Some(l) = snap.queues[q].user_limit {
+            let used = self
+                .user_used
+                .get(&(q, user.to_string()))
+                .copied()
+                .unwrap_or(0);
+            let f = sum(&|fq, fu| fq == q && fu == user);
+            if used.saturating_sub(f) + need > u64::from(l) * 1000 {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Whether `need` is more than a limit allows even with nothing else running: no
+    /// preemption can make room for it.
+    pub fn above_a_limit(&self, snap: &Snapshot, q: QueueIdx, need: u64) -> bool {
+        let Some(vc) = self.queue_vc[q] else {
+            return false;
+        };
+        self.limit[vc].is_some_and(|l| need > l)
+            || self.chain[q]
+                .iter()
+                .any(|&qi| self.queue_max[qi].is_some_and(|m| need > m))
+            || snap.queues[q]
+                .user_limit
+                .is_some_and(|l| need > u64::from(l) * 1000)
+    }
+
     /// Add (or with `add == false` remove) usage.
     pub fn charge(
         &mut self,

@@ -778,7 +778,16 @@ impl<'a> Cycle<'a> {
 
     /// Plan a preemption for `p` on flavor `f`. Returns true when the job's fate is decided
     /// (a plan, or a wait for minimum runtime).
-    fn preempt(&mut self, p: &Pending, f: FlavorId, reason: PreemptionReason, bonus: bool) -> bool {
+    /// `limited`: a limit blocks the job, so victims must free it too (see
+    /// [`reclaim::plan`]).
+    fn preempt(
+        &mut self,
+        p: &Pending,
+        f: FlavorId,
+        reason: PreemptionReason,
+        bonus: bool,
+        limited: bool,
+    ) -> bool {
         let job = &self.snap.jobs[p.job];
         let marker = match reason {
             PreemptionReason::Reclaim => p.vc,
@@ -803,6 +812,31 @@ impl<'a> Cycle<'a> {
             PreemptionReason::Drain | PreemptionReason::UnhealthyGpu => false,
         };
         let victims = self.opts.victims;
+        // what each run would free against the limits
+        let freed: Vec<(QueueIdx, &str, u64)> = if limited {
+            self.runs
+                .iter()
+                .map(|r| {
+                    (
+                        r.queue.unwrap_or(usize::MAX),
+                        self.snap.jobs[r.job].user.as_str(),
+                        r.milli,
+                    )
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let (t, snap) = (&self.t, self.snap);
+        let credit = |vs: &[usize]| {
+            let f: Vec<(QueueIdx, &str, u64)> = vs
+                .iter()
+                .map(|&v| freed[v])
+                .filter(|x| x.0 != usize::MAX)
+                .collect();
+            t.limits_pass_after(snap, queue, &job.user, p.milli, &f)
+        };
+        let limits: reclaim::Limits = if limited { Some(&credit) } else { None };
         match reclaim::plan(
             &mut self.c,
             &mut self.runs,
@@ -810,6 +844,7 @@ impl<'a> Cycle<'a> {
             &req,
             &eligible,
             victims,
+            limits,
         ) {
             Outcome::Plan {
                 victims,
@@ -974,21 +1009,22 @@ impl<'a> Cycle<'a> {
             }
         }
 
-        // Phase 3: priority preemption inside queues that allow it.
+        // Phase 3: priority preemption inside queues that allow it. A job a limit blocks
+        // may preempt too, when the victims free the limit and the room together; never a
+        // job larger than its limit.
         for (j, within) in failed {
             let p = pending[j].as_ref().expect("failed jobs are digested");
-            if let Err(r) = self
+            let limit = self
                 .t
                 .check_limits(snap, p.queue, &snap.jobs[j].user, p.milli)
-            {
-                self.wait(j, r);
-                continue;
-            }
-            if snap.queues[p.queue].priority_preemption {
+                .err();
+            let preemptible = snap.queues[p.queue].priority_preemption
+                && !(limit.is_some() && self.t.above_a_limit(snap, p.queue, p.milli));
+            if preemptible {
                 let mut done = false;
                 for &f in &p.flavors {
                     let bonus = !self.t.within_guarantee(p.vc, f, p.milli);
-                    if self.preempt(p, f, PreemptionReason::Priority, bonus) {
+                    if self.preempt(p, f, PreemptionReason::Priority, bonus, limit.is_some()) {
                         done = true;
                         break;
                     }
@@ -997,7 +1033,7 @@ impl<'a> Cycle<'a> {
                     continue;
                 }
             }
-            let r = self.no_fit_reason(p, within);
+            let r = limit.unwrap_or_else(|| self.no_fit_reason(p, within));
             self.wait(j, r);
         }
         self.number_waiting(&pending, &offered);
@@ -1034,7 +1070,12 @@ impl<'a> Cycle<'a> {
             .t
             .check_limits(snap, p.queue, &snap.jobs[p.job].user, p.milli)
         {
-            self.wait(p.job, r);
+            if snap.queues[p.queue].priority_preemption {
+                // may still preempt lower-priority jobs in the limit's scope (phase 3)
+                deferred.push((p.job, false));
+            } else {
+                self.wait(p.job, r);
+            }
             return;
         }
         let head: Vec<FlavorId> = p
@@ -1055,7 +1096,7 @@ impl<'a> Cycle<'a> {
             }
         }
         for &f in &head {
-            if self.preempt(p, f, PreemptionReason::Reclaim, false) {
+            if self.preempt(p, f, PreemptionReason::Reclaim, false, false) {
                 return;
             }
         }

@@ -30,7 +30,10 @@
 //!    dominant share of borrowed GPUs (dominant-resource fairness over GPU types), up to
 //!    limits. Bonus jobs never cause preemption.
 //! 5. **Priority preemption** for jobs still waiting in queues that allow it: victims are
-//!    lower-priority jobs of the same queue, chosen like reclaim victims.
+//!    lower-priority jobs of the same queue, chosen like reclaim victims. A job a limit
+//!    blocks (VC limit, queue maxShare, user limit) takes part too: the victims' usage is
+//!    credited against the limits whose scope holds them and their capacity against node fit
+//!    together; a job larger than a limit evicts nobody.
 //! 6. Everything else waits with a typed reason: limits (VC limit, queue maxShare, user
 //!    limit), `QuotaExhausted` (beyond guarantee, nothing idle), `NoFit` (within quota, with the
 //!    largest free block), `ReservedForCells`, `WaitingForPreemption`, `WaitingForMinRuntime`,

@@ -98,15 +98,25 @@ fn fits(c: &mut Cluster, req: &Request, domain: &[NodeIdx]) -> bool {
     }
 }
 
-/// Victims in one domain: greedy by cost, then made minimal. Leaves the cluster unchanged.
+/// Whether the limits that blocked the job pass once `victims` are gone (always, when no
+/// limit blocked it).
+pub(crate) type Limits<'a> = Option<&'a dyn Fn(&[usize]) -> bool>;
+
+fn limits_ok(limits: Limits, victims: &[usize]) -> bool {
+    limits.is_none_or(|l| l(victims))
+}
+
+/// Victims in one domain: greedy by cost, then made minimal; a set must make the gang fit
+/// and pass `limits` together. Leaves the cluster unchanged.
 fn in_domain(
     c: &mut Cluster,
     runs: &[RunInfo],
     req: &Request,
     domain: &[NodeIdx],
     cands: &[usize],
+    limits: Limits,
 ) -> Option<(Vec<usize>, u64)> {
-    if fits(c, req, domain) {
+    if limits_ok(limits, &[]) && fits(c, req, domain) {
         return Some((Vec::new(), 0));
     }
     let mut chosen: Vec<usize> = Vec::new();
@@ -118,7 +128,7 @@ fn in_domain(
             .iter()
             .map(|&n| c.nodes[n as usize].whole_avail(Mode::AfterRelease))
             .sum();
-        if free >= req.whole_gpus && fits(c, req, domain) {
+        if free >= req.whole_gpus && limits_ok(limits, &chosen) && fits(c, req, domain) {
             ok = true;
             break;
         }
@@ -134,7 +144,8 @@ fn in_domain(
         i -= 1;
         let r = chosen[i];
         set(c, &runs[r], false);
-        if fits(c, req, domain) {
+        let without: Vec<usize> = chosen.iter().copied().filter(|&x| x != r).collect();
+        if limits_ok(limits, &without) && fits(c, req, domain) {
             chosen.remove(i);
         } else {
             set(c, &runs[r], true);
@@ -153,6 +164,7 @@ fn count_only(
     runs: &mut [RunInfo],
     req: &Request,
     eligible: &dyn Fn(&RunInfo) -> bool,
+    limits: Limits,
 ) -> Outcome {
     let Some(facts) = c.facts.get(req.flavor as usize) else {
         return Outcome::None;
@@ -181,13 +193,13 @@ fn count_only(
     });
     let mut chosen = Vec::new();
     for &r in &cands {
-        if free(c) >= need {
+        if free(c) >= need && limits_ok(limits, &chosen) {
             break;
         }
         set(c, &runs[r], true);
         chosen.push(r);
     }
-    if free(c) < need {
+    if free(c) < need || !limits_ok(limits, &chosen) {
         for &r in &chosen {
             set(c, &runs[r], false);
         }
@@ -198,7 +210,8 @@ fn count_only(
         i -= 1;
         let r = chosen[i];
         set(c, &runs[r], false);
-        if free(c) >= need {
+        let without: Vec<usize> = chosen.iter().copied().filter(|&x| x != r).collect();
+        if free(c) >= need && limits_ok(limits, &without) {
             chosen.remove(i);
         } else {
             set(c, &runs[r], true);
@@ -222,6 +235,9 @@ fn count_only(
 }
 
 /// Choose victims so that `req` fits; `eligible` says which running jobs may be victims.
+/// With `limits` (a job a limit blocks), the set must also pass them once its victims'
+/// usage is credited, and eligible jobs anywhere (any node, any GPU type) are candidates for
+/// that credit in every domain.
 pub(crate) fn plan(
     c: &mut Cluster,
     runs: &mut [RunInfo],
@@ -229,14 +245,15 @@ pub(crate) fn plan(
     req: &Request,
     eligible: &dyn Fn(&RunInfo) -> bool,
     selection: VictimSelection,
+    limits: Limits,
 ) -> Outcome {
     if selection == VictimSelection::CountOnly {
         let nodes = match c.facts.get(req.flavor as usize) {
             Some(f) => f.nodes.clone(),
             None => return Outcome::None,
         };
-        if !fits(c, req, &nodes) {
-            return count_only(c, runs, req, eligible);
+        if !limits_ok(limits, &[]) || !fits(c, req, &nodes) {
+            return count_only(c, runs, req, eligible, limits);
         }
     }
     let pass = |c: &mut Cluster,
@@ -269,6 +286,17 @@ pub(crate) fn plan(
             }
         }
         let flavor_nodes = facts.nodes.clone();
+        // candidates for the limits' credit, wherever they run
+        let anywhere: Vec<usize> = if limits.is_some() {
+            (0..runs.len())
+                .filter(|&r| {
+                    let x = &runs[r];
+                    !x.gone && eligible(x) && (young_ok || x.young_until.is_none())
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let key = |r: usize| {
             (
                 runs[r].lost,
@@ -313,9 +341,10 @@ pub(crate) fn plan(
                     .flat_map(|&n| on_node[n as usize].iter().copied())
                     .filter(|&r| ok(&runs[r]))
                     .collect();
+                cands.extend_from_slice(&anywhere);
                 cands.sort_by_key(|&r| key(r));
                 cands.dedup();
-                if let Some((v, lost)) = in_domain(c, runs, req, &d, &cands) {
+                if let Some((v, lost)) = in_domain(c, runs, req, &d, &cands, limits) {
                     let k = (lost, v.len());
                     if best.as_ref().is_none_or(|b| k < (b.0, b.1)) {
                         let empty = v.is_empty();

@@ -1356,3 +1356,109 @@ fn a_job_on_a_sick_gpu_checkpoints_and_leaves() {
     assert_eq!(d.preemptions[0].victims, ["t/sick"]);
     assert_eq!(d.preemptions[0].beneficiary, "GPU 2 of node n0");
 }
+
+/// Team t is capped at 6 GPUs and runs two low-priority 2-GPU experiments; a high-priority
+/// 4-GPU job of the same queue (priority preemption on) arrives. Idle GPUs exist, but the
+/// limit stops it: it must not wait `OverLimit` behind the experiments. The victim must free
+/// the limit *and* the node together: `t/exp-cheap` loses less work, but its node also runs
+/// another team's job, so only `t/exp-n1` makes room, and only it goes. A job larger than the
+/// limit evicts nobody.
+#[test]
+fn a_limit_does_not_block_priority_preemption() {
+    let nodes = vec![node("n0", "A100", 4, None), node("n1", "A100", 4, None)];
+    let mut t = vc("t", "A100", 0);
+    t.limit_gpus = Some(6);
+    let vcs = vec![t, vc("o", "A100", 4)];
+    let mut q = queue("q", "t");
+    q.priority_preemption = true;
+    q.policy = QueuePolicy::Priority;
+    let queues = vec![q, queue("qo", "o")];
+    let exp = |id: &str, n: &str, ckpt: i64| {
+        let mut j = run(job(id, "q", 1, 2), &[(n, &[0, 1])], true, 0, Some(ckpt));
+        j.priority = 1;
+        j
+    };
+    let running = vec![
+        exp("t/exp-cheap", "n0", 990),
+        exp("t/exp-n1", "n1", 100),
+        run(job("o/own", "qo", 1, 2), &[("n0", &[2, 3])], false, 0, None),
+    ];
+    let mut high = job("t/high", "q", 1, 4);
+    high.priority = 10;
+    let mut jobs = running.clone();
+    jobs.push(high);
+    let d = schedule(&snapshot(
+        1000,
+        nodes.clone(),
+        vcs.clone(),
+        queues.clone(),
+        jobs,
+    ));
+    assert_eq!(d.preemptions.len(), 1, "{d:?}");
+    assert_eq!(d.preemptions[0].reason, PreemptionReason::Priority);
+    assert_eq!(d.preemptions[0].victims, vec!["t/exp-n1".to_string()]);
+    assert!(
+        matches!(
+            d.waiting_reason("t/high"),
+            Some(WaitReason::WaitingForPreemption { .. })
+        ),
+        "{d:?}"
+    );
+
+    // larger than the limit: no eviction can ever make it fit
+    let mut huge = job("t/huge", "q", 2, 4);
+    huge.priority = 10;
+    let mut jobs = running.clone();
+    jobs.push(huge);
+    let d = schedule(&snapshot(
+        1000,
+        nodes.clone(),
+        vcs.clone(),
+        queues.clone(),
+        jobs,
+    ));
+    assert!(d.preemptions.is_empty(), "{d:?}");
+    assert!(matches!(
+        d.waiting_reason("t/huge"),
+        Some(WaitReason::OverLimit { .. })
+    ));
+}
+
+/// Alice may hold 4 GPUs in the queue and runs a low-priority 4-GPU job; her urgent job
+/// preempts it, not Bob's cheaper job, which would free a node but not Alice's limit. Bob's
+/// job is within no limit of hers, so it stays.
+#[test]
+fn a_user_limit_is_freed_by_the_users_own_lower_priority_job() {
+    let nodes = vec![node("n0", "A100", 4, None), node("n1", "A100", 4, None)];
+    let mut q = queue("q", "t");
+    q.priority_preemption = true;
+    q.user_limit = Some(4);
+    let mut a_low = run(
+        job("t/alice-low", "q", 1, 4),
+        &[("n0", &[0, 1, 2, 3])],
+        false,
+        0,
+        Some(0),
+    );
+    a_low.priority = 1;
+    let mut b_low = run(
+        job("t/bob-low", "q", 1, 4),
+        &[("n1", &[0, 1, 2, 3])],
+        false,
+        0,
+        Some(990),
+    );
+    b_low.priority = 0;
+    b_low.user = "bob".into();
+    let mut urgent = job("t/alice-urgent", "q", 1, 4);
+    urgent.priority = 10;
+    let d = schedule(&snapshot(
+        1000,
+        nodes,
+        vec![vc("t", "A100", 8)],
+        vec![q],
+        vec![a_low, b_low, urgent],
+    ));
+    assert_eq!(d.preemptions.len(), 1, "{d:?}");
+    assert_eq!(d.preemptions[0].victims, vec!["t/alice-low".to_string()]);
+}
