@@ -14,7 +14,8 @@
 //! spoken for, or mixing another VC's domain) is refused; placement then retries on domains
 //! the VC already owns or that are already mixed (buddy-style: fill partly used cells before
 //! splitting a whole one). Bonus placements never change ownership, because they can be
-//! reclaimed. When the invariant is already broken (guarantees over the cluster), moves that
+//! reclaimed. Promoting a running bonus job binds its domains like a guaranteed placement, so
+//! it is refused on the same terms (`promote`): the job stays bonus and reclaimable. When the invariant is already broken (guarantees over the cluster), moves that
 //! do not make it worse are allowed.
 
 use std::collections::BTreeMap;
@@ -233,14 +234,43 @@ impl Cells {
             return true;
         };
         let f = c.nodes[t0.node as usize].flavor;
-        let touched = Self::touched(trial);
+        self.accepts_touched(c, f, &Self::touched(trial), vc)
+    }
+
+    /// Promote a running bonus job of `vc` (its GPUs become guaranteed, no longer
+    /// reclaimable) when that keeps every cell guarantee obtainable, as a guaranteed
+    /// placement must; returns whether it may be promoted. A bonus job on a clean domain
+    /// that another VC's missing cells need stays bonus, so it can still be reclaimed.
+    pub fn promote(&mut self, c: &Cluster, r: &RunInfo, vc: VcIdx) -> bool {
+        if self.tables.is_empty() {
+            return true;
+        }
+        let touched: Vec<(NodeIdx, Vec<u8>)> = r
+            .takes
+            .iter()
+            .map(|(n, g, _, _)| (*n, g.iter().map(|x| x.0).collect()))
+            .collect();
+        if !self.accepts_touched(c, r.flavor, &touched, vc) {
+            return false;
+        }
+        self.apply(c, r.flavor, &touched, vc);
+        true
+    }
+
+    fn accepts_touched(
+        &self,
+        c: &Cluster,
+        f: FlavorId,
+        touched: &[(NodeIdx, Vec<u8>)],
+        vc: VcIdx,
+    ) -> bool {
         for (&(tf, level), tb) in &self.tables {
             if tf != f {
                 continue;
             }
             let before = tb.slack();
             let mut after = tb.clone();
-            for d in self.domains(c, level, &touched) {
+            for d in self.domains(c, level, touched) {
                 let o = after.owners[d];
                 after.set(d, merge(o, vc));
             }

@@ -215,7 +215,8 @@ impl<'a> Cycle<'a> {
             }
         }
         // usage: guaranteed jobs first, then bonus jobs oldest first, promoting those that
-        // now fit the guarantee
+        // now fit the guarantee, unless their GPUs are a clean cell another VC's guarantee
+        // needs (then they stay bonus: reclaimable)
         let mut out = Decisions::default();
         let mut order: Vec<usize> = (0..runs.len()).filter(|&i| !runs[i].gone).collect();
         order.sort_by_key(|&i| {
@@ -225,21 +226,28 @@ impl<'a> Cycle<'a> {
                 snap.jobs[runs[i].job].id.as_str(),
             )
         });
-        for i in order {
+        let split = order.partition_point(|&i| !runs[i].bonus);
+        for &i in &order[..split] {
+            let r = &runs[i];
+            let (Some(q), Some(_)) = (r.queue, r.vc) else {
+                continue;
+            };
+            t.charge(q, &snap.jobs[r.job].user, r.flavor, r.milli, false, true);
+        }
+        let mut cells = Cells::build(snap, &c, &t, &runs);
+        for &i in &order[split..] {
             let r = &runs[i];
             let (Some(q), Some(vc)) = (r.queue, r.vc) else {
                 continue;
             };
             let user = snap.jobs[r.job].user.as_str();
-            let mut bonus = r.bonus;
-            if bonus && t.within_guarantee(vc, r.flavor, r.milli) {
-                bonus = false;
+            let promote = t.within_guarantee(vc, r.flavor, r.milli) && cells.promote(&c, r, vc);
+            if promote {
                 out.promotions.push(snap.jobs[r.job].id.clone());
             }
-            t.charge(q, user, r.flavor, r.milli, bonus, true);
-            runs[i].bonus = bonus;
+            t.charge(q, user, r.flavor, r.milli, !promote, true);
+            runs[i].bonus = !promote;
         }
-        let cells = Cells::build(snap, &c, &t, &runs);
         Cycle {
             snap,
             opts: Options::default(),

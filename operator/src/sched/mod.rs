@@ -14,8 +14,10 @@
 //!    GPUs by room left), so finding candidate nodes is a B-tree range walk, not a cluster
 //!    scan. The workload's shape mix (`frag`) is learned from the snapshot's jobs.
 //! 2. **Usage** (`capacity`). Running jobs are charged to their VC, queue (and ancestors) and
-//!    user, as guaranteed or bonus. A bonus job that now fits its VC's guarantee is
-//!    *promoted* (no longer preemptible). Cell ownership is derived (`cells`).
+//!    user, as guaranteed or bonus. Cell ownership is derived from the guaranteed jobs
+//!    (`cells`). A bonus job that now fits its VC's guarantee is *promoted* (no longer
+//!    preemptible), unless binding its GPUs to its VC would leave another VC's cell
+//!    guarantee unobtainable: then it stays bonus, reclaimable.
 //! 3. **Guaranteed phase.** VCs take turns by weighted dominant share of their guarantee in
 //!    use; a VC offers jobs from its queues (`order`: the queue furthest below its share
 //!    first, the queue's policy inside it). A job within its VC's guarantee for a flavor of

@@ -1462,3 +1462,74 @@ fn a_user_limit_is_freed_by_the_users_own_lower_priority_job() {
     assert_eq!(d.preemptions.len(), 1, "{d:?}");
     assert_eq!(d.preemptions[0].victims, vec!["t/alice-low".to_string()]);
 }
+
+/// Team A is guaranteed one whole node (a node cell). Team B, at its guarantee, borrowed A's
+/// clean node n1 for `b/two`. Later B's big job finishes, so `b/two` would fit B's guarantee
+/// by count. Promoting it would make n1 B's for good: no clean node left, no victim to
+/// reclaim, and A's whole-node job would wait forever. So `b/two` stays bonus, and when A
+/// asks for its node, `b/two` is reclaimed.
+#[test]
+fn a_borrowed_cell_is_not_promoted_away_from_its_owner() {
+    let nodes = vec![node("n0", "A100", 8, None), node("n1", "A100", 8, None)];
+    let mut a = vc("a", "A100", 8);
+    a.guarantee[0].cells = vec![CellGuarantee {
+        level: TopologyLevel::Node,
+        count: 1,
+    }];
+    let vcs = vec![a, vc("b", "A100", 8)];
+    let queues = vec![queue("qa", "a"), queue("qb", "b")];
+    let small = run(job("b/small", "qb", 1, 1), &[("n0", &[6])], false, 0, None);
+    let big = run(
+        job("b/big", "qb", 1, 6),
+        &[("n0", &[0, 1, 2, 3, 4, 5])],
+        false,
+        0,
+        None,
+    );
+    // B is at its guarantee: b/two borrows, on A's clean node
+    let d = schedule(&snapshot(
+        0,
+        nodes.clone(),
+        vcs.clone(),
+        queues.clone(),
+        vec![small.clone(), big, job("b/two", "qb", 1, 2)],
+    ));
+    let adm = d.admission("b/two").expect("borrowed");
+    assert!(adm.bonus);
+    assert_eq!(adm.placement[0].node, "n1");
+    let gpus: Vec<u32> = adm.placement[0].gpus.iter().map(|g| g.0).collect();
+    let two = run(
+        job("b/two", "qb", 1, 2),
+        &[("n1", &[gpus[0], gpus[1]])],
+        true,
+        10,
+        None,
+    );
+
+    // b/big finishes: b/two now fits B's guarantee by count, but n1 is A's only cell
+    let d = schedule(&snapshot(
+        100,
+        nodes.clone(),
+        vcs.clone(),
+        queues.clone(),
+        vec![small.clone(), two.clone()],
+    ));
+    assert!(d.promotions.is_empty(), "{d:?}");
+
+    // A asks for its whole node: b/two is reclaimed
+    let d = schedule(&snapshot(
+        200,
+        nodes,
+        vcs,
+        queues,
+        vec![small, two, job("a/node", "qa", 1, 8)],
+    ));
+    assert!(d.promotions.is_empty(), "{d:?}");
+    assert_eq!(d.preemptions.len(), 1, "{d:?}");
+    assert_eq!(d.preemptions[0].reason, PreemptionReason::Reclaim);
+    assert_eq!(d.preemptions[0].victims, vec!["b/two".to_string()]);
+    assert!(matches!(
+        d.waiting_reason("a/node"),
+        Some(WaitReason::WaitingForPreemption { .. })
+    ));
+}
