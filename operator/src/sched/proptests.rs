@@ -4,7 +4,8 @@
 //! cycle admits random jobs on an empty cluster, those admissions become running jobs (with
 //! random bonus flags, start and checkpoint times, some already preempting), then fresh
 //! pending jobs arrive and the cycle under test runs. Case counts come from
-//! `KUBETRAIN_PROPTEST_CASES` (per property; the defaults add up to 10,000).
+//! `KUBETRAIN_PROPTEST_CASES` (per property; the defaults add up to 12,000).
+//! `invariants_hold_through_histories` runs sequences of cycles instead (issue 18 §6).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -757,5 +758,258 @@ fn generators_reach_interesting_cases() {
             *c * 100 >= n,
             "generator reaches {k} in only {c} of {n} worlds"
         );
+    }
+}
+
+/// A cluster for histories: healthy, schedulable nodes; three VCs whose guarantees fit the
+/// cluster, some with node cells, some with limits; two queues per VC, the second with a
+/// user limit or a maxShare at times.
+#[derive(Clone, Debug)]
+struct HistoryWorld {
+    nodes: Vec<Node>,
+    vcs: Vec<VirtualCluster>,
+    queues: Vec<Queue>,
+    /// Per cycle: arriving jobs, and which running jobs (by position) complete.
+    steps: Vec<(Vec<JobSpec>, Vec<bool>)>,
+}
+
+fn history_world() -> impl Strategy<Value = HistoryWorld> {
+    let nodes = prop::collection::vec(
+        (0usize..2, prop_oneof![Just(4u32), Just(8), Just(8)], 0u8..3),
+        2..7,
+    );
+    let vcs = prop::collection::vec(
+        (
+            0u32..17,
+            0u32..9,
+            prop::option::weighted(0.4, 1u32..24),
+            any::<bool>(),
+        ),
+        3,
+    );
+    let queues = prop::collection::vec(
+        (
+            any::<bool>(),
+            prop::option::weighted(0.3, 1u32..6),
+            prop_oneof![3 => Just(100u32), 1 => 20u32..=100],
+        ),
+        6,
+    );
+    let steps = prop::collection::vec(
+        (
+            prop::collection::vec(job_spec(true), 0..6),
+            prop::collection::vec(prop::bool::weighted(0.3), 12),
+        ),
+        2..6,
+    );
+    (nodes, vcs, queues, steps).prop_map(|(ns, vs, qs, steps)| {
+        let nodes: Vec<Node> = ns
+            .iter()
+            .enumerate()
+            .map(|(i, &(f, g, rack))| {
+                node(
+                    &format!("n{i}"),
+                    FLAVORS[f],
+                    g,
+                    (rack > 0).then_some(if rack == 1 { "r1" } else { "r2" }),
+                )
+            })
+            .collect();
+        let cap = |f: &str| -> u32 {
+            nodes
+                .iter()
+                .filter(|n| n.flavor.as_str() == f)
+                .map(|n| n.allocatable.gpus)
+                .sum()
+        };
+        let mut left = [cap(FLAVORS[0]), cap(FLAVORS[1])];
+        let vcs = vs
+            .iter()
+            .enumerate()
+            .map(|(i, &(ga, gh, limit, cells))| {
+                let mut v = vc(&format!("vc{i}"), "A100", 0);
+                for (fi, g) in [ga, gh].into_iter().enumerate() {
+                    let g = if i == 2 { 0 } else { g.min(left[fi]) };
+                    left[fi] -= g;
+                    if g > 0 {
+                        v.guarantee.push(FlavorGuarantee {
+                            flavor: Flavor::new(FLAVORS[fi]),
+                            gpus: g,
+                            cells: if cells && g >= 8 {
+                                vec![CellGuarantee {
+                                    level: TopologyLevel::Node,
+                                    count: 1,
+                                }]
+                            } else {
+                                vec![]
+                            },
+                        });
+                    }
+                }
+                v.limit_gpus = limit;
+                v
+            })
+            .collect();
+        let queues = qs
+            .iter()
+            .enumerate()
+            .map(|(i, &(pp, user_limit, max_share))| {
+                let mut q = queue(&format!("q{i}"), &format!("vc{}", i / 2));
+                q.policy = QueuePolicy::Priority;
+                q.priority_preemption = pp;
+                if i % 2 == 1 {
+                    q.user_limit = user_limit;
+                    q.max_share = max_share;
+                }
+                q
+            })
+            .collect();
+        HistoryWorld {
+            nodes,
+            vcs,
+            queues,
+            steps,
+        }
+    })
+}
+
+/// Whole GPUs a job holds per flavor.
+fn held_on(s: &Snapshot, j: &Job, flavor: &str) -> u32 {
+    j.running.as_ref().map_or(0, |r| {
+        r.placement
+            .iter()
+            .filter(|p| {
+                s.nodes
+                    .iter()
+                    .any(|n| n.name == p.node && n.flavor.as_str() == flavor)
+            })
+            .map(|p| p.gpus.len() as u32)
+            .sum()
+    })
+}
+
+/// A VC below its guarantee (count) with a pending job of 1-GPU replicas that fits what is
+/// left of it, in its queue without user limit or maxShare, and under its VC limit, gets an
+/// admission or a reclaim plan for one of its jobs.
+fn check_guarantees(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
+    for (v, vcd) in s.virtual_clusters.iter().enumerate() {
+        let mine =
+            |j: &Job| j.queue == format!("q{}", v * 2) || j.queue == format!("q{}", v * 2 + 1);
+        let live = |j: &&Job| mine(j) && j.running.as_ref().is_some_and(|r| !r.preempting);
+        let total: u64 = s.jobs.iter().filter(live).map(Job::gpu_milli).sum();
+        let fitting = s.jobs.iter().any(|j| {
+            j.running.is_none()
+                && j.queue == format!("q{}", v * 2)
+                && j.tasks[0].gpus == GpuDemand::Whole(1)
+                && j.topology.required.is_none()
+                && vcd
+                    .limit_gpus
+                    .is_none_or(|l| total + j.gpu_milli() <= u64::from(l) * 1000)
+                && vcd.guarantee.iter().any(|fg| {
+                    let used: u32 = s
+                        .jobs
+                        .iter()
+                        .filter(live)
+                        .map(|x| held_on(s, x, fg.flavor.as_str()))
+                        .sum();
+                    (j.gpu_types.is_empty() || j.gpu_types.contains(&fg.flavor))
+                        && used + j.tasks[0].replicas <= fg.gpus
+                })
+        });
+        if !fitting {
+            continue;
+        }
+        let got = d
+            .admissions
+            .iter()
+            .any(|a| s.jobs.iter().any(|j| j.id == a.job && mine(j)))
+            || d.waiting.iter().any(|w| {
+                matches!(w.reason, WaitReason::WaitingForPreemption { .. })
+                    && s.jobs.iter().any(|j| j.id == w.job && mine(j))
+            });
+        prop_assert!(
+            got,
+            "vc{} below its guarantee got nothing: {:?}\n{:?}",
+            v,
+            d,
+            s
+        );
+    }
+    Ok(())
+}
+
+/// The next cycle's snapshot: admissions run, promotions lose their bonus, victims
+/// checkpoint (preempting), jobs that were preempting are back in their queue, some
+/// running jobs complete, new jobs arrive.
+fn advance(
+    s: &Snapshot,
+    d: &Decisions,
+    arrivals: &[JobSpec],
+    done: &[bool],
+    step: usize,
+) -> Snapshot {
+    let now = s.now + 100;
+    let victims: BTreeSet<&str> = d.victims().collect();
+    let mut jobs = Vec::new();
+    let mut k = 0;
+    for j in &s.jobs {
+        let mut j = j.clone();
+        if let Some(a) = d.admission(&j.id) {
+            j.running = Some(Running {
+                placement: a.placement.clone(),
+                bonus: a.bonus,
+                started_at: s.now,
+                last_checkpoint: None,
+                checkpoint_grace_seconds: 30,
+                min_runtime_seconds: 0,
+                preempting: false,
+            });
+        } else if let Some(r) = &mut j.running {
+            if r.preempting {
+                j.running = None;
+                j.preemptions += 1;
+            } else {
+                k += 1;
+                if done[k % done.len()] {
+                    continue; // completed
+                }
+                r.preempting = victims.contains(j.id.as_str());
+                if d.promotions.contains(&j.id) {
+                    r.bonus = false;
+                }
+            }
+        }
+        jobs.push(j);
+    }
+    for (i, a) in arrivals.iter().enumerate() {
+        jobs.push(make_job(format!("ns/s{step}-{i}"), a, now + i as i64));
+    }
+    snapshot(
+        now,
+        s.nodes.clone(),
+        s.virtual_clusters.clone(),
+        s.queues.clone(),
+        jobs,
+    )
+}
+
+proptest! {
+    #![proptest_config(cases(2000))]
+
+    /// Over short histories (arrivals, admissions that run, completions, preemptions that
+    /// finish and send their victims back to the queue, promotions) on clusters with node
+    /// cells and limits, after every cycle: no GPU given twice, victims legitimate, no VC
+    /// above its limit, and every VC below its guarantee with a fitting pending job gets an
+    /// admission or a reclaim plan.
+    #[test]
+    fn invariants_hold_through_histories(w in history_world()) {
+        let mut s = snapshot(1000, w.nodes.clone(), w.vcs.clone(), w.queues.clone(), vec![]);
+        let mut d = Decisions::default();
+        for (step, (arrivals, done)) in w.steps.iter().enumerate() {
+            s = advance(&s, &d, arrivals, done, step);
+            d = schedule(&s);
+            check_invariants(&s, &d)?;
+            check_guarantees(&s, &d)?;
+        }
     }
 }
