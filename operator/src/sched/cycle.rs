@@ -787,7 +787,9 @@ impl<'a> Cycle<'a> {
     /// Plan a preemption for `p` on flavor `f`. Returns true when the job's fate is decided
     /// (a plan, or a wait for minimum runtime).
     /// `limited`: a limit blocks the job, so victims must free it too (see
-    /// [`reclaim::plan`]).
+    /// [`reclaim::plan`]). `combined` (priority preemption only): other VCs' bonus jobs may
+    /// be victims too, in one plan with the job's own lower-priority jobs, when the job then
+    /// ends within its VC's guarantee.
     fn preempt(
         &mut self,
         p: &Pending,
@@ -795,6 +797,7 @@ impl<'a> Cycle<'a> {
         reason: PreemptionReason,
         bonus: bool,
         limited: bool,
+        combined: bool,
     ) -> bool {
         let job = &self.snap.jobs[p.job];
         let marker = match reason {
@@ -815,13 +818,16 @@ impl<'a> Cycle<'a> {
         let (vc, queue, prio) = (p.vc, p.queue, job.priority);
         let eligible = move |r: &RunInfo| match reason {
             PreemptionReason::Reclaim => r.bonus && r.vc.is_some() && r.vc != Some(vc),
-            PreemptionReason::Priority => r.queue == Some(queue) && r.priority < prio,
+            PreemptionReason::Priority => {
+                (r.queue == Some(queue) && r.priority < prio)
+                    || (combined && r.bonus && r.vc.is_some() && r.vc != Some(vc))
+            }
             // Decided in `drain`, never planned for a pending job.
             PreemptionReason::Drain | PreemptionReason::UnhealthyGpu => false,
         };
         let victims = self.opts.victims;
-        // what each run would free against the limits
-        let freed: Vec<(QueueIdx, &str, u64)> = if limited {
+        // what each run would free against the limits and the guarantee
+        let freed: Vec<(QueueIdx, &str, u64)> = if limited || combined {
             self.runs
                 .iter()
                 .map(|r| {
@@ -835,16 +841,50 @@ impl<'a> Cycle<'a> {
         } else {
             Vec::new()
         };
+        let own_guaranteed: Vec<bool> = if combined {
+            self.runs
+                .iter()
+                .map(|r| r.vc == Some(vc) && !r.bonus && r.flavor == f)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let others: Vec<bool> = if combined {
+            self.runs.iter().map(|r| r.vc != Some(vc)).collect()
+        } else {
+            Vec::new()
+        };
         let (t, snap) = (&self.t, self.snap);
         let credit = |vs: &[usize]| {
-            let f: Vec<(QueueIdx, &str, u64)> = vs
-                .iter()
-                .map(|&v| freed[v])
-                .filter(|x| x.0 != usize::MAX)
-                .collect();
-            t.limits_pass_after(snap, queue, &job.user, p.milli, &f)
+            if limited {
+                let fr: Vec<(QueueIdx, &str, u64)> = vs
+                    .iter()
+                    .map(|&v| freed[v])
+                    .filter(|x| x.0 != usize::MAX)
+                    .collect();
+                if !t.limits_pass_after(snap, queue, &job.user, p.milli, &fr) {
+                    return false;
+                }
+            }
+            if combined && vs.iter().any(|&v| others[v]) {
+                // reclaiming from others: the job must end within its guarantee
+                let own: u64 = vs
+                    .iter()
+                    .filter(|&&v| own_guaranteed[v])
+                    .map(|&v| freed[v].2)
+                    .sum();
+                let used = t.guar_used[vc][f as usize].saturating_sub(own);
+                if used + p.milli > t.guarantee[vc][f as usize] {
+                    return false;
+                }
+            }
+            true
         };
-        let limits: reclaim::Limits = if limited { Some(&credit) } else { None };
+        let limits: reclaim::Limits = if limited || combined {
+            Some(&credit)
+        } else {
+            None
+        };
         match reclaim::plan(
             &mut self.c,
             &mut self.runs,
@@ -881,12 +921,30 @@ impl<'a> Cycle<'a> {
                 } else {
                     None
                 };
+                // a plan that reclaims from others leaves the job within its guarantee
+                let (own, theirs): (Vec<usize>, Vec<usize>) = victims
+                    .iter()
+                    .partition(|&&v| self.runs[v].vc == Some(p.vc));
+                let bonus = bonus && theirs.is_empty();
                 if !bonus {
                     self.cells.bind(&self.c, &trial, p.vc);
                 }
                 self.t.charge(p.queue, &job.user, f, p.milli, bonus, true);
                 let waiting_on = match leaving {
                     Some(v) => v,
+                    None if combined && !theirs.is_empty() => {
+                        // one plan, recorded per kind: own jobs by priority, others' bonus
+                        // jobs by reclaim
+                        let cost = |vs: &[usize]| vs.iter().map(|&v| self.runs[v].lost).sum();
+                        let (lo, lt) = (cost(&own), cost(&theirs));
+                        let mut names = Vec::new();
+                        if !own.is_empty() {
+                            names.extend(self.evict(p.job, &own, lo, reason));
+                        }
+                        names.extend(self.evict(p.job, &theirs, lt, PreemptionReason::Reclaim));
+                        names.sort();
+                        names
+                    }
                     None => self.evict(p.job, &victims, lost, reason),
                 };
                 self.wait(
@@ -1032,9 +1090,25 @@ impl<'a> Cycle<'a> {
                 let mut done = false;
                 for &f in &p.flavors {
                     let bonus = !self.t.within_guarantee(p.vc, f, p.milli);
-                    if self.preempt(p, f, PreemptionReason::Priority, bonus, limit.is_some()) {
+                    let limited = limit.is_some();
+                    if self.preempt(p, f, PreemptionReason::Priority, bonus, limited, false) {
                         done = true;
                         break;
+                    }
+                }
+                // then the job's own lower-priority jobs and other VCs' bonus jobs together,
+                // when that leaves it within its guarantee
+                if !done {
+                    for &f in &p.flavors {
+                        if !self.combined_may_fit(p, f) {
+                            continue;
+                        }
+                        let bonus = !self.t.within_guarantee(p.vc, f, p.milli);
+                        let limited = limit.is_some();
+                        if self.preempt(p, f, PreemptionReason::Priority, bonus, limited, true) {
+                            done = true;
+                            break;
+                        }
                     }
                 }
                 if done {
@@ -1045,6 +1119,29 @@ impl<'a> Cycle<'a> {
             self.wait(j, r);
         }
         self.number_waiting(&pending, &offered);
+    }
+
+    /// Whether evicting every lower-priority guaranteed job of `p`'s queue on flavor `f` would
+    /// bring `p` within its VC's guarantee there (else a combined plan cannot exist).
+    fn combined_may_fit(&self, p: &Pending, f: FlavorId) -> bool {
+        let g = self.t.guarantee[p.vc][f as usize];
+        if g == 0 {
+            return false;
+        }
+        let prio = self.snap.jobs[p.job].priority;
+        let own: u64 = self
+            .runs
+            .iter()
+            .filter(|r| {
+                !r.gone
+                    && !r.bonus
+                    && r.flavor == f
+                    && r.queue == Some(p.queue)
+                    && r.priority < prio
+            })
+            .map(|r| r.milli)
+            .sum();
+        self.t.guar_used[p.vc][f as usize].saturating_sub(own) + p.milli <= g
     }
 
     /// Gives each waiting job its place in its queue: the order phase 1 offered the queue's
@@ -1104,7 +1201,7 @@ impl<'a> Cycle<'a> {
             }
         }
         for &f in &head {
-            if self.preempt(p, f, PreemptionReason::Reclaim, false, false) {
+            if self.preempt(p, f, PreemptionReason::Reclaim, false, false, false) {
                 return;
             }
         }

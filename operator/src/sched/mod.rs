@@ -35,7 +35,9 @@
 //!    lower-priority jobs of the same queue, chosen like reclaim victims. A job a limit
 //!    blocks (VC limit, queue maxShare, user limit) takes part too: the victims' usage is
 //!    credited against the limits whose scope holds them and their capacity against node fit
-//!    together; a job larger than a limit evicts nobody.
+//!    together; a job larger than a limit evicts nobody. When no such plan exists, one plan
+//!    may combine the queue's lower-priority jobs with other VCs' bonus jobs, if the job
+//!    then ends within its VC's guarantee (recorded as a priority and a reclaim preemption).
 //! 6. Everything else waits with a typed reason: limits (VC limit, queue maxShare, user
 //!    limit), `QuotaExhausted` (beyond guarantee, nothing idle), `NoFit` (within quota, with the
 //!    largest free block), `ReservedForCells`, `WaitingForPreemption`, `WaitingForMinRuntime`,

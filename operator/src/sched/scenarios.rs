@@ -1533,3 +1533,67 @@ fn a_borrowed_cell_is_not_promoted_away_from_its_owner() {
         Some(WaitReason::WaitingForPreemption { .. })
     ));
 }
+
+/// Team A (8 GPUs guaranteed, priority preemption on) runs a low-priority 4-GPU job on its
+/// only node, where team C borrows the other 4. A's urgent whole-node job fits neither by
+/// A's own low-priority job alone nor by reclaim alone, but with both gone A ends within its
+/// guarantee: one plan takes both, and nothing more (C's job on the other type stays).
+#[test]
+fn own_lower_priority_jobs_and_borrowed_gpus_make_room_together() {
+    let nodes = vec![node("n0", "A100", 8, None), node("h0", "H100", 4, None)];
+    let mut q = queue("qa", "a");
+    q.priority_preemption = true;
+    let vcs = vec![vc("a", "A100", 8), vc("c", "A100", 0)];
+    let queues = vec![q, queue("qc", "c")];
+    let mut low = run(
+        job("a/low", "qa", 1, 4),
+        &[("n0", &[0, 1, 2, 3])],
+        false,
+        0,
+        Some(900),
+    );
+    low.priority = 1;
+    let borrowed = run(
+        job("c/borrowed", "qc", 1, 4),
+        &[("n0", &[4, 5, 6, 7])],
+        true,
+        0,
+        Some(900),
+    );
+    let elsewhere = run(
+        job("c/elsewhere", "qc", 1, 4),
+        &[("h0", &[0, 1, 2, 3])],
+        true,
+        0,
+        Some(999),
+    );
+    let mut urgent = job("a/urgent", "qa", 1, 8);
+    urgent.priority = 10;
+    urgent.gpu_types = vec![Flavor::new("A100")];
+    let d = schedule(&snapshot(
+        1000,
+        nodes,
+        vcs,
+        queues,
+        vec![low, borrowed, elsewhere, urgent],
+    ));
+    let mut victims: Vec<&str> = d.victims().collect();
+    victims.sort();
+    assert_eq!(victims, vec!["a/low", "c/borrowed"], "{d:?}");
+    for p in &d.preemptions {
+        match p.reason {
+            PreemptionReason::Priority => assert_eq!(p.victims, vec!["a/low".to_string()]),
+            PreemptionReason::Reclaim => {
+                assert_eq!(p.victims, vec!["c/borrowed".to_string()])
+            }
+            r => panic!("unexpected {r:?}"),
+        }
+    }
+    assert!(
+        matches!(
+            d.waiting_reason("a/urgent"),
+            Some(WaitReason::WaitingForPreemption { victims, .. }) if victims.len() == 2
+        ),
+        "{d:?}"
+    );
+}
