@@ -399,49 +399,60 @@ where
         .await
 }
 
+/// One peer run: `n` objects of kind `K` (built from the scenario's node names), created at
+/// once on a cluster of `nodes` simulated nodes with no operator in the process, timed until
+/// the pod labelled `bench/job=<name>` of each one is bound; prints and records the line.
+async fn peer_run<K>(name: &str, what: &str, make: impl Fn(usize, &[String]) -> serde_json::Value)
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::Serialize
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let nodes = env("KUBETRAIN_BENCH_NODES", 100) as u32;
+    let n = env("KUBETRAIN_BENCH_JOBS", 1000);
+    let s = Scenario::without_operator(name, nodes, 8, (nodes / 20).max(1)).await;
+    let names = s.sim.node_names();
+    let client = s.cp.client().await.expect("client");
+    let api: Api<K> = Api::namespaced(client.clone(), &s.ns);
+    let (seen, watch) = watch_bound(Api::namespaced(client, &s.ns), "bench/job");
+    let objects: Vec<K> = (0..n)
+        .map(|i| serde_json::from_value(make(i, &names)).expect("manifest"))
+        .collect();
+    let start = Instant::now();
+    let submitted = create_all(&api, objects).await;
+    let submit_secs = start.elapsed().as_secs_f64();
+    wait_bound(&seen, n, Duration::from_secs(600)).await;
+    let bound = seen.lock().unwrap_or_else(|e| e.into_inner()).bound.clone();
+    let line = bound_line(what, nodes, n, start, &submitted, &bound, submit_secs);
+    s.timing(&line);
+    println!("{line}");
+    watch.abort();
+    assert_eq!(bound.len(), n, "{what}: not every pod was bound");
+    s.finish().await;
+}
+
 /// The peer: batch/v1 Jobs of one 1-GPU pod each, through the pinned release's job
 /// controller and kube-scheduler, on the same simulated nodes; no kubetrain in the process.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "benchmark: run by `make bench`"]
 async fn stock_jobs_throughput() {
-    let nodes = env("KUBETRAIN_BENCH_NODES", 100) as u32;
-    let jobs = env("KUBETRAIN_BENCH_JOBS", 1000);
-    let s = Scenario::without_operator("stockjobs", nodes, 8, (nodes / 20).max(1)).await;
-    let client = s.cp.client().await.expect("client");
-    let api: Api<k8s_openapi::api::batch::v1::Job> = Api::namespaced(client.clone(), &s.ns);
-    let (seen, watch) = watch_bound(Api::namespaced(client, &s.ns), "bench/job");
-    let manifests: Vec<k8s_openapi::api::batch::v1::Job> = (0..jobs)
-        .map(|i| {
-            serde_json::from_value(serde_json::json!({
+    peer_run::<k8s_openapi::api::batch::v1::Job>(
+        "stockjobs",
+        "stock batch/v1 Jobs of one 1-GPU pod (job controller + kube-scheduler)",
+        |i, _| {
+            serde_json::json!({
                 "metadata": {"name": format!("j{i}")},
                 "spec": {"backoffLimit": 0, "template": {
                     "metadata": {"labels": {"bench/job": format!("j{i}")}},
                     "spec": {"restartPolicy": "Never", "containers": [{
                         "name": "trainer", "image": "trainer:latest",
                         "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}
-            }))
-            .expect("job")
-        })
-        .collect();
-    let start = Instant::now();
-    let submitted = create_all(&api, manifests).await;
-    let submit_secs = start.elapsed().as_secs_f64();
-    wait_bound(&seen, jobs, Duration::from_secs(600)).await;
-    let bound = seen.lock().unwrap_or_else(|e| e.into_inner()).bound.clone();
-    let line = bound_line(
-        "stock batch/v1 Jobs of one 1-GPU pod (job controller + kube-scheduler)",
-        nodes,
-        jobs,
-        start,
-        &submitted,
-        &bound,
-        submit_secs,
-    );
-    s.timing(&line);
-    println!("{line}");
-    watch.abort();
-    assert_eq!(bound.len(), jobs, "not every Job's pod was bound");
-    s.finish().await;
+            })
+        },
+    )
+    .await;
 }
 
 /// The ceiling of `--binding scheduler`: pods created already pinned to a node by a required
@@ -449,44 +460,20 @@ async fn stock_jobs_throughput() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "benchmark: run by `make bench`"]
 async fn pinned_pods_bind_rate() {
-    let nodes = env("KUBETRAIN_BENCH_NODES", 100) as u32;
-    let n = env("KUBETRAIN_BENCH_JOBS", 1000);
-    let s = Scenario::without_operator("pinned", nodes, 8, (nodes / 20).max(1)).await;
-    let names = s.sim.node_names();
-    let client = s.cp.client().await.expect("client");
-    let api: Api<Pod> = Api::namespaced(client.clone(), &s.ns);
-    let (seen, watch) = watch_bound(Api::namespaced(client, &s.ns), "bench/job");
-    let manifests: Vec<Pod> = (0..n)
-        .map(|i| {
+    peer_run::<Pod>(
+        "pinned",
+        "pods pinned by node affinity, no GPU request (kube-scheduler only)",
+        |i, names| {
             let node = &names[i % names.len()];
-            serde_json::from_value(serde_json::json!({
+            serde_json::json!({
                 "metadata": {"name": format!("p{i}"), "labels": {"bench/job": format!("p{i}")}},
                 "spec": {"restartPolicy": "Never",
                     "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
                         "nodeSelectorTerms": [{"matchFields": [
                             {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}},
                     "containers": [{"name": "trainer", "image": "trainer:latest"}]}
-            }))
-            .expect("pod")
-        })
-        .collect();
-    let start = Instant::now();
-    let submitted = create_all(&api, manifests).await;
-    let submit_secs = start.elapsed().as_secs_f64();
-    wait_bound(&seen, n, Duration::from_secs(600)).await;
-    let bound = seen.lock().unwrap_or_else(|e| e.into_inner()).bound.clone();
-    let line = bound_line(
-        "pods pinned by node affinity, no GPU request (kube-scheduler only)",
-        nodes,
-        n,
-        start,
-        &submitted,
-        &bound,
-        submit_secs,
-    );
-    s.timing(&line);
-    println!("{line}");
-    watch.abort();
-    assert_eq!(bound.len(), n, "not every pinned pod was bound");
-    s.finish().await;
+            })
+        },
+    )
+    .await;
 }
