@@ -50,9 +50,7 @@ impl ControlPlane {
     }
 
     fn start() -> Result<ControlPlane, Error> {
-        let cache = std::env::var_os("KUBETRAIN_CACHE")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/kubetrain")))
+        let cache = crate::cache_dir()
             .ok_or_else(|| Error::Start("neither KUBETRAIN_CACHE nor HOME is set".into()))?;
         let kubectl = cache.join("bin/kubectl");
         let cp = if let Some(kc) = std::env::var_os("KUBETRAIN_KUBECONFIG") {

@@ -1,7 +1,7 @@
 //! Test tooling for kubetrain against a real local control plane.
 //!
-//! [`ControlPlane::shared`] starts etcd, kube-apiserver and kube-controller-manager once per
-//! test binary (through `e2e/scripts/control-plane.sh`), applies the CRDs, and stops them
+//! [`ControlPlane::shared`] starts etcd, kube-apiserver, kube-controller-manager and
+//! kube-scheduler once per test binary (through `e2e/scripts/control-plane.sh`), applies the CRDs, and stops them
 //! when the test process exits, however it exits. Each test takes its own namespace from
 //! [`ControlPlane::namespace`]. Set `KUBETRAIN_KUBECONFIG` to use a control plane that is
 //! already running (for example the one `make run` started) instead.
@@ -22,6 +22,16 @@ pub fn repo_root() -> std::path::PathBuf {
         .parent()
         .map(std::path::Path::to_path_buf)
         .unwrap_or_else(|| std::path::PathBuf::from(".."))
+}
+
+/// Where `e2e/scripts/install-*.sh` put their binaries: `$KUBETRAIN_CACHE`, else
+/// `$HOME/.cache/kubetrain` (the scripts' rule).
+pub fn cache_dir() -> Option<std::path::PathBuf> {
+    std::env::var_os("KUBETRAIN_CACHE")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache/kubetrain"))
+        })
 }
 
 /// Appends one line of scenario timings to `target/e2e-timings.txt` (the Makefile prints

@@ -44,9 +44,7 @@ const ALL_ON: &[&str] = &[
 static CLUSTER_WIDE: Mutex<()> = Mutex::new(());
 
 fn cache_bin() -> PathBuf {
-    std::env::var_os("KUBETRAIN_CACHE")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/kubetrain")))
+    kubetrain_e2e::cache_dir()
         .expect("KUBETRAIN_CACHE or HOME")
         .join("bin")
 }

@@ -115,11 +115,7 @@ fn make_run_restarts_a_crashed_operator_and_stops_on_ctrl_c() {
         log: state.join("run.err"),
     };
     let kubectl = |args: &[&str]| {
-        let cache = std::env::var_os("KUBETRAIN_CACHE")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/kubetrain")
-            });
+        let cache = kubetrain_e2e::cache_dir().expect("KUBETRAIN_CACHE or HOME");
         Command::new(cache.join("bin/kubectl"))
             .args(args)
             .env("KUBECONFIG", state.join("kubeconfig"))

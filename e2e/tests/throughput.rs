@@ -172,25 +172,6 @@ fn watch_bound(
     (seen, task)
 }
 
-/// Creates the jobs, 32 at a time; returns when each was submitted.
-async fn submit(api: &Api<TrainingJob>, manifests: Vec<TrainingJob>) -> BTreeMap<String, Instant> {
-    futures::stream::iter(manifests)
-        .map(|tj| {
-            let api = api.clone();
-            async move {
-                let name = tj.metadata.name.clone().unwrap_or_default();
-                let at = Instant::now();
-                api.create(&PostParams::default(), &tj)
-                    .await
-                    .expect("create job");
-                (name, at)
-            }
-        })
-        .buffer_unordered(32)
-        .collect()
-        .await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "benchmark: run by `make bench`"]
 async fn submit_to_bound_throughput() {
@@ -214,7 +195,7 @@ async fn submit_to_bound_throughput() {
     let (rss_before, _) = memory_mib();
     let writes_before = api_writes(&s);
     let start = Instant::now();
-    let submitted = submit(&api, manifests).await;
+    let submitted = create_all(&api, manifests).await;
     let submit_secs = start.elapsed().as_secs_f64();
     // Generous: 10,000 jobs on this 2-core machine take several minutes.
     let limit = Duration::from_secs(600.max(jobs as u64 / 5));
@@ -288,7 +269,7 @@ async fn reclaim_latency() {
         })
         .collect();
     let start = Instant::now();
-    submit(&api, manifests).await;
+    create_all(&api, manifests).await;
     let deadline = Instant::now() + Duration::from_secs(600);
     while seen.lock().unwrap_or_else(|e| e.into_inner()).bound.len() < gpus {
         assert!(
