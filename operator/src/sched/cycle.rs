@@ -707,16 +707,7 @@ impl<'a> Cycle<'a> {
             let Some((reason, beneficiary)) = self.must_leave(r) else {
                 continue;
             };
-            if let Some(q) = r.queue {
-                self.t.charge(
-                    q,
-                    &self.snap.jobs[r.job].user,
-                    r.flavor,
-                    r.milli,
-                    r.bonus,
-                    false,
-                );
-            }
+            self.uncharge(i);
             reclaim::release(&mut self.c, &self.runs[i]);
             self.runs[i].gone = true;
             let r = &self.runs[i];
@@ -748,6 +739,21 @@ impl<'a> Cycle<'a> {
         })
     }
 
+    /// A leaving run's usage comes off its queue, user and VirtualCluster.
+    fn uncharge(&mut self, run: usize) {
+        let r = &self.runs[run];
+        if let Some(q) = r.queue {
+            self.t.charge(
+                q,
+                &self.snap.jobs[r.job].user,
+                r.flavor,
+                r.milli,
+                r.bonus,
+                false,
+            );
+        }
+    }
+
     /// Preempt `victims` for `job`: their usage is uncharged and the preemption recorded.
     /// Returns the victims' names, sorted.
     fn evict(
@@ -758,17 +764,7 @@ impl<'a> Cycle<'a> {
         reason: PreemptionReason,
     ) -> Vec<String> {
         for &v in victims {
-            let r = &self.runs[v];
-            if let Some(q) = r.queue {
-                self.t.charge(
-                    q,
-                    &self.snap.jobs[r.job].user,
-                    r.flavor,
-                    r.milli,
-                    r.bonus,
-                    false,
-                );
-            }
+            self.uncharge(v);
         }
         let mut names: Vec<String> = victims
             .iter()
