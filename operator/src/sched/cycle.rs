@@ -84,8 +84,12 @@ struct Cycle<'a> {
     /// Node masks per distinct set of constraints (jobs of one template share them), and
     /// the node filters per distinct list of masks.
     masks: RefCell<HashMap<&'a NodeConstraints, Option<Rc<Vec<bool>>>>>,
-    filters: RefCell<Vec<Rc<NodeFilter>>>,
+    filters: RefCell<HashMap<FilterKey, Rc<NodeFilter>>>,
 }
+
+/// A node filter's identity in one cycle: its tasks' masks (by address: the masks live in
+/// `Cycle::masks` for the whole cycle) and the GPU types searched.
+type FilterKey = (Vec<Option<usize>>, Vec<FlavorId>);
 
 fn sort_key(d: &Demand) -> (u8, Reverse<u64>, u16, u32) {
     match d.gpu {
@@ -541,6 +545,19 @@ impl<'a> Cycle<'a> {
                 ),
             });
         }
+        // Jobs of one template share their masks (the same `Rc`s) and usually their GPU
+        // types: their filter is built once per cycle and found by identity, not by
+        // comparing node lists.
+        let key: FilterKey = (
+            per_task
+                .iter()
+                .map(|m| m.as_ref().map(|m| Rc::as_ptr(m) as usize))
+                .collect(),
+            flavors.clone(),
+        );
+        if let Some(f) = self.filters.borrow().get(&key) {
+            return Ok(Some(f.clone()));
+        }
         let mut nodes: Vec<NodeIdx> = flavors
             .iter()
             .flat_map(|&f| self.c.facts[f as usize].nodes.iter().copied())
@@ -552,18 +569,12 @@ impl<'a> Cycle<'a> {
             .collect();
         nodes.sort_unstable();
         let mut filters = self.filters.borrow_mut();
-        if let Some(f) = filters
-            .iter()
-            .find(|f| f.per_task == per_task && f.nodes == nodes)
-        {
-            return Ok(Some(f.clone()));
-        }
         let f = Rc::new(NodeFilter {
             per_task,
             nodes,
             id: filters.len(),
         });
-        filters.push(f.clone());
+        filters.insert(key, f.clone());
         Ok(Some(f))
     }
 
