@@ -1,6 +1,7 @@
 //! Labels and annotations kubetrain puts on (or reads from) pods, and the node labels it reads.
 //! One place, so the operator, the node labeler and the simulated-node agent agree on the
-//! names.
+//! names. The operator writes the pod protocol in `controller::pods` (`gang_pods`) and the
+//! checkpoint requests, and reads it only through `controller::gang`.
 
 /// Pod label: name of the owning TrainingJob.
 pub const JOB_LABEL: &str = "kubetrain.io/job";
@@ -11,6 +12,13 @@ pub const INDEX_LABEL: &str = "kubetrain.io/index";
 /// Pod annotation: GPU indices on the node assigned to this replica, comma-separated
 /// (for example `0,1`).
 pub const GPUS_ANNOTATION: &str = "kubetrain.io/gpus";
+/// Pod annotation: the replica's global rank.
+pub const RANK_ANNOTATION: &str = "kubetrain.io/rank";
+/// Pod annotation: `true` when the gang runs on borrowed (bonus) capacity, `false` when within
+/// its VirtualCluster's guarantee (set at admission, turned `false` by a promotion).
+pub const BONUS_ANNOTATION: &str = "kubetrain.io/bonus";
+/// Pod annotation: the number of replicas in the gang, so a partial gang is recognisable.
+pub const GANG_SIZE_ANNOTATION: &str = "kubetrain.io/gang-size";
 /// Pod annotation: who picks the replica's GPU indices: `kubetrain` (its choice reaches the
 /// container as `NVIDIA_VISIBLE_DEVICES`) or `device-plugin` (`kubetrain.io/gpus` is only
 /// kubetrain's plan; the plugin assigns the devices).

@@ -14,6 +14,7 @@ use kube::{Client, Resource, ResourceExt};
 use tokio::sync::Notify;
 
 use super::index::PodIndex;
+use super::job_key::JobKey;
 use super::metrics::Metrics;
 use super::pods::PodSettings;
 use super::snapshot::Inflight;
@@ -74,9 +75,9 @@ pub struct Stores {
 #[derive(Default)]
 pub struct SchedState {
     /// Admissions whose pods the cache may not show yet, by job key.
-    pub inflight: BTreeMap<String, Inflight>,
+    pub inflight: BTreeMap<JobKey, Inflight>,
     /// Why each waiting job waits, and its place in its queue, from the last cycle.
-    pub waiting: BTreeMap<String, (WaitReason, Option<u32>)>,
+    pub waiting: BTreeMap<JobKey, (WaitReason, Option<u32>)>,
     /// Queue and VirtualCluster numbers from the last cycle.
     pub usage: Usage,
 }
@@ -99,7 +100,7 @@ pub struct Context {
     pub job_triggers: Arc<JobTriggers>,
     /// By job key: the resourceVersion our last status write was computed from (forgotten
     /// when the job is deleted).
-    pub status_writes: Arc<Mutex<std::collections::HashMap<String, Option<String>>>>,
+    pub status_writes: Arc<Mutex<std::collections::HashMap<JobKey, Option<String>>>>,
     /// Bumped by a scheduling cycle whose usage numbers differ from the last one's: the
     /// Queue and VirtualCluster controllers rewrite their status at once instead of on
     /// their periodic requeue (what `kubectl get queues` shows follows jobs within a cycle).
@@ -190,7 +191,7 @@ impl Context {
     }
 
     /// The resourceVersion the last status write for the job was computed from.
-    pub fn status_written_from(&self, job: &str) -> Option<String> {
+    pub fn status_written_from(&self, job: &JobKey) -> Option<String> {
         self.status_writes
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -199,7 +200,7 @@ impl Context {
             .flatten()
     }
 
-    pub fn record_status_write(&self, job: String, from: Option<String>) {
+    pub fn record_status_write(&self, job: JobKey, from: Option<String>) {
         self.status_writes
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -208,11 +209,7 @@ impl Context {
 
     /// The job's pods in the cache (any phase, being deleted or not), from the index.
     pub fn job_pods(&self, job: &TrainingJob) -> Vec<Arc<Pod>> {
-        self.pod_index.pods_of(
-            &self.stores.pods,
-            &job.namespace().unwrap_or_default(),
-            &job.name_any(),
-        )
+        self.pod_index.pods_of(&self.stores.pods, &JobKey::of(job))
     }
 
     /// Locks the scheduler state; a panic elsewhere must not wedge the operator.

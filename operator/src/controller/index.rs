@@ -11,14 +11,14 @@ use kube::ResourceExt;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 
-use crate::api::annotations::JOB_LABEL;
+use super::job_key::JobKey;
 
 #[derive(Default)]
 struct Index {
-    /// Pod names by job key (`namespace/job`).
-    by_job: HashMap<String, BTreeSet<String>>,
-    /// Job key by pod key (`namespace/pod`), to follow a label change or a deletion.
-    job_of: HashMap<String, String>,
+    /// Pod names by job.
+    by_job: HashMap<JobKey, BTreeSet<String>>,
+    /// The job of each pod (by `namespace/pod`), to follow a label change or a deletion.
+    job_of: HashMap<String, JobKey>,
 }
 
 impl Index {
@@ -26,7 +26,7 @@ impl Index {
         let ns = pod.namespace().unwrap_or_default();
         let name = pod.name_any();
         let pod_key = format!("{ns}/{name}");
-        let job = pod.labels().get(JOB_LABEL).map(|j| format!("{ns}/{j}"));
+        let job = JobKey::of_pod(pod);
         if let Some(old) = self.job_of.get(&pod_key)
             && Some(old) != job.as_ref()
         {
@@ -48,7 +48,7 @@ impl Index {
         }
     }
 
-    fn remove_from(&mut self, job: &str, name: &str) {
+    fn remove_from(&mut self, job: &JobKey, name: &str) {
         if let Some(names) = self.by_job.get_mut(job) {
             names.remove(name);
             if names.is_empty() {
@@ -95,22 +95,19 @@ impl PodIndex {
     }
 
     /// The job's pods that the cache holds, by name.
-    pub fn pods_of(&self, pods: &Store<Pod>, namespace: &str, job: &str) -> Vec<Arc<Pod>> {
+    pub fn pods_of(&self, pods: &Store<Pod>, job: &JobKey) -> Vec<Arc<Pod>> {
         let names: Vec<String> = {
             let live = self.live.read().unwrap_or_else(|e| e.into_inner());
-            match live.by_job.get(&format!("{namespace}/{job}")) {
+            match live.by_job.get(job) {
                 Some(n) => n.iter().cloned().collect(),
                 None => return Vec::new(),
             }
         };
         names
             .into_iter()
-            .filter_map(|n| pods.get(&ObjectRef::new(&n).within(namespace)))
+            .filter_map(|n| pods.get(&ObjectRef::new(&n).within(&job.namespace)))
             // The cache is the truth; the index may trail it by one event.
-            .filter(|p| {
-                p.namespace().as_deref() == Some(namespace)
-                    && p.labels().get(JOB_LABEL).map(String::as_str) == Some(job)
-            })
+            .filter(|p| JobKey::of_pod(p).as_ref() == Some(job))
             .collect()
     }
 }
@@ -118,6 +115,7 @@ impl PodIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::annotations::JOB_LABEL;
     use kube::runtime::reflector;
 
     fn pod(ns: &str, name: &str, job: Option<&str>) -> Pod {
@@ -146,7 +144,7 @@ mod tests {
         feed(watcher::Event::Apply(pod("a", "j-1", Some("j"))));
         let names = |ns: &str, job: &str| -> Vec<String> {
             index
-                .pods_of(&reader, ns, job)
+                .pods_of(&reader, &JobKey::new(ns, job))
                 .iter()
                 .map(|p| p.name_any())
                 .collect()

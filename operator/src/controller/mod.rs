@@ -8,11 +8,14 @@
 
 pub mod conditions;
 pub mod context;
+pub mod gang;
 pub mod http;
 pub mod index;
+pub mod job_key;
 pub mod leader;
 pub mod lifecycle;
 pub mod metrics;
+pub mod node_health;
 pub mod placement_rules;
 pub mod pods;
 pub mod queue;
@@ -176,7 +179,8 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
     let refs_generation = Arc::new(AtomicU64::new(0));
     let (triggers, trigger_rx) = JobTriggers::new();
     let triggers = Arc::new(triggers);
-    let status_writes: Arc<std::sync::Mutex<HashMap<String, Option<String>>>> = Arc::default();
+    let status_writes: Arc<std::sync::Mutex<HashMap<job_key::JobKey, Option<String>>>> =
+        Arc::default();
     let pods = cache(
         Api::<Pod>::all(client.clone()),
         watcher::Config::default(),
@@ -259,11 +263,10 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
                             triggers.request(ObjectRef::from_obj(j));
                         }
                         watcher::Event::Delete(j) => {
-                            let key = snapshot::job_key(j);
                             writes
                                 .lock()
                                 .unwrap_or_else(|e| e.into_inner())
-                                .remove(&key);
+                                .remove(&job_key::JobKey::of(j));
                         }
                         watcher::Event::Init | watcher::Event::InitDone => {}
                     }

@@ -11,16 +11,10 @@ use k8s_openapi::api::core::v1::{
 };
 use kube::ResourceExt;
 
+use super::node_health::lifecycle_taint;
 use crate::sched::constraints::{
     Affinity, NodeConstraints, Requirement, SelectorOperator, Taint, TaintEffect, Term, Toleration,
 };
-
-/// Taints the node lifecycle controller sets (not ready, unreachable, pressure, cordoned):
-/// they make a node unschedulable for new work (`snapshot::node_schedulable`) rather than
-/// being matched against tolerations, since kubetrain's pods do not outlive such a node.
-fn lifecycle_taint(key: &str) -> bool {
-    key.starts_with("node.kubernetes.io/")
-}
 
 /// The node's hard taints, as the core matches them against tolerations.
 pub fn node_taints(node: &Node) -> Vec<Taint> {

@@ -7,6 +7,8 @@
 //! that hostname under a headless Service named after the job, so `MASTER_ADDR` is a stable
 //! DNS name. The chosen node and GPU indices go in the `kubetrain.io/node` and
 //! `kubetrain.io/gpus` annotations; how the GPUs reach the container is [`GpuBinding`].
+//!
+//! This module writes the pod protocol (`api::annotations`); `controller::gang` reads it.
 
 use std::collections::BTreeMap;
 
@@ -23,19 +25,13 @@ use kube::{Resource, ResourceExt};
 use super::resources::GPU_RESOURCE;
 use crate::api::TrainingJob;
 use crate::api::annotations::{
-    CHECKPOINT_REQUESTED, GPU_ASSIGNMENT_ANNOTATION, GPU_SHARE_ANNOTATION, GPUS_ANNOTATION,
-    INDEX_LABEL, JOB_LABEL, NODE_ANNOTATION, TASK_LABEL,
+    ATTEMPT_ANNOTATION, BONUS_ANNOTATION, CHECKPOINT_REQUESTED, GANG_SIZE_ANNOTATION,
+    GPU_ASSIGNMENT_ANNOTATION, GPU_SHARE_ANNOTATION, GPUS_ANNOTATION, INDEX_LABEL, JOB_LABEL,
+    NODE_ANNOTATION, PREEMPTION_REASON, RANK_ANNOTATION, TASK_LABEL,
 };
 use crate::api::trainingjob::GpuAssignment;
 use crate::sched::ReplicaPlacement;
 
-/// Pod annotation: the replica's global rank.
-pub const RANK_ANNOTATION: &str = "kubetrain.io/rank";
-/// Pod annotation: `true` when the gang runs on borrowed (bonus) capacity.
-pub const BONUS_ANNOTATION: &str = "kubetrain.io/bonus";
-pub use crate::api::annotations::ATTEMPT_ANNOTATION;
-/// Pod annotation: the number of replicas in the gang, so a partial gang is recognisable.
-pub const GANG_SIZE_ANNOTATION: &str = "kubetrain.io/gang-size";
 /// Where the checkpoint request appears inside every container.
 pub const CHECKPOINT_DIR: &str = "/etc/kubetrain";
 
@@ -448,6 +444,21 @@ fn prepare_container(
         });
 }
 
+/// The merge patch that asks a pod to checkpoint: the request's time (RFC 3339) and, when the
+/// scheduler preempts, why (a suspension gives none).
+pub fn checkpoint_request_patch(at: &str, reason: Option<&str>) -> serde_json::Value {
+    let mut annotations = serde_json::json!({ CHECKPOINT_REQUESTED: at });
+    if let Some(r) = reason {
+        annotations[PREEMPTION_REASON] = r.into();
+    }
+    serde_json::json!({"metadata": {"annotations": annotations}})
+}
+
+/// The merge patch that marks a pod as running on borrowed capacity, or not.
+pub fn bonus_patch(bonus: bool) -> serde_json::Value {
+    serde_json::json!({"metadata": {"annotations": {BONUS_ANNOTATION: bonus.to_string()}}})
+}
+
 /// The job's pod names, for every replica of every task.
 pub fn expected_pod_names(job: &TrainingJob) -> Vec<String> {
     let name = job.name_any();
@@ -462,42 +473,20 @@ pub fn expected_pod_names(job: &TrainingJob) -> Vec<String> {
         .collect()
 }
 
-/// The placement recorded on a pod: node, GPUs, share, rank.
-pub fn placement_of(pod: &Pod) -> Option<ReplicaPlacement> {
-    let labels = pod.metadata.labels.as_ref()?;
-    let ann = pod.metadata.annotations.as_ref()?;
-    let gpus = ann.get(GPUS_ANNOTATION)?;
-    Some(ReplicaPlacement {
-        task: labels.get(TASK_LABEL)?.clone(),
-        index: labels.get(INDEX_LABEL)?.parse().ok()?,
-        rank: ann
-            .get(RANK_ANNOTATION)
-            .and_then(|r| r.parse().ok())
-            .unwrap_or(0),
-        // Bound: where it is. Not yet bound (scheduler binding): where kubetrain pinned it.
-        node: pod
-            .spec
-            .as_ref()?
-            .node_name
-            .clone()
-            .or_else(|| ann.get(NODE_ANNOTATION).cloned())?,
-        gpus: gpus
-            .split(',')
-            .filter(|s| !s.is_empty())
-            .map(|s| s.trim().parse().map(crate::sched::GpuIndex))
-            .collect::<Result<_, _>>()
-            .ok()?,
-        share: ann
-            .get(GPU_SHARE_ANNOTATION)
-            .and_then(|s| s.parse().ok())
-            .map(crate::sched::MilliGpu),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controller::gang::Member;
     use crate::sched::GpuIndex;
+
+    /// What the reader of the protocol finds on the pod.
+    fn read(pod: &Pod) -> Member {
+        Member::read(std::sync::Arc::new(pod.clone()))
+    }
+
+    fn placement_of(pod: &Pod) -> Option<ReplicaPlacement> {
+        read(pod).placement
+    }
 
     fn job() -> TrainingJob {
         serde_json::from_value(serde_json::json!({
@@ -567,6 +556,12 @@ mod tests {
             "visible-devices binding strips GPU requests"
         );
         assert_eq!(placement_of(p0), Some(placement[0].clone()));
+        // What was written reads back: bonus, attempt, no checkpoint request yet.
+        let m = read(p0);
+        assert!(m.bonus);
+        assert_eq!(m.attempt, Some(3));
+        assert!(m.checkpoint_request.is_none());
+        assert_eq!(m.chosen_node.as_deref(), Some("n2"));
         assert_eq!(p0.metadata.owner_references.as_ref().map(Vec::len), Some(1));
     }
 
@@ -663,15 +658,15 @@ mod tests {
                 .and_then(|r| r.limits.as_ref())
                 .is_some_and(|l| l.contains_key(GPU_RESOURCE))
         };
-        let by = |p: &Pod| p.annotations().get(GPU_ASSIGNMENT_ANNOTATION).cloned();
+        let by = |p: &Pod| read(p).gpus_assigned_by.map(GpuAssignment::as_str);
         assert!(gpu_limit(&pods[0]));
-        assert_eq!(by(&pods[0]).as_deref(), Some("device-plugin"));
+        assert_eq!(by(&pods[0]), Some("device-plugin"));
         assert!(
             !env_of(&pods[0].spec.as_ref().unwrap().containers[0])
                 .contains_key("NVIDIA_VISIBLE_DEVICES")
         );
         assert!(!gpu_limit(&pods[1]));
-        assert_eq!(by(&pods[1]).as_deref(), Some("kubetrain"));
+        assert_eq!(by(&pods[1]), Some("kubetrain"));
         assert!(
             env_of(&pods[1].spec.as_ref().unwrap().containers[0])
                 .contains_key("NVIDIA_VISIBLE_DEVICES")
@@ -704,6 +699,49 @@ mod tests {
         let env = env_of(c);
         assert_eq!(env["LOCAL_RANK"].as_deref(), Some("1"));
         assert_eq!(env["NODE_RANK"].as_deref(), Some("0"));
+    }
+
+    /// The marks the scheduler and the reconciler patch onto running pods read back.
+    #[test]
+    fn patches_read_back() {
+        let mut pod = gang_pods(
+            &job(),
+            &[placed(0, 0, "n1", &[0])],
+            true,
+            0,
+            &PodSettings::default(),
+            &|_| false,
+        )
+        .expect("pods")
+        .remove(0);
+        let apply = |pod: &mut Pod, patch: serde_json::Value| {
+            let ann = pod.metadata.annotations.get_or_insert_with(BTreeMap::new);
+            for (k, v) in patch["metadata"]["annotations"]
+                .as_object()
+                .expect("annotations")
+            {
+                ann.insert(k.clone(), v.as_str().expect("string").into());
+            }
+        };
+        apply(&mut pod, bonus_patch(false));
+        apply(
+            &mut pod,
+            checkpoint_request_patch("2026-01-01T00:00:00Z", Some("Drain")),
+        );
+        let m = read(&pod);
+        assert!(!m.bonus);
+        let request = m.checkpoint_request.expect("request");
+        assert_eq!(request.reason.as_deref(), Some("Drain"));
+        assert_eq!(
+            request.at,
+            Some("2026-01-01T00:00:00Z".parse().expect("time"))
+        );
+        assert_eq!(
+            checkpoint_request_patch("t", None)["metadata"]["annotations"]
+                .as_object()
+                .map(|a| a.len()),
+            Some(1)
+        );
     }
 
     #[test]

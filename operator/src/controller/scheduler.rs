@@ -19,11 +19,15 @@ use kube::{Api, ResourceExt};
 use tracing::{Instrument, debug, info, info_span, warn};
 
 use super::context::Context;
+use super::gang::Gang;
+use super::job_key::JobKey;
 use super::metrics::{QueueLabels, ReasonLabels};
-use super::pods::{BONUS_ANNOTATION, disruption_budget, gang_pods, headless_service};
-use super::snapshot::{self, Inflight, World, job_key};
+use super::pods::{
+    bonus_patch, checkpoint_request_patch, disruption_budget, gang_pods, headless_service,
+};
+use super::snapshot::{self, Inflight, World};
 use super::usage;
-use crate::api::annotations::{ATTEMPT_ANNOTATION, CHECKPOINT_REQUESTED, PREEMPTION_REASON};
+use crate::api::reasons::EventReason;
 use crate::api::{Phase, TrainingJob};
 use crate::sched;
 
@@ -71,18 +75,12 @@ pub async fn cycle(ctx: &Arc<Context>) {
         // phase (a pod the kubelet refused at admission is Failed at once, and must not
         // keep its GPUs reserved), or once the job has moved on to another attempt or gone.
         state.inflight.retain(|job, f| {
-            let (ns, name) = job.split_once('/').unwrap_or_default();
-            let attempt = f.attempt.to_string();
-            let seen = ctx
-                .pod_index
-                .pods_of(&ctx.stores.pods, ns, name)
-                .iter()
-                .filter(|p| p.annotations().get(ATTEMPT_ANNOTATION) == Some(&attempt))
-                .count();
+            let seen =
+                Gang::new(ctx.pod_index.pods_of(&ctx.stores.pods, job)).of_attempt(f.attempt);
             let current = ctx
                 .stores
                 .jobs
-                .get(&ObjectRef::new(name).within(ns))
+                .get(&job.object_ref())
                 .map(|j| job_attempt(&j));
             seen < f.placement.len() && current == Some(f.attempt) && now - f.at < 120
         });
@@ -140,13 +138,13 @@ pub async fn cycle(ctx: &Arc<Context>) {
         elapsed_ms = started.elapsed().as_millis() as u64,
         "cycle"
     );
-    let changed: Vec<String> = {
+    let changed: Vec<JobKey> = {
         let mut state = ctx.state();
-        let waiting: std::collections::BTreeMap<String, (sched::WaitReason, Option<u32>)> =
+        let waiting: std::collections::BTreeMap<JobKey, (sched::WaitReason, Option<u32>)> =
             decisions
                 .waiting
                 .iter()
-                .map(|w| (w.job.clone(), (w.reason.clone(), w.position)))
+                .filter_map(|w| Some((w.job.parse().ok()?, (w.reason.clone(), w.position))))
                 .collect();
         let changed = waiting
             .iter()
@@ -170,29 +168,32 @@ pub async fn cycle(ctx: &Arc<Context>) {
     // A waiting job's status says why it waits and where it stands in its queue: reconcile
     // those whose reason or place changed now, rather than polling every waiting job.
     for job in changed {
-        if let Some((ns, name)) = job.split_once('/') {
-            ctx.job_triggers
-                .request(kube::runtime::reflector::ObjectRef::new(name).within(ns));
-        }
+        ctx.job_triggers.request(job.object_ref());
     }
-    let jobs_by_key: std::collections::BTreeMap<String, Arc<TrainingJob>> =
-        jobs.iter().map(|j| (job_key(j), j.clone())).collect();
+    // The core names jobs by their key's text (`snapshot::job_model`).
+    let jobs_by_key: std::collections::BTreeMap<JobKey, Arc<TrainingJob>> =
+        jobs.iter().map(|j| (JobKey::of(j), j.clone())).collect();
+    let job_of = |id: &str| {
+        id.parse::<JobKey>()
+            .ok()
+            .and_then(|key| jobs_by_key.get(&key))
+    };
 
     // The core's placements never overlap, so gangs are created concurrently; each waits
     // only on its own API calls.
     futures::stream::iter(&decisions.admissions)
         .for_each_concurrent(ADMISSION_CONCURRENCY, |admission| {
-            let jobs_by_key = &jobs_by_key;
+            let job_of = &job_of;
             async move {
-                let Some(job) = jobs_by_key.get(&admission.job) else {
+                let Some(job) = job_of(&admission.job) else {
                     return;
                 };
                 if let Err(e) = admit(ctx, job, admission).await {
-                    warn!(job = %admission.job, error = %e, "admission failed; the job stays queued");
+                    warn!(job = %JobKey::of(job), error = %e, "admission failed; the job stays queued");
                     ctx.event(
                         job.as_ref(),
                         EventType::Warning,
-                        "AdmissionFailed",
+                        EventReason::AdmissionFailed.as_str(),
                         format!("Could not create the job's pods: {e}. It stays queued and is retried."),
                     )
                     .await;
@@ -202,14 +203,14 @@ pub async fn cycle(ctx: &Arc<Context>) {
         .await;
     for preemption in &decisions.preemptions {
         for victim in &preemption.victims {
-            let Some(job) = jobs_by_key.get(victim) else {
+            let Some(job) = job_of(victim) else {
                 continue;
             };
             request_checkpoint(ctx, job, preemption).await;
         }
     }
     for promoted in &decisions.promotions {
-        if let Some(job) = jobs_by_key.get(promoted) {
+        if let Some(job) = job_of(promoted) {
             mark_bonus(ctx, job, false).await;
         }
     }
@@ -229,10 +230,10 @@ async fn admit(
     job: &Arc<TrainingJob>,
     admission: &sched::Admission,
 ) -> Result<(), AdmitError> {
-    let key = job_key(job);
+    let key = JobKey::of(job);
     let ns = job
         .namespace()
-        .ok_or_else(|| AdmitError::Gone(key.clone()))?;
+        .ok_or_else(|| AdmitError::Gone(key.to_string()))?;
     let attempt = job_attempt(job);
     // A node advertising `nvidia.com/gpu` runs a device plugin (for `--gpu-binding auto`).
     let advertises_gpus = |node: &str| {
@@ -360,17 +361,16 @@ async fn admit(
     let (events_ctx, job) = (ctx.clone(), job.clone());
     tokio::spawn(async move {
         events_ctx
-            .event(job.as_ref(), EventType::Normal, "Admitted", note)
+            .event(
+                job.as_ref(),
+                EventType::Normal,
+                EventReason::Admitted.as_str(),
+                note,
+            )
             .await;
     });
     ctx.wake.notify_one();
     Ok(())
-}
-
-fn active_pods_of(ctx: &Context, job: &TrainingJob) -> impl Iterator<Item = Arc<Pod>> {
-    ctx.job_pods(job)
-        .into_iter()
-        .filter(|p| snapshot::is_active(p) && p.metadata.deletion_timestamp.is_none())
 }
 
 /// Asks a victim to checkpoint: the request annotation on each of its pods (the job sees it
@@ -378,26 +378,15 @@ fn active_pods_of(ctx: &Context, job: &TrainingJob) -> impl Iterator<Item = Arc<
 async fn request_checkpoint(ctx: &Arc<Context>, job: &Arc<TrainingJob>, p: &sched::Preemption) {
     let stamp = k8s_openapi::jiff::Timestamp::now().to_string();
     let mut asked = 0;
-    for pod in active_pods_of(ctx, job) {
-        if pod.annotations().contains_key(CHECKPOINT_REQUESTED) {
-            continue;
-        }
-        let api: Api<Pod> =
-            Api::namespaced(ctx.client.clone(), &pod.namespace().unwrap_or_default());
-        let patch = serde_json::json!({"metadata": {"annotations": {
-            CHECKPOINT_REQUESTED: stamp,
-            PREEMPTION_REASON: p.reason.to_string(),
-        }}});
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
+    let patch = checkpoint_request_patch(&stamp, Some(&p.reason.to_string()));
+    for pod in Gang::new(ctx.job_pods(job)).to_ask_checkpoint() {
         match api
-            .patch(
-                &pod.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(&patch),
-            )
+            .patch(&pod.name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
             Ok(_) => asked += 1,
-            Err(e) => warn!(pod = %pod.name_any(), error = %e, "could not request a checkpoint"),
+            Err(e) => warn!(pod = %pod.name, error = %e, "could not request a checkpoint"),
         }
     }
     if asked > 0 {
@@ -407,11 +396,11 @@ async fn request_checkpoint(ctx: &Arc<Context>, job: &Arc<TrainingJob>, p: &sche
                 reason: p.reason.to_string(),
             })
             .inc();
-        info!(job = %job_key(job), reason = %p.reason, beneficiary = %p.beneficiary, "preempting");
+        info!(job = %JobKey::of(job), reason = %p.reason, beneficiary = %p.beneficiary, "preempting");
         ctx.event(
             job.as_ref(),
             EventType::Normal,
-            "Preempting",
+            EventReason::Preempting.as_str(),
             if p.reason == sched::PreemptionReason::Drain {
                 format!(
                     "Drain: {} is being drained; asked to checkpoint within {} s; the job then returns to its queue, keeping its place, and the drain can finish.",
@@ -435,28 +424,24 @@ async fn request_checkpoint(ctx: &Arc<Context>, job: &Arc<TrainingJob>, p: &sche
 
 /// Records on the pods whether the gang runs on borrowed capacity.
 async fn mark_bonus(ctx: &Arc<Context>, job: &Arc<TrainingJob>, bonus: bool) {
-    let value = bonus.to_string();
-    let targets: Vec<Arc<Pod>> = active_pods_of(ctx, job)
-        .filter(|p| p.annotations().get(BONUS_ANNOTATION) != Some(&value))
+    let targets: Vec<String> = Gang::new(ctx.job_pods(job))
+        .to_mark_bonus(bonus)
+        .map(|m| m.name.clone())
         .collect();
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
+    let patch = bonus_patch(bonus);
     let patched = futures::stream::iter(targets)
-        .map(|pod| {
-            let api: Api<Pod> =
-                Api::namespaced(ctx.client.clone(), &pod.namespace().unwrap_or_default());
-            let patch = serde_json::json!({"metadata": {"annotations": {BONUS_ANNOTATION: value}}});
+        .map(|name| {
+            let (api, patch) = (&api, &patch);
             async move {
-                api.patch(
-                    &pod.name_any(),
-                    &PatchParams::default(),
-                    &Patch::Merge(&patch),
-                )
-                .await
+                api.patch(&name, &PatchParams::default(), &Patch::Merge(patch))
+                    .await
             }
         })
         .buffer_unordered(8)
         .try_collect::<Vec<Pod>>()
         .await;
     if let Err(e) = patched {
-        warn!(job = %job_key(job), error = %e, "could not update the bonus mark");
+        warn!(job = %JobKey::of(job), error = %e, "could not update the bonus mark");
     }
 }

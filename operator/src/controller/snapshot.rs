@@ -10,12 +10,13 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::ResourceExt;
 
-use super::pods::{BONUS_ANNOTATION, placement_of};
+use super::gang::{Gang, holds_resources};
+use super::job_key::JobKey;
+use super::node_health::NodeHealth;
 use super::resources::{GPU_RESOURCE, cpu_milli, pod_demand, whole};
 use super::validate::{Refs, validate};
-use crate::api::annotations::{CHECKPOINT_REQUESTED, JOB_LABEL, PRODUCT_LABEL, RACK_LABEL};
-use crate::api::topology::NodeTopology;
-use crate::api::{Phase, QueuePolicy, TOPOLOGY_ANNOTATION, TopologyLevel, TrainingJob};
+use crate::api::annotations::{JOB_LABEL, PRODUCT_LABEL, RACK_LABEL};
+use crate::api::{Phase, QueuePolicy, TopologyLevel, TrainingJob};
 use crate::sched;
 
 /// An admission whose pods the cache may not show yet.
@@ -35,31 +36,7 @@ pub struct World<'a> {
     pub pods: &'a [Arc<Pod>],
     pub jobs: &'a [Arc<TrainingJob>],
     pub refs: Refs<'a>,
-    pub inflight: &'a BTreeMap<String, Inflight>,
-}
-
-/// `namespace/name` of a job.
-pub fn job_key(job: &TrainingJob) -> String {
-    format!("{}/{}", job.namespace().unwrap_or_default(), job.name_any())
-}
-
-/// Whether a pod still holds its node's resources.
-pub fn is_active(pod: &Pod) -> bool {
-    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-    !matches!(phase, Some("Succeeded") | Some("Failed"))
-}
-
-/// Pods of kubetrain jobs by job key (`namespace/name`), active or not.
-pub fn pods_by_job(pods: &[Arc<Pod>]) -> BTreeMap<String, Vec<Arc<Pod>>> {
-    let mut out: BTreeMap<String, Vec<Arc<Pod>>> = BTreeMap::new();
-    for p in pods {
-        if let Some(job) = p.labels().get(JOB_LABEL) {
-            out.entry(format!("{}/{}", p.namespace().unwrap_or_default(), job))
-                .or_default()
-                .push(p.clone());
-        }
-    }
-    out
+    pub inflight: &'a BTreeMap<JobKey, Inflight>,
 }
 
 fn level(l: TopologyLevel) -> sched::TopologyLevel {
@@ -79,82 +56,26 @@ fn policy(p: QueuePolicy) -> sched::QueuePolicy {
     }
 }
 
-/// The node's published topology, when present and of a version we read.
-pub fn node_topology(node: &Node) -> Option<NodeTopology> {
-    let raw = node.annotations().get(TOPOLOGY_ANNOTATION)?;
-    let t: NodeTopology = serde_json::from_str(raw).ok()?;
-    (t.version == crate::api::topology::TOPOLOGY_VERSION).then_some(t)
-}
-
-/// Whether a node takes new work: not cordoned, Ready, and without the node-lifecycle taints
-/// (`node.kubernetes.io/*`: not-ready, unreachable, pressure, unschedulable). Other taints,
-/// such as `nvidia.com/gpu:NoSchedule` on managed GPU pools, are matched against each pod
-/// template's tolerations by the core (`sched::constraints`).
-pub fn node_schedulable(node: &Node) -> bool {
-    let spec = node.spec.as_ref();
-    if spec.and_then(|s| s.unschedulable).unwrap_or(false) {
-        return false;
-    }
-    let tainted = spec.and_then(|s| s.taints.as_ref()).is_some_and(|ts| {
-        ts.iter().any(|t| {
-            t.key.starts_with("node.kubernetes.io/")
-                && (t.effect == "NoSchedule" || t.effect == "NoExecute")
-        })
-    });
-    !tainted && node_ready(node)
-}
-
-/// Cordoned (`kubectl cordon`, the first step of `kubectl drain`) but Ready and not lost:
-/// the jobs on it can still save a checkpoint before they leave.
-pub fn node_draining(node: &Node) -> bool {
-    let cordoned = node
-        .spec
-        .as_ref()
-        .and_then(|s| s.unschedulable)
-        .unwrap_or(false);
-    cordoned && !node_lost(node) && node_ready(node)
-}
-
-/// The node lifecycle controller gave up on the node (`not-ready`, `unreachable`, ... with
-/// effect NoExecute): its kubelet cannot be trusted to act.
-pub fn node_lost(node: &Node) -> bool {
-    node.spec
-        .as_ref()
-        .and_then(|s| s.taints.as_ref())
-        .is_some_and(|ts| {
-            ts.iter()
-                .any(|t| t.effect == "NoExecute" && t.key.starts_with("node.kubernetes.io/"))
-        })
-}
-
-/// Whether the node's Ready condition is True.
-pub fn node_ready(node: &Node) -> bool {
-    node.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-}
-
 fn node_model(node: &Node, foreign: sched::Resources, held: Vec<sched::Held>) -> sched::Node {
     let alloc = node.status.as_ref().and_then(|s| s.allocatable.as_ref());
     let get = |k: &str| alloc.and_then(|a| a.get(k));
-    let topo = node_topology(node);
+    let health = NodeHealth::of(node);
+    let topo = health.topology.as_ref();
     // The device plugin's count where one runs; without one (`NVIDIA_VISIBLE_DEVICES`
     // binding), the GPUs the node labeler found.
     let gpus = match get(GPU_RESOURCE) {
         Some(q) => whole(q).unwrap_or(0) as u32,
         None => topo.as_ref().map_or(0, |t| t.gpus.len() as u32),
     };
-    let mut unhealthy = Vec::new();
+    let mut unhealthy: Vec<sched::GpuIndex> = health
+        .unhealthy_gpus
+        .iter()
+        .copied()
+        .map(sched::GpuIndex)
+        .collect();
     let mut groups = Vec::new();
     let mut rack = node.labels().get(RACK_LABEL).cloned();
-    if let Some(t) = &topo {
-        unhealthy = t
-            .gpus
-            .iter()
-            .filter(|g| !g.healthy)
-            .map(|g| sched::GpuIndex(g.index))
-            .collect();
+    if let Some(t) = topo {
         groups = t
             .groups
             .iter()
@@ -173,7 +94,7 @@ fn node_model(node: &Node, foreign: sched::Resources, held: Vec<sched::Held>) ->
     let mut topology = sched::Topology { groups };
     if !topology.groups.is_empty() {
         let known: u32 = topology.groups.iter().map(|g| g.gpus.len() as u32).sum();
-        if known != gpus && topo.as_ref().is_some_and(|t| t.gpus.len() as u32 != gpus) {
+        if known != gpus && topo.is_some_and(|t| t.gpus.len() as u32 != gpus) {
             // The annotation and allocatable disagree (for example a GPU was hidden): use
             // the default so indices stay within allocatable.
             topology = sched::Topology::default();
@@ -196,8 +117,8 @@ fn node_model(node: &Node, foreign: sched::Resources, held: Vec<sched::Held>) ->
         rack,
         topology,
         unhealthy_gpus: unhealthy,
-        schedulable: node_schedulable(node),
-        draining: node_draining(node),
+        schedulable: health.schedulable(),
+        draining: health.draining(),
         foreign,
         held,
         labels: super::placement_rules::node_labels(node),
@@ -214,7 +135,7 @@ pub fn build(world: &World<'_>) -> sched::Snapshot {
     let node_names: BTreeSet<String> = world.nodes.iter().map(|n| n.name_any()).collect();
     let mut foreign: BTreeMap<String, sched::Resources> = BTreeMap::new();
     for p in world.pods {
-        if p.labels().contains_key(JOB_LABEL) || !is_active(p) {
+        if p.labels().contains_key(JOB_LABEL) || !holds_resources(p) {
             continue;
         }
         let Some(spec) = p.spec.as_ref() else {
@@ -229,19 +150,23 @@ pub fn build(world: &World<'_>) -> sched::Snapshot {
         f.memory_bytes += d.memory_bytes;
         f.gpus += d.gpus as u32;
     }
-    let by_job = pods_by_job(world.pods);
-    let jobs: Vec<sched::Job> = world
+    let gangs = Gang::by_job(world.pods);
+    let no_pods = Gang::default();
+    let jobs: Vec<(JobKey, sched::Job)> = world
         .jobs
         .iter()
         .filter_map(|j| {
-            job_model(
-                j,
-                by_job.get(&job_key(j)).map(Vec::as_slice).unwrap_or(&[]),
-                world,
-            )
+            let key = JobKey::of(j);
+            let model = job_model(j, &key, gangs.get(&key).unwrap_or(&no_pods), world)?;
+            Some((key, model))
         })
         .collect();
-    let mut held = held_by_orphans(&by_job, &jobs, &node_names, &mut foreign);
+    let charged: BTreeSet<&JobKey> = jobs
+        .iter()
+        .filter(|(_, j)| j.running.is_some())
+        .map(|(key, _)| key)
+        .collect();
+    let mut held = held_by_orphans(&gangs, &charged, &node_names, &mut foreign);
     let nodes = world
         .nodes
         .iter()
@@ -303,7 +228,7 @@ pub fn build(world: &World<'_>) -> sched::Snapshot {
         nodes,
         virtual_clusters,
         queues,
-        jobs,
+        jobs: jobs.into_iter().map(|(_, j)| j).collect(),
     }
 }
 
@@ -311,32 +236,27 @@ pub fn build(world: &World<'_>) -> sched::Snapshot {
 /// in this snapshot hold (the job deleted while its pods terminate, the job invalid, gone
 /// from the cache), per node. The pods of a job in the snapshot are charged through it.
 fn held_by_orphans(
-    by_job: &BTreeMap<String, Vec<Arc<Pod>>>,
-    jobs: &[sched::Job],
+    gangs: &BTreeMap<JobKey, Gang>,
+    charged: &BTreeSet<&JobKey>,
     node_names: &BTreeSet<String>,
     foreign: &mut BTreeMap<String, sched::Resources>,
 ) -> BTreeMap<String, Vec<sched::Held>> {
-    let charged: BTreeSet<&str> = jobs
-        .iter()
-        .filter(|j| j.running.is_some())
-        .map(|j| j.id.as_str())
-        .collect();
     let mut out: BTreeMap<String, Vec<sched::Held>> = BTreeMap::new();
-    for (key, pods) in by_job {
-        if charged.contains(key.as_str()) {
+    for (key, gang) in gangs {
+        if charged.contains(key) {
             continue;
         }
-        for p in pods.iter().filter(|p| is_active(p)) {
-            let Some(spec) = p.spec.as_ref() else {
+        for m in gang.active() {
+            let Some(spec) = m.pod.spec.as_ref() else {
                 continue;
             };
-            let Some(node) = spec.node_name.as_ref().filter(|n| node_names.contains(*n)) else {
+            let Some(node) = m.bound_node.as_ref().filter(|n| node_names.contains(*n)) else {
                 continue;
             };
             let demand = pod_demand(spec).unwrap_or_default();
-            match placement_of(p) {
+            match &m.placement {
                 Some(pl) => out.entry(node.clone()).or_default().push(sched::Held {
-                    gpus: pl.gpus,
+                    gpus: pl.gpus.clone(),
                     share: pl.share,
                     cpu_milli: demand.cpu_milli,
                     memory_bytes: demand.memory_bytes,
@@ -374,16 +294,17 @@ fn min_runtime(job: &TrainingJob, queue: &str, refs: &super::validate::Refs<'_>)
 /// A job as the core sees it, or None when it takes no part in this cycle (finished,
 /// suspended without pods, invalid, or waiting out a retry backoff). A new job is a
 /// candidate before its status says Queued.
-fn job_model(job: &TrainingJob, pods: &[Arc<Pod>], world: &World<'_>) -> Option<sched::Job> {
-    let key = job_key(job);
+fn job_model(
+    job: &TrainingJob,
+    key: &JobKey,
+    gang: &Gang,
+    world: &World<'_>,
+) -> Option<sched::Job> {
     let status = job.status.clone().unwrap_or_default();
     // Pods being deleted still hold their GPUs until their containers stop.
-    let active: Vec<&Arc<Pod>> = pods.iter().filter(|p| is_active(p)).collect();
-    let leaving: bool = active
-        .iter()
-        .any(|p| p.metadata.deletion_timestamp.is_some());
-    let inflight = world.inflight.get(&key);
-    if status.phase.is_finished() && active.is_empty() && !leaving {
+    let leaving = gang.leaving();
+    let inflight = world.inflight.get(key);
+    if status.phase.is_finished() && gang.active().next().is_none() {
         return None;
     }
     let super::validate::Validated {
@@ -398,13 +319,8 @@ fn job_model(job: &TrainingJob, pods: &[Arc<Pod>], world: &World<'_>) -> Option<
             t.constraints.affinities.push(avoid.clone());
         }
     }
-    let mut placement: Vec<sched::ReplicaPlacement> =
-        active.iter().filter_map(|p| placement_of(p)).collect();
-    let mut bonus = active.iter().any(|p| {
-        p.annotations()
-            .get(BONUS_ANNOTATION)
-            .is_some_and(|b| b == "true")
-    });
+    let mut placement = gang.placement();
+    let mut bonus = gang.bonus();
     if let Some(f) = inflight {
         // Pods the cache does not show yet still hold their GPUs.
         for p in &f.placement {
@@ -420,9 +336,7 @@ fn job_model(job: &TrainingJob, pods: &[Arc<Pod>], world: &World<'_>) -> Option<
     // Pods on their way out still hold their GPUs; we cannot tell which, so count the job
     // as preempting until they are gone.
     let preempting = leaving
-        || active
-            .iter()
-            .any(|p| p.annotations().contains_key(CHECKPOINT_REQUESTED))
+        || gang.checkpoint_requested()
         || matches!(
             status.phase,
             Phase::Preempting
@@ -445,12 +359,7 @@ fn job_model(job: &TrainingJob, pods: &[Arc<Pod>], world: &World<'_>) -> Option<
             .admitted_at
             .as_ref()
             .map(secs)
-            .or_else(|| {
-                active
-                    .iter()
-                    .filter_map(|p| p.metadata.creation_timestamp.as_ref().map(secs))
-                    .min()
-            })
+            .or_else(|| gang.first_created().map(|t| t.as_second()))
             .or(inflight.map(|f| f.at))
             .unwrap_or(world.now);
         placement.sort_by_key(|p| p.rank);
@@ -465,7 +374,7 @@ fn job_model(job: &TrainingJob, pods: &[Arc<Pod>], world: &World<'_>) -> Option<
         })
     };
     Some(sched::Job {
-        id: key,
+        id: key.to_string(),
         queue,
         priority,
         queued_at: status
@@ -518,7 +427,8 @@ mod tests {
 
     use super::*;
     use crate::api::annotations::{GPU_SHARE_ANNOTATION, GPUS_ANNOTATION, INDEX_LABEL, TASK_LABEL};
-    use crate::api::{Queue, VirtualCluster};
+    use crate::api::topology::NodeTopology;
+    use crate::api::{Queue, TOPOLOGY_ANNOTATION, VirtualCluster};
 
     const FLAVOR: &str = "A100";
     const GPUS: u32 = 8;

@@ -16,17 +16,19 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 use tracing::{info, instrument, warn};
 
 use super::context::Context;
-use super::lifecycle::{self, Gang, NodeState, PodDeletion, World};
-use super::pods::placement_of;
-use super::snapshot::{job_key, node_topology};
+use super::gang::Gang;
+use super::job_key::JobKey;
+use super::lifecycle::{self, PodDeletion, World};
+use super::node_health::NodeState;
+use super::pods::checkpoint_request_patch;
 use super::status;
 use super::validate::{effective_priority, effective_queue, validate};
 use crate::api::TrainingJob;
-use crate::api::annotations::CHECKPOINT_REQUESTED;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -38,57 +40,27 @@ fn now() -> Time {
     Time(Timestamp::now())
 }
 
-/// The node's state as the cache has it (one lookup in the cache's index, not a scan of every
-/// node).
-fn node_state(ctx: &Context, name: &str) -> NodeState {
-    let key = kube::runtime::reflector::ObjectRef::<Node>::new(name);
-    let Some(node) = ctx.stores.nodes.get(&key) else {
-        return NodeState::Gone;
-    };
-    if super::snapshot::node_lost(&node) {
-        return NodeState::Lost;
-    }
-    let unhealthy_gpus = node_topology(&node)
-        .map(|topo| {
-            topo.gpus
-                .iter()
-                .filter(|g| !g.healthy)
-                .map(|g| g.index)
-                .collect()
-        })
-        .unwrap_or_default();
-    NodeState::Up { unhealthy_gpus }
-}
-
 /// What the lifecycle needs from the Context: the job's validity, queue and priority in
-/// effect, the scheduler's word on it, the nodes its pods are bound or placed on, settings.
-fn observe(ctx: &Context, job: &TrainingJob, pods: &[Arc<Pod>]) -> World {
+/// effect, the scheduler's word on it, the nodes its pods are bound or placed on (each one
+/// lookup in the node cache's index, judged by `node_health`), settings.
+fn observe(ctx: &Context, job: &TrainingJob, key: &JobKey, gang: &Gang) -> World {
     let maps = ctx.ref_maps();
     let refs = maps.refs();
-    let key = job_key(job);
     let (wait, admission_in_flight) = {
         let state = ctx.state();
         (
-            state.waiting.get(&key).cloned(),
-            state.inflight.contains_key(&key),
+            state.waiting.get(key).cloned(),
+            state.inflight.contains_key(key),
         )
     };
-    let mut nodes = BTreeMap::new();
-    for name in pods
-        .iter()
-        .flat_map(|p| {
-            [
-                p.spec.as_ref().and_then(|s| s.node_name.clone()),
-                placement_of(p).map(|pl| pl.node),
-            ]
+    let nodes: BTreeMap<String, NodeState> = gang
+        .nodes()
+        .into_iter()
+        .map(|name| {
+            let node = ctx.stores.nodes.get(&ObjectRef::<Node>::new(name));
+            (name.to_string(), NodeState::of(node.as_deref()))
         })
-        .flatten()
-    {
-        if let std::collections::btree_map::Entry::Vacant(e) = nodes.entry(name) {
-            let state = node_state(ctx, e.key());
-            e.insert(state);
-        }
-    }
+        .collect();
     World {
         queue: effective_queue(job, &refs).ok(),
         priority: effective_priority(job, &refs).ok(),
@@ -104,7 +76,7 @@ fn observe(ctx: &Context, job: &TrainingJob, pods: &[Arc<Pod>]) -> World {
     }
 }
 
-#[instrument(skip_all, fields(job = %job_key(&job)))]
+#[instrument(skip_all, fields(job = %JobKey::of(&job)))]
 pub async fn reconcile(job: Arc<TrainingJob>, ctx: Arc<Context>) -> Result<Action, Error> {
     if job.metadata.deletion_timestamp.is_some() {
         // Owner references take the pods and the Service; the scheduler sees the GPUs free.
@@ -114,14 +86,14 @@ pub async fn reconcile(job: Arc<TrainingJob>, ctx: Arc<Context>) -> Result<Actio
     // Our last status write was computed from this very version: the cache has not shown
     // the write yet, and a reconcile now would redo it from stale data (a second write, and
     // times such as admittedAt taken anew). The write's watch event triggers the next one.
-    let key = job_key(&job);
+    let key = JobKey::of(&job);
     if job.metadata.resource_version.is_some()
         && ctx.status_written_from(&key) == job.metadata.resource_version
     {
         return Ok(Action::requeue(Duration::from_secs(1)));
     }
     let gang = Gang::new(ctx.job_pods(&job));
-    let world = observe(&ctx, &job, gang.pods());
+    let world = observe(&ctx, &job, &key, &gang);
     let old = job.status.clone().unwrap_or_default();
     let t = now();
     let (status, fx) = lifecycle::next(&job, &gang, &world, &t);
@@ -193,7 +165,7 @@ async fn request_checkpoint(
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
     let stamp = now.0.to_string();
     for name in pods {
-        let patch = serde_json::json!({"metadata": {"annotations": {CHECKPOINT_REQUESTED: stamp}}});
+        let patch = checkpoint_request_patch(&stamp, None);
         match api
             .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
@@ -209,6 +181,6 @@ async fn request_checkpoint(
 /// On errors: count, log, retry soon.
 pub fn error_policy(job: Arc<TrainingJob>, err: &Error, ctx: Arc<Context>) -> Action {
     ctx.metrics.reconcile_errors.inc();
-    warn!(job = %job_key(&job), error = %err, "reconcile failed; retrying");
+    warn!(job = %JobKey::of(&job), error = %err, "reconcile failed; retrying");
     Action::requeue(Duration::from_secs(2))
 }

@@ -11,74 +11,26 @@
 //! counting twice, because each counter moves together with the phase that records it.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
 use kube::runtime::events::EventType;
 
 use super::conditions;
-use super::pods::{BONUS_ANNOTATION, expected_pod_names, placement_of};
-use super::snapshot::is_active;
+pub use super::gang::Gang;
+use super::gang::Member;
+pub use super::node_health::NodeState;
+use super::pods::expected_pod_names;
 use super::validate::Invalid;
-use crate::api::annotations::{
-    CHECKPOINT_DONE, CHECKPOINT_REQUESTED, GPU_ASSIGNMENT_ANNOTATION, NODE_ANNOTATION,
-    PREEMPTION_REASON,
-};
 use crate::api::reasons::{ConditionType, EventReason, Reason};
-use crate::api::trainingjob::{
-    GpuAssignment, PreemptionOutcome, PreemptionRecord, RefusedNode, ReplicaPlacement,
-};
+use crate::api::trainingjob::{PreemptionOutcome, PreemptionRecord, RefusedNode};
 use crate::api::{Phase, TrainingJob, TrainingJobStatus};
 use crate::sched::WaitReason;
 
 #[cfg(test)]
 mod stories;
-
-/// A job's pods, as the pod cache has them: active, finished and leaving alike.
-#[derive(Debug, Clone, Default)]
-pub struct Gang {
-    pods: Vec<Arc<Pod>>,
-}
-
-impl Gang {
-    pub fn new(pods: Vec<Arc<Pod>>) -> Self {
-        Gang { pods }
-    }
-
-    /// Every pod of the job, leaving ones included.
-    pub fn pods(&self) -> &[Arc<Pod>] {
-        &self.pods
-    }
-
-    /// The pods not being deleted.
-    fn present(&self) -> Vec<&Arc<Pod>> {
-        self.pods
-            .iter()
-            .filter(|p| p.metadata.deletion_timestamp.is_none())
-            .collect()
-    }
-
-    /// The pods that still hold their node's resources.
-    fn active(&self) -> Vec<&Arc<Pod>> {
-        self.pods.iter().filter(|p| is_active(p)).collect()
-    }
-}
-
-/// A node under one of the job's pods, as the node cache has it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NodeState {
-    /// Up, with the indices of the GPUs the node labeler reports unhealthy.
-    Up { unhealthy_gpus: BTreeSet<u32> },
-    /// Tainted by the node lifecycle controller (`node.kubernetes.io/not-ready`,
-    /// `unreachable`, ... with effect NoExecute): its kubelet cannot be trusted to act.
-    Lost,
-    /// Not in the cache.
-    Gone,
-}
 
 /// The operator's settings the lifecycle obeys.
 #[derive(Debug, Clone)]
@@ -106,7 +58,8 @@ pub struct World {
     pub wait: Option<(WaitReason, Option<u32>)>,
     /// The scheduler is creating the job's pods right now.
     pub admission_in_flight: bool,
-    /// The nodes named by the job's pods (bound or placed); a node not here is gone.
+    /// The nodes named by the job's pods (bound or chosen, [`Gang::nodes`]), each judged by
+    /// `node_health`; a node not here is gone.
     pub nodes: BTreeMap<String, NodeState>,
     pub settings: Settings,
 }
@@ -193,14 +146,13 @@ pub fn next(
     let old = job.status.clone().unwrap_or_default();
     let mut status = old.clone();
     let mut fx = Effects::default();
-    let present = gang.present();
+    let present: Vec<&Member> = gang.present().collect();
     let s = Step {
         job,
         gang,
         world,
         t: now,
         generation: job.metadata.generation,
-        active: gang.active(),
         present: &present,
     };
     s.step(&mut status, &mut fx);
@@ -209,15 +161,7 @@ pub fn next(
         status.gpus = Some(requested_gpus(job));
     }
     if fx.request_checkpoint {
-        fx.checkpoint_requests = gang
-            .pods()
-            .iter()
-            .filter(|p| {
-                p.metadata.deletion_timestamp.is_none()
-                    && !p.annotations().contains_key(CHECKPOINT_REQUESTED)
-            })
-            .map(|p| p.name_any())
-            .collect();
+        fx.checkpoint_requests = gang.to_ask_checkpoint().map(|m| m.name.clone()).collect();
     }
     fx.pod_deletions = pod_deletions(gang, world, now, fx.stop_gang);
     (status, fx)
@@ -229,27 +173,26 @@ pub fn next(
 /// is gone its name, GPUs and rank are blocked, so the gang could never restart. The pod's own
 /// grace period has passed by then, as it would have for a healthy kubelet.
 fn pod_deletions(gang: &Gang, world: &World, now: &Time, all: bool) -> Vec<PodDeletion> {
-    gang.pods()
+    gang.members()
         .iter()
-        .filter_map(|p| {
-            let force = match &p.metadata.deletion_timestamp {
+        .filter_map(|m| {
+            let force = match m.deleting_at {
                 None if all => false,
                 None => return None,
-                Some(at) if at.0 <= now.0 && on_lost_node(world, p) => true,
+                Some(at) if at <= now.0 && on_lost_node(world, m) => true,
                 Some(_) => return None,
             };
             Some(PodDeletion {
-                pod: p.name_any(),
+                pod: m.name.clone(),
                 force,
             })
         })
         .collect()
 }
 
-fn on_lost_node(world: &World, pod: &Pod) -> bool {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.node_name.as_deref())
+fn on_lost_node(world: &World, m: &Member) -> bool {
+    m.bound_node
+        .as_deref()
         .is_some_and(|n| !matches!(world.node(n), NodeState::Up { .. }))
 }
 
@@ -280,10 +223,6 @@ enum Failure {
     Replica { pod: String, reason: String },
     /// The platform's fault (node lost, GPU unhealthy, pod removed): retried without counting.
     Infrastructure { pod: String, reason: String },
-}
-
-fn parse_time(s: &str) -> Option<Timestamp> {
-    s.parse().ok()
 }
 
 /// Backoff before retry `n` (1-based): initial × 2^(n-1), at most max.
@@ -321,12 +260,12 @@ fn is_infrastructure_reason(reason: &str) -> bool {
 }
 
 /// Classifies a finished-badly pod.
-fn pod_failure(pod: &Pod) -> Option<Failure> {
-    let status = pod.status.as_ref()?;
-    if status.phase.as_deref() != Some("Failed") {
+fn pod_failure(m: &Member) -> Option<Failure> {
+    if m.active || m.succeeded() {
         return None;
     }
-    let name = pod.name_any();
+    let status = m.pod.status.as_ref()?;
+    let name = m.name.clone();
     let reason = status.reason.clone().unwrap_or_default();
     if is_infrastructure_reason(&reason) {
         let detail = status.message.as_deref().unwrap_or_default();
@@ -358,8 +297,8 @@ fn pod_failure(pod: &Pod) -> Option<Failure> {
 }
 
 /// The first GPU under the pod that the node labeler reports unhealthy.
-fn unhealthy_gpu(world: &World, pod: &Pod) -> Option<(u32, String)> {
-    let p = placement_of(pod)?;
+fn unhealthy_gpu(world: &World, m: &Member) -> Option<(u32, String)> {
+    let p = m.placement.as_ref()?;
     let NodeState::Up { unhealthy_gpus } = world.node(&p.node) else {
         return None;
     };
@@ -371,8 +310,8 @@ fn unhealthy_gpu(world: &World, pod: &Pod) -> Option<(u32, String)> {
 
 /// A replica that failed on a GPU the labeler reports unhealthy failed because of the GPU
 /// (an XID error kills the process): not the job's fault.
-fn blame_sick_gpu(world: &World, pod: &Pod, f: Failure) -> Failure {
-    match (&f, unhealthy_gpu(world, pod)) {
+fn blame_sick_gpu(world: &World, m: &Member, f: Failure) -> Failure {
+    match (&f, unhealthy_gpu(world, m)) {
         (Failure::Replica { pod: name, reason }, Some((gpu, node))) => Failure::Infrastructure {
             pod: name.clone(),
             reason: format!("{reason}, on GPU {gpu} of node {node}, which turned unhealthy"),
@@ -383,21 +322,21 @@ fn blame_sick_gpu(world: &World, pod: &Pod, f: Failure) -> Failure {
 
 /// An infrastructure problem under a running pod: its node gone or NotReady. (A GPU turned
 /// unhealthy under a running pod is a preemption with a checkpoint, decided by the core.)
-fn infrastructure_failure(world: &World, pods: &[Arc<Pod>]) -> Option<Failure> {
-    for pod in pods.iter().filter(|p| is_active(p)) {
-        let Some(node_name) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) else {
+fn infrastructure_failure(world: &World, gang: &Gang) -> Option<Failure> {
+    for m in gang.active() {
+        let Some(node_name) = m.bound_node.as_deref() else {
             continue;
         };
-        match world.node(&node_name) {
+        match world.node(node_name) {
             NodeState::Gone => {
                 return Some(Failure::Infrastructure {
-                    pod: pod.name_any(),
+                    pod: m.name.clone(),
                     reason: format!("node {node_name} is gone"),
                 });
             }
             NodeState::Lost => {
                 return Some(Failure::Infrastructure {
-                    pod: pod.name_any(),
+                    pod: m.name.clone(),
                     reason: format!("node {node_name} is not ready"),
                 });
             }
@@ -413,15 +352,16 @@ fn infrastructure_failure(world: &World, pods: &[Arc<Pod>]) -> Option<Failure> {
 /// plugin or DRA check failed). Returns the pod, the node it was pinned to, and the
 /// scheduler's message.
 fn scheduler_refusal(
-    pods: &[&Arc<Pod>],
+    pods: &[&Member],
     now: Timestamp,
     deadline: Duration,
 ) -> Option<(String, String, String)> {
-    pods.iter().find_map(|pod| {
-        if pod.spec.as_ref().is_some_and(|s| s.node_name.is_some()) {
+    pods.iter().find_map(|m| {
+        if m.bound_node.is_some() {
             return None;
         }
-        let c = pod
+        let c = m
+            .pod
             .status
             .as_ref()?
             .conditions
@@ -436,11 +376,8 @@ fn scheduler_refusal(
             return None;
         }
         Some((
-            pod.name_any(),
-            pod.annotations()
-                .get(NODE_ANNOTATION)
-                .cloned()
-                .unwrap_or_default(),
+            m.name.clone(),
+            m.chosen_node.clone().unwrap_or_default(),
             c.message.clone().unwrap_or_default(),
         ))
     })
@@ -458,36 +395,6 @@ fn queue_name(status: &TrainingJobStatus) -> String {
     status.queue.clone().unwrap_or_default()
 }
 
-fn placements(pods: &[&Arc<Pod>]) -> Vec<ReplicaPlacement> {
-    let mut out: Vec<ReplicaPlacement> = pods
-        .iter()
-        .filter_map(|pod| Some((placement_of(pod)?, pod)))
-        .map(|(p, pod)| ReplicaPlacement {
-            task: p.task,
-            index: p.index as i32,
-            rank: p.rank as i32,
-            node: p.node,
-            gpus: p.gpus.iter().map(|g| g.0 as i32).collect(),
-            gpu_share: p.share.map(|s| s.0 as i32),
-            gpus_assigned_by: pod
-                .annotations()
-                .get(GPU_ASSIGNMENT_ANNOTATION)
-                .and_then(|a| GpuAssignment::parse(a)),
-        })
-        .collect();
-    out.sort_by_key(|p| p.rank);
-    out
-}
-
-/// Whether any of the pods runs on borrowed GPUs.
-fn on_bonus(present: &[&Arc<Pod>]) -> bool {
-    present.iter().any(|p| {
-        p.annotations()
-            .get(BONUS_ANNOTATION)
-            .is_some_and(|b| b == "true")
-    })
-}
-
 /// Whether the rest of the step runs.
 enum Flow {
     Continue,
@@ -501,8 +408,8 @@ struct Step<'a> {
     world: &'a World,
     t: &'a Time,
     generation: Option<i64>,
-    active: Vec<&'a Arc<Pod>>,
-    present: &'a [&'a Arc<Pod>],
+    /// The pods not being deleted ([`Gang::present`]).
+    present: &'a [&'a Member],
 }
 
 impl Step<'_> {
@@ -542,7 +449,7 @@ impl Step<'_> {
 
     /// Succeeded or Failed: stop what still runs; delete the job once its TTL has passed.
     fn finished(&self, status: &mut TrainingJobStatus, fx: &mut Effects) {
-        if !self.active.is_empty() {
+        if self.gang.active().next().is_some() {
             fx.stop_gang = true;
         }
         if let (Some(ttl), Some(done)) = (
@@ -680,24 +587,13 @@ impl Step<'_> {
         Flow::Continue
     }
 
-    /// The present pods by name.
-    fn by_name(&self) -> BTreeMap<String, &Arc<Pod>> {
-        self.present.iter().map(|p| (p.name_any(), *p)).collect()
-    }
-
-    fn checkpoint_requested(&self) -> bool {
-        self.present
-            .iter()
-            .any(|p| p.annotations().contains_key(CHECKPOINT_REQUESTED))
-    }
-
     /// Queued: publish why the job waits; once the scheduler has created the whole gang,
     /// Running. A gang left half-created is torn down.
     fn queued(&self, status: &mut TrainingJobStatus, fx: &mut Effects) {
         let (t, generation) = (self.t, self.generation);
         let present = self.present;
         if present.is_empty() {
-            if !self.gang.pods().is_empty() {
+            if !self.gang.is_empty() {
                 // Old pods still terminating: the scheduler counts them; wait.
                 fx.requeue(Duration::from_secs(1));
                 return;
@@ -732,20 +628,14 @@ impl Step<'_> {
             fx.requeue(Duration::from_secs(30));
             return;
         }
-        if self.checkpoint_requested() {
+        if self.gang.checkpoint_requested() {
             status.phase = Phase::Preempting;
             return self.preempting(status, fx);
         }
         let expected = expected_pod_names(self.job);
         let gang_size = expected.len();
-        let by_name = self.by_name();
-        let complete = expected.iter().all(|n| by_name.contains_key(n));
-        if !complete {
-            let newest = present
-                .iter()
-                .filter_map(|p| p.metadata.creation_timestamp.as_ref())
-                .map(|c| c.0)
-                .max();
+        if self.gang.first_missing(&expected).is_some() {
+            let newest = self.gang.last_created();
             let age = newest.map_or(0, |n| t.0.as_second() - n.as_second());
             if self.world.admission_in_flight
                 || age < self.world.settings.incomplete_gang_timeout.as_secs() as i64
@@ -771,8 +661,8 @@ impl Step<'_> {
         status.phase = Phase::Running;
         status.admitted_at = Some(t.clone());
         status.started_at = None;
-        status.bonus = on_bonus(present);
-        status.placement = placements(present);
+        status.bonus = self.gang.bonus();
+        status.placement = self.gang.recorded_placement();
         let nodes: BTreeSet<&str> = status.placement.iter().map(|p| p.node.as_str()).collect();
         let msg = format!(
             "Admitted{}: {gang_size} replica(s) on {} node(s).",
@@ -807,14 +697,13 @@ impl Step<'_> {
     fn running(&self, status: &mut TrainingJobStatus, fx: &mut Effects) {
         let (job, t, generation) = (self.job, self.t, self.generation);
         let present = self.present;
-        status.bonus = on_bonus(present);
-        if self.checkpoint_requested() {
+        status.bonus = self.gang.bonus();
+        if self.gang.checkpoint_requested() {
             status.phase = Phase::Preempting;
             return self.preempting(status, fx);
         }
         let expected = expected_pod_names(job);
         let gang_size = expected.len();
-        let by_name = self.by_name();
         // Success: every replica of every deciding task succeeded.
         let deciding: Vec<String> = job
             .spec
@@ -827,13 +716,7 @@ impl Step<'_> {
                     .collect::<Vec<_>>()
             })
             .collect();
-        let succeeded = |n: &String| {
-            by_name
-                .get(n)
-                .and_then(|p| p.status.as_ref())
-                .and_then(|s| s.phase.as_deref())
-                == Some("Succeeded")
-        };
+        let succeeded = |n: &String| self.gang.present_named(n).is_some_and(Member::succeeded);
         if !deciding.is_empty() && deciding.iter().all(succeeded) {
             status.phase = Phase::Succeeded;
             status.finished_at = Some(t.clone());
@@ -861,23 +744,20 @@ impl Step<'_> {
                 EventReason::Succeeded,
                 "All replicas succeeded.",
             );
-            fx.stop_gang = self
-                .active
-                .iter()
-                .any(|p| p.metadata.deletion_timestamp.is_none());
+            fx.stop_gang = self.gang.live().next().is_some();
             return;
         }
-        let missing = expected.iter().find(|n| !by_name.contains_key(*n));
+        let missing = self.gang.first_missing(&expected);
         let failure = present
             .iter()
-            .find_map(|p| pod_failure(p).map(|f| blame_sick_gpu(self.world, p, f)))
+            .find_map(|m| pod_failure(m).map(|f| blame_sick_gpu(self.world, m, f)))
             .or_else(|| {
                 missing.map(|m| Failure::Infrastructure {
                     pod: m.clone(),
                     reason: "the pod was removed".into(),
                 })
             })
-            .or_else(|| infrastructure_failure(self.world, self.gang.pods()));
+            .or_else(|| infrastructure_failure(self.world, self.gang));
         if let Some(f) = failure {
             return self.fail(status, fx, f);
         }
@@ -887,10 +767,9 @@ impl Step<'_> {
             return self.roll_back(status, fx, refusal);
         }
         let all_running = expected.iter().all(|n| {
-            by_name
-                .get(n)
-                .and_then(|p| p.status.as_ref())
-                .and_then(|s| s.phase.as_deref())
+            self.gang
+                .present_named(n)
+                .and_then(|m| m.phase.as_deref())
                 .is_some_and(|ph| ph == "Running" || ph == "Succeeded")
         });
         if all_running && status.started_at.is_none() {
@@ -1052,7 +931,7 @@ impl Step<'_> {
         if !self.present.is_empty() {
             fx.stop_gang = true;
         }
-        if !self.gang.pods().is_empty() {
+        if !self.gang.is_empty() {
             fx.requeue(Duration::from_secs(1));
             return;
         }
@@ -1084,17 +963,11 @@ impl Step<'_> {
     /// period; then delete the pods; once they are gone, back to Queued keeping the job's
     /// place (or Suspended).
     fn preempting(&self, status: &mut TrainingJobStatus, fx: &mut Effects) {
-        let job = self.job;
-        let present = self.present;
         // A suspension is a preemption nobody else asks for: request the checkpoint here.
-        if job.spec.suspend
-            && present
-                .iter()
-                .any(|p| !p.annotations().contains_key(CHECKPOINT_REQUESTED))
-        {
+        if self.job.spec.suspend && self.gang.to_ask_checkpoint().next().is_some() {
             fx.request_checkpoint = true;
         }
-        if present.is_empty() {
+        if self.present.is_empty() {
             self.requeue_preempted(status, fx);
         } else {
             self.stop_preempted(status, fx);
@@ -1196,26 +1069,9 @@ impl Step<'_> {
     fn stop_preempted(&self, status: &mut TrainingJobStatus, fx: &mut Effects) {
         let (job, t, generation) = (self.job, self.t, self.generation);
         let present = self.present;
-        let requested = present
-            .iter()
-            .filter_map(|p| {
-                p.annotations()
-                    .get(CHECKPOINT_REQUESTED)
-                    .and_then(|s| parse_time(s))
-            })
-            .min()
-            .unwrap_or(t.0);
-        let ack = present
-            .iter()
-            .filter_map(|p| {
-                p.annotations()
-                    .get(CHECKPOINT_DONE)
-                    .and_then(|s| parse_time(s))
-            })
-            .max();
-        let exited = present
-            .iter()
-            .all(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Succeeded"));
+        let requested = self.gang.checkpoint_requested_at().unwrap_or(t.0);
+        let ack = self.gang.checkpoint_done_at();
+        let exited = present.iter().all(|m| m.succeeded());
         let grace = i64::from(job.spec.checkpoint.grace_period_seconds.max(0));
         let deadline = requested + SignedDuration::from_secs(grace);
         // Once the pods are told to stop, the condition says how the preemption ended.
@@ -1284,9 +1140,7 @@ impl Step<'_> {
             let reason = if job.spec.suspend {
                 Some("Suspend".to_string())
             } else {
-                present
-                    .iter()
-                    .find_map(|p| p.annotations().get(PREEMPTION_REASON).cloned())
+                self.gang.preemption_reason().map(str::to_string)
             };
             status.last_preemption = Some(PreemptionRecord {
                 outcome,

@@ -12,7 +12,10 @@ use kube::runtime::events::EventType;
 use serde_json::json;
 
 use super::*;
-use crate::api::annotations::{GPUS_ANNOTATION, INDEX_LABEL, TASK_LABEL};
+use crate::api::annotations::{
+    BONUS_ANNOTATION, CHECKPOINT_DONE, CHECKPOINT_REQUESTED, GPUS_ANNOTATION, INDEX_LABEL,
+    NODE_ANNOTATION, PREEMPTION_REASON, RANK_ANNOTATION, TASK_LABEL,
+};
 use crate::api::trainingjob::PreemptionOutcome;
 use crate::controller::pods::pod_name;
 
@@ -51,7 +54,7 @@ fn replica(index: u32, node: &str, phase: &str) -> Pod {
             "name": pod_name("llm", "worker", index), "namespace": "team",
             "creationTimestamp": stamp(0),
             "labels": {TASK_LABEL: "worker", INDEX_LABEL: index.to_string()},
-            "annotations": {GPUS_ANNOTATION: index.to_string(), "kubetrain.io/rank": index.to_string()}
+            "annotations": {GPUS_ANNOTATION: index.to_string(), RANK_ANNOTATION: index.to_string()}
         },
         "spec": {"nodeName": node, "containers": [{"name": "c", "image": "x"}]},
         "status": {"phase": phase}
@@ -123,7 +126,7 @@ impl Story {
 
     /// The reconcile at `now`: the job takes its new status, as the status write does.
     fn tick(&mut self) -> Effects {
-        let gang = Gang::new(self.pods.iter().cloned().map(Arc::new).collect());
+        let gang = Gang::new(self.pods.iter().cloned().map(Arc::new));
         let (status, fx) = next(&self.job, &gang, &self.world, &at(self.now));
         self.job.status = Some(status);
         fx
@@ -262,6 +265,21 @@ fn a_gang_on_borrowed_gpus_is_admitted_as_bonus() {
     assert_eq!(s.phase(), Phase::Running);
     assert!(s.status().bonus);
     assert_eq!(s.says(ConditionType::Admitted), ("True", "AdmittedAsBonus"));
+}
+
+/// A promotion re-marks the pods that still run; a replica that already finished keeps its
+/// old mark, and does not keep the job on bonus.
+#[test]
+fn a_promoted_gang_is_no_longer_bonus_though_a_finished_pod_says_so() {
+    let mut s = Story::running(2);
+    s.annotate_all(BONUS_ANNOTATION, "true");
+    s.tick();
+    assert!(s.status().bonus);
+    s.pods[1].status.get_or_insert_with(Default::default).phase = Some("Succeeded".into());
+    annotate(&mut s.pods[0], BONUS_ANNOTATION, "false");
+    s.after(1).tick();
+    assert_eq!(s.phase(), Phase::Running);
+    assert!(!s.status().bonus);
 }
 
 #[test]
@@ -458,7 +476,7 @@ fn a_pod_the_cluster_scheduler_refuses_rolls_the_admission_back() {
             "lastTransitionTime": stamp(0)}]}
     }))
     .expect("pod");
-    annotate(&mut pod, "kubetrain.io/rank", "0");
+    annotate(&mut pod, RANK_ANNOTATION, "0");
     s.pods = vec![pod];
     s.tick();
     assert_eq!(s.phase(), Phase::Running, "placed, waiting for its binding");
@@ -719,8 +737,9 @@ fn backoff_doubles_up_to_max() {
     assert_eq!(backoff(10, 600, 1000), Duration::from_secs(600));
 }
 
-fn pod(json: serde_json::Value) -> Pod {
-    serde_json::from_value(json).expect("pod")
+/// A pod as the lifecycle reads it.
+fn pod(json: serde_json::Value) -> Member {
+    Member::read(Arc::new(serde_json::from_value(json).expect("pod")))
 }
 
 #[test]

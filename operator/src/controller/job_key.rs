@@ -1,0 +1,86 @@
+//! [`JobKey`]: which TrainingJob, by namespace and name. The controller's maps of jobs (the
+//! scheduler's in-flight admissions and wait reasons, the status-write guard, the pod index,
+//! the snapshot's gangs) are keyed by it; logs and the scheduling core see it as
+//! `namespace/name`.
+
+use std::fmt;
+use std::str::FromStr;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
+use kube::runtime::reflector::ObjectRef;
+
+use crate::api::TrainingJob;
+use crate::api::annotations::JOB_LABEL;
+
+/// A TrainingJob's namespace and name, ordered by namespace, then name.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct JobKey {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl JobKey {
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        JobKey {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+
+    /// The job's key.
+    pub fn of(job: &TrainingJob) -> Self {
+        JobKey::new(job.namespace().unwrap_or_default(), job.name_any())
+    }
+
+    /// The key of the job a pod belongs to (its `kubetrain.io/job` label), if any.
+    pub fn of_pod(pod: &Pod) -> Option<Self> {
+        let job = pod.labels().get(JOB_LABEL)?;
+        Some(JobKey::new(
+            pod.namespace().unwrap_or_default(),
+            job.clone(),
+        ))
+    }
+
+    /// The job's reference in the job cache (and for reconcile requests).
+    pub fn object_ref(&self) -> ObjectRef<TrainingJob> {
+        ObjectRef::new(&self.name).within(&self.namespace)
+    }
+}
+
+impl fmt::Display for JobKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// No `/` in the text: not a job key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not namespace/name")]
+pub struct NotAJobKey(pub String);
+
+/// Reads `namespace/name` back (the scheduling core's job ids): a namespace holds no `/`, so
+/// the first one splits.
+impl FromStr for JobKey {
+    type Err = NotAJobKey;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (namespace, name) = s.split_once('/').ok_or_else(|| NotAJobKey(s.into()))?;
+        Ok(JobKey::new(namespace, name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shows_and_reads_back_as_namespace_slash_name() {
+        let key = JobKey::new("team", "llm");
+        assert_eq!(key.to_string(), "team/llm");
+        assert_eq!("team/llm".parse::<JobKey>(), Ok(key));
+        assert!("no-slash".parse::<JobKey>().is_err());
+        // Only the first slash splits (a name holds none either, but reading never panics).
+        assert_eq!("a/b/c".parse(), Ok(JobKey::new("a", "b/c")));
+    }
+}
