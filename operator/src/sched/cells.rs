@@ -20,11 +20,11 @@
 
 use std::collections::BTreeMap;
 
-use super::capacity::{Tenants, VcIdx};
+use super::cluster::{Cluster, FlavorId, NodeIdx};
 use super::model::{Snapshot, TopologyLevel};
-use super::nodes::{Cluster, FlavorId, NodeIdx};
 use super::placement::Trial;
 use super::reclaim::RunInfo;
+use super::tenants::{Tenants, VcIdx};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Owner {
@@ -119,7 +119,7 @@ impl Cells {
             cells.group_base.push(base);
             base += n.groups.len();
         }
-        let eligible_node = |n: &super::nodes::NodeState, i: usize| {
+        let eligible_node = |n: &super::cluster::NodeState, i: usize| {
             n.schedulable
                 && n.gpus.iter().all(|g| g.cap > 0)
                 && snap.nodes[n.src as usize].foreign.gpus == 0

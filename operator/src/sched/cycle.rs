@@ -6,17 +6,17 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use std::rc::Rc;
 
-use super::capacity::{QueueIdx, Tenants, VcIdx, gpus};
 use super::cells::Cells;
+use super::cluster::{Cluster, FlavorId, Mode, NodeIdx};
 use super::constraints::{self, Mismatch, NodeConstraints};
 use super::decisions::{Admission, Decisions, Preemption, PreemptionReason, WaitReason, Waiting};
 use super::frag::Mix;
 use super::model::{Flavor, GpuDemand, Job, Snapshot, TopologyLevel};
-use super::nodes::{Cluster, FlavorId, Mode, NodeIdx};
 use super::options::Options;
 use super::order;
 use super::placement::{Demand, NodeFilter, Request, Scope, Trial, place};
 use super::reclaim::{self, Outcome, RunInfo};
+use super::tenants::{QueueIdx, Tenants, VcIdx, gpus};
 
 /// A pending job, digested.
 #[derive(Clone, Debug)]
@@ -125,8 +125,8 @@ pub fn state_bytes(snap: &Snapshot) -> usize {
         .nodes
         .iter()
         .map(|n| {
-            size_of::<super::nodes::NodeState>()
-                + n.gpus.capacity() * size_of::<super::nodes::GpuLedger>()
+            size_of::<super::cluster::NodeState>()
+                + n.gpus.capacity() * size_of::<super::cluster::GpuLedger>()
                 + n.groups
                     .iter()
                     .map(|g| size_of::<Vec<u8>>() + g.capacity())

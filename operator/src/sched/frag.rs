@@ -21,8 +21,8 @@
 
 use std::collections::BTreeMap;
 
+use super::cluster::FlavorId;
 use super::model::{GpuDemand, Snapshot};
-use super::nodes::FlavorId;
 
 /// Most distinct shapes kept (the most frequent ones; the others are folded into the kept
 /// class of the same GPU demand and types): bounds the cost of one score.

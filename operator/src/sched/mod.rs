@@ -6,14 +6,14 @@
 //!
 //! # One cycle
 //!
-//! 1. **State** (`nodes`). Each node gets ledgers for CPU, memory and each GPU (milli-GPUs):
+//! 1. **State** (`cluster`). Each node gets ledgers for CPU, memory and each GPU (milli-GPUs):
 //!    `held`, `releasing` (jobs being preempted) and `reserved` (promised to a job waiting for
 //!    those releases). Running jobs are charged, foreign pods take the highest free GPUs,
 //!    unhealthy GPUs have no capacity, cordoned nodes are left out of the index. The free
 //!    index buckets nodes by free whole GPUs per flavor (and racks by free GPUs, partly used
 //!    GPUs by room left), so finding candidate nodes is a B-tree range walk, not a cluster
 //!    scan. The workload's shape mix (`frag`) is learned from the snapshot's jobs.
-//! 2. **Usage** (`capacity`). Running jobs are charged to their VC, queue (and ancestors) and
+//! 2. **Usage** (`tenants`). Running jobs are charged to their VC, queue (and ancestors) and
 //!    user, as guaranteed or bonus. Cell ownership is derived from the guaranteed jobs
 //!    (`cells`). A bonus job that now fits its VC's guarantee is *promoted* (no longer
 //!    preemptible), unless binding its GPUs to its VC would leave another VC's cell
@@ -79,18 +79,18 @@
 //! for. Foreign pods' GPUs are assumed to be the highest-numbered free ones. Cell guarantees
 //! are per flavor and level, bound lazily (see `cells`), not a full HiveD cell hierarchy.
 
-mod capacity;
 mod cells;
+mod cluster;
 pub mod constraints;
 mod cycle;
 pub mod decisions;
 mod frag;
 pub mod model;
-mod nodes;
 mod options;
 mod order;
 mod placement;
 mod reclaim;
+mod tenants;
 
 pub use constraints::{NodeConstraints, Taint, TaintEffect, Toleration};
 pub use cycle::{schedule, schedule_with, state_bytes};

@@ -10,8 +10,8 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, VecDeque};
 
-use super::capacity::{QueueIdx, Tenants, VcIdx};
 use super::model::{QueuePolicy, Snapshot};
+use super::tenants::{QueueIdx, Tenants, VcIdx};
 
 #[derive(Clone, Debug)]
 enum Line {

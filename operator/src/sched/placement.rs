@@ -37,8 +37,8 @@
 //! Ranks follow topology: nodes in the order the gang opened them, GPUs in topology order
 //! within a node, so ranks are contiguous per node.
 
+use super::cluster::{Cluster, FlavorId, Mode, NodeIdx, Take};
 use super::model::{GpuDemand, GpuIndex, ReplicaPlacement, Snapshot, TopologyLevel};
-use super::nodes::{Cluster, FlavorId, Mode, NodeIdx, Take};
 
 /// One replica to place.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -17,17 +17,17 @@
 //! The domain whose set loses the least work (then fewest victims, then first in order)
 //! wins. Before anyone is asked to checkpoint the gang is placed on the capacity that will
 //! be free once all victims are gone, and that capacity is *reserved* for it (nobody else
-//! can take it now, see `nodes`), so the core never evicts for a gang that would not fit.
+//! can take it now, see `cluster`), so the core never evicts for a gang that would not fit.
 //!
 //! Minimum runtime: victims that ran less than their minimum runtime are left out while
 //! another victim set exists; when only sets with such jobs exist, nothing is evicted and the
 //! job waits until the youngest of them has run its minimum.
 
-use super::capacity::{QueueIdx, VcIdx};
+use super::cluster::{Cluster, FlavorId, Mode, NodeIdx};
 use super::model::TopologyLevel;
-use super::nodes::{Cluster, FlavorId, Mode, NodeIdx};
 use super::options::VictimSelection;
 use super::placement::{Request, Scope, Trial, place};
+use super::tenants::{QueueIdx, VcIdx};
 
 /// What one replica of a running job holds: node, (GPU, milli) pairs, CPU, memory.
 pub(crate) type Held = (NodeIdx, Vec<(u8, u16)>, u64, u64);

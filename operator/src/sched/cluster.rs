@@ -1,6 +1,7 @@
-//! Node state for one cycle: a ledger per GPU, CPU and memory, and the index of free capacity
-//! (nodes bucketed by free whole GPUs per flavor, racks ordered by free GPUs) that lets
-//! placement find a best-fit node in O(log n) instead of scanning the cluster.
+//! The cluster during one cycle ([`Cluster`]): a ledger per GPU, CPU and memory of each
+//! node, and the index of free capacity (nodes bucketed by free whole GPUs per flavor, racks
+//! ordered by free GPUs) that lets placement find a best-fit node in O(log n) instead of
+//! scanning the cluster.
 //!
 //! Every amount is a [`Ledger`]: `held` by running work, `releasing` (held by jobs that are
 //! being preempted) and `reserved` (promised to a job that waits for those releases). What

@@ -1,4 +1,4 @@
-//! Capacity accounting: guarantees, bonus, limits, queue shares and user limits.
+//! Tenant accounting: guarantees, bonus, limits, queue shares and user limits ([`Tenants`]).
 //!
 //! All amounts are milli-GPUs. Per VirtualCluster and flavor the core tracks *guaranteed*
 //! usage (jobs admitted within the guarantee, plus room promised by a planned reclaim) and
@@ -16,9 +16,9 @@
 
 use std::collections::BTreeMap;
 
+use super::cluster::FlavorId;
 use super::decisions::WaitReason;
 use super::model::Snapshot;
-use super::nodes::FlavorId;
 
 pub(crate) type VcIdx = usize;
 pub(crate) type QueueIdx = usize;
