@@ -11,7 +11,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::frag::Mix;
 use super::model::{GpuDemand, GpuIndex, Node, Snapshot, Topology};
 
 pub(crate) type NodeIdx = u32;
@@ -180,8 +179,6 @@ pub(crate) struct Cluster {
     /// Partly used GPUs with room left now, per flavor: (room, node, GPU), least room first
     /// (best fit for a share is the first entry at or above its size).
     pub share_index: Vec<BTreeSet<(u16, NodeIdx, u8)>>,
-    /// The workload's shape mix that fragmentation is scored against (empty: no scores).
-    pub mix: Mix,
     pub racks: Vec<RackGroup>,
     /// Per flavor: (free now, rack group).
     pub rack_index: Vec<BTreeSet<(u32, u32)>>,
@@ -610,104 +607,7 @@ impl Cluster {
         out.extend(it.take(limit).map(|&(_, n)| n));
     }
 
-    /// Fragmentation of a node now (see `frag`).
-    pub fn frag_now(&self, idx: NodeIdx, scratch: &mut Vec<u16>) -> f64 {
-        let n = &self.nodes[idx as usize];
-        scratch.clear();
-        scratch.extend(n.gpus.iter().map(|g| g.avail(Mode::Now)));
-        self.mix.node_frag(
-            n.flavor,
-            scratch,
-            n.cpu.avail(Mode::Now),
-            n.mem.avail(Mode::Now),
-        )
-    }
-
-    /// How much placing one replica on a node now would change the node's fragmentation, or
-    /// None when it does not fit; for a share also the GPU it should go to.
-    ///
-    /// A share is scored on every GPU it fits (one per distinct room left: GPUs with the same
-    /// room give the same score) and goes where fragmentation grows least, ties to the least
-    /// room (best fit): the tightest GPU is not always the best one, e.g. when what it would
-    /// leave is too small for every common share while a roomier GPU would keep a usable rest.
-    pub fn frag_delta(
-        &self,
-        idx: NodeIdx,
-        d: GpuDemand,
-        cpu: u64,
-        mem: u64,
-        scratch: &mut Vec<u16>,
-    ) -> Option<(f64, Option<u8>)> {
-        let n = &self.nodes[idx as usize];
-        let (cpu_free, mem_free) = (n.cpu.avail(Mode::Now), n.mem.avail(Mode::Now));
-        if !n.schedulable || cpu_free < cpu || mem_free < mem {
-            return None;
-        }
-        scratch.clear();
-        scratch.extend(n.gpus.iter().map(|g| g.avail(Mode::Now)));
-        // cheap fit check first: most nodes of a busy cluster do not fit
-        let fits = match d {
-            GpuDemand::None => true,
-            GpuDemand::Whole(k) => scratch.iter().filter(|&&x| x >= 1000).count() >= k as usize,
-            GpuDemand::Share(m) => scratch.iter().any(|&x| x >= m.0.min(1000) as u16),
-        };
-        if !fits {
-            return None;
-        }
-        let before = self.mix.node_frag(n.flavor, scratch, cpu_free, mem_free);
-        let (cpu_after, mem_after) = (cpu_free - cpu, mem_free - mem);
-        // The score depends only on how much is left on each GPU, not on which GPU.
-        match d {
-            GpuDemand::None => {}
-            GpuDemand::Whole(k) => {
-                let mut left = k;
-                for x in scratch.iter_mut().filter(|x| **x >= 1000) {
-                    if left == 0 {
-                        break;
-                    }
-                    *x = 0;
-                    left -= 1;
-                }
-                if left > 0 {
-                    return None;
-                }
-            }
-            GpuDemand::Share(m) => {
-                let m = m.0.min(1000) as u16;
-                // (delta, room, GPU) of the best GPU so far
-                let mut best: Option<(f64, u16, u8)> = None;
-                for i in 0..scratch.len() {
-                    let x = scratch[i];
-                    if x < m || scratch[..i].contains(&x) {
-                        continue;
-                    }
-                    scratch[i] = x - m;
-                    let delta =
-                        self.mix.node_frag(n.flavor, scratch, cpu_after, mem_after) - before;
-                    scratch[i] = x;
-                    let key = (delta, x, i as u8);
-                    if best.is_none_or(|b| {
-                        key.0.total_cmp(&b.0).then((key.1, key.2).cmp(&(b.1, b.2)))
-                            == std::cmp::Ordering::Less
-                    }) {
-                        best = Some(key);
-                    }
-                }
-                let (delta, room, gpu) = best?;
-                // a fresh GPU: the one choose_share would open (keeps large groups whole)
-                let gpu = if room >= 1000 {
-                    fresh_share_gpu(n, Mode::Now, false)?
-                } else {
-                    gpu
-                };
-                return Some((delta, Some(gpu)));
-            }
-        }
-        let after = self.mix.node_frag(n.flavor, scratch, cpu_after, mem_after);
-        Some((after - before, None))
-    }
-
-    /// Take one share on a given GPU of a node now (the GPU [`Cluster::frag_delta`] chose),
+    /// Take one share on a given GPU of a node now (the GPU `frag` chose),
     /// or leave the node untouched when it does not fit there.
     pub fn try_take_share_on(
         &mut self,
@@ -818,7 +718,7 @@ fn choose_share(n: &NodeState, m: u16, mode: Mode, nvlink_wanted: bool) -> Optio
 
 /// A free GPU for a share: from the group with the fewest free GPUs (keeping large groups
 /// whole), non-NVLink first unless NVLink is wanted.
-fn fresh_share_gpu(n: &NodeState, mode: Mode, nvlink_wanted: bool) -> Option<u8> {
+pub(crate) fn fresh_share_gpu(n: &NodeState, mode: Mode, nvlink_wanted: bool) -> Option<u8> {
     let mut pick: Option<((u32, bool, usize), u8)> = None;
     for g in 0..n.groups.len() {
         let free: Vec<u8> = n.groups[g]

@@ -68,6 +68,8 @@ struct Cycle<'a> {
     snap: &'a Snapshot,
     opts: Options,
     c: Cluster,
+    /// The workload's shape mix that fragmentation is scored against (empty: no scores).
+    mix: &'a Mix,
     t: Tenants,
     cells: Cells,
     runs: Vec<RunInfo>,
@@ -107,7 +109,9 @@ pub fn schedule(snap: &Snapshot) -> Decisions {
 /// [`schedule`] with non-default [`Options`] (the simulator's ablations; the operator always
 /// runs the defaults).
 pub fn schedule_with(snap: &Snapshot, opts: &Options) -> Decisions {
-    let mut cy = Cycle::build(snap);
+    let c = Cluster::build(snap);
+    let mix = Mix::build(snap, &c.flavor_by_name, c.flavor_names.len());
+    let mut cy = Cycle::build(snap, c, &mix);
     cy.opts = *opts;
     cy.drain();
     let pending = cy.digest();
@@ -146,9 +150,7 @@ pub fn state_bytes(snap: &Snapshot) -> usize {
 }
 
 impl<'a> Cycle<'a> {
-    fn build(snap: &'a Snapshot) -> Cycle<'a> {
-        let mut c = Cluster::build(snap);
-        c.mix = Mix::build(snap, &c.flavor_by_name, c.flavor_names.len());
+    fn build(snap: &'a Snapshot, mut c: Cluster, mix: &'a Mix) -> Cycle<'a> {
         let mut runs = Vec::new();
         for (j, job) in snap.jobs.iter().enumerate() {
             let Some(r) = &job.running else { continue };
@@ -256,6 +258,7 @@ impl<'a> Cycle<'a> {
             snap,
             opts: Options::default(),
             c,
+            mix,
             t,
             cells,
             runs,
@@ -594,7 +597,10 @@ impl<'a> Cycle<'a> {
         m
     }
 
-    fn request<'p>(&self, p: &'p Pending, f: FlavorId) -> Request<'p> {
+    fn request<'p>(&self, p: &'p Pending, f: FlavorId) -> Request<'p>
+    where
+        'a: 'p,
+    {
         let job = &self.snap.jobs[p.job];
         Request {
             demands: &p.demands,
@@ -604,6 +610,7 @@ impl<'a> Cycle<'a> {
             whole_gpus: p.whole,
             nvlink_wanted: p.nvlink,
             filter: p.filter.as_deref(),
+            mix: self.mix,
         }
     }
 
@@ -625,7 +632,7 @@ impl<'a> Cycle<'a> {
     /// lists its types keeps its own preference order.
     fn rank_flavors(&mut self, p: &Pending, flavors: &[FlavorId]) -> Vec<FlavorId> {
         let job = &self.snap.jobs[p.job];
-        if !job.gpu_types.is_empty() || flavors.len() < 2 || self.c.mix.is_empty() {
+        if !job.gpu_types.is_empty() || flavors.len() < 2 || self.mix.is_empty() {
             return flavors.to_vec();
         }
         let mut scored: Vec<(i64, usize, FlavorId)> = Vec::with_capacity(flavors.len());
@@ -646,12 +653,12 @@ impl<'a> Cycle<'a> {
                         nodes.dedup();
                         let after: f64 = nodes
                             .iter()
-                            .map(|&n| self.c.frag_now(n, &mut scratch))
+                            .map(|&n| self.mix.frag_now(&self.c, n, &mut scratch))
                             .sum();
                         trial.undo(&mut self.c);
                         let before: f64 = nodes
                             .iter()
-                            .map(|&n| self.c.frag_now(n, &mut scratch))
+                            .map(|&n| self.mix.frag_now(&self.c, n, &mut scratch))
                             .sum();
                         score = ((after - before) * 16.0).round() as i64;
                     }

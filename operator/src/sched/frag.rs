@@ -18,10 +18,15 @@
 //! leave whole nodes to whole-node replicas, and do not strand GPUs by using up a node's CPU
 //! or memory. Everything is a pure function of the snapshot: same snapshot, same mix, same
 //! scores.
+//!
+//! The scorer reads the cluster's ledgers ([`Mix::frag_delta`], [`Mix::frag_now`]); the
+//! cluster knows nothing of scores, and placement gets the mix with its [`Request`].
+//!
+//! [`Request`]: super::placement::Request
 
 use std::collections::BTreeMap;
 
-use super::cluster::FlavorId;
+use super::cluster::{Cluster, FlavorId, Mode, NodeIdx, fresh_share_gpu};
 use super::model::{GpuDemand, Snapshot};
 
 /// Most distinct shapes kept (the most frequent ones; the others are folded into the kept
@@ -188,6 +193,106 @@ impl Mix {
             frag += fits * f64::from(lost) + (cl.weight - fits) * idle_f;
         }
         frag
+    }
+}
+
+/// Scores of the cluster's nodes against the mix.
+impl Mix {
+    /// Fragmentation of a node now (see `frag`).
+    pub fn frag_now(&self, c: &Cluster, idx: NodeIdx, scratch: &mut Vec<u16>) -> f64 {
+        let n = &c.nodes[idx as usize];
+        scratch.clear();
+        scratch.extend(n.gpus.iter().map(|g| g.avail(Mode::Now)));
+        self.node_frag(
+            n.flavor,
+            scratch,
+            n.cpu.avail(Mode::Now),
+            n.mem.avail(Mode::Now),
+        )
+    }
+
+    /// How much placing one replica on a node now would change the node's fragmentation, or
+    /// None when it does not fit; for a share also the GPU it should go to.
+    ///
+    /// A share is scored on every GPU it fits (one per distinct room left: GPUs with the same
+    /// room give the same score) and goes where fragmentation grows least, ties to the least
+    /// room (best fit): the tightest GPU is not always the best one, e.g. when what it would
+    /// leave is too small for every common share while a roomier GPU would keep a usable rest.
+    pub fn frag_delta(
+        &self,
+        c: &Cluster,
+        idx: NodeIdx,
+        d: GpuDemand,
+        cpu: u64,
+        mem: u64,
+        scratch: &mut Vec<u16>,
+    ) -> Option<(f64, Option<u8>)> {
+        let n = &c.nodes[idx as usize];
+        let (cpu_free, mem_free) = (n.cpu.avail(Mode::Now), n.mem.avail(Mode::Now));
+        if !n.schedulable || cpu_free < cpu || mem_free < mem {
+            return None;
+        }
+        scratch.clear();
+        scratch.extend(n.gpus.iter().map(|g| g.avail(Mode::Now)));
+        // cheap fit check first: most nodes of a busy cluster do not fit
+        let fits = match d {
+            GpuDemand::None => true,
+            GpuDemand::Whole(k) => scratch.iter().filter(|&&x| x >= 1000).count() >= k as usize,
+            GpuDemand::Share(m) => scratch.iter().any(|&x| x >= m.0.min(1000) as u16),
+        };
+        if !fits {
+            return None;
+        }
+        let before = self.node_frag(n.flavor, scratch, cpu_free, mem_free);
+        let (cpu_after, mem_after) = (cpu_free - cpu, mem_free - mem);
+        // The score depends only on how much is left on each GPU, not on which GPU.
+        match d {
+            GpuDemand::None => {}
+            GpuDemand::Whole(k) => {
+                let mut left = k;
+                for x in scratch.iter_mut().filter(|x| **x >= 1000) {
+                    if left == 0 {
+                        break;
+                    }
+                    *x = 0;
+                    left -= 1;
+                }
+                if left > 0 {
+                    return None;
+                }
+            }
+            GpuDemand::Share(m) => {
+                let m = m.0.min(1000) as u16;
+                // (delta, room, GPU) of the best GPU so far
+                let mut best: Option<(f64, u16, u8)> = None;
+                for i in 0..scratch.len() {
+                    let x = scratch[i];
+                    if x < m || scratch[..i].contains(&x) {
+                        continue;
+                    }
+                    scratch[i] = x - m;
+                    let delta = self.node_frag(n.flavor, scratch, cpu_after, mem_after) - before;
+                    scratch[i] = x;
+                    let key = (delta, x, i as u8);
+                    if best.is_none_or(|b| {
+                        key.0.total_cmp(&b.0).then((key.1, key.2).cmp(&(b.1, b.2)))
+                            == std::cmp::Ordering::Less
+                    }) {
+                        best = Some(key);
+                    }
+                }
+                let (delta, room, gpu) = best?;
+                // a fresh GPU: the one choose_share would open (keeps large groups whole)
+                let gpu = if room >= 1000 {
+                    fresh_share_gpu(n, Mode::Now, false)?
+                } else {
+                    gpu
+                };
+                return Some((delta, Some(gpu)));
+            }
+        }
+        let after = self.node_frag(n.flavor, scratch, cpu_after, mem_after);
+        Some((after - before, None))
     }
 }
 

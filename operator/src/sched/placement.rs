@@ -38,6 +38,7 @@
 //! within a node, so ranks are contiguous per node.
 
 use super::cluster::{Cluster, FlavorId, Mode, NodeIdx, Take};
+use super::frag::Mix;
 use super::model::{GpuDemand, GpuIndex, ReplicaPlacement, Snapshot, TopologyLevel};
 
 /// One replica to place.
@@ -62,6 +63,8 @@ pub(crate) struct Request<'a> {
     pub nvlink_wanted: bool,
     /// The nodes each task may use, for a job with node constraints (see `constraints`).
     pub filter: Option<&'a NodeFilter>,
+    /// The workload's shape mix that candidates' fragmentation is scored against.
+    pub mix: &'a Mix,
 }
 
 impl Request<'_> {
@@ -510,7 +513,7 @@ const FRAG_POOL: usize = 16;
 /// and for a share the nodes holding the partly used GPUs with the least room that fits
 /// (best fit over all of them, through the share index). Ties: fewest free whole GPUs
 /// (best fit), the wanted NVLink kind, the rack with the fewest free GPUs, index. For a
-/// share also the GPU of that node it fragments least (see [`Cluster::frag_delta`]).
+/// share also the GPU of that node it fragments least (see [`Mix::frag_delta`]).
 fn frag_pick(c: &Cluster, req: &Request, d: &Demand, nv: bool) -> Option<(NodeIdx, Option<u8>)> {
     let f = req.flavor;
     let mut cand: Vec<NodeIdx> = Vec::new();
@@ -546,7 +549,7 @@ fn frag_pick(c: &Cluster, req: &Request, d: &Demand, nv: bool) -> Option<(NodeId
     });
     let mut best: Option<(Key, (NodeIdx, Option<u8>))> = None;
     for &n in &cand {
-        let Some((delta, gpu)) = c.frag_delta(n, d.gpu, d.cpu, d.mem, &mut scratch) else {
+        let Some((delta, gpu)) = req.mix.frag_delta(c, n, d.gpu, d.cpu, d.mem, &mut scratch) else {
             continue;
         };
         let node = &c.nodes[n as usize];
