@@ -17,6 +17,7 @@ use super::order;
 use super::placement::{Demand, NodeFilter, Request, Scope, Trial, place};
 use super::reclaim::{self, Outcome, RunInfo};
 use super::tenants::{QueueIdx, Tenants, VcIdx, gpus};
+use super::usage;
 
 /// A pending job, digested.
 #[derive(Clone, Debug)]
@@ -116,6 +117,7 @@ pub fn schedule_with(snap: &Snapshot, opts: &Options) -> Decisions {
     cy.drain();
     let pending = cy.digest();
     cy.run(pending);
+    cy.out.usage = usage::report(snap, &cy.c, &cy.out.promotions);
     cy.out
 }
 

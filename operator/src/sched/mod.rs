@@ -1,8 +1,9 @@
 //! The scheduling core: a pure library, snapshot in, decisions out. No I/O, no clock, no
 //! kube: [`schedule`] takes a [`Snapshot`] (nodes, VirtualClusters, Queues, pending and
 //! running jobs, `now`) and returns [`Decisions`] (admissions with full placements,
-//! preemptions, a [`WaitReason`] for every job left waiting, promotions). Same snapshot, same
-//! decisions: every map is ordered and every tie is broken by an index or an id.
+//! preemptions, a [`WaitReason`] for every job left waiting, promotions, and the [`Usage`]
+//! users see). Same snapshot, same decisions: every map is ordered and every tie is broken by
+//! an index or an id.
 //!
 //! # One cycle
 //!
@@ -42,6 +43,9 @@
 //!    limit), `QuotaExhausted` (beyond guarantee, nothing idle), `NoFit` (within quota, with the
 //!    largest free block), `ReservedForCells`, `WaitingForPreemption`, `WaitingForMinRuntime`,
 //!    `NeverFits`, `Invalid`.
+//! 7. **Usage report** (`usage`): per VirtualCluster and GPU type guaranteed, in use, bonus
+//!    and lent, per queue in use and bonus, with this cycle's promotions; the controller
+//!    only formats it for the Queue and VirtualCluster status and the metrics.
 //!
 //! # Why it is fast
 //!
@@ -91,12 +95,14 @@ mod order;
 mod placement;
 mod reclaim;
 mod tenants;
+mod usage;
 
 pub use constraints::{NodeConstraints, Taint, TaintEffect, Toleration};
 pub use cycle::{schedule, schedule_with, state_bytes};
 pub use decisions::{Admission, Decisions, Preemption, PreemptionReason, WaitReason, Waiting};
 pub use model::*;
 pub use options::{Options, VictimSelection};
+pub use usage::{FlavorUsage, QueueUsage, Usage, VcUsage};
 
 #[cfg(test)]
 mod fixtures;
