@@ -26,7 +26,8 @@
 
 use std::collections::BTreeMap;
 
-use super::cluster::{Cluster, FlavorId, Mode, NodeIdx, fresh_share_gpu};
+use super::cluster::{Cluster, Mode, fresh_share_gpu};
+use super::ids::{FlavorId, IdVec, NodeId};
 use super::model::{GpuDemand, Snapshot};
 
 /// Most distinct shapes kept (the most frequent ones; the others are folded into the kept
@@ -46,10 +47,10 @@ struct Class {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Mix {
     /// Per flavor: the classes of shapes that accept it.
-    accepting: Vec<Vec<Class>>,
+    accepting: IdVec<FlavorId, Vec<Class>>,
     /// Per flavor: total weight of the shapes that do not accept it (for them every idle GPU
     /// of the flavor is a fragment).
-    other: Vec<f64>,
+    other: IdVec<FlavorId, f64>,
 }
 
 type ClassKey = (GpuDemand, Vec<FlavorId>);
@@ -86,8 +87,8 @@ impl Mix {
         }
         let total: u64 = count.values().sum();
         let mut mix = Mix {
-            accepting: vec![Vec::new(); flavors],
-            other: vec![0.0; flavors],
+            accepting: IdVec::filled(Vec::new(), flavors),
+            other: IdVec::filled(0.0, flavors),
         };
         if total == 0 {
             return mix;
@@ -119,8 +120,8 @@ impl Mix {
                     .map(|&(c, m, k)| (c, m, k as f64 / total as f64))
                     .collect(),
             };
-            for f in 0..flavors {
-                if types.is_empty() || types.binary_search(&(f as FlavorId)).is_ok() {
+            for f in mix.accepting.ids() {
+                if types.is_empty() || types.binary_search(&f).is_ok() {
                     mix.accepting[f].push(class.clone());
                 } else {
                     mix.other[f] += class.weight;
@@ -138,7 +139,7 @@ impl Mix {
     /// Fragmentation (milli-GPUs) of a node of `flavor` with `free` milli-GPUs left on each
     /// GPU and `cpu`/`mem` left.
     pub fn node_frag(&self, flavor: FlavorId, free: &[u16], cpu: u64, mem: u64) -> f64 {
-        let f = flavor as usize;
+        let f = flavor;
         let Some(classes) = self.accepting.get(f) else {
             return 0.0;
         };
@@ -199,8 +200,8 @@ impl Mix {
 /// Scores of the cluster's nodes against the mix.
 impl Mix {
     /// Fragmentation of a node now (see `frag`).
-    pub fn frag_now(&self, c: &Cluster, idx: NodeIdx, scratch: &mut Vec<u16>) -> f64 {
-        let n = &c.nodes[idx as usize];
+    pub fn frag_now(&self, c: &Cluster, idx: NodeId, scratch: &mut Vec<u16>) -> f64 {
+        let n = &c.nodes[idx];
         scratch.clear();
         scratch.extend(n.gpus.iter().map(|g| g.avail(Mode::Now)));
         self.node_frag(
@@ -221,13 +222,13 @@ impl Mix {
     pub fn frag_delta(
         &self,
         c: &Cluster,
-        idx: NodeIdx,
+        idx: NodeId,
         d: GpuDemand,
         cpu: u64,
         mem: u64,
         scratch: &mut Vec<u16>,
     ) -> Option<(f64, Option<u8>)> {
-        let n = &c.nodes[idx as usize];
+        let n = &c.nodes[idx];
         let (cpu_free, mem_free) = (n.cpu.avail(Mode::Now), n.mem.avail(Mode::Now));
         if !n.schedulable || cpu_free < cpu || mem_free < mem {
             return None;
@@ -327,7 +328,11 @@ mod tests {
 
     #[test]
     fn fragments_follow_the_shapes() {
-        let ids: BTreeMap<String, FlavorId> = [("A".to_string(), 0), ("B".to_string(), 1)].into();
+        let ids: BTreeMap<String, FlavorId> = [
+            ("A".to_string(), FlavorId(0)),
+            ("B".to_string(), FlavorId(1)),
+        ]
+        .into();
         let snap = Snapshot {
             jobs: vec![
                 job(GpuDemand::Whole(8), 1, &[]),
@@ -339,21 +344,21 @@ mod tests {
         let mix = Mix::build(&snap, &ids, 2);
         // an empty 8-GPU node of A: both shapes fit, nothing lost
         let empty = [1000u16; 8];
-        assert_eq!(mix.node_frag(0, &empty, 10_000, 10), 0.0);
+        assert_eq!(mix.node_frag(FlavorId(0), &empty, 10_000, 10), 0.0);
         // of B: the share shape (2/3) does not accept B
-        let b = mix.node_frag(1, &empty, 10_000, 10);
+        let b = mix.node_frag(FlavorId(1), &empty, 10_000, 10);
         assert!((b - 8000.0 * 2.0 / 3.0).abs() < 1e-6, "{b}");
         // one GPU taken: the 8-GPU shape (1/3) loses the 7 left
         let mut one = empty;
         one[0] = 0;
-        let a = mix.node_frag(0, &one, 10_000, 10);
+        let a = mix.node_frag(FlavorId(0), &one, 10_000, 10);
         assert!((a - 7000.0 / 3.0).abs() < 1e-6, "{a}");
         // no CPU left: everything idle is lost
-        assert!((mix.node_frag(0, &one, 0, 10) - 7000.0).abs() < 1e-6);
+        assert!((mix.node_frag(FlavorId(0), &one, 0, 10) - 7000.0).abs() < 1e-6);
         // 300 milli left on a GPU: too small for the 500m share
         let mut part = one;
         part[1] = 300;
-        let p = mix.node_frag(0, &part, 10_000, 10);
+        let p = mix.node_frag(FlavorId(0), &part, 10_000, 10);
         assert!((p - (6300.0 / 3.0 + 300.0 * 2.0 / 3.0)).abs() < 1e-6, "{p}");
     }
 }

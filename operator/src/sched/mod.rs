@@ -89,6 +89,7 @@ pub mod constraints;
 mod cycle;
 pub mod decisions;
 mod frag;
+mod ids;
 pub mod model;
 mod options;
 mod order;

@@ -116,9 +116,10 @@ pub(crate) fn report(snap: &Snapshot, c: &Cluster, promoted: &[String]) -> Usage
         };
         let flavors = &mut slot(&mut usage.virtual_clusters, *vc).flavors;
         for p in &r.placement {
-            let flavor = c.node_by_name.get(&p.node).map_or(&no_flavor, |&n| {
-                &snap.nodes[c.nodes[n as usize].src as usize].flavor
-            });
+            let flavor = c
+                .node_by_name
+                .get(&p.node)
+                .map_or(&no_flavor, |&n| &snap.nodes[c.nodes[n].src as usize].flavor);
             slot(flavors, flavor).in_use_milli += replica_milli(p);
         }
     }
