@@ -96,7 +96,7 @@ pub async fn cycle(ctx: &Arc<Context>) {
     };
     let snap = snapshot::build(&world);
     let decisions = sched::schedule(&snap);
-    let usage = usage::compute(&snap, &jobs, &world.refs);
+    let usage = usage::compute(&snap, &decisions.usage, &jobs, &world.refs);
     ctx.metrics
         .cycle_seconds
         .observe(started.elapsed().as_secs_f64());

@@ -20,20 +20,21 @@
 
 use std::collections::BTreeMap;
 
-use super::capacity::{Tenants, VcIdx};
+use super::cluster::{Cluster, NodeState};
+use super::ids::{FlavorId, Id, IdVec, NodeId, RunIdx, VcId};
 use super::model::{Snapshot, TopologyLevel};
-use super::nodes::{Cluster, FlavorId, NodeIdx};
 use super::placement::Trial;
 use super::reclaim::RunInfo;
+use super::tenants::Tenants;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Owner {
     Clean,
-    Vc(VcIdx),
+    Vc(VcId),
     Mixed,
 }
 
-fn merge(o: Owner, vc: VcIdx) -> Owner {
+fn merge(o: Owner, vc: VcId) -> Owner {
     match o {
         Owner::Clean => Owner::Vc(vc),
         Owner::Vc(v) if v == vc => o,
@@ -44,8 +45,8 @@ fn merge(o: Owner, vc: VcIdx) -> Owner {
 #[derive(Clone, Debug, Default)]
 struct Table {
     owners: Vec<Owner>,
-    want: Vec<i64>,
-    bound: Vec<i64>,
+    want: IdVec<VcId, i64>,
+    bound: IdVec<VcId, i64>,
     clean: i64,
 }
 
@@ -82,12 +83,17 @@ impl Table {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Cells {
     tables: BTreeMap<(FlavorId, TopologyLevel), Table>,
-    /// First GPU-group domain id of each node.
-    group_base: Vec<usize>,
+    /// First GPU-group domain of each node.
+    group_base: IdVec<NodeId, usize>,
 }
 
 impl Cells {
-    pub fn build(snap: &Snapshot, c: &Cluster, t: &Tenants, runs: &[RunInfo]) -> Cells {
+    pub fn build(
+        snap: &Snapshot,
+        c: &Cluster,
+        t: &Tenants,
+        runs: &IdVec<RunIdx, RunInfo>,
+    ) -> Cells {
         let mut cells = Cells::default();
         let nv = t.vc_names.len();
         for vc in &snap.virtual_clusters {
@@ -103,8 +109,8 @@ impl Cells {
                         .tables
                         .entry((f, cell.level))
                         .or_insert_with(|| Table {
-                            want: vec![0; nv],
-                            bound: vec![0; nv],
+                            want: IdVec::filled(0, nv),
+                            bound: IdVec::filled(0, nv),
                             ..Default::default()
                         });
                     tb.want[v] += i64::from(cell.count);
@@ -119,12 +125,12 @@ impl Cells {
             cells.group_base.push(base);
             base += n.groups.len();
         }
-        let eligible_node = |n: &super::nodes::NodeState, i: usize| {
+        let eligible_node = |n: &NodeState, i: NodeId| {
             n.schedulable
                 && n.gpus.iter().all(|g| g.cap > 0)
                 && snap.nodes[n.src as usize].foreign.gpus == 0
                 && !n.gpus.is_empty()
-                && i < c.nodes.len()
+                && i.ix() < c.nodes.len()
         };
         for (&(f, level), tb) in cells.tables.iter_mut() {
             let size = match level {
@@ -136,22 +142,19 @@ impl Cells {
             let mut clean = vec![false; size];
             match level {
                 TopologyLevel::Rack => {
-                    for (r, rg) in c.racks.iter().enumerate() {
-                        clean[r] = rg.flavor == f
+                    for (r, rg) in c.racks.iter_enumerated() {
+                        clean[r.ix()] = rg.flavor == f
                             && !rg.nodes.is_empty()
-                            && rg
-                                .nodes
-                                .iter()
-                                .all(|&n| eligible_node(&c.nodes[n as usize], n as usize));
+                            && rg.nodes.iter().all(|&n| eligible_node(&c.nodes[n], n));
                     }
                 }
                 _ => {
-                    for (i, n) in c.nodes.iter().enumerate() {
+                    for (i, n) in c.nodes.iter_enumerated() {
                         if n.flavor != f || !eligible_node(n, i) {
                             continue;
                         }
                         if level == TopologyLevel::Node {
-                            clean[i] = true;
+                            clean[i.ix()] = true;
                         } else {
                             for g in 0..n.groups.len() {
                                 clean[cells.group_base[i] + g] = true;
@@ -168,7 +171,7 @@ impl Cells {
         }
         for r in runs.iter().filter(|r| !r.gone && !r.bonus) {
             let Some(vc) = r.vc else { continue };
-            let touched: Vec<(NodeIdx, Vec<u8>)> = r
+            let touched: Vec<(NodeId, Vec<u8>)> = r
                 .takes
                 .iter()
                 .map(|(n, g, _, _)| (*n, g.iter().map(|x| x.0).collect()))
@@ -182,21 +185,21 @@ impl Cells {
         &self,
         c: &Cluster,
         level: TopologyLevel,
-        touched: &[(NodeIdx, Vec<u8>)],
+        touched: &[(NodeId, Vec<u8>)],
     ) -> Vec<usize> {
         let mut out = Vec::new();
         for (n, gpus) in touched {
             if gpus.is_empty() {
                 continue;
             }
-            let node = &c.nodes[*n as usize];
+            let node = &c.nodes[*n];
             match level {
-                TopologyLevel::Node => out.push(*n as usize),
-                TopologyLevel::Rack => out.extend(node.rack.map(|r| r as usize)),
+                TopologyLevel::Node => out.push(n.ix()),
+                TopologyLevel::Rack => out.extend(node.rack.map(|r| r.ix())),
                 TopologyLevel::GpuGroup => {
                     for (gi, g) in node.groups.iter().enumerate() {
                         if gpus.iter().any(|x| g.contains(x)) {
-                            out.push(self.group_base[*n as usize] + gi);
+                            out.push(self.group_base[*n] + gi);
                         }
                     }
                 }
@@ -207,7 +210,7 @@ impl Cells {
         out
     }
 
-    fn apply(&mut self, c: &Cluster, f: FlavorId, touched: &[(NodeIdx, Vec<u8>)], vc: VcIdx) {
+    fn apply(&mut self, c: &Cluster, f: FlavorId, touched: &[(NodeId, Vec<u8>)], vc: VcId) {
         let keys: Vec<(FlavorId, TopologyLevel)> =
             self.tables.keys().filter(|k| k.0 == f).copied().collect();
         for k in keys {
@@ -220,7 +223,7 @@ impl Cells {
         }
     }
 
-    fn touched(trial: &Trial) -> Vec<(NodeIdx, Vec<u8>)> {
+    fn touched(trial: &Trial) -> Vec<(NodeId, Vec<u8>)> {
         trial
             .takes
             .iter()
@@ -229,11 +232,11 @@ impl Cells {
     }
 
     /// Whether a guaranteed placement of `vc` keeps every cell guarantee obtainable.
-    pub fn accepts(&self, c: &Cluster, trial: &Trial, vc: VcIdx) -> bool {
+    pub fn accepts(&self, c: &Cluster, trial: &Trial, vc: VcId) -> bool {
         let Some((_, t0)) = trial.takes.first() else {
             return true;
         };
-        let f = c.nodes[t0.node as usize].flavor;
+        let f = c.nodes[t0.node].flavor;
         self.accepts_touched(c, f, &Self::touched(trial), vc)
     }
 
@@ -241,11 +244,11 @@ impl Cells {
     /// reclaimable) when that keeps every cell guarantee obtainable, as a guaranteed
     /// placement must; returns whether it may be promoted. A bonus job on a clean domain
     /// that another VC's missing cells need stays bonus, so it can still be reclaimed.
-    pub fn promote(&mut self, c: &Cluster, r: &RunInfo, vc: VcIdx) -> bool {
+    pub fn promote(&mut self, c: &Cluster, r: &RunInfo, vc: VcId) -> bool {
         if self.tables.is_empty() {
             return true;
         }
-        let touched: Vec<(NodeIdx, Vec<u8>)> = r
+        let touched: Vec<(NodeId, Vec<u8>)> = r
             .takes
             .iter()
             .map(|(n, g, _, _)| (*n, g.iter().map(|x| x.0).collect()))
@@ -261,8 +264,8 @@ impl Cells {
         &self,
         c: &Cluster,
         f: FlavorId,
-        touched: &[(NodeIdx, Vec<u8>)],
-        vc: VcIdx,
+        touched: &[(NodeId, Vec<u8>)],
+        vc: VcId,
     ) -> bool {
         for (&(tf, level), tb) in &self.tables {
             if tf != f {
@@ -283,26 +286,22 @@ impl Cells {
     }
 
     /// Record a guaranteed placement.
-    pub fn bind(&mut self, c: &Cluster, trial: &Trial, vc: VcIdx) {
+    pub fn bind(&mut self, c: &Cluster, trial: &Trial, vc: VcId) {
         if self.tables.is_empty() {
             return;
         }
         let Some((_, t0)) = trial.takes.first() else {
             return;
         };
-        let f = c.nodes[t0.node as usize].flavor;
+        let f = c.nodes[t0.node].flavor;
         let touched = Self::touched(trial);
         self.apply(c, f, &touched, vc);
     }
 
     /// Nodes of a flavor where a guaranteed placement of `vc` dirties no clean domain and
     /// mixes no other VC's domain.
-    pub fn allowed_nodes(&self, c: &Cluster, f: FlavorId, vc: VcIdx) -> Vec<NodeIdx> {
-        let nodes = c
-            .facts
-            .get(f as usize)
-            .map(|x| x.nodes.clone())
-            .unwrap_or_default();
+    pub fn allowed_nodes(&self, c: &Cluster, f: FlavorId, vc: VcId) -> Vec<NodeId> {
+        let nodes = c.facts.get(f).map(|x| x.nodes.clone()).unwrap_or_default();
         nodes
             .into_iter()
             .filter(|&n| {
@@ -310,14 +309,12 @@ impl Cells {
                     .iter()
                     .filter(|(k, _)| k.0 == f)
                     .all(|(&(_, level), tb)| {
-                        let node = &c.nodes[n as usize];
+                        let node = &c.nodes[n];
                         let ds: Vec<usize> = match level {
-                            TopologyLevel::Node => vec![n as usize],
-                            TopologyLevel::Rack => {
-                                node.rack.map(|r| r as usize).into_iter().collect()
-                            }
+                            TopologyLevel::Node => vec![n.ix()],
+                            TopologyLevel::Rack => node.rack.map(|r| r.ix()).into_iter().collect(),
                             TopologyLevel::GpuGroup => (0..node.groups.len())
-                                .map(|g| self.group_base[n as usize] + g)
+                                .map(|g| self.group_base[n] + g)
                                 .collect(),
                         };
                         ds.iter().any(|&d| {

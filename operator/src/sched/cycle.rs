@@ -6,24 +6,26 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use std::rc::Rc;
 
-use super::capacity::{QueueIdx, Tenants, VcIdx, gpus};
 use super::cells::Cells;
+use super::cluster::{Cluster, Mode};
 use super::constraints::{self, Mismatch, NodeConstraints};
 use super::decisions::{Admission, Decisions, Preemption, PreemptionReason, WaitReason, Waiting};
 use super::frag::Mix;
+use super::ids::{Claimant, FlavorId, IdVec, JobIdx, NodeId, QueueId, RunIdx, VcId};
 use super::model::{Flavor, GpuDemand, Job, Snapshot, TopologyLevel};
-use super::nodes::{Cluster, FlavorId, Mode, NodeIdx};
 use super::options::Options;
 use super::order;
-use super::placement::{Demand, NodeFilter, Request, Scope, Trial, place};
+use super::placement::{Demand, NodeFilter, NodeMask, Request, Scope, Trial, place};
 use super::reclaim::{self, Outcome, RunInfo};
+use super::tenants::{Tenants, gpus};
+use super::usage;
 
 /// A pending job, digested.
 #[derive(Clone, Debug)]
 struct Pending {
-    job: usize,
-    queue: QueueIdx,
-    vc: VcIdx,
+    job: JobIdx,
+    queue: QueueId,
+    vc: VcId,
     milli: u64,
     demands: Vec<Demand>,
     whole: u32,
@@ -68,22 +70,24 @@ struct Cycle<'a> {
     snap: &'a Snapshot,
     opts: Options,
     c: Cluster,
+    /// The workload's shape mix that fragmentation is scored against (empty: no scores).
+    mix: &'a Mix,
     t: Tenants,
     cells: Cells,
-    runs: Vec<RunInfo>,
-    on_node: Vec<Vec<usize>>,
+    runs: IdVec<RunIdx, RunInfo>,
+    on_node: IdVec<NodeId, Vec<RunIdx>>,
     out: Decisions,
     /// Shapes that did not fit a flavor now: capacity only shrinks within a cycle.
     no_fit: BTreeSet<ShapeKey>,
-    /// (vc or queue marker, reason kind, shape) whose victim search found nothing.
-    no_victims: BTreeSet<(usize, bool, ShapeKey)>,
+    /// (who asked, reason kind, shape) whose victim search found nothing.
+    no_victims: BTreeSet<(Claimant, bool, ShapeKey)>,
     /// Jobs a cell guarantee kept from capacity that would otherwise fit.
-    cells_blocked: BTreeSet<usize>,
+    cells_blocked: BTreeSet<JobIdx>,
     /// Whether any node has a taint that keeps pods out (then every job is checked).
     any_taints: bool,
     /// Node masks per distinct set of constraints (jobs of one template share them), and
     /// the node filters per distinct list of masks.
-    masks: RefCell<HashMap<&'a NodeConstraints, Option<Rc<Vec<bool>>>>>,
+    masks: RefCell<HashMap<&'a NodeConstraints, Option<NodeMask>>>,
     filters: RefCell<HashMap<FilterKey, Rc<NodeFilter>>>,
 }
 
@@ -107,11 +111,14 @@ pub fn schedule(snap: &Snapshot) -> Decisions {
 /// [`schedule`] with non-default [`Options`] (the simulator's ablations; the operator always
 /// runs the defaults).
 pub fn schedule_with(snap: &Snapshot, opts: &Options) -> Decisions {
-    let mut cy = Cycle::build(snap);
+    let c = Cluster::build(snap);
+    let mix = Mix::build(snap, &c.flavor_by_name, c.flavor_names.len());
+    let mut cy = Cycle::build(snap, c, &mix);
     cy.opts = *opts;
     cy.drain();
     let pending = cy.digest();
     cy.run(pending);
+    cy.out.usage = usage::report(snap, &cy.c, &cy.out.promotions);
     cy.out
 }
 
@@ -125,8 +132,8 @@ pub fn state_bytes(snap: &Snapshot) -> usize {
         .nodes
         .iter()
         .map(|n| {
-            size_of::<super::nodes::NodeState>()
-                + n.gpus.capacity() * size_of::<super::nodes::GpuLedger>()
+            size_of::<super::cluster::NodeState>()
+                + n.gpus.capacity() * size_of::<super::cluster::GpuLedger>()
                 + n.groups
                     .iter()
                     .map(|g| size_of::<Vec<u8>>() + g.capacity())
@@ -141,16 +148,15 @@ pub fn state_bytes(snap: &Snapshot) -> usize {
         .keys()
         .map(|k| k.capacity() + 48)
         .sum::<usize>()
-        + c.nodes.len() * 2 * size_of::<(bool, NodeIdx)>();
+        + c.nodes.len() * 2 * size_of::<(bool, NodeId)>();
     per_node + index
 }
 
 impl<'a> Cycle<'a> {
-    fn build(snap: &'a Snapshot) -> Cycle<'a> {
-        let mut c = Cluster::build(snap);
-        c.mix = Mix::build(snap, &c.flavor_by_name, c.flavor_names.len());
-        let mut runs = Vec::new();
+    fn build(snap: &'a Snapshot, mut c: Cluster, mix: &'a Mix) -> Cycle<'a> {
+        let mut runs = IdVec::new();
         for (j, job) in snap.jobs.iter().enumerate() {
+            let j = JobIdx(j as u32);
             let Some(r) = &job.running else { continue };
             let mut takes = Vec::new();
             let mut milli = 0u64;
@@ -173,7 +179,7 @@ impl<'a> Cycle<'a> {
                 };
                 c.charge_running(n, &p.gpus, p.share.map(|m| m.0), cpu, mem, r.preempting);
                 if !gl.is_empty() {
-                    flavor.get_or_insert(c.nodes[n as usize].flavor);
+                    flavor.get_or_insert(c.nodes[n].flavor);
                 }
                 milli += gl.iter().map(|x| u64::from(x.1)).sum::<u64>();
                 if !nodes.contains(&n) {
@@ -188,8 +194,8 @@ impl<'a> Cycle<'a> {
                 queue: None,
                 vc: None,
                 flavor: flavor
-                    .or_else(|| nodes.first().map(|&n| c.nodes[n as usize].flavor))
-                    .unwrap_or(0),
+                    .or_else(|| nodes.first().map(|&n| c.nodes[n].flavor))
+                    .unwrap_or_default(),
                 milli,
                 bonus: r.bonus,
                 priority: job.priority,
@@ -203,31 +209,32 @@ impl<'a> Cycle<'a> {
             });
         }
         c.index(snap);
-        let cap: Vec<u64> = c
+        let cap: IdVec<FlavorId, u64> = c
             .facts
             .iter()
             .map(|f| u64::from(f.total_gpus) * 1000)
             .collect();
         let mut t = Tenants::build(snap, &c.flavor_by_name, cap);
-        let mut on_node = vec![Vec::new(); c.nodes.len()];
-        for (i, r) in runs.iter_mut().enumerate() {
-            let job = &snap.jobs[r.job];
+        let mut on_node = IdVec::filled(Vec::new(), c.nodes.len());
+        for i in runs.ids() {
+            let r: &mut RunInfo = &mut runs[i];
+            let job = snap.job(r.job);
             r.queue = t.queue_by_name.get(&job.queue).copied();
             r.vc = r.queue.and_then(|q| t.queue_vc[q]);
             for &n in &r.nodes {
-                on_node[n as usize].push(i);
+                on_node[n].push(i);
             }
         }
         // usage: guaranteed jobs first, then bonus jobs oldest first, promoting those that
         // now fit the guarantee, unless their GPUs are a clean cell another VC's guarantee
         // needs (then they stay bonus: reclaimable)
         let mut out = Decisions::default();
-        let mut order: Vec<usize> = (0..runs.len()).filter(|&i| !runs[i].gone).collect();
+        let mut order: Vec<RunIdx> = runs.ids().filter(|&i| !runs[i].gone).collect();
         order.sort_by_key(|&i| {
             (
                 runs[i].bonus,
                 runs[i].started,
-                snap.jobs[runs[i].job].id.as_str(),
+                snap.job(runs[i].job).id.as_str(),
             )
         });
         let split = order.partition_point(|&i| !runs[i].bonus);
@@ -236,7 +243,7 @@ impl<'a> Cycle<'a> {
             let (Some(q), Some(_)) = (r.queue, r.vc) else {
                 continue;
             };
-            t.charge(q, &snap.jobs[r.job].user, r.flavor, r.milli, false, true);
+            t.charge(q, &snap.job(r.job).user, r.flavor, r.milli, false, true);
         }
         let mut cells = Cells::build(snap, &c, &t, &runs);
         for &i in &order[split..] {
@@ -244,10 +251,10 @@ impl<'a> Cycle<'a> {
             let (Some(q), Some(vc)) = (r.queue, r.vc) else {
                 continue;
             };
-            let user = snap.jobs[r.job].user.as_str();
+            let user = snap.job(r.job).user.as_str();
             let promote = t.within_guarantee(vc, r.flavor, r.milli) && cells.promote(&c, r, vc);
             if promote {
-                out.promotions.push(snap.jobs[r.job].id.clone());
+                out.promotions.push(snap.job(r.job).id.clone());
             }
             t.charge(q, user, r.flavor, r.milli, !promote, true);
             runs[i].bonus = !promote;
@@ -256,6 +263,7 @@ impl<'a> Cycle<'a> {
             snap,
             opts: Options::default(),
             c,
+            mix,
             t,
             cells,
             runs,
@@ -274,16 +282,16 @@ impl<'a> Cycle<'a> {
         }
     }
 
-    fn wait(&mut self, job: usize, reason: WaitReason) {
+    fn wait(&mut self, job: JobIdx, reason: WaitReason) {
         self.out.waiting.push(Waiting {
-            job: self.snap.jobs[job].id.clone(),
+            job: self.snap.job(job).id.clone(),
             reason,
             position: None,
         });
     }
 
     /// Validate pending jobs and turn them into demands; invalid ones get their reason.
-    fn digest(&mut self) -> Vec<Option<Pending>> {
+    fn digest(&mut self) -> IdVec<JobIdx, Option<Pending>> {
         let snap = self.snap;
         // reserve-and-pack: jobs that accept any type try the types fewest jobs ask for first
         let mut asked: BTreeMap<FlavorId, usize> = BTreeMap::new();
@@ -294,52 +302,53 @@ impl<'a> Cycle<'a> {
                 }
             }
         }
-        let mut any_gpu: Vec<FlavorId> = (0..self.c.flavor_names.len() as FlavorId)
-            .filter(|&f| {
-                !self.c.flavor_names[f as usize].is_empty()
-                    && self.c.facts[f as usize].total_gpus > 0
-            })
+        let mut any_gpu: Vec<FlavorId> = self
+            .c
+            .flavor_names
+            .ids()
+            .filter(|&f| !self.c.flavor_names[f].is_empty() && self.c.facts[f].total_gpus > 0)
             .collect();
         any_gpu.sort_by_key(|&f| {
             (
                 asked.get(&f).copied().unwrap_or(0),
-                self.c.flavor_names[f as usize].clone(),
+                self.c.flavor_names[f].clone(),
             )
         });
-        let mut any_cpu: Vec<FlavorId> = (0..self.c.flavor_names.len() as FlavorId)
-            .filter(|&f| !self.c.facts[f as usize].nodes.is_empty())
+        let mut any_cpu: Vec<FlavorId> = self
+            .c
+            .flavor_names
+            .ids()
+            .filter(|&f| !self.c.facts[f].nodes.is_empty())
             .collect();
         any_cpu.sort_by_key(|&f| {
             (
-                !self.c.flavor_names[f as usize].is_empty(),
-                self.c.flavor_names[f as usize].clone(),
+                !self.c.flavor_names[f].is_empty(),
+                self.c.flavor_names[f].clone(),
             )
         });
 
-        let mut out = Vec::with_capacity(snap.jobs.len());
+        let mut out: IdVec<JobIdx, Option<Pending>> = IdVec::new();
         for (j, job) in snap.jobs.iter().enumerate() {
-            if job.running.is_some() {
-                out.push(None);
-                continue;
-            }
-            match self.digest_one(j, &any_gpu, &any_cpu) {
-                Ok(p) => out.push(Some(p)),
-                Err(reason) => {
-                    self.wait(j, reason);
-                    out.push(None);
-                }
-            }
+            let j = JobIdx(j as u32);
+            let digested = match job.running {
+                Some(_) => None,
+                None => self
+                    .digest_one(j, &any_gpu, &any_cpu)
+                    .map_err(|reason| self.wait(j, reason))
+                    .ok(),
+            };
+            out.push(digested);
         }
         out
     }
 
     fn digest_one(
         &self,
-        j: usize,
+        j: JobIdx,
         any_gpu: &[FlavorId],
         any_cpu: &[FlavorId],
     ) -> Result<Pending, WaitReason> {
-        let job = &self.snap.jobs[j];
+        let job = self.snap.job(j);
         let invalid = |m: String| Err(WaitReason::Invalid { message: m });
         let Some(&queue) = self.t.queue_by_name.get(&job.queue) else {
             return invalid(format!("queue {} does not exist", job.queue));
@@ -408,7 +417,7 @@ impl<'a> Cycle<'a> {
                 .iter()
                 .copied()
                 .filter(|&f| {
-                    let name = self.c.flavor_names[f as usize].as_str();
+                    let name = self.c.flavor_names[f].as_str();
                     job.gpu_types.is_empty()
                         || name.is_empty()
                         || job.gpu_types.iter().any(|t| t.as_str() == name)
@@ -437,7 +446,7 @@ impl<'a> Cycle<'a> {
         }
         let level = job.topology.required;
         flavors.retain(|&f| {
-            let x = &self.c.facts[f as usize];
+            let x = &self.c.facts[f];
             largest_replica <= x.max_node_gpus
                 && whole <= x.total_gpus
                 && match level {
@@ -488,7 +497,7 @@ impl<'a> Cycle<'a> {
         if !self.any_taints && job.tasks.iter().all(|t| t.constraints.only_tolerations()) {
             return Ok(None);
         }
-        let per_task: Vec<Option<Rc<Vec<bool>>>> = job
+        let per_task: Vec<Option<NodeMask>> = job
             .tasks
             .iter()
             .map(|t| self.mask(&t.constraints))
@@ -496,13 +505,9 @@ impl<'a> Cycle<'a> {
         if per_task.iter().all(Option::is_none) {
             return Ok(None);
         }
-        let has_node = |mask: &Option<Rc<Vec<bool>>>, f: FlavorId| {
-            mask.as_ref().is_none_or(|m| {
-                self.c.facts[f as usize]
-                    .nodes
-                    .iter()
-                    .any(|&n| m[n as usize])
-            })
+        let has_node = |mask: &Option<NodeMask>, f: FlavorId| {
+            mask.as_ref()
+                .is_none_or(|m| self.c.facts[f].nodes.iter().any(|&n| m[n]))
         };
         let acceptable = flavors.clone();
         flavors.retain(|&f| {
@@ -526,8 +531,8 @@ impl<'a> Cycle<'a> {
                 .expect("a job with replicas");
             let mut counts: BTreeMap<Mismatch, u32> = BTreeMap::new();
             for &f in &acceptable {
-                for &n in &self.c.facts[f as usize].nodes {
-                    let node = &self.snap.nodes[self.c.nodes[n as usize].src as usize];
+                for &n in &self.c.facts[f].nodes {
+                    let node = &self.snap.nodes[self.c.nodes[n].src as usize];
                     if let Err(m) = task.constraints.check(node) {
                         *counts.entry(m).or_default() += 1;
                     }
@@ -558,14 +563,10 @@ impl<'a> Cycle<'a> {
         if let Some(f) = self.filters.borrow().get(&key) {
             return Ok(Some(f.clone()));
         }
-        let mut nodes: Vec<NodeIdx> = flavors
+        let mut nodes: Vec<NodeId> = flavors
             .iter()
-            .flat_map(|&f| self.c.facts[f as usize].nodes.iter().copied())
-            .filter(|&n| {
-                per_task
-                    .iter()
-                    .any(|m| m.as_ref().is_none_or(|m| m[n as usize]))
-            })
+            .flat_map(|&f| self.c.facts[f].nodes.iter().copied())
+            .filter(|&n| per_task.iter().any(|m| m.as_ref().is_none_or(|m| m[n])))
             .collect();
         nodes.sort_unstable();
         let mut filters = self.filters.borrow_mut();
@@ -579,11 +580,11 @@ impl<'a> Cycle<'a> {
     }
 
     /// Which nodes (by index) a replica with these constraints may use; None when all.
-    fn mask(&self, c: &'a NodeConstraints) -> Option<Rc<Vec<bool>>> {
+    fn mask(&self, c: &'a NodeConstraints) -> Option<NodeMask> {
         if let Some(m) = self.masks.borrow().get(c) {
             return m.clone();
         }
-        let mask: Vec<bool> = self
+        let mask: IdVec<NodeId, bool> = self
             .c
             .nodes
             .iter()
@@ -594,8 +595,11 @@ impl<'a> Cycle<'a> {
         m
     }
 
-    fn request<'p>(&self, p: &'p Pending, f: FlavorId) -> Request<'p> {
-        let job = &self.snap.jobs[p.job];
+    fn request<'p>(&self, p: &'p Pending, f: FlavorId) -> Request<'p>
+    where
+        'a: 'p,
+    {
+        let job = &self.snap.job(p.job);
         Request {
             demands: &p.demands,
             flavor: f,
@@ -604,11 +608,12 @@ impl<'a> Cycle<'a> {
             whole_gpus: p.whole,
             nvlink_wanted: p.nvlink,
             filter: p.filter.as_deref(),
+            mix: self.mix,
         }
     }
 
     fn shape(&self, p: &Pending, f: FlavorId) -> ShapeKey {
-        let job = &self.snap.jobs[p.job];
+        let job = &self.snap.job(p.job);
         (
             f,
             job.topology.required,
@@ -624,8 +629,8 @@ impl<'a> Cycle<'a> {
     /// nodes where they strand the least capacity, not to the first type by name. A job that
     /// lists its types keeps its own preference order.
     fn rank_flavors(&mut self, p: &Pending, flavors: &[FlavorId]) -> Vec<FlavorId> {
-        let job = &self.snap.jobs[p.job];
-        if !job.gpu_types.is_empty() || flavors.len() < 2 || self.c.mix.is_empty() {
+        let job = &self.snap.job(p.job);
+        if !job.gpu_types.is_empty() || flavors.len() < 2 || self.mix.is_empty() {
             return flavors.to_vec();
         }
         let mut scored: Vec<(i64, usize, FlavorId)> = Vec::with_capacity(flavors.len());
@@ -640,18 +645,17 @@ impl<'a> Cycle<'a> {
                         self.no_fit.insert(key);
                     }
                     Some(trial) => {
-                        let mut nodes: Vec<NodeIdx> =
-                            trial.takes.iter().map(|t| t.1.node).collect();
+                        let mut nodes: Vec<NodeId> = trial.takes.iter().map(|t| t.1.node).collect();
                         nodes.sort_unstable();
                         nodes.dedup();
                         let after: f64 = nodes
                             .iter()
-                            .map(|&n| self.c.frag_now(n, &mut scratch))
+                            .map(|&n| self.mix.frag_now(&self.c, n, &mut scratch))
                             .sum();
                         trial.undo(&mut self.c);
                         let before: f64 = nodes
                             .iter()
-                            .map(|&n| self.c.frag_now(n, &mut scratch))
+                            .map(|&n| self.mix.frag_now(&self.c, n, &mut scratch))
                             .sum();
                         score = ((after - before) * 16.0).round() as i64;
                     }
@@ -690,7 +694,7 @@ impl<'a> Cycle<'a> {
     }
 
     fn admit(&mut self, p: &Pending, f: FlavorId, trial: Trial, bonus: bool) {
-        let job = &self.snap.jobs[p.job];
+        let job = &self.snap.job(p.job);
         if !bonus {
             self.cells.bind(&self.c, &trial, p.vc);
         }
@@ -699,7 +703,7 @@ impl<'a> Cycle<'a> {
         self.t.charge(p.queue, &job.user, f, p.milli, bonus, true);
         self.out.admissions.push(Admission {
             job: job.id.clone(),
-            flavor: Flavor(self.c.flavor_names[f as usize].clone()),
+            flavor: Flavor(self.c.flavor_names[f].clone()),
             bonus,
             placement,
         });
@@ -710,7 +714,7 @@ impl<'a> Cycle<'a> {
     /// sick GPU may not last. Its usage is uncharged and its capacity counts as leaving, like
     /// any victim's.
     fn drain(&mut self) {
-        for i in 0..self.runs.len() {
+        for i in self.runs.ids() {
             let r = &self.runs[i];
             if r.gone {
                 continue;
@@ -725,7 +729,7 @@ impl<'a> Cycle<'a> {
             self.out.preemptions.push(Preemption {
                 beneficiary,
                 reason,
-                victims: vec![self.snap.jobs[r.job].id.clone()],
+                victims: vec![self.snap.job(r.job).id.clone()],
                 lost_gpu_seconds: r.lost,
             });
         }
@@ -733,12 +737,12 @@ impl<'a> Cycle<'a> {
 
     /// Why a running job must leave where it runs, and what makes it (see [`Self::drain`]).
     fn must_leave(&self, r: &RunInfo) -> Option<(PreemptionReason, String)> {
-        let node = |n: NodeIdx| &self.snap.nodes[self.c.nodes[n as usize].src as usize];
+        let node = |n: NodeId| &self.snap.nodes[self.c.nodes[n].src as usize];
         if let Some(&n) = r.nodes.iter().find(|&&n| node(n).draining) {
             return Some((PreemptionReason::Drain, format!("node {}", node(n).name)));
         }
         r.takes.iter().find_map(|(n, gpus, _, _)| {
-            let ledgers = &self.c.nodes[*n as usize].gpus;
+            let ledgers = &self.c.nodes[*n].gpus;
             gpus.iter()
                 .find(|(g, _)| ledgers.get(usize::from(*g)).is_some_and(|l| l.cap == 0))
                 .map(|(g, _)| {
@@ -751,12 +755,12 @@ impl<'a> Cycle<'a> {
     }
 
     /// A leaving run's usage comes off its queue, user and VirtualCluster.
-    fn uncharge(&mut self, run: usize) {
+    fn uncharge(&mut self, run: RunIdx) {
         let r = &self.runs[run];
         if let Some(q) = r.queue {
             self.t.charge(
                 q,
-                &self.snap.jobs[r.job].user,
+                &self.snap.job(r.job).user,
                 r.flavor,
                 r.milli,
                 r.bonus,
@@ -769,8 +773,8 @@ impl<'a> Cycle<'a> {
     /// Returns the victims' names, sorted.
     fn evict(
         &mut self,
-        job: usize,
-        victims: &[usize],
+        job: JobIdx,
+        victims: &[RunIdx],
         lost: u64,
         reason: PreemptionReason,
     ) -> Vec<String> {
@@ -779,11 +783,11 @@ impl<'a> Cycle<'a> {
         }
         let mut names: Vec<String> = victims
             .iter()
-            .map(|&v| self.snap.jobs[self.runs[v].job].id.clone())
+            .map(|&v| self.snap.job(self.runs[v].job).id.clone())
             .collect();
         names.sort();
         self.out.preemptions.push(Preemption {
-            beneficiary: self.snap.jobs[job].id.clone(),
+            beneficiary: self.snap.job(job).id.clone(),
             reason,
             victims: names.clone(),
             lost_gpu_seconds: lost,
@@ -806,15 +810,15 @@ impl<'a> Cycle<'a> {
         limited: bool,
         combined: bool,
     ) -> bool {
-        let job = &self.snap.jobs[p.job];
-        let marker = match reason {
-            PreemptionReason::Reclaim => p.vc,
+        let job = &self.snap.job(p.job);
+        let claimant = match reason {
+            PreemptionReason::Reclaim => Claimant::Vc(p.vc),
             PreemptionReason::Priority
             | PreemptionReason::Drain
-            | PreemptionReason::UnhealthyGpu => usize::MAX - p.queue,
+            | PreemptionReason::UnhealthyGpu => Claimant::Queue(p.queue),
         };
         let memo = (
-            marker,
+            claimant,
             reason == PreemptionReason::Priority,
             self.shape(p, f),
         );
@@ -834,40 +838,36 @@ impl<'a> Cycle<'a> {
         };
         let victims = self.opts.victims;
         // what each run would free against the limits and the guarantee
-        let freed: Vec<(QueueIdx, &str, u64)> = if limited || combined {
+        let freed: IdVec<RunIdx, (Option<QueueId>, &str, u64)> = if limited || combined {
             self.runs
                 .iter()
-                .map(|r| {
-                    (
-                        r.queue.unwrap_or(usize::MAX),
-                        self.snap.jobs[r.job].user.as_str(),
-                        r.milli,
-                    )
-                })
+                .map(|r| (r.queue, self.snap.job(r.job).user.as_str(), r.milli))
                 .collect()
         } else {
-            Vec::new()
+            IdVec::new()
         };
-        let own_guaranteed: Vec<bool> = if combined {
+        let own_guaranteed: IdVec<RunIdx, bool> = if combined {
             self.runs
                 .iter()
                 .map(|r| r.vc == Some(vc) && !r.bonus && r.flavor == f)
                 .collect()
         } else {
-            Vec::new()
+            IdVec::new()
         };
-        let others: Vec<bool> = if combined {
+        let others: IdVec<RunIdx, bool> = if combined {
             self.runs.iter().map(|r| r.vc != Some(vc)).collect()
         } else {
-            Vec::new()
+            IdVec::new()
         };
         let (t, snap) = (&self.t, self.snap);
-        let credit = |vs: &[usize]| {
+        let credit = |vs: &[RunIdx]| {
             if limited {
-                let fr: Vec<(QueueIdx, &str, u64)> = vs
+                let fr: Vec<(QueueId, &str, u64)> = vs
                     .iter()
-                    .map(|&v| freed[v])
-                    .filter(|x| x.0 != usize::MAX)
+                    .filter_map(|&v| {
+                        let (q, user, milli) = freed[v];
+                        Some((q?, user, milli))
+                    })
                     .collect();
                 if !t.limits_pass_after(snap, queue, &job.user, p.milli, &fr) {
                     return false;
@@ -880,8 +880,8 @@ impl<'a> Cycle<'a> {
                     .filter(|&&v| own_guaranteed[v])
                     .map(|&v| freed[v].2)
                     .sum();
-                let used = t.guar_used[vc][f as usize].saturating_sub(own);
-                if used + p.milli > t.guarantee[vc][f as usize] {
+                let used = t.guar_used[vc][f].saturating_sub(own);
+                if used + p.milli > t.guarantee[vc][f] {
                     return false;
                 }
             }
@@ -909,12 +909,12 @@ impl<'a> Cycle<'a> {
                 let leaving = if victims.is_empty() {
                     // room comes from jobs already leaving these nodes (preempting, or
                     // evicted earlier in this cycle)
-                    let nodes: BTreeSet<NodeIdx> = trial.takes.iter().map(|t| t.1.node).collect();
+                    let nodes: BTreeSet<NodeId> = trial.takes.iter().map(|t| t.1.node).collect();
                     let mut v: Vec<String> = self
                         .runs
                         .iter()
                         .filter(|r| r.gone && r.nodes.iter().any(|n| nodes.contains(n)))
-                        .map(|r| self.snap.jobs[r.job].id.clone())
+                        .map(|r| self.snap.job(r.job).id.clone())
                         .collect();
                     if v.is_empty() {
                         // Nothing is leaving: the plan fits only because it ignores what
@@ -929,7 +929,7 @@ impl<'a> Cycle<'a> {
                     None
                 };
                 // a plan that reclaims from others leaves the job within its guarantee
-                let (own, theirs): (Vec<usize>, Vec<usize>) = victims
+                let (own, theirs): (Vec<RunIdx>, Vec<RunIdx>) = victims
                     .iter()
                     .partition(|&&v| self.runs[v].vc == Some(p.vc));
                 let bonus = bonus && theirs.is_empty();
@@ -942,7 +942,7 @@ impl<'a> Cycle<'a> {
                     None if combined && !theirs.is_empty() => {
                         // one plan, recorded per kind: own jobs by priority, others' bonus
                         // jobs by reclaim
-                        let cost = |vs: &[usize]| vs.iter().map(|&v| self.runs[v].lost).sum();
+                        let cost = |vs: &[RunIdx]| vs.iter().map(|&v| self.runs[v].lost).sum();
                         let (lo, lt) = (cost(&own), cost(&theirs));
                         let mut names = Vec::new();
                         if !own.is_empty() {
@@ -977,7 +977,7 @@ impl<'a> Cycle<'a> {
             Outcome::MinRuntime { until, victims } => {
                 let mut names: Vec<String> = victims
                     .iter()
-                    .map(|&v| self.snap.jobs[self.runs[v].job].id.clone())
+                    .map(|&v| self.snap.job(self.runs[v].job).id.clone())
                     .collect();
                 names.sort();
                 self.wait(
@@ -997,13 +997,13 @@ impl<'a> Cycle<'a> {
     }
 
     fn no_fit_reason(&self, p: &Pending, within: bool) -> WaitReason {
-        let job = &self.snap.jobs[p.job];
+        let job = &self.snap.job(p.job);
         let (largest, free) = self.c.free_summary(&p.flavors);
         if self.cells_blocked.contains(&p.job)
             && let Some(&f) = p.flavors.first()
         {
             return WaitReason::ReservedForCells {
-                flavor: Flavor(self.c.flavor_names[f as usize].clone()),
+                flavor: Flavor(self.c.flavor_names[f].clone()),
             };
         }
         if within {
@@ -1011,7 +1011,7 @@ impl<'a> Cycle<'a> {
                 flavors: p
                     .flavors
                     .iter()
-                    .map(|&f| Flavor(self.c.flavor_names[f as usize].clone()))
+                    .map(|&f| Flavor(self.c.flavor_names[f].clone()))
                     .collect(),
                 needed_gpus: gpus(p.milli),
                 largest_per_replica: p.largest_replica,
@@ -1020,15 +1020,11 @@ impl<'a> Cycle<'a> {
                 free_gpus: free,
             }
         } else {
-            let g: u64 = p
-                .flavors
-                .iter()
-                .map(|&f| self.t.guarantee[p.vc][f as usize])
-                .sum();
+            let g: u64 = p.flavors.iter().map(|&f| self.t.guarantee[p.vc][f]).sum();
             let u: u64 = p
                 .flavors
                 .iter()
-                .map(|&f| self.t.guar_used[p.vc][f as usize] + self.t.bonus_used[p.vc][f as usize])
+                .map(|&f| self.t.guar_used[p.vc][f] + self.t.bonus_used[p.vc][f])
                 .sum();
             WaitReason::QuotaExhausted {
                 virtual_cluster: self.t.vc_names[p.vc].clone(),
@@ -1039,18 +1035,19 @@ impl<'a> Cycle<'a> {
         }
     }
 
-    fn run(&mut self, pending: Vec<Option<Pending>>) {
+    fn run(&mut self, pending: IdVec<JobIdx, Option<Pending>>) {
         let snap = self.snap;
-        let list: Vec<(usize, QueueIdx)> =
+        let list: Vec<(JobIdx, QueueId)> =
             pending.iter().flatten().map(|p| (p.job, p.queue)).collect();
         let mut lines = order::build(snap, &self.t, &list);
         let nv = self.t.vc_names.len();
         // The order jobs are offered in phase 1: every digested job with a VC, once.
-        let mut offered: Vec<usize> = Vec::with_capacity(list.len());
+        let mut offered: Vec<JobIdx> = Vec::with_capacity(list.len());
 
         // Phase 1: guaranteed admission, VCs in turn by dominant share of guarantee used.
-        let mut deferred: Vec<Vec<(usize, bool)>> = vec![Vec::new(); nv];
-        let mut heap: BinaryHeap<Reverse<(Key, VcIdx)>> = (0..nv)
+        let mut deferred: IdVec<VcId, Vec<(JobIdx, bool)>> = IdVec::filled(Vec::new(), nv);
+        let mut heap: BinaryHeap<Reverse<(Key, VcId)>> = deferred
+            .ids()
             .map(|v| Reverse((Key(self.t.guaranteed_share(v)), v)))
             .collect();
         while let Some(Reverse((_, vc))) = heap.pop() {
@@ -1064,9 +1061,10 @@ impl<'a> Cycle<'a> {
         }
 
         // Phase 2: bonus admission, VCs in turn by weighted dominant share of borrowed GPUs.
-        let mut cursor = vec![0usize; nv];
-        let mut failed: Vec<(usize, bool)> = Vec::new();
-        let mut heap: BinaryHeap<Reverse<(Key, VcIdx)>> = (0..nv)
+        let mut cursor: IdVec<VcId, usize> = IdVec::filled(0, nv);
+        let mut failed: Vec<(JobIdx, bool)> = Vec::new();
+        let mut heap: BinaryHeap<Reverse<(Key, VcId)>> = deferred
+            .ids()
             .filter(|&v| !deferred[v].is_empty())
             .map(|v| Reverse((Key(self.t.bonus_share(v)), v)))
             .collect();
@@ -1089,9 +1087,9 @@ impl<'a> Cycle<'a> {
             let p = pending[j].as_ref().expect("failed jobs are digested");
             let limit = self
                 .t
-                .check_limits(snap, p.queue, &snap.jobs[j].user, p.milli)
+                .check_limits(snap, p.queue, &snap.job(j).user, p.milli)
                 .err();
-            let preemptible = snap.queues[p.queue].priority_preemption
+            let preemptible = snap.queue(p.queue).priority_preemption
                 && !(limit.is_some() && self.t.above_a_limit(snap, p.queue, p.milli));
             if preemptible {
                 let mut done = false;
@@ -1131,11 +1129,11 @@ impl<'a> Cycle<'a> {
     /// Whether evicting every lower-priority guaranteed job of `p`'s queue on flavor `f` would
     /// bring `p` within its VC's guarantee there (else a combined plan cannot exist).
     fn combined_may_fit(&self, p: &Pending, f: FlavorId) -> bool {
-        let g = self.t.guarantee[p.vc][f as usize];
+        let g = self.t.guarantee[p.vc][f];
         if g == 0 {
             return false;
         }
-        let prio = self.snap.jobs[p.job].priority;
+        let prio = self.snap.job(p.job).priority;
         let own: u64 = self
             .runs
             .iter()
@@ -1148,12 +1146,12 @@ impl<'a> Cycle<'a> {
             })
             .map(|r| r.milli)
             .sum();
-        self.t.guar_used[p.vc][f as usize].saturating_sub(own) + p.milli <= g
+        self.t.guar_used[p.vc][f].saturating_sub(own) + p.milli <= g
     }
 
     /// Gives each waiting job its place in its queue: the order phase 1 offered the queue's
     /// jobs, counting only those still waiting.
-    fn number_waiting(&mut self, pending: &[Option<Pending>], offered: &[usize]) {
+    fn number_waiting(&mut self, pending: &IdVec<JobIdx, Option<Pending>>, offered: &[JobIdx]) {
         let at: HashMap<&str, usize> = self
             .out
             .waiting
@@ -1161,10 +1159,10 @@ impl<'a> Cycle<'a> {
             .enumerate()
             .map(|(i, w)| (w.job.as_str(), i))
             .collect();
-        let mut next: HashMap<QueueIdx, u32> = HashMap::new();
+        let mut next: HashMap<QueueId, u32> = HashMap::new();
         let mut places: Vec<(usize, u32)> = Vec::new();
         for &j in offered {
-            let (Some(&i), Some(p)) = (at.get(self.snap.jobs[j].id.as_str()), &pending[j]) else {
+            let (Some(&i), Some(p)) = (at.get(self.snap.job(j).id.as_str()), &pending[j]) else {
                 continue;
             };
             let n = next.entry(p.queue).or_insert(0);
@@ -1176,13 +1174,13 @@ impl<'a> Cycle<'a> {
         }
     }
 
-    fn guaranteed(&mut self, p: &Pending, deferred: &mut Vec<(usize, bool)>) {
+    fn guaranteed(&mut self, p: &Pending, deferred: &mut Vec<(JobIdx, bool)>) {
         let snap = self.snap;
         if let Err(r) = self
             .t
-            .check_limits(snap, p.queue, &snap.jobs[p.job].user, p.milli)
+            .check_limits(snap, p.queue, &snap.job(p.job).user, p.milli)
         {
-            if snap.queues[p.queue].priority_preemption {
+            if snap.queue(p.queue).priority_preemption {
                 // may still preempt lower-priority jobs in the limit's scope (phase 3)
                 deferred.push((p.job, false));
             } else {
@@ -1220,7 +1218,7 @@ impl<'a> Cycle<'a> {
         let snap = self.snap;
         if self
             .t
-            .check_limits(snap, p.queue, &snap.jobs[p.job].user, p.milli)
+            .check_limits(snap, p.queue, &snap.job(p.job).user, p.milli)
             .is_err()
         {
             return false;

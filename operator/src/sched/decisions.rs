@@ -1,9 +1,11 @@
-//! What one scheduling cycle decides: admissions with full placements, preemptions, and for
-//! every job left waiting a typed reason whose `Display` is a sentence a user can act on.
+//! What one scheduling cycle decides: admissions with full placements, preemptions, for
+//! every job left waiting a typed reason whose `Display` is a sentence a user can act on,
+//! promotions, and the usage they leave (see `usage`).
 
 use std::fmt;
 
 use super::model::{Flavor, ReplicaPlacement, TopologyLevel};
+use super::usage::Usage;
 
 /// The output of [`schedule`](super::schedule).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
@@ -17,6 +19,9 @@ pub struct Decisions {
     /// Running bonus jobs that now fit within their VC's guarantee: no longer preemptible by
     /// reclaim (the controller clears their `bonus` flag).
     pub promotions: Vec<String>,
+    /// What each VirtualCluster and queue uses, with this cycle's promotions: the numbers
+    /// of the Queue and VirtualCluster status and the metrics.
+    pub usage: Usage,
 }
 
 impl Decisions {

@@ -18,11 +18,17 @@
 //! leave whole nodes to whole-node replicas, and do not strand GPUs by using up a node's CPU
 //! or memory. Everything is a pure function of the snapshot: same snapshot, same mix, same
 //! scores.
+//!
+//! The scorer reads the cluster's ledgers ([`Mix::frag_delta`], [`Mix::frag_now`]); the
+//! cluster knows nothing of scores, and placement gets the mix with its [`Request`].
+//!
+//! [`Request`]: super::placement::Request
 
 use std::collections::BTreeMap;
 
+use super::cluster::{Cluster, Mode, fresh_share_gpu};
+use super::ids::{FlavorId, IdVec, NodeId};
 use super::model::{GpuDemand, Snapshot};
-use super::nodes::FlavorId;
 
 /// Most distinct shapes kept (the most frequent ones; the others are folded into the kept
 /// class of the same GPU demand and types): bounds the cost of one score.
@@ -41,10 +47,10 @@ struct Class {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Mix {
     /// Per flavor: the classes of shapes that accept it.
-    accepting: Vec<Vec<Class>>,
+    accepting: IdVec<FlavorId, Vec<Class>>,
     /// Per flavor: total weight of the shapes that do not accept it (for them every idle GPU
     /// of the flavor is a fragment).
-    other: Vec<f64>,
+    other: IdVec<FlavorId, f64>,
 }
 
 type ClassKey = (GpuDemand, Vec<FlavorId>);
@@ -81,8 +87,8 @@ impl Mix {
         }
         let total: u64 = count.values().sum();
         let mut mix = Mix {
-            accepting: vec![Vec::new(); flavors],
-            other: vec![0.0; flavors],
+            accepting: IdVec::filled(Vec::new(), flavors),
+            other: IdVec::filled(0.0, flavors),
         };
         if total == 0 {
             return mix;
@@ -114,8 +120,8 @@ impl Mix {
                     .map(|&(c, m, k)| (c, m, k as f64 / total as f64))
                     .collect(),
             };
-            for f in 0..flavors {
-                if types.is_empty() || types.binary_search(&(f as FlavorId)).is_ok() {
+            for f in mix.accepting.ids() {
+                if types.is_empty() || types.binary_search(&f).is_ok() {
                     mix.accepting[f].push(class.clone());
                 } else {
                     mix.other[f] += class.weight;
@@ -133,7 +139,7 @@ impl Mix {
     /// Fragmentation (milli-GPUs) of a node of `flavor` with `free` milli-GPUs left on each
     /// GPU and `cpu`/`mem` left.
     pub fn node_frag(&self, flavor: FlavorId, free: &[u16], cpu: u64, mem: u64) -> f64 {
-        let f = flavor as usize;
+        let f = flavor;
         let Some(classes) = self.accepting.get(f) else {
             return 0.0;
         };
@@ -191,6 +197,106 @@ impl Mix {
     }
 }
 
+/// Scores of the cluster's nodes against the mix.
+impl Mix {
+    /// Fragmentation of a node now (see `frag`).
+    pub fn frag_now(&self, c: &Cluster, idx: NodeId, scratch: &mut Vec<u16>) -> f64 {
+        let n = &c.nodes[idx];
+        scratch.clear();
+        scratch.extend(n.gpus.iter().map(|g| g.avail(Mode::Now)));
+        self.node_frag(
+            n.flavor,
+            scratch,
+            n.cpu.avail(Mode::Now),
+            n.mem.avail(Mode::Now),
+        )
+    }
+
+    /// How much placing one replica on a node now would change the node's fragmentation, or
+    /// None when it does not fit; for a share also the GPU it should go to.
+    ///
+    /// A share is scored on every GPU it fits (one per distinct room left: GPUs with the same
+    /// room give the same score) and goes where fragmentation grows least, ties to the least
+    /// room (best fit): the tightest GPU is not always the best one, e.g. when what it would
+    /// leave is too small for every common share while a roomier GPU would keep a usable rest.
+    pub fn frag_delta(
+        &self,
+        c: &Cluster,
+        idx: NodeId,
+        d: GpuDemand,
+        cpu: u64,
+        mem: u64,
+        scratch: &mut Vec<u16>,
+    ) -> Option<(f64, Option<u8>)> {
+        let n = &c.nodes[idx];
+        let (cpu_free, mem_free) = (n.cpu.avail(Mode::Now), n.mem.avail(Mode::Now));
+        if !n.schedulable || cpu_free < cpu || mem_free < mem {
+            return None;
+        }
+        scratch.clear();
+        scratch.extend(n.gpus.iter().map(|g| g.avail(Mode::Now)));
+        // cheap fit check first: most nodes of a busy cluster do not fit
+        let fits = match d {
+            GpuDemand::None => true,
+            GpuDemand::Whole(k) => scratch.iter().filter(|&&x| x >= 1000).count() >= k as usize,
+            GpuDemand::Share(m) => scratch.iter().any(|&x| x >= m.0.min(1000) as u16),
+        };
+        if !fits {
+            return None;
+        }
+        let before = self.node_frag(n.flavor, scratch, cpu_free, mem_free);
+        let (cpu_after, mem_after) = (cpu_free - cpu, mem_free - mem);
+        // The score depends only on how much is left on each GPU, not on which GPU.
+        match d {
+            GpuDemand::None => {}
+            GpuDemand::Whole(k) => {
+                let mut left = k;
+                for x in scratch.iter_mut().filter(|x| **x >= 1000) {
+                    if left == 0 {
+                        break;
+                    }
+                    *x = 0;
+                    left -= 1;
+                }
+                if left > 0 {
+                    return None;
+                }
+            }
+            GpuDemand::Share(m) => {
+                let m = m.0.min(1000) as u16;
+                // (delta, room, GPU) of the best GPU so far
+                let mut best: Option<(f64, u16, u8)> = None;
+                for i in 0..scratch.len() {
+                    let x = scratch[i];
+                    if x < m || scratch[..i].contains(&x) {
+                        continue;
+                    }
+                    scratch[i] = x - m;
+                    let delta = self.node_frag(n.flavor, scratch, cpu_after, mem_after) - before;
+                    scratch[i] = x;
+                    let key = (delta, x, i as u8);
+                    if best.is_none_or(|b| {
+                        key.0.total_cmp(&b.0).then((key.1, key.2).cmp(&(b.1, b.2)))
+                            == std::cmp::Ordering::Less
+                    }) {
+                        best = Some(key);
+                    }
+                }
+                let (delta, room, gpu) = best?;
+                // a fresh GPU: the one choose_share would open (keeps large groups whole)
+                let gpu = if room >= 1000 {
+                    fresh_share_gpu(n, Mode::Now, false)?
+                } else {
+                    gpu
+                };
+                return Some((delta, Some(gpu)));
+            }
+        }
+        let after = self.node_frag(n.flavor, scratch, cpu_after, mem_after);
+        Some((after - before, None))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,7 +328,11 @@ mod tests {
 
     #[test]
     fn fragments_follow_the_shapes() {
-        let ids: BTreeMap<String, FlavorId> = [("A".to_string(), 0), ("B".to_string(), 1)].into();
+        let ids: BTreeMap<String, FlavorId> = [
+            ("A".to_string(), FlavorId(0)),
+            ("B".to_string(), FlavorId(1)),
+        ]
+        .into();
         let snap = Snapshot {
             jobs: vec![
                 job(GpuDemand::Whole(8), 1, &[]),
@@ -234,21 +344,21 @@ mod tests {
         let mix = Mix::build(&snap, &ids, 2);
         // an empty 8-GPU node of A: both shapes fit, nothing lost
         let empty = [1000u16; 8];
-        assert_eq!(mix.node_frag(0, &empty, 10_000, 10), 0.0);
+        assert_eq!(mix.node_frag(FlavorId(0), &empty, 10_000, 10), 0.0);
         // of B: the share shape (2/3) does not accept B
-        let b = mix.node_frag(1, &empty, 10_000, 10);
+        let b = mix.node_frag(FlavorId(1), &empty, 10_000, 10);
         assert!((b - 8000.0 * 2.0 / 3.0).abs() < 1e-6, "{b}");
         // one GPU taken: the 8-GPU shape (1/3) loses the 7 left
         let mut one = empty;
         one[0] = 0;
-        let a = mix.node_frag(0, &one, 10_000, 10);
+        let a = mix.node_frag(FlavorId(0), &one, 10_000, 10);
         assert!((a - 7000.0 / 3.0).abs() < 1e-6, "{a}");
         // no CPU left: everything idle is lost
-        assert!((mix.node_frag(0, &one, 0, 10) - 7000.0).abs() < 1e-6);
+        assert!((mix.node_frag(FlavorId(0), &one, 0, 10) - 7000.0).abs() < 1e-6);
         // 300 milli left on a GPU: too small for the 500m share
         let mut part = one;
         part[1] = 300;
-        let p = mix.node_frag(0, &part, 10_000, 10);
+        let p = mix.node_frag(FlavorId(0), &part, 10_000, 10);
         assert!((p - (6300.0 / 3.0 + 300.0 * 2.0 / 3.0)).abs() < 1e-6, "{p}");
     }
 }

@@ -1,19 +1,20 @@
 //! The scheduling core: a pure library, snapshot in, decisions out. No I/O, no clock, no
 //! kube: [`schedule`] takes a [`Snapshot`] (nodes, VirtualClusters, Queues, pending and
 //! running jobs, `now`) and returns [`Decisions`] (admissions with full placements,
-//! preemptions, a [`WaitReason`] for every job left waiting, promotions). Same snapshot, same
-//! decisions: every map is ordered and every tie is broken by an index or an id.
+//! preemptions, a [`WaitReason`] for every job left waiting, promotions, and the [`Usage`]
+//! users see). Same snapshot, same decisions: every map is ordered and every tie is broken by
+//! an index or an id.
 //!
 //! # One cycle
 //!
-//! 1. **State** (`nodes`). Each node gets ledgers for CPU, memory and each GPU (milli-GPUs):
+//! 1. **State** (`cluster`). Each node gets ledgers for CPU, memory and each GPU (milli-GPUs):
 //!    `held`, `releasing` (jobs being preempted) and `reserved` (promised to a job waiting for
 //!    those releases). Running jobs are charged, foreign pods take the highest free GPUs,
 //!    unhealthy GPUs have no capacity, cordoned nodes are left out of the index. The free
 //!    index buckets nodes by free whole GPUs per flavor (and racks by free GPUs, partly used
 //!    GPUs by room left), so finding candidate nodes is a B-tree range walk, not a cluster
 //!    scan. The workload's shape mix (`frag`) is learned from the snapshot's jobs.
-//! 2. **Usage** (`capacity`). Running jobs are charged to their VC, queue (and ancestors) and
+//! 2. **Usage** (`tenants`). Running jobs are charged to their VC, queue (and ancestors) and
 //!    user, as guaranteed or bonus. Cell ownership is derived from the guaranteed jobs
 //!    (`cells`). A bonus job that now fits its VC's guarantee is *promoted* (no longer
 //!    preemptible), unless binding its GPUs to its VC would leave another VC's cell
@@ -42,6 +43,9 @@
 //!    limit), `QuotaExhausted` (beyond guarantee, nothing idle), `NoFit` (within quota, with the
 //!    largest free block), `ReservedForCells`, `WaitingForPreemption`, `WaitingForMinRuntime`,
 //!    `NeverFits`, `Invalid`.
+//! 7. **Usage report** (`usage`): per VirtualCluster and GPU type guaranteed, in use, bonus
+//!    and lent, per queue in use and bonus, with this cycle's promotions; the controller
+//!    only formats it for the Queue and VirtualCluster status and the metrics.
 //!
 //! # Why it is fast
 //!
@@ -79,24 +83,27 @@
 //! for. Foreign pods' GPUs are assumed to be the highest-numbered free ones. Cell guarantees
 //! are per flavor and level, bound lazily (see `cells`), not a full HiveD cell hierarchy.
 
-mod capacity;
 mod cells;
+mod cluster;
 pub mod constraints;
 mod cycle;
 pub mod decisions;
 mod frag;
+mod ids;
 pub mod model;
-mod nodes;
 mod options;
 mod order;
 mod placement;
 mod reclaim;
+mod tenants;
+mod usage;
 
 pub use constraints::{NodeConstraints, Taint, TaintEffect, Toleration};
 pub use cycle::{schedule, schedule_with, state_bytes};
 pub use decisions::{Admission, Decisions, Preemption, PreemptionReason, WaitReason, Waiting};
 pub use model::*;
 pub use options::{Options, VictimSelection};
+pub use usage::{FlavorUsage, QueueUsage, Usage, VcUsage};
 
 #[cfg(test)]
 mod fixtures;

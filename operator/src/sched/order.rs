@@ -10,18 +10,19 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, VecDeque};
 
-use super::capacity::{QueueIdx, Tenants, VcIdx};
+use super::ids::{IdVec, JobIdx, QueueId, VcId};
 use super::model::{QueuePolicy, Snapshot};
+use super::tenants::Tenants;
 
 #[derive(Clone, Debug)]
 enum Line {
-    Ordered(VecDeque<usize>),
-    UserFair(BTreeMap<String, VecDeque<usize>>),
+    Ordered(VecDeque<JobIdx>),
+    UserFair(BTreeMap<String, VecDeque<JobIdx>>),
 }
 
 #[derive(Clone, Debug)]
 struct QueueLine {
-    queue: QueueIdx,
+    queue: QueueId,
     line: Line,
 }
 
@@ -33,7 +34,7 @@ pub(crate) struct VcLines {
 
 impl VcLines {
     /// The next job to consider, or None when every queue is empty.
-    pub fn next(&mut self, t: &Tenants) -> Option<usize> {
+    pub fn next(&mut self, t: &Tenants) -> Option<JobIdx> {
         let mut best: Option<((u64, u64), usize)> = None;
         for (i, l) in self.lines.iter().enumerate() {
             let empty = match &l.line {
@@ -74,33 +75,37 @@ impl VcLines {
     }
 }
 
-/// Build each VC's lines from the pending jobs (`pending` holds (job index, queue index)).
-pub(crate) fn build(snap: &Snapshot, t: &Tenants, pending: &[(usize, QueueIdx)]) -> Vec<VcLines> {
-    let mut per_queue: BTreeMap<QueueIdx, Vec<usize>> = BTreeMap::new();
+/// Build each VC's lines from the pending jobs (`pending` holds (job, queue)).
+pub(crate) fn build(
+    snap: &Snapshot,
+    t: &Tenants,
+    pending: &[(JobIdx, QueueId)],
+) -> IdVec<VcId, VcLines> {
+    let mut per_queue: BTreeMap<QueueId, Vec<JobIdx>> = BTreeMap::new();
     for &(j, q) in pending {
         per_queue.entry(q).or_default().push(j);
     }
-    let mut out = vec![VcLines::default(); t.vc_names.len()];
+    let mut out = IdVec::filled(VcLines::default(), t.vc_names.len());
     for (q, mut jobs) in per_queue {
-        let Some(vc): Option<VcIdx> = t.queue_vc[q] else {
+        let Some(vc): Option<VcId> = t.queue_vc[q] else {
             continue;
         };
-        let fifo = |j: usize| (snap.jobs[j].queued_at, snap.jobs[j].id.as_str());
-        let line = match snap.queues[q].policy {
+        let fifo = |j: JobIdx| (snap.job(j).queued_at, snap.job(j).id.as_str());
+        let line = match snap.queue(q).policy {
             QueuePolicy::Fifo => {
                 jobs.sort_by(|&a, &b| fifo(a).cmp(&fifo(b)));
                 Line::Ordered(jobs.into())
             }
             QueuePolicy::Priority => {
                 jobs.sort_by(|&a, &b| {
-                    (Reverse(snap.jobs[a].priority), fifo(a))
-                        .cmp(&(Reverse(snap.jobs[b].priority), fifo(b)))
+                    (Reverse(snap.job(a).priority), fifo(a))
+                        .cmp(&(Reverse(snap.job(b).priority), fifo(b)))
                 });
                 Line::Ordered(jobs.into())
             }
             QueuePolicy::ShortestPredictedFirst => {
-                let key = |j: usize| {
-                    let p = snap.jobs[j].predicted_duration_seconds;
+                let key = |j: JobIdx| {
+                    let p = snap.job(j).predicted_duration_seconds;
                     (p.is_none(), p.unwrap_or(0), fifo(j))
                 };
                 jobs.sort_by(|&a, &b| key(a).cmp(&key(b)));
@@ -108,9 +113,9 @@ pub(crate) fn build(snap: &Snapshot, t: &Tenants, pending: &[(usize, QueueIdx)])
             }
             QueuePolicy::UserFair => {
                 jobs.sort_by(|&a, &b| fifo(a).cmp(&fifo(b)));
-                let mut m: BTreeMap<String, VecDeque<usize>> = BTreeMap::new();
+                let mut m: BTreeMap<String, VecDeque<JobIdx>> = BTreeMap::new();
                 for j in jobs {
-                    m.entry(snap.jobs[j].user.clone()).or_default().push_back(j);
+                    m.entry(snap.job(j).user.clone()).or_default().push_back(j);
                 }
                 Line::UserFair(m)
             }

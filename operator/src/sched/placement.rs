@@ -37,8 +37,10 @@
 //! Ranks follow topology: nodes in the order the gang opened them, GPUs in topology order
 //! within a node, so ranks are contiguous per node.
 
+use super::cluster::{Cluster, Mode, Take};
+use super::frag::Mix;
+use super::ids::{FlavorId, IdVec, NodeId, RackId};
 use super::model::{GpuDemand, GpuIndex, ReplicaPlacement, Snapshot, TopologyLevel};
-use super::nodes::{Cluster, FlavorId, Mode, NodeIdx, Take};
 
 /// One replica to place.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -62,30 +64,35 @@ pub(crate) struct Request<'a> {
     pub nvlink_wanted: bool,
     /// The nodes each task may use, for a job with node constraints (see `constraints`).
     pub filter: Option<&'a NodeFilter>,
+    /// The workload's shape mix that candidates' fragmentation is scored against.
+    pub mix: &'a Mix,
 }
 
 impl Request<'_> {
-    fn admits(&self, d: &Demand, n: NodeIdx) -> bool {
+    fn admits(&self, d: &Demand, n: NodeId) -> bool {
         self.filter.is_none_or(|f| f.admits(d.task, n))
     }
 }
+
+/// Which nodes a replica may use, by node (shared by the jobs of one template).
+pub(crate) type NodeMask = std::rc::Rc<IdVec<NodeId, bool>>;
 
 /// Which nodes each task of a job may use, from its node constraints; the search looks only
 /// at `nodes`, and every replica is checked against its own task's set.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct NodeFilter {
     /// Per task, indexed by node; None: every node.
-    pub per_task: Vec<Option<std::rc::Rc<Vec<bool>>>>,
+    pub per_task: Vec<Option<NodeMask>>,
     /// Nodes at least one task may use: the search scope.
-    pub nodes: Vec<NodeIdx>,
+    pub nodes: Vec<NodeId>,
     /// Tells constrained shapes apart in the no-fit memo.
     pub id: usize,
 }
 
 impl NodeFilter {
-    pub fn admits(&self, task: u16, n: NodeIdx) -> bool {
+    pub fn admits(&self, task: u16, n: NodeId) -> bool {
         match self.per_task.get(usize::from(task)) {
-            Some(Some(mask)) => mask.get(n as usize).copied().unwrap_or(false),
+            Some(Some(mask)) => mask.get(n).copied().unwrap_or(false),
             _ => true,
         }
     }
@@ -96,7 +103,7 @@ impl NodeFilter {
 fn take(
     c: &mut Cluster,
     req: &Request,
-    n: NodeIdx,
+    n: NodeId,
     d: &Demand,
     mode: Mode,
     nv: bool,
@@ -114,7 +121,7 @@ pub(crate) enum Scope<'a> {
     /// Every node of the flavor, through the free index (capacity free now only).
     Flavor,
     /// Only these nodes.
-    Nodes(&'a [NodeIdx]),
+    Nodes(&'a [NodeId]),
 }
 
 /// A placement that has been applied to the cluster (undo it with [`Trial::undo`]).
@@ -122,7 +129,7 @@ pub(crate) enum Scope<'a> {
 pub(crate) struct Trial {
     /// (demand position, take), in placement order.
     pub takes: Vec<(usize, Take)>,
-    pub node_order: Vec<NodeIdx>,
+    pub node_order: Vec<NodeId>,
 }
 
 impl Trial {
@@ -146,7 +153,7 @@ impl Trial {
             .iter()
             .map(|(di, t)| {
                 let d = &demands[*di];
-                let n = &c.nodes[t.node as usize];
+                let n = &c.nodes[t.node];
                 let node_pos = self
                     .node_order
                     .iter()
@@ -201,7 +208,7 @@ impl Trial {
 pub(crate) fn place(c: &mut Cluster, req: &Request, mode: Mode, scope: Scope) -> Option<Trial> {
     debug_assert!(mode == Mode::Now || matches!(scope, Scope::Nodes(_)));
     let g = req.whole_gpus;
-    let facts = c.facts.get(req.flavor as usize)?;
+    let facts = c.facts.get(req.flavor)?;
     let fits_node = g <= facts.max_node_gpus;
     let has_racks = c.racks.iter().any(|r| r.flavor == req.flavor);
     match req.required {
@@ -234,7 +241,7 @@ fn candidates(
     min_free: u32,
     largest: bool,
     limit: usize,
-    out: &mut Vec<NodeIdx>,
+    out: &mut Vec<NodeId>,
 ) {
     match scope {
         Scope::Flavor if !largest && c.racks.iter().any(|r| r.flavor == req.flavor) => {
@@ -243,9 +250,9 @@ fn candidates(
             // this cheap; nodes are indexed rack by rack, so the pool spans few racks.
             let pool = limit.max(RACK_POOL);
             c.bucket_candidates(req.flavor, min_free, false, req.nvlink_wanted, pool, out);
-            let key = |n: NodeIdx| {
-                let node = &c.nodes[n as usize];
-                let rack_free = node.rack.map_or(u32::MAX, |r| c.racks[r as usize].free_now);
+            let key = |n: NodeId| {
+                let node = &c.nodes[n];
+                let rack_free = node.rack.map_or(u32::MAX, |r| c.racks[r].free_now);
                 (
                     node.whole_avail(mode),
                     node.nvlink != req.nvlink_wanted,
@@ -260,18 +267,10 @@ fn candidates(
             c.bucket_candidates(req.flavor, min_free, largest, req.nvlink_wanted, limit, out)
         }
         Scope::Nodes(list) => {
-            let mut v: Vec<(u32, bool, NodeIdx)> = list
+            let mut v: Vec<(u32, bool, NodeId)> = list
                 .iter()
-                .filter(|&&n| {
-                    c.nodes[n as usize].schedulable && c.nodes[n as usize].flavor == req.flavor
-                })
-                .map(|&n| {
-                    (
-                        c.nodes[n as usize].whole_avail(mode),
-                        c.nodes[n as usize].nvlink,
-                        n,
-                    )
-                })
+                .filter(|&&n| c.nodes[n].schedulable && c.nodes[n].flavor == req.flavor)
+                .map(|&n| (c.nodes[n].whole_avail(mode), c.nodes[n].nvlink, n))
                 .filter(|&(f, _, _)| f >= min_free)
                 .collect();
             v.sort_by_key(|&(f, nv, n)| {
@@ -293,7 +292,7 @@ fn single_group(c: &mut Cluster, req: &Request, mode: Mode, scope: Scope) -> Opt
     let mut cand = Vec::new();
     candidates(c, req, mode, scope, g, false, 4096, &mut cand);
     for n in cand {
-        let node = &c.nodes[n as usize];
+        let node = &c.nodes[n];
         let mut groups: Vec<(u32, bool, usize)> = (0..node.groups.len())
             .map(|gi| {
                 let free = node.groups[gi]
@@ -331,28 +330,21 @@ fn single_group(c: &mut Cluster, req: &Request, mode: Mode, scope: Scope) -> Opt
 /// The gang within one rack: racks with the fewest free GPUs that hold it first.
 fn in_one_rack(c: &mut Cluster, req: &Request, mode: Mode, scope: Scope) -> Option<Trial> {
     let g = req.whole_gpus;
-    let racks: Vec<(u32, Vec<NodeIdx>)> = match scope {
-        Scope::Flavor => c.rack_index[req.flavor as usize]
-            .range((g, 0)..)
-            .map(|&(free, r)| (free, c.racks[r as usize].nodes.clone()))
+    let racks: Vec<(u32, Vec<NodeId>)> = match scope {
+        Scope::Flavor => c.rack_index[req.flavor]
+            .range((g, RackId(0))..)
+            .map(|&(free, r)| (free, c.racks[r].nodes.clone()))
             .collect(),
         Scope::Nodes(list) => {
-            let mut by_rack: std::collections::BTreeMap<u32, Vec<NodeIdx>> = Default::default();
+            let mut by_rack: std::collections::BTreeMap<RackId, Vec<NodeId>> = Default::default();
             for &n in list {
-                if let Some(r) = c.nodes[n as usize].rack {
+                if let Some(r) = c.nodes[n].rack {
                     by_rack.entry(r).or_default().push(n);
                 }
             }
-            let mut v: Vec<(u32, Vec<NodeIdx>)> = by_rack
+            let mut v: Vec<(u32, Vec<NodeId>)> = by_rack
                 .into_values()
-                .map(|ns| {
-                    (
-                        ns.iter()
-                            .map(|&n| c.nodes[n as usize].whole_avail(mode))
-                            .sum(),
-                        ns,
-                    )
-                })
+                .map(|ns| (ns.iter().map(|&n| c.nodes[n].whole_avail(mode)).sum(), ns))
                 .filter(|x| x.0 >= g)
                 .collect();
             v.sort();
@@ -444,16 +436,16 @@ fn spread(
             }
             tries.push((need_node, remaining > need_node));
             'outer: for (min_free, largest) in tries {
-                let rack_nodes: Vec<NodeIdx> =
+                let rack_nodes: Vec<NodeId> =
                     if let (Scope::Flavor, false) = (scope, trial.node_order.is_empty()) {
-                        let mut v: Vec<NodeIdx> = Vec::new();
-                        let mut seen: Vec<u32> = Vec::new();
+                        let mut v: Vec<NodeId> = Vec::new();
+                        let mut seen: Vec<RackId> = Vec::new();
                         for &n in &trial.node_order {
-                            if let Some(r) = c.nodes[n as usize].rack
+                            if let Some(r) = c.nodes[n].rack
                                 && !seen.contains(&r)
                             {
                                 seen.push(r);
-                                v.extend_from_slice(&c.racks[r as usize].nodes);
+                                v.extend_from_slice(&c.racks[r].nodes);
                             }
                         }
                         v
@@ -510,16 +502,16 @@ const FRAG_POOL: usize = 16;
 /// and for a share the nodes holding the partly used GPUs with the least room that fits
 /// (best fit over all of them, through the share index). Ties: fewest free whole GPUs
 /// (best fit), the wanted NVLink kind, the rack with the fewest free GPUs, index. For a
-/// share also the GPU of that node it fragments least (see [`Cluster::frag_delta`]).
-fn frag_pick(c: &Cluster, req: &Request, d: &Demand, nv: bool) -> Option<(NodeIdx, Option<u8>)> {
+/// share also the GPU of that node it fragments least (see [`Mix::frag_delta`]).
+fn frag_pick(c: &Cluster, req: &Request, d: &Demand, nv: bool) -> Option<(NodeId, Option<u8>)> {
     let f = req.flavor;
-    let mut cand: Vec<NodeIdx> = Vec::new();
+    let mut cand: Vec<NodeId> = Vec::new();
     let min_free = match d.gpu {
         GpuDemand::Whole(k) => k as usize,
         GpuDemand::Share(m) => {
             let m = m.0.min(1000) as u16;
             let mut seen = 0;
-            for &(_, n, _) in c.share_index[f as usize].range((m, 0, 0)..) {
+            for &(_, n, _) in c.share_index[f].range((m, NodeId(0), 0)..) {
                 if !cand.contains(&n) {
                     cand.push(n);
                     seen += 1;
@@ -532,31 +524,31 @@ fn frag_pick(c: &Cluster, req: &Request, d: &Demand, nv: bool) -> Option<(NodeId
         }
         GpuDemand::None => 0,
     };
-    let buckets = c.buckets.get(f as usize).map_or(0, Vec::len);
+    let buckets = c.buckets.get(f).map_or(0, Vec::len);
     for b in min_free..buckets {
         c.bucket_take(f, b, nv, FRAG_POOL, &mut cand);
     }
     let mut scratch = Vec::new();
     // (splits the flavor's last largest free block, fragmentation added, free whole GPUs,
     // NVLink kind not wanted, rack free GPUs, node)
-    type Key = (bool, i64, u32, bool, u32, NodeIdx);
-    let last_largest = c.buckets.get(f as usize).and_then(|b| {
+    type Key = (bool, i64, u32, bool, u32, NodeId);
+    let last_largest = c.buckets.get(f).and_then(|b| {
         let i = b.iter().rposition(|set| !set.is_empty())?;
         (b[i].len() == 1).then_some(i as u32)
     });
-    let mut best: Option<(Key, (NodeIdx, Option<u8>))> = None;
+    let mut best: Option<(Key, (NodeId, Option<u8>))> = None;
     for &n in &cand {
-        let Some((delta, gpu)) = c.frag_delta(n, d.gpu, d.cpu, d.mem, &mut scratch) else {
+        let Some((delta, gpu)) = req.mix.frag_delta(c, n, d.gpu, d.cpu, d.mem, &mut scratch) else {
             continue;
         };
-        let node = &c.nodes[n as usize];
+        let node = &c.nodes[n];
         let free = node.whole_avail(Mode::Now);
         let key = (
             matches!(d.gpu, GpuDemand::Whole(k) if Some(free) == last_largest && k < free),
             (delta * 16.0).round() as i64,
             free,
             node.nvlink != req.nvlink_wanted,
-            node.rack.map_or(u32::MAX, |r| c.racks[r as usize].free_now),
+            node.rack.map_or(u32::MAX, |r| c.racks[r].free_now),
             n,
         );
         if best.as_ref().is_none_or(|b| key < b.0) {

@@ -17,27 +17,27 @@
 //! The domain whose set loses the least work (then fewest victims, then first in order)
 //! wins. Before anyone is asked to checkpoint the gang is placed on the capacity that will
 //! be free once all victims are gone, and that capacity is *reserved* for it (nobody else
-//! can take it now, see `nodes`), so the core never evicts for a gang that would not fit.
+//! can take it now, see `cluster`), so the core never evicts for a gang that would not fit.
 //!
 //! Minimum runtime: victims that ran less than their minimum runtime are left out while
 //! another victim set exists; when only sets with such jobs exist, nothing is evicted and the
 //! job waits until the youngest of them has run its minimum.
 
-use super::capacity::{QueueIdx, VcIdx};
+use super::cluster::{Cluster, Mode};
+use super::ids::{FlavorId, IdVec, JobIdx, NodeId, QueueId, RunIdx, VcId};
 use super::model::TopologyLevel;
-use super::nodes::{Cluster, FlavorId, Mode, NodeIdx};
 use super::options::VictimSelection;
 use super::placement::{Request, Scope, Trial, place};
 
 /// What one replica of a running job holds: node, (GPU, milli) pairs, CPU, memory.
-pub(crate) type Held = (NodeIdx, Vec<(u8, u16)>, u64, u64);
+pub(crate) type Held = (NodeId, Vec<(u8, u16)>, u64, u64);
 
 /// A job holding resources.
 #[derive(Clone, Debug)]
 pub(crate) struct RunInfo {
-    pub job: usize,
-    pub queue: Option<QueueIdx>,
-    pub vc: Option<VcIdx>,
+    pub job: JobIdx,
+    pub queue: Option<QueueId>,
+    pub vc: Option<VcId>,
     pub flavor: FlavorId,
     pub milli: u64,
     pub bonus: bool,
@@ -49,7 +49,7 @@ pub(crate) struct RunInfo {
     pub young_until: Option<i64>,
     /// (node, (gpu, milli)s, cpu, mem) per replica.
     pub takes: Vec<Held>,
-    pub nodes: Vec<NodeIdx>,
+    pub nodes: Vec<NodeId>,
     /// Being preempted (before this cycle, or chosen in it).
     pub gone: bool,
 }
@@ -59,20 +59,20 @@ pub(crate) struct RunInfo {
 pub(crate) enum Outcome {
     /// Victims (indices into the runs) are released and the gang is reserved.
     Plan {
-        victims: Vec<usize>,
+        victims: Vec<RunIdx>,
         lost: u64,
         trial: Trial,
     },
     /// Victims are released but the gang does not fit once they are gone (only with
     /// [`VictimSelection::CountOnly`]).
     Blind {
-        victims: Vec<usize>,
+        victims: Vec<RunIdx>,
         lost: u64,
     },
     /// Only jobs younger than their minimum runtime could make room.
     MinRuntime {
         until: i64,
-        victims: Vec<usize>,
+        victims: Vec<RunIdx>,
     },
     None,
 }
@@ -88,7 +88,7 @@ fn set(c: &mut Cluster, r: &RunInfo, on: bool) {
     }
 }
 
-fn fits(c: &mut Cluster, req: &Request, domain: &[NodeIdx]) -> bool {
+fn fits(c: &mut Cluster, req: &Request, domain: &[NodeId]) -> bool {
     match place(c, req, Mode::AfterRelease, Scope::Nodes(domain)) {
         Some(t) => {
             t.undo(c);
@@ -100,9 +100,9 @@ fn fits(c: &mut Cluster, req: &Request, domain: &[NodeIdx]) -> bool {
 
 /// Whether the limits that blocked the job pass once `victims` are gone (always, when no
 /// limit blocked it).
-pub(crate) type Limits<'a> = Option<&'a dyn Fn(&[usize]) -> bool>;
+pub(crate) type Limits<'a> = Option<&'a dyn Fn(&[RunIdx]) -> bool>;
 
-fn limits_ok(limits: Limits, victims: &[usize]) -> bool {
+fn limits_ok(limits: Limits, victims: &[RunIdx]) -> bool {
     limits.is_none_or(|l| l(victims))
 }
 
@@ -110,23 +110,23 @@ fn limits_ok(limits: Limits, victims: &[usize]) -> bool {
 /// and pass `limits` together. Leaves the cluster unchanged.
 fn in_domain(
     c: &mut Cluster,
-    runs: &[RunInfo],
+    runs: &IdVec<RunIdx, RunInfo>,
     req: &Request,
-    domain: &[NodeIdx],
-    cands: &[usize],
+    domain: &[NodeId],
+    cands: &[RunIdx],
     limits: Limits,
-) -> Option<(Vec<usize>, u64)> {
+) -> Option<(Vec<RunIdx>, u64)> {
     if limits_ok(limits, &[]) && fits(c, req, domain) {
         return Some((Vec::new(), 0));
     }
-    let mut chosen: Vec<usize> = Vec::new();
+    let mut chosen: Vec<RunIdx> = Vec::new();
     let mut ok = false;
     for &r in cands {
         set(c, &runs[r], true);
         chosen.push(r);
         let free: u32 = domain
             .iter()
-            .map(|&n| c.nodes[n as usize].whole_avail(Mode::AfterRelease))
+            .map(|&n| c.nodes[n].whole_avail(Mode::AfterRelease))
             .sum();
         if free >= req.whole_gpus && limits_ok(limits, &chosen) && fits(c, req, domain) {
             ok = true;
@@ -144,7 +144,7 @@ fn in_domain(
         i -= 1;
         let r = chosen[i];
         set(c, &runs[r], false);
-        let without: Vec<usize> = chosen.iter().copied().filter(|&x| x != r).collect();
+        let without: Vec<RunIdx> = chosen.iter().copied().filter(|&x| x != r).collect();
         if limits_ok(limits, &without) && fits(c, req, domain) {
             chosen.remove(i);
         } else {
@@ -161,12 +161,12 @@ fn in_domain(
 /// [`VictimSelection::CountOnly`]: enough whole GPUs free in number, wherever they are.
 fn count_only(
     c: &mut Cluster,
-    runs: &mut [RunInfo],
+    runs: &mut IdVec<RunIdx, RunInfo>,
     req: &Request,
     eligible: &dyn Fn(&RunInfo) -> bool,
     limits: Limits,
 ) -> Outcome {
-    let Some(facts) = c.facts.get(req.flavor as usize) else {
+    let Some(facts) = c.facts.get(req.flavor) else {
         return Outcome::None;
     };
     let nodes = facts.nodes.clone();
@@ -174,10 +174,11 @@ fn count_only(
     let free = |c: &Cluster| -> u32 {
         nodes
             .iter()
-            .map(|&n| c.nodes[n as usize].whole_avail(Mode::AfterRelease))
+            .map(|&n| c.nodes[n].whole_avail(Mode::AfterRelease))
             .sum()
     };
-    let mut cands: Vec<usize> = (0..runs.len())
+    let mut cands: Vec<RunIdx> = runs
+        .ids()
         .filter(|&r| {
             let x = &runs[r];
             !x.gone && x.flavor == req.flavor && x.young_until.is_none() && eligible(x)
@@ -210,7 +211,7 @@ fn count_only(
         i -= 1;
         let r = chosen[i];
         set(c, &runs[r], false);
-        let without: Vec<usize> = chosen.iter().copied().filter(|&x| x != r).collect();
+        let without: Vec<RunIdx> = chosen.iter().copied().filter(|&x| x != r).collect();
         if free(c) >= need && limits_ok(limits, &without) {
             chosen.remove(i);
         } else {
@@ -240,15 +241,15 @@ fn count_only(
 /// that credit in every domain.
 pub(crate) fn plan(
     c: &mut Cluster,
-    runs: &mut [RunInfo],
-    on_node: &[Vec<usize>],
+    runs: &mut IdVec<RunIdx, RunInfo>,
+    on_node: &IdVec<NodeId, Vec<RunIdx>>,
     req: &Request,
     eligible: &dyn Fn(&RunInfo) -> bool,
     selection: VictimSelection,
     limits: Limits,
 ) -> Outcome {
     if selection == VictimSelection::CountOnly {
-        let nodes = match c.facts.get(req.flavor as usize) {
+        let nodes = match c.facts.get(req.flavor) {
             Some(f) => f.nodes.clone(),
             None => return Outcome::None,
         };
@@ -257,16 +258,16 @@ pub(crate) fn plan(
         }
     }
     let pass = |c: &mut Cluster,
-                runs: &[RunInfo],
+                runs: &IdVec<RunIdx, RunInfo>,
                 young_ok: bool|
-     -> Option<(Vec<usize>, u64, Vec<NodeIdx>)> {
+     -> Option<(Vec<RunIdx>, u64, Vec<NodeId>)> {
         let ok = |r: &RunInfo| {
             !r.gone
                 && r.flavor == req.flavor
                 && eligible(r)
                 && (young_ok || r.young_until.is_none())
         };
-        let facts = c.facts.get(req.flavor as usize)?;
+        let facts = c.facts.get(req.flavor)?;
         let g = req.whole_gpus;
         let mut levels = Vec::new();
         match req.required {
@@ -287,8 +288,8 @@ pub(crate) fn plan(
         }
         let flavor_nodes = facts.nodes.clone();
         // candidates for the limits' credit, wherever they run
-        let anywhere: Vec<usize> = if limits.is_some() {
-            (0..runs.len())
+        let anywhere: Vec<RunIdx> = if limits.is_some() {
+            runs.ids()
                 .filter(|&r| {
                     let x = &runs[r];
                     !x.gone && eligible(x) && (young_ok || x.young_until.is_none())
@@ -297,7 +298,7 @@ pub(crate) fn plan(
         } else {
             Vec::new()
         };
-        let key = |r: usize| {
+        let key = |r: RunIdx| {
             (
                 runs[r].lost,
                 runs[r].priority,
@@ -305,13 +306,13 @@ pub(crate) fn plan(
                 runs[r].job,
             )
         };
-        let mut best: Option<(u64, usize, Vec<usize>, Vec<NodeIdx>)> = None;
+        let mut best: Option<(u64, usize, Vec<RunIdx>, Vec<NodeId>)> = None;
         for level in levels {
-            let domains: Vec<Vec<NodeIdx>> = match level {
+            let domains: Vec<Vec<NodeId>> = match level {
                 TopologyLevel::Node => flavor_nodes
                     .iter()
                     .filter(|&&n| {
-                        let extra: u32 = on_node[n as usize]
+                        let extra: u32 = on_node[n]
                             .iter()
                             .filter(|&&r| ok(&runs[r]))
                             .map(|&r| {
@@ -323,7 +324,7 @@ pub(crate) fn plan(
                                     .sum::<u32>()
                             })
                             .sum();
-                        c.nodes[n as usize].whole_avail(Mode::AfterRelease) + extra >= g
+                        c.nodes[n].whole_avail(Mode::AfterRelease) + extra >= g
                     })
                     .map(|&n| vec![n])
                     .collect(),
@@ -336,9 +337,9 @@ pub(crate) fn plan(
                 TopologyLevel::GpuGroup => vec![flavor_nodes.clone()],
             };
             for d in domains {
-                let mut cands: Vec<usize> = d
+                let mut cands: Vec<RunIdx> = d
                     .iter()
-                    .flat_map(|&n| on_node[n as usize].iter().copied())
+                    .flat_map(|&n| on_node[n].iter().copied())
                     .filter(|&r| ok(&runs[r]))
                     .collect();
                 cands.extend_from_slice(&anywhere);

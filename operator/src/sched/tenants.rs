@@ -1,4 +1,4 @@
-//! Capacity accounting: guarantees, bonus, limits, queue shares and user limits.
+//! Tenant accounting: guarantees, bonus, limits, queue shares and user limits ([`Tenants`]).
 //!
 //! All amounts are milli-GPUs. Per VirtualCluster and flavor the core tracks *guaranteed*
 //! usage (jobs admitted within the guarantee, plus room promised by a planned reclaim) and
@@ -17,34 +17,31 @@
 use std::collections::BTreeMap;
 
 use super::decisions::WaitReason;
+use super::ids::{FlavorId, IdVec, QueueId, VcId};
 use super::model::Snapshot;
-use super::nodes::FlavorId;
-
-pub(crate) type VcIdx = usize;
-pub(crate) type QueueIdx = usize;
 
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Tenants {
-    pub vc_names: Vec<String>,
-    pub vc_by_name: BTreeMap<String, VcIdx>,
-    pub queue_by_name: BTreeMap<String, QueueIdx>,
+    pub vc_names: IdVec<VcId, String>,
+    pub vc_by_name: BTreeMap<String, VcId>,
+    pub queue_by_name: BTreeMap<String, QueueId>,
     /// Per queue: its VC, or None when the VC is unknown or the hierarchy is broken.
-    pub queue_vc: Vec<Option<VcIdx>>,
+    pub queue_vc: IdVec<QueueId, Option<VcId>>,
     /// Per queue: itself and its ancestors.
-    pub chain: Vec<Vec<QueueIdx>>,
-    pub queue_max: Vec<Option<u64>>,
-    pub entitlement: Vec<u64>,
+    pub chain: IdVec<QueueId, Vec<QueueId>>,
+    pub queue_max: IdVec<QueueId, Option<u64>>,
+    pub entitlement: IdVec<QueueId, u64>,
     /// `[vc][flavor]` guaranteed milli-GPUs.
-    pub guarantee: Vec<Vec<u64>>,
-    pub limit: Vec<Option<u64>>,
-    pub weight: Vec<u64>,
+    pub guarantee: IdVec<VcId, IdVec<FlavorId, u64>>,
+    pub limit: IdVec<VcId, Option<u64>>,
+    pub weight: IdVec<VcId, u64>,
     /// Capacity per flavor (healthy GPUs on schedulable nodes), milli.
-    pub flavor_cap: Vec<u64>,
-    pub guar_used: Vec<Vec<u64>>,
-    pub bonus_used: Vec<Vec<u64>>,
-    pub vc_used: Vec<u64>,
-    pub queue_used: Vec<u64>,
-    pub user_used: BTreeMap<(QueueIdx, String), u64>,
+    pub flavor_cap: IdVec<FlavorId, u64>,
+    pub guar_used: IdVec<VcId, IdVec<FlavorId, u64>>,
+    pub bonus_used: IdVec<VcId, IdVec<FlavorId, u64>>,
+    pub vc_used: IdVec<VcId, u64>,
+    pub queue_used: IdVec<QueueId, u64>,
+    pub user_used: BTreeMap<(QueueId, String), u64>,
 }
 
 pub(crate) fn gpus(milli: u64) -> u32 {
@@ -55,7 +52,7 @@ impl Tenants {
     pub fn build(
         snap: &Snapshot,
         flavor_by_name: &BTreeMap<String, FlavorId>,
-        flavor_cap: Vec<u64>,
+        flavor_cap: IdVec<FlavorId, u64>,
     ) -> Tenants {
         let nf = flavor_cap.len();
         let mut t = Tenants {
@@ -66,33 +63,36 @@ impl Tenants {
             if t.vc_by_name.contains_key(&vc.name) {
                 continue;
             }
-            let mut g = vec![0u64; nf];
+            let mut g = IdVec::filled(0u64, nf);
             for fg in &vc.guarantee {
                 if let Some(&f) = flavor_by_name.get(fg.flavor.as_str()) {
-                    g[f as usize] += u64::from(fg.gpus) * 1000;
+                    g[f] += u64::from(fg.gpus) * 1000;
                 }
             }
-            t.vc_by_name.insert(vc.name.clone(), t.vc_names.len());
-            t.vc_names.push(vc.name.clone());
+            let id = t.vc_names.push(vc.name.clone());
+            t.vc_by_name.insert(vc.name.clone(), id);
             t.guarantee.push(g);
             t.limit.push(vc.limit_gpus.map(|l| u64::from(l) * 1000));
             t.weight.push(u64::from(vc.weight.max(1)));
         }
         let nv = t.vc_names.len();
-        t.guar_used = vec![vec![0; nf]; nv];
-        t.bonus_used = vec![vec![0; nf]; nv];
-        t.vc_used = vec![0; nv];
+        t.guar_used = IdVec::filled(IdVec::filled(0, nf), nv);
+        t.bonus_used = IdVec::filled(IdVec::filled(0, nf), nv);
+        t.vc_used = IdVec::filled(0, nv);
         let nq = snap.queues.len();
         for (i, q) in snap.queues.iter().enumerate() {
-            t.queue_by_name.entry(q.name.clone()).or_insert(i);
+            t.queue_by_name
+                .entry(q.name.clone())
+                .or_insert(QueueId(i as u32));
         }
         let total_cap: u64 = t.flavor_cap.iter().sum();
-        t.queue_vc = vec![None; nq];
-        t.chain = vec![Vec::new(); nq];
-        t.queue_max = vec![None; nq];
-        t.entitlement = vec![0; nq];
-        t.queue_used = vec![0; nq];
+        t.queue_vc = IdVec::filled(None, nq);
+        t.chain = IdVec::filled(Vec::new(), nq);
+        t.queue_max = IdVec::filled(None, nq);
+        t.entitlement = IdVec::filled(0, nq);
+        t.queue_used = IdVec::filled(0, nq);
         for (i, q) in snap.queues.iter().enumerate() {
+            let i = QueueId(i as u32);
             if t.queue_by_name.get(&q.name) != Some(&i) {
                 continue; // duplicate name
             }
@@ -108,10 +108,10 @@ impl Tenants {
                 match t.queue_by_name.get(p) {
                     Some(&pi)
                         if !chain.contains(&pi)
-                            && snap.queues[pi].virtual_cluster == q.virtual_cluster =>
+                            && snap.queue(pi).virtual_cluster == q.virtual_cluster =>
                     {
                         chain.push(pi);
-                        cur = &snap.queues[pi];
+                        cur = snap.queue(pi);
                     }
                     _ => {
                         ok = false;
@@ -125,7 +125,7 @@ impl Tenants {
             let vc_guar: u64 = t.guarantee[vc].iter().sum();
             let mut ent = vc_guar;
             for &qi in chain.iter().rev() {
-                ent = ent * u64::from(snap.queues[qi].share.min(100)) / 100;
+                ent = ent * u64::from(snap.queue(qi).share.min(100)) / 100;
             }
             let base = t.limit[vc].unwrap_or(total_cap);
             t.queue_max[i] = (q.max_share < 100).then(|| base * u64::from(q.max_share) / 100);
@@ -138,8 +138,7 @@ impl Tenants {
 
     /// Whether `need` more fits the VC's guarantee for a flavor.
     /// A flavor no node has any more (a running job whose nodes are all gone) has none.
-    pub fn within_guarantee(&self, vc: VcIdx, f: FlavorId, need: u64) -> bool {
-        let f = f as usize;
+    pub fn within_guarantee(&self, vc: VcId, f: FlavorId, need: u64) -> bool {
         match (self.guar_used[vc].get(f), self.guarantee[vc].get(f)) {
             (Some(used), Some(g)) => used + need <= *g,
             _ => false,
@@ -150,7 +149,7 @@ impl Tenants {
     pub fn check_limits(
         &self,
         snap: &Snapshot,
-        q: QueueIdx,
+        q: QueueId,
         user: &str,
         need: u64,
     ) -> Result<(), WaitReason> {
@@ -172,14 +171,14 @@ impl Tenants {
                 && self.queue_used[qi] + need > m
             {
                 return Err(WaitReason::QueueMaxShare {
-                    queue: snap.queues[qi].name.clone(),
+                    queue: snap.queue(qi).name.clone(),
                     max_gpus: gpus(m),
                     in_use_gpus: gpus(self.queue_used[qi]),
                     needed_gpus: gpus(need),
                 });
             }
         }
-        if let Some(l) = snap.queues[q].user_limit {
+        if let Some(l) = snap.queue(q).user_limit {
             let used = self
                 .user_used
                 .get(&(q, user.to_string()))
@@ -188,7 +187,7 @@ impl Tenants {
             if used + need > u64::from(l) * 1000 {
                 return Err(WaitReason::UserLimit {
                     user: user.to_string(),
-                    queue: snap.queues[q].name.clone(),
+                    queue: snap.queue(q).name.clone(),
                     limit_gpus: l,
                     in_use_gpus: gpus(used),
                     needed_gpus: gpus(need),
@@ -204,15 +203,15 @@ impl Tenants {
     pub fn limits_pass_after(
         &self,
         snap: &Snapshot,
-        q: QueueIdx,
+        q: QueueId,
         user: &str,
         need: u64,
-        freed: &[(QueueIdx, &str, u64)],
+        freed: &[(QueueId, &str, u64)],
     ) -> bool {
         let Some(vc) = self.queue_vc[q] else {
             return true;
         };
-        let sum = |keep: &dyn Fn(QueueIdx, &str) -> bool| -> u64 {
+        let sum = |keep: &dyn Fn(QueueId, &str) -> bool| -> u64 {
             freed
                 .iter()
                 .filter(|(fq, fu, _)| keep(*fq, fu))
@@ -233,7 +232,7 @@ impl Tenants {
                 }
             }
         }
-        if let Some(l) = snap.queues[q].user_limit {
+        if let Some(l) = snap.queue(q).user_limit {
             let used = self
                 .user_used
                 .get(&(q, user.to_string()))
@@ -249,7 +248,7 @@ impl Tenants {
 
     /// Whether `need` is more than a limit allows even with nothing else running: no
     /// preemption can make room for it.
-    pub fn above_a_limit(&self, snap: &Snapshot, q: QueueIdx, need: u64) -> bool {
+    pub fn above_a_limit(&self, snap: &Snapshot, q: QueueId, need: u64) -> bool {
         let Some(vc) = self.queue_vc[q] else {
             return false;
         };
@@ -257,7 +256,8 @@ impl Tenants {
             || self.chain[q]
                 .iter()
                 .any(|&qi| self.queue_max[qi].is_some_and(|m| need > m))
-            || snap.queues[q]
+            || snap
+                .queue(q)
                 .user_limit
                 .is_some_and(|l| need > u64::from(l) * 1000)
     }
@@ -265,7 +265,7 @@ impl Tenants {
     /// Add (or with `add == false` remove) usage.
     pub fn charge(
         &mut self,
-        q: QueueIdx,
+        q: QueueId,
         user: &str,
         f: FlavorId,
         milli: u64,
@@ -283,9 +283,9 @@ impl Tenants {
         // A flavor no node has any more (the job's nodes are all gone) has no per-flavor
         // usage; the job still counts for its VirtualCluster, queues and user.
         let per_flavor = if bonus {
-            self.bonus_used[vc].get_mut(f as usize)
+            self.bonus_used[vc].get_mut(f)
         } else {
-            self.guar_used[vc].get_mut(f as usize)
+            self.guar_used[vc].get_mut(f)
         };
         if let Some(x) = per_flavor {
             op(x);
@@ -298,9 +298,9 @@ impl Tenants {
     }
 
     /// Weighted dominant share of the guarantee in use (guaranteed phase turn order).
-    pub fn guaranteed_share(&self, vc: VcIdx) -> f64 {
+    pub fn guaranteed_share(&self, vc: VcId) -> f64 {
         let mut s: f64 = 0.0;
-        for (f, &g) in self.guarantee[vc].iter().enumerate() {
+        for (f, &g) in self.guarantee[vc].iter_enumerated() {
             if g > 0 {
                 s = s.max(self.guar_used[vc][f] as f64 / g as f64);
             }
@@ -309,9 +309,9 @@ impl Tenants {
     }
 
     /// Weighted dominant share of borrowed capacity (bonus phase turn order).
-    pub fn bonus_share(&self, vc: VcIdx) -> f64 {
+    pub fn bonus_share(&self, vc: VcId) -> f64 {
         let mut s: f64 = 0.0;
-        for (f, &cap) in self.flavor_cap.iter().enumerate() {
+        for (f, &cap) in self.flavor_cap.iter_enumerated() {
             if cap > 0 {
                 s = s.max(self.bonus_used[vc][f] as f64 / cap as f64);
             }
@@ -320,7 +320,7 @@ impl Tenants {
     }
 
     /// Queue turn order inside a VC: usage over entitlement, smallest first.
-    pub fn queue_key(&self, q: QueueIdx) -> (u64, u64) {
+    pub fn queue_key(&self, q: QueueId) -> (u64, u64) {
         match self.queue_used[q]
             .saturating_mul(1_000_000)
             .checked_div(self.entitlement[q])

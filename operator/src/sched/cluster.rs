@@ -1,6 +1,7 @@
-//! Node state for one cycle: a ledger per GPU, CPU and memory, and the index of free capacity
-//! (nodes bucketed by free whole GPUs per flavor, racks ordered by free GPUs) that lets
-//! placement find a best-fit node in O(log n) instead of scanning the cluster.
+//! The cluster during one cycle ([`Cluster`]): a ledger per GPU, CPU and memory of each
+//! node, and the index of free capacity (nodes bucketed by free whole GPUs per flavor, racks
+//! ordered by free GPUs) that lets placement find a best-fit node in O(log n) instead of
+//! scanning the cluster.
 //!
 //! Every amount is a [`Ledger`]: `held` by running work, `releasing` (held by jobs that are
 //! being preempted) and `reserved` (promised to a job that waits for those releases). What
@@ -10,11 +11,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::frag::Mix;
 use super::model::{GpuDemand, GpuIndex, Node, Snapshot, Topology};
 
-pub(crate) type NodeIdx = u32;
-pub(crate) type FlavorId = u16;
+use super::ids::{FlavorId, IdVec, NodeId, RackId};
 
 /// Whether a placement uses capacity free now, or capacity free once releases complete.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,7 +106,7 @@ pub(crate) struct NodeState {
     /// Index of the node in the snapshot.
     pub src: u32,
     pub flavor: FlavorId,
-    pub rack: Option<u32>,
+    pub rack: Option<RackId>,
     pub schedulable: bool,
     /// Has at least one NVLink group.
     pub nvlink: bool,
@@ -140,7 +139,7 @@ impl NodeState {
 /// Capacity taken by one replica on one node (for undo and for the decision).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Take {
-    pub node: NodeIdx,
+    pub node: NodeId,
     pub gpus: Vec<(u8, u16)>,
     pub cpu: u64,
     pub mem: u64,
@@ -151,7 +150,7 @@ pub(crate) struct Take {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct RackGroup {
     pub flavor: FlavorId,
-    pub nodes: Vec<NodeIdx>,
+    pub nodes: Vec<NodeId>,
     pub free_now: u32,
     pub healthy_gpus: u32,
 }
@@ -159,7 +158,7 @@ pub(crate) struct RackGroup {
 /// Static facts per flavor, for quick "never fits" answers.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct FlavorFacts {
-    pub nodes: Vec<NodeIdx>,
+    pub nodes: Vec<NodeId>,
     pub max_node_gpus: u32,
     pub max_group_gpus: u32,
     pub max_rack_gpus: u32,
@@ -169,21 +168,19 @@ pub(crate) struct FlavorFacts {
 /// The cluster during a cycle.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Cluster {
-    pub nodes: Vec<NodeState>,
-    pub node_by_name: BTreeMap<String, NodeIdx>,
-    pub flavor_names: Vec<String>,
+    pub nodes: IdVec<NodeId, NodeState>,
+    pub node_by_name: BTreeMap<String, NodeId>,
+    pub flavor_names: IdVec<FlavorId, String>,
     pub flavor_by_name: BTreeMap<String, FlavorId>,
-    pub facts: Vec<FlavorFacts>,
+    pub facts: IdVec<FlavorId, FlavorFacts>,
     /// `[flavor][free whole GPUs now]` → (has NVLink, node).
-    pub buckets: Vec<Vec<BTreeSet<(bool, NodeIdx)>>>,
+    pub buckets: IdVec<FlavorId, Vec<BTreeSet<(bool, NodeId)>>>,
     /// Partly used GPUs with room left now, per flavor: (room, node, GPU), least room first
     /// (best fit for a share is the first entry at or above its size).
-    pub share_index: Vec<BTreeSet<(u16, NodeIdx, u8)>>,
-    /// The workload's shape mix that fragmentation is scored against (empty: no scores).
-    pub mix: Mix,
-    pub racks: Vec<RackGroup>,
+    pub share_index: IdVec<FlavorId, BTreeSet<(u16, NodeId, u8)>>,
+    pub racks: IdVec<RackId, RackGroup>,
     /// Per flavor: (free now, rack group).
-    pub rack_index: Vec<BTreeSet<(u32, u32)>>,
+    pub rack_index: IdVec<FlavorId, BTreeSet<(u32, RackId)>>,
 }
 
 fn build_topology(n: &Node, count: usize) -> (Vec<Vec<u8>>, Vec<bool>) {
@@ -221,7 +218,7 @@ fn build_topology(n: &Node, count: usize) -> (Vec<Vec<u8>>, Vec<bool>) {
 impl Cluster {
     pub fn build(snap: &Snapshot) -> Cluster {
         let mut c = Cluster::default();
-        let mut rack_ids: BTreeMap<(FlavorId, &str), u32> = BTreeMap::new();
+        let mut rack_ids: BTreeMap<(FlavorId, &str), RackId> = BTreeMap::new();
         // Index nodes rack by rack (then by name), so a rack's nodes are neighbours in the
         // free-capacity index and ties between equal nodes stay within as few racks as
         // possible; the order no longer depends on the order the caller listed them in.
@@ -263,12 +260,10 @@ impl Cluster {
                 }
             }
             let rack = n.rack.as_deref().map(|r| {
-                let next = rack_ids.len() as u32;
+                let next = RackId(rack_ids.len() as u32);
                 *rack_ids.entry((flavor, r)).or_insert(next)
             });
-            let idx = c.nodes.len() as NodeIdx;
-            c.node_by_name.insert(n.name.clone(), idx);
-            c.nodes.push(NodeState {
+            let idx = c.nodes.push(NodeState {
                 src: src as u32,
                 flavor,
                 rack,
@@ -292,10 +287,11 @@ impl Cluster {
                 free_now: 0,
                 share_keys: Vec::new(),
             });
+            c.node_by_name.insert(n.name.clone(), idx);
         }
-        c.racks = vec![RackGroup::default(); rack_ids.len()];
+        c.racks = IdVec::filled(RackGroup::default(), rack_ids.len());
         for (&(f, _), &id) in &rack_ids {
-            c.racks[id as usize].flavor = f;
+            c.racks[id].flavor = f;
         }
         c
     }
@@ -304,8 +300,7 @@ impl Cluster {
         if let Some(&id) = self.flavor_by_name.get(name) {
             return id;
         }
-        let id = self.flavor_names.len() as FlavorId;
-        self.flavor_names.push(name.to_string());
+        let id = self.flavor_names.push(name.to_string());
         self.flavor_by_name.insert(name.to_string(), id);
         id
     }
@@ -313,14 +308,14 @@ impl Cluster {
     /// Charge a running replica's resources (before [`Cluster::index`]).
     pub fn charge_running(
         &mut self,
-        node: NodeIdx,
+        node: NodeId,
         gpus: &[GpuIndex],
         share: Option<u32>,
         cpu: u64,
         mem: u64,
         releasing: bool,
     ) {
-        let n = &mut self.nodes[node as usize];
+        let n = &mut self.nodes[node];
         let amount = share.map_or(1000, |s| s.min(1000));
         let f = |l: &mut Ledger, a: u64| {
             l.held += a;
@@ -343,10 +338,10 @@ impl Cluster {
             let Some(&idx) = self.node_by_name.get(&n.name) else {
                 continue;
             };
-            if self.nodes[idx as usize].src as usize != i {
+            if self.nodes[idx].src as usize != i {
                 continue;
             }
-            let st = &mut self.nodes[idx as usize];
+            let st = &mut self.nodes[idx];
             let mut left = n.foreign.gpus;
             for g in st.gpus.iter_mut().rev() {
                 if left == 0 {
@@ -359,16 +354,16 @@ impl Cluster {
             }
         }
         let nf = self.flavor_names.len();
-        self.facts = vec![FlavorFacts::default(); nf];
-        self.buckets = vec![Vec::new(); nf];
-        self.share_index = vec![BTreeSet::new(); nf];
-        self.rack_index = vec![BTreeSet::new(); nf];
-        for (i, n) in self.nodes.iter().enumerate() {
-            let f = n.flavor as usize;
+        self.facts = IdVec::filled(FlavorFacts::default(), nf);
+        self.buckets = IdVec::filled(Vec::new(), nf);
+        self.share_index = IdVec::filled(BTreeSet::new(), nf);
+        self.rack_index = IdVec::filled(BTreeSet::new(), nf);
+        for (i, n) in self.nodes.iter_enumerated() {
+            let f = n.flavor;
             let healthy = n.healthy_gpus();
             let facts = &mut self.facts[f];
             if n.schedulable {
-                facts.nodes.push(i as NodeIdx);
+                facts.nodes.push(i);
                 facts.max_node_gpus = facts.max_node_gpus.max(healthy);
                 let mg = n
                     .groups
@@ -379,8 +374,8 @@ impl Cluster {
                 facts.max_group_gpus = facts.max_group_gpus.max(mg);
                 facts.total_gpus += healthy;
                 if let Some(r) = n.rack {
-                    self.racks[r as usize].nodes.push(i as NodeIdx);
-                    self.racks[r as usize].healthy_gpus += healthy;
+                    self.racks[r].nodes.push(i);
+                    self.racks[r].healthy_gpus += healthy;
                 }
             }
             let b = &mut self.buckets[f];
@@ -389,22 +384,22 @@ impl Cluster {
             }
         }
         for r in &self.racks {
-            let f = &mut self.facts[r.flavor as usize];
+            let f = &mut self.facts[r.flavor];
             f.max_rack_gpus = f.max_rack_gpus.max(r.healthy_gpus);
         }
-        for i in 0..self.nodes.len() {
+        for i in self.nodes.ids() {
             self.nodes[i].free_now = 0;
-            self.reindex(i as NodeIdx, true);
+            self.reindex(i, true);
         }
     }
 
     /// Recompute a node's free counts and move it in the indexes.
-    fn reindex(&mut self, idx: NodeIdx, first: bool) {
-        let n = &self.nodes[idx as usize];
+    fn reindex(&mut self, idx: NodeId, first: bool) {
+        let n = &self.nodes[idx];
         if !n.schedulable {
             return;
         }
-        let f = n.flavor as usize;
+        let f = n.flavor;
         let old = n.free_now;
         let new = n.whole_avail(Mode::Now) as u8;
         let key = (n.nvlink, idx);
@@ -427,7 +422,7 @@ impl Cluster {
             }
             self.buckets[f][new as usize].insert(key);
             if let Some(r) = rack {
-                let rg = &mut self.racks[r as usize];
+                let rg = &mut self.racks[r];
                 if !first {
                     self.rack_index[f].remove(&(rg.free_now, r));
                 }
@@ -435,7 +430,7 @@ impl Cluster {
                 self.rack_index[f].insert((rg.free_now, r));
             }
         }
-        let n = &mut self.nodes[idx as usize];
+        let n = &mut self.nodes[idx];
         n.free_now = new;
         if let Some(keys) = keys {
             for &(a, g) in &n.share_keys {
@@ -453,7 +448,7 @@ impl Cluster {
     #[allow(clippy::too_many_arguments)] // one replica's whole demand, spelled out
     pub fn try_take(
         &mut self,
-        idx: NodeIdx,
+        idx: NodeId,
         d: GpuDemand,
         cpu: u64,
         mem: u64,
@@ -480,13 +475,13 @@ impl Cluster {
     /// when it is unschedulable, short of CPU or memory, or `gpus` finds none.
     fn take_with(
         &mut self,
-        idx: NodeIdx,
+        idx: NodeId,
         cpu: u64,
         mem: u64,
         mode: Mode,
         gpus: impl FnOnce(&NodeState) -> Option<Vec<(u8, u16)>>,
     ) -> Option<Take> {
-        let n = &self.nodes[idx as usize];
+        let n = &self.nodes[idx];
         if !n.schedulable || n.cpu.avail(mode) < cpu || n.mem.avail(mode) < mem {
             return None;
         }
@@ -502,7 +497,7 @@ impl Cluster {
     }
 
     fn apply(&mut self, t: &Take, add: bool) {
-        let n = &mut self.nodes[t.node as usize];
+        let n = &mut self.nodes[t.node];
         let op = |l: &mut Ledger, a: u64| {
             if add {
                 l.take(a, t.mode)
@@ -525,13 +520,13 @@ impl Cluster {
     /// Move a running replica's resources to (or back from) `releasing`.
     pub fn set_releasing(
         &mut self,
-        node: NodeIdx,
+        node: NodeId,
         gpus: &[(u8, u16)],
         cpu: u64,
         mem: u64,
         on: bool,
     ) {
-        let n = &mut self.nodes[node as usize];
+        let n = &mut self.nodes[node];
         let op = |l: &mut Ledger, a: u64| if on { l.release(a) } else { l.unrelease(a) };
         op(&mut n.cpu, cpu);
         op(&mut n.mem, mem);
@@ -552,16 +547,19 @@ impl Cluster {
         largest: bool,
         nvlink_first: bool,
         limit: usize,
-        out: &mut Vec<NodeIdx>,
+        out: &mut Vec<NodeId>,
     ) {
         out.clear();
-        let Some(b) = self.buckets.get(flavor as usize) else {
+        let Some(b) = self.buckets.get(flavor) else {
             return;
         };
         let lo = (min_free as usize).min(b.len());
-        let mut visit = |set: &BTreeSet<(bool, NodeIdx)>| {
-            let it: Box<dyn Iterator<Item = &(bool, NodeIdx)>> = if nvlink_first {
-                Box::new(set.range((true, 0)..).chain(set.range(..(true, 0))))
+        let mut visit = |set: &BTreeSet<(bool, NodeId)>| {
+            let it: Box<dyn Iterator<Item = &(bool, NodeId)>> = if nvlink_first {
+                Box::new(
+                    set.range((true, NodeId(0))..)
+                        .chain(set.range(..(true, NodeId(0)))),
+                )
             } else {
                 Box::new(set.iter())
             };
@@ -596,121 +594,27 @@ impl Cluster {
         free: usize,
         nvlink_first: bool,
         limit: usize,
-        out: &mut Vec<NodeIdx>,
+        out: &mut Vec<NodeId>,
     ) {
-        let Some(set) = self.buckets.get(flavor as usize).and_then(|b| b.get(free)) else {
+        let Some(set) = self.buckets.get(flavor).and_then(|b| b.get(free)) else {
             return;
         };
-        let it: Box<dyn Iterator<Item = &(bool, NodeIdx)>> = if nvlink_first {
-            Box::new(set.range((true, 0)..).chain(set.range(..(true, 0))))
+        let it: Box<dyn Iterator<Item = &(bool, NodeId)>> = if nvlink_first {
+            Box::new(
+                set.range((true, NodeId(0))..)
+                    .chain(set.range(..(true, NodeId(0)))),
+            )
         } else {
             Box::new(set.iter())
         };
         out.extend(it.take(limit).map(|&(_, n)| n));
     }
 
-    /// Fragmentation of a node now (see `frag`).
-    pub fn frag_now(&self, idx: NodeIdx, scratch: &mut Vec<u16>) -> f64 {
-        let n = &self.nodes[idx as usize];
-        scratch.clear();
-        scratch.extend(n.gpus.iter().map(|g| g.avail(Mode::Now)));
-        self.mix.node_frag(
-            n.flavor,
-            scratch,
-            n.cpu.avail(Mode::Now),
-            n.mem.avail(Mode::Now),
-        )
-    }
-
-    /// How much placing one replica on a node now would change the node's fragmentation, or
-    /// None when it does not fit; for a share also the GPU it should go to.
-    ///
-    /// A share is scored on every GPU it fits (one per distinct room left: GPUs with the same
-    /// room give the same score) and goes where fragmentation grows least, ties to the least
-    /// room (best fit): the tightest GPU is not always the best one, e.g. when what it would
-    /// leave is too small for every common share while a roomier GPU would keep a usable rest.
-    pub fn frag_delta(
-        &self,
-        idx: NodeIdx,
-        d: GpuDemand,
-        cpu: u64,
-        mem: u64,
-        scratch: &mut Vec<u16>,
-    ) -> Option<(f64, Option<u8>)> {
-        let n = &self.nodes[idx as usize];
-        let (cpu_free, mem_free) = (n.cpu.avail(Mode::Now), n.mem.avail(Mode::Now));
-        if !n.schedulable || cpu_free < cpu || mem_free < mem {
-            return None;
-        }
-        scratch.clear();
-        scratch.extend(n.gpus.iter().map(|g| g.avail(Mode::Now)));
-        // cheap fit check first: most nodes of a busy cluster do not fit
-        let fits = match d {
-            GpuDemand::None => true,
-            GpuDemand::Whole(k) => scratch.iter().filter(|&&x| x >= 1000).count() >= k as usize,
-            GpuDemand::Share(m) => scratch.iter().any(|&x| x >= m.0.min(1000) as u16),
-        };
-        if !fits {
-            return None;
-        }
-        let before = self.mix.node_frag(n.flavor, scratch, cpu_free, mem_free);
-        let (cpu_after, mem_after) = (cpu_free - cpu, mem_free - mem);
-        // The score depends only on how much is left on each GPU, not on which GPU.
-        match d {
-            GpuDemand::None => {}
-            GpuDemand::Whole(k) => {
-                let mut left = k;
-                for x in scratch.iter_mut().filter(|x| **x >= 1000) {
-                    if left == 0 {
-                        break;
-                    }
-                    *x = 0;
-                    left -= 1;
-                }
-                if left > 0 {
-                    return None;
-                }
-            }
-            GpuDemand::Share(m) => {
-                let m = m.0.min(1000) as u16;
-                // (delta, room, GPU) of the best GPU so far
-                let mut best: Option<(f64, u16, u8)> = None;
-                for i in 0..scratch.len() {
-                    let x = scratch[i];
-                    if x < m || scratch[..i].contains(&x) {
-                        continue;
-                    }
-                    scratch[i] = x - m;
-                    let delta =
-                        self.mix.node_frag(n.flavor, scratch, cpu_after, mem_after) - before;
-                    scratch[i] = x;
-                    let key = (delta, x, i as u8);
-                    if best.is_none_or(|b| {
-                        key.0.total_cmp(&b.0).then((key.1, key.2).cmp(&(b.1, b.2)))
-                            == std::cmp::Ordering::Less
-                    }) {
-                        best = Some(key);
-                    }
-                }
-                let (delta, room, gpu) = best?;
-                // a fresh GPU: the one choose_share would open (keeps large groups whole)
-                let gpu = if room >= 1000 {
-                    fresh_share_gpu(n, Mode::Now, false)?
-                } else {
-                    gpu
-                };
-                return Some((delta, Some(gpu)));
-            }
-        }
-        let after = self.mix.node_frag(n.flavor, scratch, cpu_after, mem_after);
-        Some((after - before, None))
-    }
-
-    /// Take one share on a given GPU of a node now (the GPU [`Cluster::frag_delta`] chose),
+    /// Take one share on a given GPU of a node now (the GPU `frag` chose),
     /// or leave the node untouched when it does not fit there.
     pub fn try_take_share_on(
         &mut self,
-        idx: NodeIdx,
+        idx: NodeId,
         gpu: u8,
         m: u16,
         cpu: u64,
@@ -727,7 +631,7 @@ impl Cluster {
         let mut largest = 0;
         let mut total = 0;
         for &f in flavors {
-            if let Some(b) = self.buckets.get(f as usize) {
+            if let Some(b) = self.buckets.get(f) {
                 for (free, set) in b.iter().enumerate() {
                     if !set.is_empty() {
                         largest = largest.max(free as u32);
@@ -817,7 +721,7 @@ fn choose_share(n: &NodeState, m: u16, mode: Mode, nvlink_wanted: bool) -> Optio
 
 /// A free GPU for a share: from the group with the fewest free GPUs (keeping large groups
 /// whole), non-NVLink first unless NVLink is wanted.
-fn fresh_share_gpu(n: &NodeState, mode: Mode, nvlink_wanted: bool) -> Option<u8> {
+pub(crate) fn fresh_share_gpu(n: &NodeState, mode: Mode, nvlink_wanted: bool) -> Option<u8> {
     let mut pick: Option<((u32, bool, usize), u8)> = None;
     for g in 0..n.groups.len() {
         let free: Vec<u8> = n.groups[g]

@@ -1,0 +1,335 @@
+//! What the tenants use, as users read it (`kubectl get queues`, `kubectl get vc`, the
+//! metrics): per VirtualCluster and GPU type the GPUs guaranteed, in use, bonus and lent; per
+//! queue the GPUs in use and of those the bonus ones; the GPUs of each type in the cluster.
+//!
+//! The numbers count what the snapshot's jobs hold when the cycle starts (admissions of this
+//! cycle count from the next one, once their pods exist; jobs being preempted count until
+//! they are gone), with this cycle's promotions applied: a promoted job's GPUs are no longer
+//! bonus. GPUs count by the type of the node under each replica. A VirtualCluster's bonus and
+//! lent do not depend on the flags its jobs were admitted with (see [`settle_bonus_and_lent`]),
+//! so that its numbers always add up.
+
+use std::borrow::Borrow;
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::cluster::Cluster;
+use super::model::{Flavor, ReplicaPlacement, Snapshot};
+
+/// One VirtualCluster's numbers for one GPU type (amounts in milli-GPUs).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FlavorUsage {
+    /// Guaranteed GPUs.
+    pub guaranteed: u32,
+    pub in_use_milli: u64,
+    /// In use beyond the guarantee.
+    pub bonus_milli: u64,
+    /// Idle guarantee that other tenants borrow.
+    pub lent_milli: u64,
+}
+
+/// One VirtualCluster's numbers, per GPU type (CPU-only and unknown nodes under the empty
+/// flavor).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VcUsage {
+    pub flavors: BTreeMap<Flavor, FlavorUsage>,
+}
+
+/// One queue's GPUs (its own jobs, not its children's), in milli-GPUs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueueUsage {
+    pub milli_gpus: u64,
+    /// Of `milli_gpus`, held by bonus jobs.
+    pub bonus_milli_gpus: u64,
+}
+
+/// The usage part of a cycle's decisions.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Every VirtualCluster of the snapshot, and any a running job's queue names.
+    pub virtual_clusters: BTreeMap<String, VcUsage>,
+    /// Every queue of the snapshot, and any a running job names.
+    pub queues: BTreeMap<String, QueueUsage>,
+    /// GPUs per type, on every node (healthy or not, schedulable or not).
+    pub capacity: BTreeMap<Flavor, u32>,
+}
+
+/// Milli-GPUs held by one placed replica.
+fn replica_milli(p: &ReplicaPlacement) -> u64 {
+    match p.share {
+        Some(m) => u64::from(m.0),
+        None => p.gpus.len() as u64 * 1000,
+    }
+}
+
+/// `map[key]`, inserted as the default when absent; clones the key only then (one cycle of a
+/// large simulation looks up thousands of running jobs' queues).
+fn slot<'m, K, Q, V>(map: &'m mut BTreeMap<K, V>, key: &Q) -> &'m mut V
+where
+    K: Ord + Borrow<Q>,
+    Q: Ord + ToOwned<Owned = K> + ?Sized,
+    V: Default,
+{
+    if !map.contains_key(key) {
+        map.insert(key.to_owned(), V::default());
+    }
+    map.get_mut(key).expect("inserted above")
+}
+
+/// The usage of `snap`'s running jobs once the `promoted` jobs (ids) are guaranteed.
+pub(crate) fn report(snap: &Snapshot, c: &Cluster, promoted: &[String]) -> Usage {
+    let mut usage = Usage::default();
+    for n in &snap.nodes {
+        if !n.flavor.is_cpu_only() {
+            *usage.capacity.entry(n.flavor.clone()).or_default() += n.allocatable.gpus;
+        }
+    }
+    let queue_vc: BTreeMap<&str, &str> = snap
+        .queues
+        .iter()
+        .map(|q| (q.name.as_str(), q.virtual_cluster.as_str()))
+        .collect();
+    for vc in &snap.virtual_clusters {
+        let entry = usage.virtual_clusters.entry(vc.name.clone()).or_default();
+        for g in &vc.guarantee {
+            entry
+                .flavors
+                .entry(g.flavor.clone())
+                .or_default()
+                .guaranteed += g.gpus;
+        }
+    }
+    for q in &snap.queues {
+        usage.queues.entry(q.name.clone()).or_default();
+    }
+    let promoted: BTreeSet<&str> = promoted.iter().map(String::as_str).collect();
+    let no_flavor = Flavor::default();
+    for j in &snap.jobs {
+        let Some(r) = &j.running else { continue };
+        let milli: u64 = r.placement.iter().map(replica_milli).sum();
+        let q = slot(&mut usage.queues, j.queue.as_str());
+        q.milli_gpus += milli;
+        if r.bonus && !promoted.contains(j.id.as_str()) {
+            q.bonus_milli_gpus += milli;
+        }
+        let Some(vc) = queue_vc.get(j.queue.as_str()) else {
+            continue;
+        };
+        let flavors = &mut slot(&mut usage.virtual_clusters, *vc).flavors;
+        for p in &r.placement {
+            let flavor = c
+                .node_by_name
+                .get(&p.node)
+                .map_or(&no_flavor, |&n| &snap.nodes[c.nodes[n].src as usize].flavor);
+            slot(flavors, flavor).in_use_milli += replica_milli(p);
+        }
+    }
+    settle_bonus_and_lent(&mut usage);
+    usage
+}
+
+/// Bonus and lent per GPU type, so that a VirtualCluster's numbers add up whatever flag its
+/// jobs were admitted with: bonus is what a tenant uses beyond its guarantee; what all
+/// tenants borrow comes first out of GPUs nobody is guaranteed, and only the rest out of
+/// other tenants' idle guarantees, shared among those in proportion to how much of their
+/// guarantee is idle. So no tenant is said to lend more than it has idle, and the GPUs
+/// lent never exceed the GPUs borrowed.
+fn settle_bonus_and_lent(usage: &mut Usage) {
+    let mut flavors: BTreeMap<Flavor, (u64, u64, u64)> = BTreeMap::new(); // guaranteed, borrowed, idle
+    for u in usage.virtual_clusters.values_mut() {
+        for (flavor, f) in u.flavors.iter_mut() {
+            let guaranteed = u64::from(f.guaranteed) * 1000;
+            f.bonus_milli = f.in_use_milli.saturating_sub(guaranteed);
+            f.lent_milli = 0;
+            let t = flavors.entry(flavor.clone()).or_default();
+            t.0 += guaranteed;
+            t.1 += f.bonus_milli;
+            t.2 += guaranteed.saturating_sub(f.in_use_milli);
+        }
+    }
+    for (flavor, (guaranteed, borrowed, idle)) in flavors {
+        let capacity = u64::from(usage.capacity.get(&flavor).copied().unwrap_or(0)) * 1000;
+        let unowned = capacity.saturating_sub(guaranteed);
+        let from_guarantees = borrowed.saturating_sub(unowned).min(idle);
+        if from_guarantees == 0 {
+            continue;
+        }
+        // Proportional shares, rounded down; the milli-GPUs left over go one each to the
+        // tenants in name order, so the shares sum exactly to what is borrowed.
+        let mut left = from_guarantees;
+        let mut lenders: Vec<&mut FlavorUsage> = usage
+            .virtual_clusters
+            .values_mut()
+            .filter_map(|u| u.flavors.get_mut(&flavor))
+            .filter(|f| u64::from(f.guaranteed) * 1000 > f.in_use_milli)
+            .collect();
+        for f in lenders.iter_mut() {
+            let own_idle = u64::from(f.guaranteed) * 1000 - f.in_use_milli;
+            let share =
+                (u128::from(from_guarantees) * u128::from(own_idle) / u128::from(idle)) as u64;
+            f.lent_milli = share;
+            left -= share;
+        }
+        for f in lenders.iter_mut() {
+            if left == 0 {
+                break;
+            }
+            if f.lent_milli < u64::from(f.guaranteed) * 1000 - f.in_use_milli {
+                f.lent_milli += 1;
+                left -= 1;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::fixtures::*;
+    use crate::sched::schedule;
+
+    /// The cycle that promotes a bonus job reports its GPUs as guaranteed already; a job
+    /// still bonus, a pending job and the GPUs of a node the snapshot does not know count as
+    /// before the refactor: by the placements, under the type of the node.
+    #[test]
+    fn usage_counts_this_cycles_promotions_and_every_placed_replica() {
+        let nodes = vec![node("n0", "A100", 8, None), node("n1", "H100", 4, None)];
+        let vcs = vec![vc("a", "A100", 4), vc("c", "A100", 4)];
+        let queues = vec![queue("qa", "a"), queue("qc", "c")];
+        let jobs = vec![
+            run(
+                job("c/was-bonus", "qc", 1, 4),
+                &[("n0", &[0, 1, 2, 3])],
+                true,
+                0,
+                None,
+            ),
+            run(
+                job("c/borrows", "qc", 1, 2),
+                &[("n1", &[0, 1])],
+                true,
+                0,
+                None,
+            ),
+            run(job("a/lost", "qa", 1, 1), &[("gone", &[0])], false, 0, None),
+            job("a/j", "qa", 1, 8),
+        ];
+        let d = schedule(&snapshot(100, nodes, vcs, queues, jobs));
+        assert_eq!(d.promotions, vec!["c/was-bonus".to_string()]);
+        let u = &d.usage;
+        assert_eq!(
+            u.queues["qc"],
+            QueueUsage {
+                milli_gpus: 6_000,
+                bonus_milli_gpus: 2_000
+            }
+        );
+        assert_eq!(u.queues["qa"].milli_gpus, 1_000);
+        assert_eq!(numbers(u, "c", "A100"), (4_000, 0, 0));
+        assert_eq!(numbers(u, "c", "H100"), (2_000, 2_000, 0));
+        assert_eq!(numbers(u, "a", ""), (1_000, 1_000, 0));
+        assert_eq!(numbers(u, "a", "A100"), (0, 0, 0));
+        assert_eq!(
+            u.capacity,
+            [(Flavor::new("A100"), 8), (Flavor::new("H100"), 4)].into()
+        );
+    }
+
+    fn vc_usage(flavors: &[(&str, u32, u64)]) -> VcUsage {
+        VcUsage {
+            flavors: flavors
+                .iter()
+                .map(|&(f, guaranteed, in_use_milli)| {
+                    (
+                        Flavor::new(f),
+                        FlavorUsage {
+                            guaranteed,
+                            in_use_milli,
+                            ..Default::default()
+                        },
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    fn usage(capacity: &[(&str, u32)], vcs: Vec<(&str, VcUsage)>) -> Usage {
+        let mut u = Usage {
+            capacity: capacity.iter().map(|&(f, n)| (Flavor::new(f), n)).collect(),
+            virtual_clusters: vcs.into_iter().map(|(n, v)| (n.to_string(), v)).collect(),
+            ..Default::default()
+        };
+        settle_bonus_and_lent(&mut u);
+        u
+    }
+
+    fn numbers(u: &Usage, vc: &str, flavor: &str) -> (u64, u64, u64) {
+        let f = &u.virtual_clusters[vc].flavors[&Flavor::new(flavor)];
+        (f.in_use_milli, f.bonus_milli, f.lent_milli)
+    }
+
+    #[test]
+    fn bonus_is_what_is_used_beyond_the_guarantee_per_gpu_type() {
+        // Team a is guaranteed 8 A100 and 0 H100 and uses 10 A100 and 2 H100: 2 + 2 bonus,
+        // whatever flags its jobs were admitted with.
+        let u = usage(
+            &[("A100", 16), ("H100", 10)],
+            vec![
+                ("a", vc_usage(&[("A100", 8, 10_000), ("H100", 0, 2_000)])),
+                ("b", vc_usage(&[("A100", 8, 0), ("H100", 8, 8_000)])),
+            ],
+        );
+        assert_eq!(numbers(&u, "a", "A100"), (10_000, 2_000, 0));
+        assert_eq!(numbers(&u, "a", "H100"), (2_000, 2_000, 0));
+        // All 16 A100 are guaranteed, so a's 2 borrowed A100 are b's idle ones. b uses all
+        // its 8 H100; a's 2 H100 are the 2 nobody is guaranteed, so b lends none.
+        assert_eq!(numbers(&u, "b", "A100"), (0, 0, 2_000));
+        assert_eq!(numbers(&u, "b", "H100"), (8_000, 0, 0));
+    }
+
+    #[test]
+    fn a_shared_gpu_counts_as_its_share() {
+        let u = usage(
+            &[("A100", 8)],
+            vec![
+                ("a", vc_usage(&[("A100", 1, 1_750)])),
+                ("b", vc_usage(&[("A100", 7, 0)])),
+            ],
+        );
+        assert_eq!(numbers(&u, "a", "A100"), (1_750, 750, 0));
+        assert_eq!(numbers(&u, "b", "A100"), (0, 0, 750));
+    }
+
+    #[test]
+    fn borrowing_comes_from_unguaranteed_gpus_first_and_lent_never_exceeds_borrowed() {
+        // 16 GPUs, 12 guaranteed (a 4, b 8), 4 nobody's. c borrows 6: 4 of them are the
+        // unguaranteed GPUs, 2 come out of a's and b's idle guarantees, shared 1:2.
+        let u = usage(
+            &[("A100", 16)],
+            vec![
+                ("a", vc_usage(&[("A100", 4, 0)])),
+                ("b", vc_usage(&[("A100", 8, 0)])),
+                ("c", vc_usage(&[("A100", 0, 6_000)])),
+            ],
+        );
+        let lent: u64 = ["a", "b", "c"]
+            .iter()
+            .map(|v| numbers(&u, v, "A100").2)
+            .sum();
+        assert_eq!(lent, 2_000);
+        assert_eq!(numbers(&u, "a", "A100").2, 666 + 1);
+        assert_eq!(numbers(&u, "b", "A100").2, 1_333);
+        // Two idle tenants are not both said to lend the same borrowed GPUs.
+        let u = usage(
+            &[("A100", 16)],
+            vec![
+                ("a", vc_usage(&[("A100", 8, 0)])),
+                ("b", vc_usage(&[("A100", 8, 0)])),
+                ("c", vc_usage(&[("A100", 0, 4_000)])),
+            ],
+        );
+        assert_eq!(
+            numbers(&u, "a", "A100").2 + numbers(&u, "b", "A100").2,
+            4_000
+        );
+    }
+}
