@@ -9,6 +9,7 @@
 
 pub mod conditions;
 pub mod context;
+pub mod error;
 pub mod http;
 pub mod index;
 pub mod leader;
@@ -39,6 +40,7 @@ use tracing::{info, warn};
 
 use crate::api::{Queue, TrainingJob, VirtualCluster};
 use context::{Context, Settings};
+pub use error::Error;
 use leader::{Elector, LeaderSettings};
 use watches::JobRequests;
 
@@ -48,14 +50,6 @@ pub struct Config {
     pub settings: Settings,
     pub leader: LeaderSettings,
     pub http: Option<SocketAddr>,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("a cache stopped before it synced")]
-    CacheClosed,
-    #[error("serving metrics: {0}")]
-    Http(#[from] std::io::Error),
 }
 
 /// Runs the operator until a shutdown signal or the loss of leadership: caches and probes

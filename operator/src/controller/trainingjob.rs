@@ -17,9 +17,10 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
-use tracing::{info, instrument, warn};
+use tracing::{info, instrument};
 
 use super::context::Context;
+use super::error::{self, Error, Reconciler};
 use super::lifecycle::{self, Gang, NodeState, PodDeletion, World};
 use super::pods::placement_of;
 use super::snapshot::{job_key, node_topology};
@@ -27,12 +28,6 @@ use super::status;
 use super::validate::{effective_priority, effective_queue, validate};
 use crate::api::TrainingJob;
 use crate::api::annotations::CHECKPOINT_REQUESTED;
-
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("kube: {0}")]
-    Kube(#[from] kube::Error),
-}
 
 fn now() -> Time {
     Time(Timestamp::now())
@@ -208,7 +203,6 @@ async fn request_checkpoint(
 
 /// On errors: count, log, retry soon.
 pub fn error_policy(job: Arc<TrainingJob>, err: &Error, ctx: Arc<Context>) -> Action {
-    ctx.metrics.reconcile_errors.inc();
-    warn!(job = %job_key(&job), error = %err, "reconcile failed; retrying");
+    error::record(Reconciler::TrainingJob, job.as_ref(), err, &ctx);
     Action::requeue(Duration::from_secs(2))
 }
