@@ -11,6 +11,7 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource, ResourceExt};
 use tokio::sync::Notify;
 
+use super::backoff::Failures;
 use super::index::PodIndex;
 use super::metrics::Metrics;
 use super::pods::PodSettings;
@@ -83,6 +84,8 @@ pub struct Context {
     /// Reconcile requests for the TrainingJob controller, fed from the shared caches.
     pub job_triggers: Arc<JobTriggers>,
     pub status_writes: Arc<StatusWrites>,
+    /// Consecutive reconcile failures by object, for their retries' backoff.
+    pub failures: Arc<Failures>,
     /// Bumped by a scheduling cycle whose usage numbers differ from the last one's: the
     /// Queue and VirtualCluster controllers rewrite their status at once instead of on
     /// their periodic requeue (what `kubectl get queues` shows follows jobs within a cycle).
@@ -148,6 +151,7 @@ impl Context {
             refs_generation,
             job_triggers,
             status_writes,
+            failures,
         } = watches;
         let reporter = Reporter {
             controller: "kubetrain".into(),
@@ -166,6 +170,7 @@ impl Context {
             refs_cache: Mutex::new(None),
             job_triggers,
             status_writes,
+            failures,
             usage_changed: Arc::new(tokio::sync::watch::channel(0).0),
         }
     }

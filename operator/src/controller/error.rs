@@ -1,10 +1,12 @@
-//! The controllers' one error type, and how a failed reconcile is told: counted by reconciler
-//! and kind of error (`kubetrain_reconcile_errors_total`), logged with the object and the
-//! message.
+//! The controllers' one error type, and what a failed reconcile does: it is counted by
+//! reconciler and kind of error (`kubetrain_reconcile_errors_total`), logged with the object
+//! and the message, and retried after the object's own backoff ([`super::backoff`]).
 //!
 //! The metric's labels are bounded: the reconciler, and the error's variant
 //! ([`Error::metric_label`]), never its message, which names objects.
 
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use tracing::warn;
 
@@ -56,8 +58,11 @@ impl Reconciler {
     }
 }
 
-/// Counts and logs a failed reconcile of `obj`.
-pub fn record<K: Resource>(reconciler: Reconciler, obj: &K, err: &Error, ctx: &Context) {
+/// A failed reconcile of `obj`: counted, logged, and retried after the object's backoff.
+pub fn retry<K>(reconciler: Reconciler, obj: &K, err: &Error, ctx: &Context) -> Action
+where
+    K: Resource<DynamicType = ()>,
+{
     ctx.metrics
         .reconcile_errors
         .get_or_create(&ErrorLabels {
@@ -65,11 +70,13 @@ pub fn record<K: Resource>(reconciler: Reconciler, obj: &K, err: &Error, ctx: &C
             error: err.metric_label(),
         })
         .inc();
+    let delay = ctx.failures.failed(ObjectRef::from_obj(obj).erase());
     let object = match obj.namespace() {
         Some(ns) => format!("{ns}/{}", obj.name_any()),
         None => obj.name_any(),
     };
-    warn!(controller = reconciler.name(), %object, error = %err, "reconcile failed; retrying");
+    warn!(controller = reconciler.name(), %object, error = %err, ?delay, "reconcile failed; retrying");
+    Action::requeue(delay)
 }
 
 #[cfg(test)]

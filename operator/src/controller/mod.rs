@@ -7,6 +7,7 @@
 //! only bridges the moment between a write and the cache showing it, so an operator killed
 //! at any instant is replaced by one that resumes from the API alone.
 
+pub mod backoff;
 pub mod conditions;
 pub mod context;
 pub mod error;
@@ -33,9 +34,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use futures::StreamExt;
-use kube::runtime::controller::Controller;
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
-use kube::{Api, Client};
+use kube::{Api, Client, Resource};
 use tracing::{info, warn};
 
 use crate::api::{Queue, TrainingJob, VirtualCluster};
@@ -105,14 +107,14 @@ async fn reconcilers(client: Client, ctx: Arc<Context>, job_requests: JobRequest
         trainingjob::error_policy,
         ctx.clone(),
     )
-    .for_each(|_| futures::future::ready(()));
+    .for_each(|r| settle(&ctx, r));
     let queues = Controller::new(
         Api::<Queue>::all(client.clone()),
         watcher::Config::default(),
     )
     .reconcile_all_on(usage_changes(&ctx))
     .run(queue::reconcile, queue::error_policy, ctx.clone())
-    .for_each(|_| futures::future::ready(()));
+    .for_each(|r| settle(&ctx, r));
     let vcs = Controller::new(
         Api::<VirtualCluster>::all(client),
         watcher::Config::default(),
@@ -123,12 +125,27 @@ async fn reconcilers(client: Client, ctx: Arc<Context>, job_requests: JobRequest
         virtualcluster::error_policy,
         ctx.clone(),
     )
-    .for_each(|_| futures::future::ready(()));
+    .for_each(|r| settle(&ctx, r));
     tokio::select! {
         _ = jobs => {}
         _ = queues => {}
         _ = vcs => {}
     }
+}
+
+/// What a reconciler's run yields: a successful reconcile starts the object's backoff over
+/// (failures are counted and retried by the error policies).
+fn settle<K, E>(
+    ctx: &Context,
+    result: Result<(ObjectRef<K>, Action), E>,
+) -> futures::future::Ready<()>
+where
+    K: Resource<DynamicType = ()>,
+{
+    if let Ok((obj, _)) = result {
+        ctx.failures.forget(&obj.erase());
+    }
+    futures::future::ready(())
 }
 
 /// One item per change of the scheduling cycle's usage numbers (few Queues and

@@ -146,8 +146,8 @@ async fn cleanup(queue: &Queue, ctx: &Context) -> Result<Action, Error> {
 /// A queue whose deletion waits for its jobs is not failing: it looks again soon, and
 /// nothing is counted.
 pub fn error_policy(queue: Arc<Queue>, err: &Error, ctx: Arc<Context>) -> Action {
-    if !matches!(err, Error::QueueNotEmpty { .. }) {
-        error::record(Reconciler::Queue, queue.as_ref(), err, &ctx);
+    match err {
+        Error::QueueNotEmpty { .. } => Action::requeue(Duration::from_secs(5)),
+        _ => error::retry(Reconciler::Queue, queue.as_ref(), err, &ctx),
     }
-    Action::requeue(Duration::from_secs(5))
 }

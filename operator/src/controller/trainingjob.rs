@@ -201,8 +201,7 @@ async fn request_checkpoint(
     Ok(())
 }
 
-/// On errors: count, log, retry soon.
+/// On errors: count, log, retry after the job's backoff.
 pub fn error_policy(job: Arc<TrainingJob>, err: &Error, ctx: Arc<Context>) -> Action {
-    error::record(Reconciler::TrainingJob, job.as_ref(), err, &ctx);
-    Action::requeue(Duration::from_secs(2))
+    error::retry(Reconciler::TrainingJob, job.as_ref(), err, &ctx)
 }

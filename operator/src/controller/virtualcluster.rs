@@ -152,6 +152,5 @@ pub async fn reconcile(vc: Arc<VirtualCluster>, ctx: Arc<Context>) -> Result<Act
 }
 
 pub fn error_policy(vc: Arc<VirtualCluster>, err: &Error, ctx: Arc<Context>) -> Action {
-    error::record(Reconciler::VirtualCluster, vc.as_ref(), err, &ctx);
-    Action::requeue(Duration::from_secs(5))
+    error::retry(Reconciler::VirtualCluster, vc.as_ref(), err, &ctx)
 }

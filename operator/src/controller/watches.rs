@@ -6,8 +6,8 @@
 //! | --- | --- | --- |
 //! | Pod | [`PodEvents`] | the [`PodIndex`]; a reconcile of the owning job (pods labelled with a job) |
 //! | Node | [`NodeEvents`] | a reconcile of every job with a pod on a node that changed; `refs_generation` when its GPU type label changes |
-//! | TrainingJob | [`JobEvents`] | a reconcile of the job; its status-write record forgotten on deletion |
-//! | Queue, VirtualCluster, Namespace, PVC, PV, PriorityClass | [`ReferenceEvents`] | `refs_generation` |
+//! | TrainingJob | [`JobEvents`] | a reconcile of the job; on deletion, its status-write record and reconcile failures forgotten |
+//! | Queue, VirtualCluster, Namespace, PVC, PV, PriorityClass | [`ReferenceEvents`] | `refs_generation`; on deletion, reconcile failures forgotten |
 //!
 //! Every change wakes the scheduler (debounced), except a node's heartbeat alone.
 //!
@@ -45,6 +45,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use tokio::sync::Notify;
 use tracing::warn;
 
+use super::backoff::Failures;
 use super::context::StatusWrites;
 use super::index::PodIndex;
 use super::snapshot::job_key;
@@ -89,6 +90,7 @@ pub struct Watches {
     pub refs_generation: Arc<AtomicU64>,
     pub job_triggers: Arc<JobTriggers>,
     pub status_writes: Arc<StatusWrites>,
+    pub failures: Arc<Failures>,
 }
 
 /// The TrainingJob controller's reconcile requests (see [`JobTriggers`]).
@@ -102,6 +104,7 @@ pub fn start(client: &Client) -> (Watches, JobRequests) {
     let (job_triggers, job_requests) = JobTriggers::new();
     let job_triggers = Arc::new(job_triggers);
     let status_writes = Arc::new(StatusWrites::default());
+    let failures = Arc::new(Failures::default());
 
     let pods = cache(
         client,
@@ -113,6 +116,7 @@ pub fn start(client: &Client) -> (Watches, JobRequests) {
     );
     let refs = || ReferenceEvents {
         generation: refs_generation.clone(),
+        failures: failures.clone(),
     };
     let stores = Stores {
         nodes: cache(
@@ -127,6 +131,7 @@ pub fn start(client: &Client) -> (Watches, JobRequests) {
             JobEvents {
                 triggers: job_triggers.clone(),
                 status_writes: status_writes.clone(),
+                failures: failures.clone(),
             },
         ),
         queues: cache(client, &wake, refs()),
@@ -146,6 +151,7 @@ pub fn start(client: &Client) -> (Watches, JobRequests) {
         refs_generation,
         job_triggers,
         status_writes,
+        failures,
     };
     (watches, job_requests)
 }
@@ -370,10 +376,11 @@ fn node_fingerprint(node: &Node) -> u64 {
 }
 
 /// TrainingJobs: what `Controller::new`'s watch of the kind did; a deleted job's last
-/// status write is forgotten.
+/// status write and its reconcile failures are forgotten.
 struct JobEvents {
     triggers: Arc<JobTriggers>,
     status_writes: Arc<StatusWrites>,
+    failures: Arc<Failures>,
 }
 
 impl Handler<TrainingJob> for JobEvents {
@@ -382,7 +389,10 @@ impl Handler<TrainingJob> for JobEvents {
             watcher::Event::Apply(j) | watcher::Event::InitApply(j) => {
                 self.triggers.request(ObjectRef::from_obj(j));
             }
-            watcher::Event::Delete(j) => self.status_writes.forget(&job_key(j)),
+            watcher::Event::Delete(j) => {
+                self.status_writes.forget(&job_key(j));
+                self.failures.forget(&ObjectRef::from_obj(j).erase());
+            }
             watcher::Event::Init | watcher::Event::InitDone => {}
         }
         true
@@ -390,13 +400,18 @@ impl Handler<TrainingJob> for JobEvents {
 }
 
 /// The small kinds validation copies into its reference maps: any change may change them.
+/// Queues and VirtualClusters are reconciled too: a deleted one's failures are forgotten.
 struct ReferenceEvents {
     generation: Arc<AtomicU64>,
+    failures: Arc<Failures>,
 }
 
-impl<K> Handler<K> for ReferenceEvents {
-    fn on_event(&mut self, _: &watcher::Event<K>) -> bool {
+impl<K: Resource<DynamicType = ()>> Handler<K> for ReferenceEvents {
+    fn on_event(&mut self, event: &watcher::Event<K>) -> bool {
         self.generation.fetch_add(1, Ordering::SeqCst);
+        if let watcher::Event::Delete(o) = event {
+            self.failures.forget(&ObjectRef::from_obj(o).erase());
+        }
         true
     }
 }
@@ -549,18 +564,23 @@ mod tests {
     }
 
     #[test]
-    fn a_deleted_job_forgets_its_last_status_write() {
+    fn a_deleted_job_forgets_its_last_status_write_and_its_failures() {
         let (triggers, mut rx) = enabled_triggers();
         let status_writes = Arc::new(StatusWrites::default());
         status_writes.record("team/a".into(), Some("7".into()));
+        let failures = Arc::new(Failures::default());
+        failures.failed(ObjectRef::<TrainingJob>::new("a").within("team").erase());
         let mut jobs = JobEvents {
             triggers,
             status_writes: status_writes.clone(),
+            failures: failures.clone(),
         };
         jobs.on_event(&watcher::Event::Apply(job("team", "a")));
         assert_eq!(requested(&mut rx), ["team/a"]);
         assert_eq!(status_writes.written_from("team/a").as_deref(), Some("7"));
         jobs.on_event(&watcher::Event::Delete(job("team", "a")));
         assert_eq!(status_writes.written_from("team/a"), None);
+        let again = failures.failed(ObjectRef::<TrainingJob>::new("a").within("team").erase());
+        assert_eq!(again, super::super::backoff::FIRST, "the job starts over");
     }
 }
