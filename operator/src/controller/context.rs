@@ -1,18 +1,17 @@
 //! What every controller task shares: the client, the caches, the scheduler's in-memory
 //! state (rebuilt from the API after a restart), settings and metrics.
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
-use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource, ResourceExt};
 use tokio::sync::Notify;
 
+use super::backoff::Failures;
 use super::index::PodIndex;
 use super::job_key::JobKey;
 use super::metrics::Metrics;
@@ -20,6 +19,7 @@ use super::pods::PodSettings;
 use super::snapshot::Inflight;
 use super::usage::Usage;
 use super::validate::{PriorityClassValue, Refs};
+use super::watches::{JobTriggers, Stores, Watches};
 use crate::api::{Queue, TrainingJob, VirtualCluster};
 use crate::sched::WaitReason;
 
@@ -56,20 +56,6 @@ impl Default for Settings {
     }
 }
 
-/// Reflector caches of everything the operator reads.
-#[derive(Clone)]
-pub struct Stores {
-    pub nodes: Store<Node>,
-    pub pods: Store<Pod>,
-    pub jobs: Store<TrainingJob>,
-    pub queues: Store<Queue>,
-    pub vcs: Store<VirtualCluster>,
-    pub namespaces: Store<Namespace>,
-    pub claims: Store<PersistentVolumeClaim>,
-    pub volumes: Store<PersistentVolume>,
-    pub priority_classes: Store<PriorityClass>,
-}
-
 /// The scheduler's memory between cycles. Nothing here is needed after a restart: it only
 /// covers the time between an API write and the cache showing it.
 #[derive(Default)]
@@ -98,47 +84,35 @@ pub struct Context {
     refs_cache: Mutex<Option<(u64, Arc<RefMaps>)>>,
     /// Reconcile requests for the TrainingJob controller, fed from the shared caches.
     pub job_triggers: Arc<JobTriggers>,
-    /// By job key: the resourceVersion our last status write was computed from (forgotten
-    /// when the job is deleted).
-    pub status_writes: Arc<Mutex<std::collections::HashMap<JobKey, Option<String>>>>,
+    pub status_writes: Arc<StatusWrites>,
+    /// Consecutive reconcile failures by object, for their retries' backoff.
+    pub failures: Arc<Failures>,
     /// Bumped by a scheduling cycle whose usage numbers differ from the last one's: the
     /// Queue and VirtualCluster controllers rewrite their status at once instead of on
     /// their periodic requeue (what `kubectl get queues` shows follows jobs within a cycle).
     pub usage_changed: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
-/// Reconcile requests for the TrainingJob controller. The caches feed it (so the controller
-/// needs no watches of its own) only while this operator leads; a standby buffers nothing.
-pub struct JobTriggers {
-    tx: futures::channel::mpsc::UnboundedSender<ObjectRef<TrainingJob>>,
-    on: AtomicBool,
-}
+/// By job key: the resourceVersion our last status write was computed from (forgotten when
+/// the job is deleted).
+#[derive(Default)]
+pub struct StatusWrites(Mutex<HashMap<JobKey, Option<String>>>);
 
-impl JobTriggers {
-    pub fn new() -> (
-        Self,
-        futures::channel::mpsc::UnboundedReceiver<ObjectRef<TrainingJob>>,
-    ) {
-        let (tx, rx) = futures::channel::mpsc::unbounded();
-        (
-            JobTriggers {
-                tx,
-                on: AtomicBool::new(false),
-            },
-            rx,
-        )
+impl StatusWrites {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<JobKey, Option<String>>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Starts forwarding requests.
-    pub fn enable(&self) {
-        self.on.store(true, Ordering::SeqCst);
+    pub fn written_from(&self, job: &JobKey) -> Option<String> {
+        self.lock().get(job).cloned().flatten()
     }
 
-    /// Asks for a reconcile of the job (dropped while not enabled).
-    pub fn request(&self, job: ObjectRef<TrainingJob>) {
-        if self.on.load(Ordering::Relaxed) {
-            let _ = self.tx.unbounded_send(job);
-        }
+    pub fn record(&self, job: JobKey, from: Option<String>) {
+        self.lock().insert(job, from);
+    }
+
+    pub fn forget(&self, job: &JobKey) {
+        self.lock().remove(job);
     }
 }
 
@@ -168,7 +142,18 @@ impl RefMaps {
 }
 
 impl Context {
-    pub fn new(client: Client, settings: Settings, stores: Stores, instance: String) -> Self {
+    /// The context of this operator (`instance`: its identity, as its Events name it), from
+    /// the watches that keep its caches.
+    pub fn new(client: Client, settings: Settings, instance: String, watches: Watches) -> Self {
+        let Watches {
+            stores,
+            wake,
+            pod_index,
+            refs_generation,
+            job_triggers,
+            status_writes,
+            failures,
+        } = watches;
         let reporter = Reporter {
             controller: "kubetrain".into(),
             instance: Some(instance),
@@ -179,32 +164,25 @@ impl Context {
             settings,
             stores,
             state: Mutex::new(SchedState::default()),
-            wake: Arc::new(Notify::new()),
+            wake,
             metrics: Arc::new(Metrics::default()),
-            pod_index: Arc::default(),
-            refs_generation: Arc::default(),
+            pod_index,
+            refs_generation,
             refs_cache: Mutex::new(None),
-            job_triggers: Arc::new(JobTriggers::new().0),
-            status_writes: Arc::default(),
+            job_triggers,
+            status_writes,
+            failures,
             usage_changed: Arc::new(tokio::sync::watch::channel(0).0),
         }
     }
 
     /// The resourceVersion the last status write for the job was computed from.
     pub fn status_written_from(&self, job: &JobKey) -> Option<String> {
-        self.status_writes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(job)
-            .cloned()
-            .flatten()
+        self.status_writes.written_from(job)
     }
 
     pub fn record_status_write(&self, job: JobKey, from: Option<String>) {
-        self.status_writes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(job, from);
+        self.status_writes.record(job, from);
     }
 
     /// The job's pods in the cache (any phase, being deleted or not), from the index.

@@ -18,6 +18,16 @@ pub struct Health {
     pub ready: AtomicBool,
 }
 
+impl Health {
+    /// Not ready until the caches have synced.
+    pub fn new(metrics: Arc<Metrics>) -> Arc<Self> {
+        Arc::new(Health {
+            metrics,
+            ready: AtomicBool::new(false),
+        })
+    }
+}
+
 async fn metrics(
     State(h): State<Arc<Health>>,
 ) -> (StatusCode, [(&'static str, &'static str); 1], String) {
@@ -53,4 +63,13 @@ pub async fn serve(addr: SocketAddr, health: Arc<Health>) -> std::io::Result<()>
     let listener = tokio::net::TcpListener::bind(addr).await?;
     tracing::info!(%addr, "serving /metrics, /healthz, /readyz");
     axum::serve(listener, app).await
+}
+
+/// Serves in a task of its own; a failure is logged, never fatal.
+pub fn spawn(addr: SocketAddr, health: Arc<Health>) {
+    tokio::spawn(async move {
+        if let Err(e) = serve(addr, health).await {
+            tracing::warn!(error = %e, "metrics endpoint stopped");
+        }
+    });
 }

@@ -27,6 +27,13 @@ pub struct QueueLabels {
     pub queue: String,
 }
 
+/// A failed reconcile: which reconciler, and the error's variant (`Error::metric_label`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ErrorLabels {
+    pub controller: &'static str,
+    pub error: &'static str,
+}
+
 /// A gauge of fractional values (GPUs, of which a job may hold a share).
 pub type FractionGauge = Gauge<f64, std::sync::atomic::AtomicU64>;
 
@@ -42,7 +49,7 @@ pub struct Metrics {
     /// GPUs as fractions, like the status: a shared GPU counts as its share.
     pub gpus_in_use: Family<VcLabels, FractionGauge>,
     pub gpus_bonus: Family<VcLabels, FractionGauge>,
-    pub reconcile_errors: Counter,
+    pub reconcile_errors: Family<ErrorLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -90,10 +97,10 @@ impl Default for Metrics {
             "GPUs held beyond the guarantee per VirtualCluster",
             gpus_bonus.clone(),
         );
-        let reconcile_errors = Counter::default();
+        let reconcile_errors = Family::<ErrorLabels, Counter>::default();
         registry.register(
             "reconcile_errors",
-            "Reconciliations that failed and were retried",
+            "Reconciliations that failed and were retried, by controller and error",
             reconcile_errors.clone(),
         );
         Metrics {

@@ -7,25 +7,16 @@ use std::time::Duration;
 use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
 use kube::{Api, ResourceExt};
-use tracing::{instrument, warn};
+use tracing::instrument;
 
 use super::conditions;
 use super::context::Context;
+use super::error::{self, Error, Reconciler};
 use super::status;
 use super::validate::effective_queue;
 use crate::api::{GpuAmount, Queue, QueueStatus};
 
 pub const FINALIZER: &str = "kubetrain.io/queue-jobs";
-
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("kube: {0}")]
-    Kube(#[from] kube::Error),
-    #[error("finalizer: {0}")]
-    Finalizer(String),
-    #[error("queue {queue} still has {jobs} unfinished job(s)")]
-    NotEmpty { queue: String, jobs: i32 },
-}
 
 #[instrument(skip_all, fields(queue = %queue.name_any()))]
 pub async fn reconcile(queue: Arc<Queue>, ctx: Arc<Context>) -> Result<Action, Error> {
@@ -146,16 +137,17 @@ async fn cleanup(queue: &Queue, ctx: &Context) -> Result<Action, Error> {
         &t,
     );
     write_status(queue, ctx, status).await?;
-    Err(Error::NotEmpty {
+    Err(Error::QueueNotEmpty {
         queue: queue.name_any(),
         jobs,
     })
 }
 
+/// A queue whose deletion waits for its jobs is not failing: it looks again soon, and
+/// nothing is counted.
 pub fn error_policy(queue: Arc<Queue>, err: &Error, ctx: Arc<Context>) -> Action {
-    if !matches!(err, Error::NotEmpty { .. }) {
-        ctx.metrics.reconcile_errors.inc();
-        warn!(queue = %queue.name_any(), error = %err, "reconcile failed; retrying");
+    match err {
+        Error::QueueNotEmpty { .. } => Action::requeue(Duration::from_secs(5)),
+        _ => error::retry(Reconciler::Queue, queue.as_ref(), err, &ctx),
     }
-    Action::requeue(Duration::from_secs(5))
 }

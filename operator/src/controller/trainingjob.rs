@@ -18,9 +18,10 @@ use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
-use tracing::{info, instrument, warn};
+use tracing::{info, instrument};
 
 use super::context::Context;
+use super::error::{self, Error, Reconciler};
 use super::gang::Gang;
 use super::job_key::JobKey;
 use super::lifecycle::{self, PodDeletion, World};
@@ -29,12 +30,6 @@ use super::pods::checkpoint_request_patch;
 use super::status;
 use super::validate::{effective_priority, effective_queue, validate};
 use crate::api::TrainingJob;
-
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("kube: {0}")]
-    Kube(#[from] kube::Error),
-}
 
 fn now() -> Time {
     Time(Timestamp::now())
@@ -178,9 +173,7 @@ async fn request_checkpoint(
     Ok(())
 }
 
-/// On errors: count, log, retry soon.
+/// On errors: count, log, retry after the job's backoff.
 pub fn error_policy(job: Arc<TrainingJob>, err: &Error, ctx: Arc<Context>) -> Action {
-    ctx.metrics.reconcile_errors.inc();
-    warn!(job = %JobKey::of(&job), error = %err, "reconcile failed; retrying");
-    Action::requeue(Duration::from_secs(2))
+    error::retry(Reconciler::TrainingJob, job.as_ref(), err, &ctx)
 }

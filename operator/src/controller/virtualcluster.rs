@@ -7,21 +7,16 @@ use std::time::Duration;
 
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
-use tracing::{instrument, warn};
+use tracing::instrument;
 
 use super::conditions;
 use super::context::Context;
+use super::error::{self, Error, Reconciler};
 use super::metrics::VcLabels;
 use super::status;
 use super::validate;
 use crate::api::virtualcluster::FlavorUsage;
 use crate::api::{GpuAmount, VirtualCluster};
-
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("kube: {0}")]
-    Kube(#[from] kube::Error),
-}
 
 #[instrument(skip_all, fields(vc = %vc.name_any()))]
 pub async fn reconcile(vc: Arc<VirtualCluster>, ctx: Arc<Context>) -> Result<Action, Error> {
@@ -157,7 +152,5 @@ pub async fn reconcile(vc: Arc<VirtualCluster>, ctx: Arc<Context>) -> Result<Act
 }
 
 pub fn error_policy(vc: Arc<VirtualCluster>, err: &Error, ctx: Arc<Context>) -> Action {
-    ctx.metrics.reconcile_errors.inc();
-    warn!(vc = %vc.name_any(), error = %err, "reconcile failed; retrying");
-    Action::requeue(Duration::from_secs(5))
+    error::retry(Reconciler::VirtualCluster, vc.as_ref(), err, &ctx)
 }
