@@ -462,6 +462,7 @@ fn job_model(job: &TrainingJob, pods: &[Arc<Pod>], world: &World<'_>) -> Option<
             checkpoint_grace_seconds: i64::from(job.spec.checkpoint.grace_period_seconds.max(0)),
             min_runtime_seconds: min_runtime(job, &queue, &world.refs),
             preempting,
+            checkpoint_request: None,
         })
     };
     Some(sched::Job {

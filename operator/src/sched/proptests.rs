@@ -291,6 +291,7 @@ fn build(w: &World) -> Snapshot {
             checkpoint_grace_seconds: 30,
             min_runtime_seconds: min_rt,
             preempting,
+            checkpoint_request: None,
         });
         jobs.push(j);
     }
@@ -979,6 +980,7 @@ fn advance(
                 checkpoint_grace_seconds: 30,
                 min_runtime_seconds: 0,
                 preempting: false,
+                checkpoint_request: None,
             });
         } else if let Some(r) = &mut j.running {
             if r.preempting {
