@@ -15,6 +15,7 @@ pub mod lifecycle;
 pub mod metrics;
 pub mod placement_rules;
 pub mod pods;
+pub mod preemption;
 pub mod queue;
 pub mod resources;
 pub mod scheduler;

@@ -23,7 +23,9 @@ use super::metrics::{QueueLabels, ReasonLabels};
 use super::pods::{BONUS_ANNOTATION, disruption_budget, gang_pods, headless_service};
 use super::snapshot::{self, Inflight, World, job_key};
 use super::usage;
-use crate::api::annotations::{ATTEMPT_ANNOTATION, CHECKPOINT_REQUESTED, PREEMPTION_REASON};
+use crate::api::annotations::{
+    ATTEMPT_ANNOTATION, CHECKPOINT_REQUESTED, PREEMPTED_FOR, PREEMPTION_REASON,
+};
 use crate::api::{Phase, TrainingJob};
 use crate::sched;
 
@@ -200,6 +202,13 @@ pub async fn cycle(ctx: &Arc<Context>) {
             }
         })
         .await;
+    // Withdrawals first: a victim cancelled and preempted again in one cycle keeps its
+    // request (the core drops such a cancellation), so the two never cross.
+    for cancellation in &decisions.cancellations {
+        if let Some(job) = jobs_by_key.get(&cancellation.job) {
+            super::preemption::withdraw(ctx, job, cancellation).await;
+        }
+    }
     for preemption in &decisions.preemptions {
         for victim in &preemption.victims {
             let Some(job) = jobs_by_key.get(victim) else {
@@ -377,9 +386,16 @@ fn active_pods_of(ctx: &Context, job: &TrainingJob) -> impl Iterator<Item = Arc<
 /// through its downward-API file). The reconciler takes it from there.
 async fn request_checkpoint(ctx: &Arc<Context>, job: &Arc<TrainingJob>, p: &sched::Preemption) {
     let stamp = k8s_openapi::jiff::Timestamp::now().to_string();
+    // Only a preemption for a job has a beneficiary that can stop waiting (see `preemption`).
+    let beneficiary = matches!(
+        p.reason,
+        sched::PreemptionReason::Reclaim | sched::PreemptionReason::Priority
+    )
+    .then_some(p.beneficiary.as_str());
     let mut asked = 0;
     for pod in active_pods_of(ctx, job) {
         if pod.annotations().contains_key(CHECKPOINT_REQUESTED) {
+            retarget(ctx, &pod, p, beneficiary).await;
             continue;
         }
         let api: Api<Pod> =
@@ -387,6 +403,7 @@ async fn request_checkpoint(ctx: &Arc<Context>, job: &Arc<TrainingJob>, p: &sche
         let patch = serde_json::json!({"metadata": {"annotations": {
             CHECKPOINT_REQUESTED: stamp,
             PREEMPTION_REASON: p.reason.to_string(),
+            PREEMPTED_FOR: beneficiary,
         }}});
         match api
             .patch(
@@ -430,6 +447,34 @@ async fn request_checkpoint(ctx: &Arc<Context>, job: &Arc<TrainingJob>, p: &sche
             },
         )
         .await;
+    }
+}
+
+/// A victim already asked whose earlier preemption the core cancelled and that is preempted
+/// again in the same cycle: its request stands (its grace period runs on) and now names the
+/// new preemption.
+async fn retarget(ctx: &Context, pod: &Pod, p: &sched::Preemption, beneficiary: Option<&str>) {
+    let ann = pod.annotations();
+    let reason = p.reason.to_string();
+    if ann.get(PREEMPTION_REASON) == Some(&reason)
+        && ann.get(PREEMPTED_FOR).map(String::as_str) == beneficiary
+    {
+        return;
+    }
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &pod.namespace().unwrap_or_default());
+    let patch = serde_json::json!({"metadata": {"annotations": {
+        PREEMPTION_REASON: reason,
+        PREEMPTED_FOR: beneficiary,
+    }}});
+    if let Err(e) = api
+        .patch(
+            &pod.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+    {
+        warn!(pod = %pod.name_any(), error = %e, "could not record the new preemption");
     }
 }
 

@@ -418,20 +418,23 @@ fn job_model(job: &TrainingJob, pods: &[Arc<Pod>], world: &World<'_>) -> Option<
         bonus |= f.bonus;
     }
     // Pods on their way out still hold their GPUs; we cannot tell which, so count the job
-    // as preempting until they are gone.
+    // as preempting until they are gone. A request the scheduler withdrew leaves the job
+    // Preempting until its reconciler runs: it is not leaving.
+    let withdrawn = super::preemption::withdrawn(job, &status, &active, leaving);
     let preempting = leaving
         || active
             .iter()
             .any(|p| p.annotations().contains_key(CHECKPOINT_REQUESTED))
-        || matches!(
+        || (matches!(
             status.phase,
             Phase::Preempting
                 | Phase::Retrying
                 | Phase::Succeeded
                 | Phase::Failed
                 | Phase::Suspended
-        )
+        ) && !withdrawn)
         || job.spec.suspend;
+    let checkpoint_request = super::preemption::request(job, &status, &active, leaving);
     let running = if placement.is_empty() {
         // A Pending job that validates is queued in all but its status: the scheduler takes it
         // at once rather than after the reconciler's first status write, and when its pods
@@ -462,7 +465,7 @@ fn job_model(job: &TrainingJob, pods: &[Arc<Pod>], world: &World<'_>) -> Option<
             checkpoint_grace_seconds: i64::from(job.spec.checkpoint.grace_period_seconds.max(0)),
             min_runtime_seconds: min_runtime(job, &queue, &world.refs),
             preempting,
-            checkpoint_request: None,
+            checkpoint_request,
         })
     };
     Some(sched::Job {
