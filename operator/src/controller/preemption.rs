@@ -43,10 +43,16 @@ pub fn request(
     let acknowledged = active
         .iter()
         .any(|p| p.annotations().contains_key(CHECKPOINT_DONE));
+    // A job that finished or failed meanwhile is stopping for its own reasons.
+    let live = matches!(status.phase, Phase::Running | Phase::Preempting);
     Some(sched::CheckpointRequest {
         reason,
         beneficiary: asked.annotations().get(PREEMPTED_FOR).cloned(),
-        withdrawable: !acknowledged && !leaving && !job.spec.suspend && !stop_decided(status),
+        withdrawable: live
+            && !acknowledged
+            && !leaving
+            && !job.spec.suspend
+            && !stop_decided(status),
     })
 }
 
