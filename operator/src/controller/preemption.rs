@@ -142,3 +142,121 @@ pub async fn withdraw(ctx: &Arc<Context>, job: &Arc<TrainingJob>, c: &sched::Can
     )
     .await;
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn job(suspend: bool) -> TrainingJob {
+        serde_json::from_value(json!({
+            "apiVersion": "kubetrain.io/v1alpha1", "kind": "TrainingJob",
+            "metadata": {"name": "sweep", "namespace": "nlp"},
+            "spec": {"queue": "q", "suspend": suspend, "tasks": [{"name": "w", "replicas": 1,
+                "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}]}
+        }))
+        .expect("job")
+    }
+
+    fn pod(annotations: serde_json::Value) -> Arc<Pod> {
+        Arc::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": "sweep-w-0", "namespace": "nlp", "annotations": annotations},
+                "status": {"phase": "Running"}
+            }))
+            .expect("pod"),
+        )
+    }
+
+    fn status(phase: Phase) -> TrainingJobStatus {
+        TrainingJobStatus {
+            phase,
+            ..Default::default()
+        }
+    }
+
+    fn asked(extra: &[(&str, &str)]) -> Arc<Pod> {
+        let mut a = json!({
+            CHECKPOINT_REQUESTED: "2026-01-01T00:00:00Z",
+            PREEMPTION_REASON: "Reclaim",
+            PREEMPTED_FOR: "vision/train",
+        });
+        for (k, v) in extra {
+            a[*k] = json!(v);
+        }
+        pod(a)
+    }
+
+    #[test]
+    fn a_reclaim_not_yet_acknowledged_can_be_withdrawn() {
+        let p = asked(&[]);
+        let r = request(&job(false), &status(Phase::Preempting), &[&p], false).expect("a request");
+        assert_eq!(r.reason, sched::PreemptionReason::Reclaim);
+        assert_eq!(r.beneficiary.as_deref(), Some("vision/train"));
+        assert!(r.withdrawable);
+    }
+
+    #[test]
+    fn an_acknowledged_leaving_or_suspended_request_stays() {
+        let acked = asked(&[(CHECKPOINT_DONE, "2026-01-01T00:00:05Z")]);
+        let s = status(Phase::Preempting);
+        let withdrawable = |j: &TrainingJob, p: &Arc<Pod>, leaving| {
+            request(j, &s, &[p], leaving).map(|r| r.withdrawable)
+        };
+        assert_eq!(withdrawable(&job(false), &acked, false), Some(false));
+        assert_eq!(withdrawable(&job(false), &asked(&[]), true), Some(false));
+        assert_eq!(withdrawable(&job(true), &asked(&[]), false), Some(false));
+        let done = request(
+            &job(false),
+            &status(Phase::Succeeded),
+            &[&asked(&[])],
+            false,
+        );
+        assert_eq!(done.map(|r| r.withdrawable), Some(false));
+    }
+
+    #[test]
+    fn a_suspensions_request_names_no_reason_and_is_not_the_schedulers() {
+        let p = pod(json!({CHECKPOINT_REQUESTED: "2026-01-01T00:00:00Z"}));
+        assert_eq!(
+            request(&job(true), &status(Phase::Preempting), &[&p], false),
+            None
+        );
+    }
+
+    #[test]
+    fn a_preempting_job_whose_request_is_gone_is_not_leaving() {
+        let p = pod(json!({}));
+        assert!(withdrawn(
+            &job(false),
+            &status(Phase::Preempting),
+            &[&p],
+            false
+        ));
+        assert!(!withdrawn(
+            &job(false),
+            &status(Phase::Preempting),
+            &[&asked(&[])],
+            false
+        ));
+        assert!(!withdrawn(
+            &job(false),
+            &status(Phase::Preempting),
+            &[&p],
+            true
+        ));
+        assert!(!withdrawn(
+            &job(true),
+            &status(Phase::Preempting),
+            &[&p],
+            false
+        ));
+        assert!(!withdrawn(
+            &job(false),
+            &status(Phase::Running),
+            &[&p],
+            false
+        ));
+    }
+}
