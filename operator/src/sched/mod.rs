@@ -64,7 +64,9 @@
 //! is whole or absent, with ranks contiguous per node; no VC goes above its limit; a VC below
 //! its guarantee with a fitting pending job gets an admission or a reclaim plan; only other
 //! VCs' bonus jobs that have run their minimum runtime are reclaim victims; each beneficiary
-//! fits once its victims are gone; decisions are deterministic (see `proptests`).
+//! fits once its victims are gone; only unacknowledged reclaim and priority victims whose
+//! beneficiary no longer waits are withdrawn, and all of them; decisions are deterministic
+//! (see `proptests`).
 //!
 //! # Options
 //!
