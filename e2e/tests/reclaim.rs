@@ -200,3 +200,87 @@ async fn minimum_runtime_delays_reclaim_and_says_so() {
     ));
     s.finish().await;
 }
+
+/// The owner's job that a reclaim made room for is deleted while the borrower's job is still
+/// checkpointing (it never acknowledges): the reclaim is withdrawn, and the borrower runs on
+/// past the grace period, with no preemption counted and its pods untouched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reclaim_is_withdrawn_when_the_owner_deletes_its_job() {
+    let s = Scenario::new("reclaimcancel", 1, 8, 1).await;
+    let owner = s.tenant("owner", 8, "FIFO", "");
+    let borrower = s.tenant("borrower", 0, "FIFO", "");
+    let grace: u32 = 10;
+    s.cp.apply(&s.job(
+        "borrow",
+        &borrower,
+        1,
+        8,
+        &[
+            ("run-seconds", "120"),
+            ("checkpoint-delay-seconds", "never"),
+        ],
+        &format!("  checkpoint:\n    gracePeriodSeconds: {grace}\n"),
+    ));
+    s.wait_phase("borrow", "Running", T).await;
+    let pods = |s: &Scenario| {
+        s.cp.jsonpath(
+            &["pods", "-n", &s.ns, "-l", "kubetrain.io/job=borrow"],
+            "{range .items[*]}{.metadata.name}={.metadata.uid}{\"\\n\"}{end}",
+        )
+    };
+    let before = pods(&s);
+
+    // The owner asks for its node back; the borrower is asked to checkpoint.
+    s.cp.apply(&s.job("own", &owner, 1, 8, &[("run-seconds", "60")], ""));
+    s.wait_phase("borrow", "Preempting", Duration::from_secs(20))
+        .await;
+    let asked = Instant::now();
+    // The owner changes its mind before the grace period is over.
+    s.cp.kubectl_ok(&["delete", "tj", "own", "-n", &s.ns])
+        .expect("kubectl delete");
+    s.wait_phase(
+        "borrow",
+        "Running",
+        Duration::from_secs(u64::from(grace) - 2),
+    )
+    .await;
+    assert!(asked.elapsed() < Duration::from_secs(u64::from(grace)));
+    assert_eq!(
+        s.job_status(
+            "borrow",
+            "{.status.conditions[?(@.type==\"Preempting\")].reason}"
+        ),
+        "PreemptionCancelled"
+    );
+    let requested = s.cp.jsonpath(
+        &["pods", "-n", &s.ns, "-l", "kubetrain.io/job=borrow"],
+        "{.items[*].metadata.annotations.kubetrain\\.io/checkpoint-requested}",
+    );
+    assert!(
+        requested.is_empty(),
+        "request left on the pods: {requested}"
+    );
+    let events = s.event_reasons("borrow");
+    assert!(
+        events.iter().any(|e| e == "PreemptionCancelled"),
+        "{events:?}"
+    );
+
+    // Well past the grace period, it still runs where it ran.
+    tokio::time::sleep(Duration::from_secs(u64::from(grace) + 3)).await;
+    assert_eq!(s.job_status("borrow", "{.status.phase}"), "Running");
+    assert_eq!(s.job_status("borrow", "{.status.preemptions}"), "0");
+    assert_eq!(pods(&s), before, "the borrower's pods were replaced");
+    let events = s.event_reasons("borrow");
+    assert!(
+        !events
+            .iter()
+            .any(|e| e == "CheckpointLost" || e == "Requeued"),
+        "{events:?}"
+    );
+    s.timing(&format!(
+        "reclaim withdrawn: borrower back to Running {:.2}s after the request",
+        asked.elapsed().as_secs_f64()
+    ));
+    s.finish().await;
+}

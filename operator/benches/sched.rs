@@ -158,6 +158,7 @@ fn world(nodes: usize, pending: usize) -> Snapshot {
                 checkpoint_grace_seconds: 120,
                 min_runtime_seconds: 600,
                 preempting: false,
+                checkpoint_request: None,
             });
             j
         })

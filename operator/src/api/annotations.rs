@@ -36,8 +36,12 @@ pub const NODE_ANNOTATION: &str = "kubetrain.io/node";
 /// the request). Visible in the container through a downward-API file.
 pub const CHECKPOINT_REQUESTED: &str = "kubetrain.io/checkpoint-requested";
 /// Pod annotation set with the checkpoint request: why the job is preempted (`Reclaim`,
-/// `Priority`, `Drain`).
+/// `Priority`, `Drain`, `UnhealthyGpu`).
 pub const PREEMPTION_REASON: &str = "kubetrain.io/preemption-reason";
+/// Pod annotation set with the checkpoint request of a `Reclaim` or `Priority` preemption:
+/// the job the room is for (`namespace/name`). When that job no longer waits before the
+/// checkpoint is acknowledged, the request is withdrawn.
+pub const PREEMPTED_FOR: &str = "kubetrain.io/preempted-for";
 /// Pod annotation set by the job (or its sidecar) when the checkpoint is saved (value:
 /// RFC 3339 time of the checkpoint).
 pub const CHECKPOINT_DONE: &str = "kubetrain.io/checkpoint-done";

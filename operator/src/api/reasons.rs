@@ -96,6 +96,9 @@ names! {
         CheckpointLost,
         /// `Preempting=False`: the pods are gone and the job is back in its queue.
         Requeued,
+        /// `Preempting=False`: the checkpoint request was withdrawn before it was
+        /// acknowledged (the job it made room for no longer waits); the job runs on.
+        PreemptionCancelled,
     }
 }
 
@@ -117,6 +120,9 @@ names! {
         IncompleteGang,
         /// The scheduler asked the gang to checkpoint.
         Preempting,
+        /// The scheduler withdrew its checkpoint request: the job it made room for no longer
+        /// waits.
+        PreemptionCancelled,
         /// The checkpoint was acknowledged.
         CheckpointSaved,
         /// The pods exited on their own.

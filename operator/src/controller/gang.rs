@@ -28,7 +28,7 @@ use super::job_key::JobKey;
 use crate::api::annotations::{
     ATTEMPT_ANNOTATION, BONUS_ANNOTATION, CHECKPOINT_DONE, CHECKPOINT_REQUESTED,
     GPU_ASSIGNMENT_ANNOTATION, GPU_SHARE_ANNOTATION, GPUS_ANNOTATION, INDEX_LABEL, NODE_ANNOTATION,
-    PREEMPTION_REASON, RANK_ANNOTATION, TASK_LABEL,
+    PREEMPTED_FOR, PREEMPTION_REASON, RANK_ANNOTATION, TASK_LABEL,
 };
 use crate::api::trainingjob::{GpuAssignment, ReplicaPlacement as RecordedPlacement};
 use crate::sched::{GpuIndex, MilliGpu, ReplicaPlacement};
@@ -48,6 +48,9 @@ pub struct CheckpointRequest {
     /// Why (`kubetrain.io/preemption-reason`: `Reclaim`, `Priority`, `Drain`, ...), when the
     /// scheduler asked; a suspension's request carries none.
     pub reason: Option<String>,
+    /// The job a `Reclaim` or `Priority` preemption makes room for
+    /// (`kubetrain.io/preempted-for`).
+    pub preempted_for: Option<String>,
 }
 
 /// One pod of a job, its protocol read.
@@ -103,6 +106,7 @@ impl Member {
             checkpoint_request: get(CHECKPOINT_REQUESTED).map(|_| CheckpointRequest {
                 at: time(CHECKPOINT_REQUESTED),
                 reason: get(PREEMPTION_REASON).map(str::to_string),
+                preempted_for: get(PREEMPTED_FOR).map(str::to_string),
             }),
             checkpoint_done: time(CHECKPOINT_DONE),
             bound_node,
@@ -271,6 +275,16 @@ impl Gang {
             .find_map(|m| m.checkpoint_request.as_ref()?.reason.as_deref())
     }
 
+    /// The scheduler's request on the gang: the first active pod's that carries one.
+    pub fn scheduler_request(&self) -> Option<&CheckpointRequest> {
+        self.active().find_map(|m| m.checkpoint_request.as_ref())
+    }
+
+    /// An active pod acknowledged a checkpoint.
+    pub fn acknowledged(&self) -> bool {
+        self.active().any(|m| m.checkpoint_done.is_some())
+    }
+
     /// The latest checkpoint a present pod acknowledged.
     pub fn checkpoint_done_at(&self) -> Option<Timestamp> {
         self.present().filter_map(|m| m.checkpoint_done).max()
@@ -420,7 +434,8 @@ mod tests {
             m.checkpoint_request,
             Some(CheckpointRequest {
                 at: Some(ts("2026-01-01T00:01:00Z")),
-                reason: Some("Drain".into())
+                reason: Some("Drain".into()),
+                preempted_for: None,
             })
         );
         assert_eq!(m.checkpoint_done, Some(ts("2026-01-01T00:01:05Z")));
@@ -449,7 +464,8 @@ mod tests {
             m.checkpoint_request,
             Some(CheckpointRequest {
                 at: None,
-                reason: None
+                reason: None,
+                preempted_for: None,
             })
         );
         assert_eq!(m.checkpoint_done, None);

@@ -21,6 +21,7 @@ pub mod metrics;
 pub mod node_health;
 pub mod placement_rules;
 pub mod pods;
+pub mod preemption;
 pub mod queue;
 pub mod resources;
 pub mod scheduler;

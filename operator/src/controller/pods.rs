@@ -27,7 +27,7 @@ use crate::api::TrainingJob;
 use crate::api::annotations::{
     ATTEMPT_ANNOTATION, BONUS_ANNOTATION, CHECKPOINT_REQUESTED, GANG_SIZE_ANNOTATION,
     GPU_ASSIGNMENT_ANNOTATION, GPU_SHARE_ANNOTATION, GPUS_ANNOTATION, INDEX_LABEL, JOB_LABEL,
-    NODE_ANNOTATION, PREEMPTION_REASON, RANK_ANNOTATION, TASK_LABEL,
+    NODE_ANNOTATION, PREEMPTED_FOR, PREEMPTION_REASON, RANK_ANNOTATION, TASK_LABEL,
 };
 use crate::api::trainingjob::GpuAssignment;
 use crate::sched::ReplicaPlacement;
@@ -445,11 +445,19 @@ fn prepare_container(
 }
 
 /// The merge patch that asks a pod to checkpoint: the request's time (RFC 3339) and, when the
-/// scheduler preempts, why (a suspension gives none).
-pub fn checkpoint_request_patch(at: &str, reason: Option<&str>) -> serde_json::Value {
+/// scheduler preempts, why (a suspension gives none) and, for a reclaim or priority
+/// preemption, the job the room is for.
+pub fn checkpoint_request_patch(
+    at: &str,
+    reason: Option<&str>,
+    preempted_for: Option<&str>,
+) -> serde_json::Value {
     let mut annotations = serde_json::json!({ CHECKPOINT_REQUESTED: at });
     if let Some(r) = reason {
         annotations[PREEMPTION_REASON] = r.into();
+    }
+    if let Some(b) = preempted_for {
+        annotations[PREEMPTED_FOR] = b.into();
     }
     serde_json::json!({"metadata": {"annotations": annotations}})
 }
@@ -726,7 +734,7 @@ mod tests {
         apply(&mut pod, bonus_patch(false));
         apply(
             &mut pod,
-            checkpoint_request_patch("2026-01-01T00:00:00Z", Some("Drain")),
+            checkpoint_request_patch("2026-01-01T00:00:00Z", Some("Drain"), None),
         );
         let m = read(&pod);
         assert!(!m.bonus);
@@ -737,7 +745,7 @@ mod tests {
             Some("2026-01-01T00:00:00Z".parse().expect("time"))
         );
         assert_eq!(
-            checkpoint_request_patch("t", None)["metadata"]["annotations"]
+            checkpoint_request_patch("t", None, None)["metadata"]["annotations"]
                 .as_object()
                 .map(|a| a.len()),
             Some(1)

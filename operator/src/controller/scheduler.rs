@@ -27,6 +27,7 @@ use super::pods::{
 };
 use super::snapshot::{self, Inflight, World};
 use super::usage;
+use crate::api::annotations::{PREEMPTED_FOR, PREEMPTION_REASON};
 use crate::api::reasons::EventReason;
 use crate::api::{Phase, TrainingJob};
 use crate::sched;
@@ -201,6 +202,13 @@ pub async fn cycle(ctx: &Arc<Context>) {
             }
         })
         .await;
+    // Withdrawals first: a victim cancelled and preempted again in one cycle keeps its
+    // request (the core drops such a cancellation), so the two never cross.
+    for cancellation in &decisions.cancellations {
+        if let Some(job) = job_of(&cancellation.job) {
+            super::preemption::withdraw(ctx, job, cancellation).await;
+        }
+    }
     for preemption in &decisions.preemptions {
         for victim in &preemption.victims {
             let Some(job) = job_of(victim) else {
@@ -377,10 +385,20 @@ async fn admit(
 /// through its downward-API file). The reconciler takes it from there.
 async fn request_checkpoint(ctx: &Arc<Context>, job: &Arc<TrainingJob>, p: &sched::Preemption) {
     let stamp = k8s_openapi::jiff::Timestamp::now().to_string();
+    // Only a preemption for a job has a beneficiary that can stop waiting (see `preemption`).
+    let beneficiary = matches!(
+        p.reason,
+        sched::PreemptionReason::Reclaim | sched::PreemptionReason::Priority
+    )
+    .then_some(p.beneficiary.as_str());
     let mut asked = 0;
+    let gang = Gang::new(ctx.job_pods(job));
+    for m in gang.live().filter(|m| m.checkpoint_request.is_some()) {
+        retarget(ctx, m, p, beneficiary).await;
+    }
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
-    let patch = checkpoint_request_patch(&stamp, Some(&p.reason.to_string()));
-    for pod in Gang::new(ctx.job_pods(job)).to_ask_checkpoint() {
+    let patch = checkpoint_request_patch(&stamp, Some(&p.reason.to_string()), beneficiary);
+    for pod in gang.to_ask_checkpoint() {
         match api
             .patch(&pod.name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
@@ -419,6 +437,40 @@ async fn request_checkpoint(ctx: &Arc<Context>, job: &Arc<TrainingJob>, p: &sche
             },
         )
         .await;
+    }
+}
+
+/// A victim already asked whose earlier preemption the core cancelled and that is preempted
+/// again in the same cycle: its request stands (its grace period runs on) and now names the
+/// new preemption.
+async fn retarget(
+    ctx: &Context,
+    m: &super::gang::Member,
+    p: &sched::Preemption,
+    beneficiary: Option<&str>,
+) {
+    let reason = p.reason.to_string();
+    let asked = m.checkpoint_request.as_ref();
+    if asked.and_then(|r| r.reason.as_deref()) == Some(reason.as_str())
+        && asked.and_then(|r| r.preempted_for.as_deref()) == beneficiary
+    {
+        return;
+    }
+    let pod = &m.pod;
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &pod.namespace().unwrap_or_default());
+    let patch = serde_json::json!({"metadata": {"annotations": {
+        PREEMPTION_REASON: reason,
+        PREEMPTED_FOR: beneficiary,
+    }}});
+    if let Err(e) = api
+        .patch(
+            &pod.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+    {
+        warn!(pod = %pod.name_any(), error = %e, "could not record the new preemption");
     }
 }
 

@@ -334,18 +334,21 @@ fn job_model(
         bonus |= f.bonus;
     }
     // Pods on their way out still hold their GPUs; we cannot tell which, so count the job
-    // as preempting until they are gone.
+    // as preempting until they are gone. A request the scheduler withdrew leaves the job
+    // Preempting until its reconciler runs: it is not leaving.
+    let withdrawn = super::preemption::withdrawn(job, &status, gang);
     let preempting = leaving
         || gang.checkpoint_requested()
-        || matches!(
+        || (matches!(
             status.phase,
             Phase::Preempting
                 | Phase::Retrying
                 | Phase::Succeeded
                 | Phase::Failed
                 | Phase::Suspended
-        )
+        ) && !withdrawn)
         || job.spec.suspend;
+    let checkpoint_request = super::preemption::request(job, &status, gang);
     let running = if placement.is_empty() {
         // A Pending job that validates is queued in all but its status: the scheduler takes it
         // at once rather than after the reconciler's first status write, and when its pods
@@ -371,6 +374,7 @@ fn job_model(
             checkpoint_grace_seconds: i64::from(job.spec.checkpoint.grace_period_seconds.max(0)),
             min_runtime_seconds: min_runtime(job, &queue, &world.refs),
             preempting,
+            checkpoint_request,
         })
     };
     Some(sched::Job {

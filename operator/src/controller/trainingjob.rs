@@ -160,7 +160,7 @@ async fn request_checkpoint(
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
     let stamp = now.0.to_string();
     for name in pods {
-        let patch = checkpoint_request_patch(&stamp, None);
+        let patch = checkpoint_request_patch(&stamp, None, None);
         match api
             .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await

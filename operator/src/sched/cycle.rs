@@ -6,6 +6,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use std::rc::Rc;
 
+use super::cancel;
 use super::cells::Cells;
 use super::cluster::{Cluster, Mode};
 use super::constraints::{self, Mismatch, NodeConstraints};
@@ -118,6 +119,7 @@ pub fn schedule_with(snap: &Snapshot, opts: &Options) -> Decisions {
     cy.drain();
     let pending = cy.digest();
     cy.run(pending);
+    cancel::retarget(&mut cy.out);
     cy.out.usage = usage::report(snap, &cy.c, &cy.out.promotions);
     cy.out
 }
@@ -154,10 +156,12 @@ pub fn state_bytes(snap: &Snapshot) -> usize {
 
 impl<'a> Cycle<'a> {
     fn build(snap: &'a Snapshot, mut c: Cluster, mix: &'a Mix) -> Cycle<'a> {
+        let cancelled = cancel::stale(snap);
         let mut runs = IdVec::new();
         for (j, job) in snap.jobs.iter().enumerate() {
             let j = JobIdx(j as u32);
             let Some(r) = &job.running else { continue };
+            let leaving = r.preempting && !cancelled.contains_key(&j);
             let mut takes = Vec::new();
             let mut milli = 0u64;
             let mut flavor = None;
@@ -177,7 +181,7 @@ impl<'a> Cycle<'a> {
                         .collect(),
                     None => p.gpus.iter().map(|g| (g.0.min(255) as u8, 1000)).collect(),
                 };
-                c.charge_running(n, &p.gpus, p.share.map(|m| m.0), cpu, mem, r.preempting);
+                c.charge_running(n, &p.gpus, p.share.map(|m| m.0), cpu, mem, leaving);
                 if !gl.is_empty() {
                     flavor.get_or_insert(c.nodes[n].flavor);
                 }
@@ -205,7 +209,7 @@ impl<'a> Cycle<'a> {
                     .then_some(r.started_at + r.min_runtime_seconds),
                 takes,
                 nodes,
-                gone: r.preempting,
+                gone: leaving,
             });
         }
         c.index(snap);
@@ -228,7 +232,10 @@ impl<'a> Cycle<'a> {
         // usage: guaranteed jobs first, then bonus jobs oldest first, promoting those that
         // now fit the guarantee, unless their GPUs are a clean cell another VC's guarantee
         // needs (then they stay bonus: reclaimable)
-        let mut out = Decisions::default();
+        let mut out = Decisions {
+            cancellations: cancelled.into_values().collect(),
+            ..Decisions::default()
+        };
         let mut order: Vec<RunIdx> = runs.ids().filter(|&i| !runs[i].gone).collect();
         order.sort_by_key(|&i| {
             (
@@ -795,6 +802,19 @@ impl<'a> Cycle<'a> {
         names
     }
 
+    /// The kind of preemption the first of these leaving jobs leaves by that is known: this
+    /// cycle's decision, else the request its pods record.
+    fn leaving_by(&self, jobs: &[String]) -> Option<PreemptionReason> {
+        jobs.iter().find_map(|id| {
+            let decided = self.out.preemptions.iter().find(|p| p.victims.contains(id));
+            decided.map(|p| p.reason).or_else(|| {
+                let r = self.runs.iter().find(|r| &self.snap.job(r.job).id == id)?;
+                let running = self.snap.job(r.job).running.as_ref()?;
+                running.checkpoint_request.as_ref().map(|q| q.reason)
+            })
+        })
+    }
+
     /// Plan a preemption for `p` on flavor `f`. Returns true when the job's fate is decided
     /// (a plan, or a wait for minimum runtime).
     /// `limited`: a limit blocks the job, so victims must free it too (see
@@ -928,6 +948,12 @@ impl<'a> Cycle<'a> {
                 } else {
                     None
                 };
+                // the job waits on the kind of preemption that makes its room: when that is
+                // jobs already leaving, the kind they leave by, not the kind searched for
+                let reason = leaving
+                    .as_deref()
+                    .and_then(|v| self.leaving_by(v))
+                    .unwrap_or(reason);
                 // a plan that reclaims from others leaves the job within its guarantee
                 let (own, theirs): (Vec<RunIdx>, Vec<RunIdx>) = victims
                     .iter()

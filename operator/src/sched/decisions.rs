@@ -22,6 +22,9 @@ pub struct Decisions {
     /// What each VirtualCluster and queue uses, with this cycle's promotions: the numbers
     /// of the Queue and VirtualCluster status and the metrics.
     pub usage: Usage,
+    /// Preemptions withdrawn because their beneficiary no longer waits: the victims run on
+    /// (the controller removes their checkpoint request).
+    pub cancellations: Vec<Cancellation>,
 }
 
 impl Decisions {
@@ -78,6 +81,20 @@ pub enum PreemptionReason {
     UnhealthyGpu,
 }
 
+impl PreemptionReason {
+    /// The reason its [`Display`](fmt::Display) name names, if any.
+    pub fn from_name(name: &str) -> Option<PreemptionReason> {
+        [
+            PreemptionReason::Reclaim,
+            PreemptionReason::Priority,
+            PreemptionReason::Drain,
+            PreemptionReason::UnhealthyGpu,
+        ]
+        .into_iter()
+        .find(|r| r.to_string() == name)
+    }
+}
+
 impl fmt::Display for PreemptionReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -99,6 +116,19 @@ pub struct Preemption {
     pub victims: Vec<String>,
     /// GPU-seconds of work lost since each victim's last checkpoint (or start), summed.
     pub lost_gpu_seconds: u64,
+}
+
+/// A preemption withdrawn from one victim: the job it made room for is no longer pending
+/// (deleted, suspended, finished or placed elsewhere) and the victim has not acknowledged its
+/// checkpoint, so it runs on. Only `Reclaim` and `Priority` preemptions are withdrawn: a
+/// drain or an unhealthy GPU still needs the job gone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cancellation {
+    /// The victim.
+    pub job: String,
+    /// The job it was preempted for.
+    pub beneficiary: String,
+    pub reason: PreemptionReason,
 }
 
 /// A job left waiting.

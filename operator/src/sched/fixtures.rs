@@ -119,6 +119,7 @@ pub fn run(
         checkpoint_grace_seconds: 60,
         min_runtime_seconds: 0,
         preempting: false,
+        checkpoint_request: None,
     });
     j
 }

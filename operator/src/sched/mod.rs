@@ -14,6 +14,9 @@
 //!    index buckets nodes by free whole GPUs per flavor (and racks by free GPUs, partly used
 //!    GPUs by room left), so finding candidate nodes is a B-tree range walk, not a cluster
 //!    scan. The workload's shape mix (`frag`) is learned from the snapshot's jobs.
+//!    A victim of a reclaim or priority preemption whose beneficiary is no longer pending and
+//!    that has not acknowledged its checkpoint is no longer leaving: the preemption is
+//!    withdrawn (`cancel`) and the job counts as running from here on.
 //! 2. **Usage** (`tenants`). Running jobs are charged to their VC, queue (and ancestors) and
 //!    user, as guaranteed or bonus. Cell ownership is derived from the guaranteed jobs
 //!    (`cells`). A bonus job that now fits its VC's guarantee is *promoted* (no longer
@@ -65,7 +68,9 @@
 //! is whole or absent, with ranks contiguous per node; no VC goes above its limit; a VC below
 //! its guarantee with a fitting pending job gets an admission or a reclaim plan; only other
 //! VCs' bonus jobs that have run their minimum runtime are reclaim victims; each beneficiary
-//! fits once its victims are gone; decisions are deterministic (see `proptests`).
+//! fits once its victims are gone; only unacknowledged reclaim and priority victims whose
+//! beneficiary no longer waits are withdrawn, and all of them; decisions are deterministic
+//! (see `proptests`).
 //!
 //! # Options
 //!
@@ -83,6 +88,7 @@
 //! for. Foreign pods' GPUs are assumed to be the highest-numbered free ones. Cell guarantees
 //! are per flavor and level, bound lazily (see `cells`), not a full HiveD cell hierarchy.
 
+mod cancel;
 mod cells;
 mod cluster;
 pub mod constraints;
@@ -100,7 +106,9 @@ mod usage;
 
 pub use constraints::{NodeConstraints, Taint, TaintEffect, Toleration};
 pub use cycle::{schedule, schedule_with, state_bytes};
-pub use decisions::{Admission, Decisions, Preemption, PreemptionReason, WaitReason, Waiting};
+pub use decisions::{
+    Admission, Cancellation, Decisions, Preemption, PreemptionReason, WaitReason, Waiting,
+};
 pub use model::*;
 pub use options::{Options, VictimSelection};
 pub use usage::{FlavorUsage, QueueUsage, Usage, VcUsage};

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use super::constraints::{NodeConstraints, Taint};
+use super::decisions::PreemptionReason;
 
 /// A fraction of one GPU in thousandths (1000 = one whole GPU).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -319,6 +320,20 @@ pub struct Running {
     /// Already asked to checkpoint and leave: its resources are as good as free for
     /// planning, and it is never chosen again.
     pub preempting: bool,
+    /// The scheduler's request behind `preempting`, when its pods record one (None for a
+    /// suspension, a job leaving for another cause, or where nobody records it).
+    pub checkpoint_request: Option<CheckpointRequest>,
+}
+
+/// A scheduler's request that a running job checkpoint and leave, as its pods record it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckpointRequest {
+    pub reason: PreemptionReason,
+    /// The job the room is for (`namespace/name`): set for `Reclaim` and `Priority`.
+    pub beneficiary: Option<String>,
+    /// The request can still be withdrawn: the job has not acknowledged its checkpoint and
+    /// its pods are not being stopped.
+    pub withdrawable: bool,
 }
 
 /// A TrainingJob, pending (`running` is None) or holding resources.

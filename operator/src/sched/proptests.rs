@@ -291,6 +291,7 @@ fn build(w: &World) -> Snapshot {
             checkpoint_grace_seconds: 30,
             min_runtime_seconds: min_rt,
             preempting,
+            checkpoint_request: None,
         });
         jobs.push(j);
     }
@@ -306,6 +307,21 @@ fn demand_of(j: &Job, task: &str) -> GpuDemand {
         .find(|t| t.name == task)
         .map(|t| t.gpus)
         .unwrap_or_default()
+}
+
+/// Whether a running job's preemption is to be withdrawn (`cancel`): a reclaim or priority
+/// preemption, not acknowledged, whose beneficiary is no longer pending.
+fn withdrawable(s: &Snapshot, j: &Job) -> bool {
+    let Some(r) = &j.running else { return false };
+    let Some(req) = r.checkpoint_request.as_ref().filter(|_| r.preempting) else {
+        return false;
+    };
+    let pending = |id: &str| s.jobs.iter().any(|j| j.id == id && j.running.is_none());
+    matches!(
+        req.reason,
+        PreemptionReason::Reclaim | PreemptionReason::Priority
+    ) && req.withdrawable
+        && req.beneficiary.as_deref().is_some_and(|b| !pending(b))
 }
 
 /// Check every invariant that holds for any snapshot.
@@ -480,7 +496,11 @@ fn check_invariants(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
             prop_assert!(once.insert(v.as_str()), "victim {} twice", v);
             let vj = jobs[v.as_str()];
             let r = vj.running.as_ref().expect("victims run");
-            prop_assert!(!r.preempting);
+            prop_assert!(
+                !r.preempting || withdrawable(s, vj),
+                "victim {} already leaving",
+                v
+            );
             prop_assert!(
                 s.now >= r.started_at + r.min_runtime_seconds,
                 "young victim {}",
@@ -527,7 +547,9 @@ fn check_invariants(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
             .iter()
             .filter(|j| {
                 mine(j)
-                    && j.running.as_ref().is_some_and(|r| !r.preempting)
+                    && j.running
+                        .as_ref()
+                        .is_some_and(|r| !r.preempting || withdrawable(s, j))
                     && !victims.contains(j.id.as_str())
             })
             .map(Job::gpu_milli)
@@ -681,6 +703,51 @@ proptest! {
             let d2 = schedule(&s2);
             prop_assert!(d2.admission(&p.beneficiary).is_some(), "{} does not fit after {:?}: {:?}", p.beneficiary, p.victims, d2);
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(cases(1000))]
+
+    /// Victims already leaving carry their requests (any reason, a beneficiary pending, gone
+    /// or running, acknowledged or not): exactly the unacknowledged reclaim and priority
+    /// victims whose beneficiary no longer waits are withdrawn (unless preempted again in the
+    /// same cycle), and with them holding their GPUs again every invariant still holds.
+    #[test]
+    fn only_preemptions_whose_beneficiary_no_longer_waits_are_withdrawn(w in world(false)) {
+        let mut s = build(&w);
+        let pending: Vec<String> = s.jobs.iter().filter(|j| j.running.is_none()).map(|j| j.id.clone()).collect();
+        let running: Vec<String> = s.jobs.iter().filter(|j| j.running.is_some()).map(|j| j.id.clone()).collect();
+        let reasons = [
+            PreemptionReason::Reclaim,
+            PreemptionReason::Priority,
+            PreemptionReason::Drain,
+            PreemptionReason::UnhealthyGpu,
+        ];
+        for (k, j) in s.jobs.iter_mut().enumerate() {
+            let Some(r) = j.running.as_mut().filter(|r| r.preempting) else { continue };
+            let beneficiary = match (k / 4) % 3 {
+                0 => pending.first().cloned(),
+                1 => Some("ns/deleted".to_string()),
+                _ => running.first().cloned(),
+            };
+            r.checkpoint_request = Some(CheckpointRequest {
+                reason: reasons[k % 4],
+                beneficiary,
+                withdrawable: k % 5 != 0,
+            });
+        }
+        let d = schedule(&s);
+        check_invariants(&s, &d)?;
+        let victims: BTreeSet<&str> = d.victims().collect();
+        let want: BTreeSet<&str> = s
+            .jobs
+            .iter()
+            .filter(|j| withdrawable(&s, j) && !victims.contains(j.id.as_str()))
+            .map(|j| j.id.as_str())
+            .collect();
+        let got: BTreeSet<&str> = d.cancellations.iter().map(|c| c.job.as_str()).collect();
+        prop_assert_eq!(want, got);
     }
 }
 
@@ -979,6 +1046,7 @@ fn advance(
                 checkpoint_grace_seconds: 30,
                 min_runtime_seconds: 0,
                 preempting: false,
+                checkpoint_request: None,
             });
         } else if let Some(r) = &mut j.running {
             if r.preempting {

@@ -1597,3 +1597,212 @@ fn own_lower_priority_jobs_and_borrowed_gpus_make_room_together() {
         "{d:?}"
     );
 }
+
+/// Marks a running job as asked to checkpoint and leave, as its pods would record it.
+fn asked(mut j: Job, reason: PreemptionReason, beneficiary: Option<&str>, ack: bool) -> Job {
+    let r = j.running.as_mut().expect("a running job");
+    r.preempting = true;
+    r.checkpoint_request = Some(CheckpointRequest {
+        reason,
+        beneficiary: beneficiary.map(str::to_string),
+        withdrawable: !ack,
+    });
+    j
+}
+
+/// Team vision lent its node to nlp. Vision submits `vision/train`; nlp's bonus `nlp/sweep`
+/// is asked to checkpoint. Vision deletes its job before the sweep acknowledges: the
+/// preemption is withdrawn and the sweep runs on, still holding its GPUs, so nlp's next job
+/// does not take them as if they were leaving.
+#[test]
+fn a_reclaim_is_withdrawn_when_the_owner_deletes_its_job() {
+    let nodes = vec![node("n0", "A100", 8, None)];
+    let vcs = vec![vc("vision", "A100", 8), vc("nlp", "A100", 0)];
+    let queues = vec![queue("qv", "vision"), queue("qn", "nlp")];
+    let sweep = run(
+        job("nlp/sweep", "qn", 1, 8),
+        &[("n0", &[0, 1, 2, 3, 4, 5, 6, 7])],
+        true,
+        0,
+        None,
+    );
+    let train = job("vision/train", "qv", 1, 8);
+    let d = schedule(&snapshot(
+        1000,
+        nodes.clone(),
+        vcs.clone(),
+        queues.clone(),
+        vec![sweep.clone(), train],
+    ));
+    assert_eq!(d.victims().collect::<Vec<_>>(), ["nlp/sweep"], "{d:?}");
+
+    // vision deletes its job while the sweep is still checkpointing
+    let sweep = asked(
+        sweep,
+        PreemptionReason::Reclaim,
+        Some("vision/train"),
+        false,
+    );
+    let next = job("nlp/next", "qn", 1, 8);
+    let d = schedule(&snapshot(1010, nodes, vcs, queues, vec![sweep, next]));
+    assert_eq!(
+        d.cancellations,
+        [Cancellation {
+            job: "nlp/sweep".into(),
+            beneficiary: "vision/train".into(),
+            reason: PreemptionReason::Reclaim,
+        }]
+    );
+    assert!(d.preemptions.is_empty(), "{d:?}");
+    assert!(
+        d.admissions.is_empty(),
+        "the sweep still holds the node: {d:?}"
+    );
+    assert!(
+        !matches!(
+            d.waiting_reason("nlp/next"),
+            Some(WaitReason::WaitingForPreemption { .. })
+        ),
+        "nothing is leaving: {d:?}"
+    );
+}
+
+/// The same reclaim, but vision suspends its job instead (a suspended job is no longer in
+/// the scheduler's snapshot): the sweep runs on.
+#[test]
+fn a_reclaim_is_withdrawn_when_the_owner_suspends_its_job() {
+    let sweep = asked(
+        run(
+            job("nlp/sweep", "qn", 1, 8),
+            &[("n0", &[0, 1, 2, 3, 4, 5, 6, 7])],
+            true,
+            0,
+            None,
+        ),
+        PreemptionReason::Reclaim,
+        Some("vision/train"),
+        false,
+    );
+    // suspended: left out of the snapshot, like a deleted or finished job
+    let d = schedule(&snapshot(
+        1010,
+        vec![node("n0", "A100", 8, None)],
+        vec![vc("vision", "A100", 8), vc("nlp", "A100", 0)],
+        vec![queue("qv", "vision"), queue("qn", "nlp")],
+        vec![sweep],
+    ));
+    assert_eq!(d.cancellations.len(), 1, "{d:?}");
+    assert_eq!(d.cancellations[0].job, "nlp/sweep");
+}
+
+/// A high-priority job preempts a low-priority one of its queue; before the victim
+/// acknowledges, another job finishes and the high-priority job is placed there instead.
+/// The victim is no longer needed to leave: its preemption is withdrawn.
+#[test]
+fn a_priority_preemption_is_withdrawn_when_its_job_runs_elsewhere() {
+    let mut q = queue("q", "t");
+    q.priority_preemption = true;
+    let mut low = run(
+        job("t/low", "q", 1, 4),
+        &[("n0", &[0, 1, 2, 3])],
+        false,
+        0,
+        None,
+    );
+    low.priority = 0;
+    let low = asked(low, PreemptionReason::Priority, Some("t/urgent"), false);
+    let mut urgent = run(
+        job("t/urgent", "q", 1, 4),
+        &[("n1", &[0, 1, 2, 3])],
+        false,
+        1000,
+        None,
+    );
+    urgent.priority = 10;
+    let d = schedule(&snapshot(
+        1010,
+        vec![node("n0", "A100", 4, None), node("n1", "A100", 4, None)],
+        vec![vc("t", "A100", 8)],
+        vec![q],
+        vec![low, urgent],
+    ));
+    assert_eq!(d.cancellations.len(), 1, "{d:?}");
+    assert_eq!(d.cancellations[0].job, "t/low");
+    assert_eq!(d.cancellations[0].reason, PreemptionReason::Priority);
+}
+
+/// A victim that already acknowledged its checkpoint is stopping: its preemption is not
+/// withdrawn, even though its beneficiary is gone. Nor is a drain's or a sick GPU's, which
+/// need the job gone whoever waits.
+#[test]
+fn acknowledged_drain_and_sick_gpu_preemptions_are_never_withdrawn() {
+    let on = |id: &str, n: &str| run(job(id, "qn", 1, 4), &[(n, &[0, 1, 2, 3])], true, 0, None);
+    let jobs = vec![
+        asked(
+            on("nlp/saved", "n0"),
+            PreemptionReason::Reclaim,
+            Some("vision/gone"),
+            true,
+        ),
+        asked(
+            on("nlp/drained", "n1"),
+            PreemptionReason::Drain,
+            None,
+            false,
+        ),
+        asked(
+            on("nlp/sick", "n2"),
+            PreemptionReason::UnhealthyGpu,
+            None,
+            false,
+        ),
+    ];
+    let nodes = ["n0", "n1", "n2"]
+        .map(|n| node(n, "A100", 4, None))
+        .to_vec();
+    let d = schedule(&snapshot(
+        1010,
+        nodes,
+        vec![vc("vision", "A100", 8), vc("nlp", "A100", 0)],
+        vec![queue("qv", "vision"), queue("qn", "nlp")],
+        jobs,
+    ));
+    assert!(d.cancellations.is_empty(), "{d:?}");
+}
+
+/// A job leaves a node whose GPU turned unhealthy; a team's guaranteed job fits only once it
+/// is gone. The job waits on that preemption, and its reason says so: an unhealthy GPU, not
+/// a reclaim it never asked for.
+#[test]
+fn the_wait_reason_names_the_kind_of_preemption_it_waits_on() {
+    let mut n0 = node("n0", "A100", 8, None);
+    n0.unhealthy_gpus.push(GpuIndex(7));
+    let sick = asked(
+        run(
+            job("t/sick", "q", 1, 4),
+            &[("n0", &[4, 5, 6, 7])],
+            false,
+            0,
+            None,
+        ),
+        PreemptionReason::UnhealthyGpu,
+        None,
+        false,
+    );
+    let mut wide = job("t/wide", "q", 1, 6);
+    wide.topology.required = Some(TopologyLevel::Node);
+    let d = schedule(&snapshot(
+        100,
+        vec![n0],
+        vec![vc("t", "A100", 8)],
+        vec![queue("q", "t")],
+        vec![sick, wide],
+    ));
+    match d.waiting_reason("t/wide") {
+        Some(WaitReason::WaitingForPreemption { reason, victims }) => {
+            assert_eq!(*reason, PreemptionReason::UnhealthyGpu);
+            assert_eq!(victims, &["t/sick"]);
+        }
+        r => panic!("unexpected {r:?}: {d:?}"),
+    }
+}

@@ -288,6 +288,7 @@ pub fn run(
                             checkpoint_grace_seconds: 0,
                             min_runtime_seconds: 0,
                             preempting: false,
+                            checkpoint_request: None,
                         });
                         kept.push(job);
                     }

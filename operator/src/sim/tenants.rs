@@ -584,6 +584,7 @@ impl<'a> Sim<'a> {
                         checkpoint_grace_seconds: self.grace(),
                         min_runtime_seconds: 0,
                         preempting: leave_at.is_some(),
+                        checkpoint_request: None,
                     });
                     jobs.push(job);
                 }

@@ -167,6 +167,23 @@ pub fn next(
     (status, fx)
 }
 
+/// Whether the lifecycle has told a preempted gang's pods to stop (the acknowledgement came,
+/// the pods exited, or the grace period ended): from then on its preemption is not withdrawn.
+pub fn stop_decided(status: &TrainingJobStatus) -> bool {
+    status.phase == Phase::Preempting
+        && status.conditions.iter().any(|c| {
+            c.type_ == ConditionType::Preempting.as_str()
+                && c.status == "True"
+                && [
+                    Reason::CheckpointSaved,
+                    Reason::PodsExited,
+                    Reason::CheckpointLost,
+                ]
+                .iter()
+                .any(|r| c.reason == r.as_str())
+        })
+}
+
 /// The pods to delete: every present one when the state machine stops the gang (`all`). In
 /// every phase, a pod whose graceful deletion is overdue on a node that is lost (NotReady,
 /// unreachable or gone) is deleted with no grace: no kubelet will ever confirm it, and until it
@@ -969,9 +986,36 @@ impl Step<'_> {
         }
         if self.present.is_empty() {
             self.requeue_preempted(status, fx);
+        } else if !self.job.spec.suspend && !self.gang.checkpoint_requested() {
+            self.preemption_withdrawn(status, fx);
         } else {
             self.stop_preempted(status, fx);
         }
+    }
+
+    /// Preempting with its pods present and no request on them: the scheduler withdrew it
+    /// (the job it made room for no longer waits). Unless the pods were already told to stop,
+    /// the job runs on, back to Running with its placement and counters as they were.
+    fn preemption_withdrawn(&self, status: &mut TrainingJobStatus, fx: &mut Effects) {
+        if stop_decided(status) {
+            fx.stop_gang = true;
+            fx.requeue(Duration::from_secs(1));
+            return;
+        }
+        status.phase = Phase::Running;
+        let msg = "The checkpoint request was withdrawn: the job it made room for no longer \
+                   waits. The job runs on.";
+        conditions::set(
+            &mut status.conditions,
+            ConditionType::Preempting,
+            false,
+            Reason::PreemptionCancelled,
+            msg,
+            self.generation,
+            self.t,
+        );
+        status.message = Some(msg.into());
+        fx.requeue(Duration::from_secs(2));
     }
 
     /// Preempting with its pods gone: back to Queued (or Suspended), after a drain's settle.

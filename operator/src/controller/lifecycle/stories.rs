@@ -548,6 +548,62 @@ fn a_preempted_job_checkpoints_and_returns_to_its_queue() {
     assert_eq!(fx.events[0].action.as_deref(), Some("Requeued1"));
 }
 
+/// The owner whose guarantee a reclaim served deletes its job before this one acknowledges:
+/// the scheduler withdraws the request, and the job runs on, its pods untouched and no
+/// preemption counted.
+#[test]
+fn a_withdrawn_preemption_lets_the_job_run_on() {
+    let mut s = Story::running(2);
+    s.annotate_all(CHECKPOINT_REQUESTED, &stamp(100));
+    s.annotate_all(PREEMPTION_REASON, "Reclaim");
+    s.after(100).tick();
+    assert_eq!(s.phase(), Phase::Preempting);
+    let started = s.status().started_at.clone();
+
+    // The scheduler withdraws the request (the annotations are removed).
+    for p in &mut s.pods {
+        if let Some(a) = p.metadata.annotations.as_mut() {
+            a.remove(CHECKPOINT_REQUESTED);
+            a.remove(PREEMPTION_REASON);
+        }
+    }
+    let fx = s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(
+        s.says(ConditionType::Preempting),
+        ("False", "PreemptionCancelled")
+    );
+    assert_eq!(s.says(ConditionType::Running).0, "True");
+    assert!(fx.pod_deletions.is_empty(), "{fx:?}");
+    assert_eq!(s.status().preemptions, 0);
+    assert_eq!(s.status().started_at, started);
+    assert!(s.status().last_preemption.is_none());
+    // Well past the grace period, it still runs.
+    let fx = s.after(60).tick();
+    assert_eq!(s.phase(), Phase::Running);
+    assert!(fx.pod_deletions.is_empty());
+}
+
+/// Once the pods were told to stop, a request that vanishes from them changes nothing: the
+/// gang stops as decided.
+#[test]
+fn a_preemption_past_its_acknowledgement_is_not_withdrawn() {
+    let mut s = Story::running(1);
+    s.annotate_all(CHECKPOINT_REQUESTED, &stamp(100));
+    s.after(100).tick();
+    s.annotate_all(CHECKPOINT_DONE, &stamp(101));
+    let fx = s.after(1).tick();
+    assert_eq!(deleted(&fx), ["llm-worker-0"]);
+    for p in &mut s.pods {
+        if let Some(a) = p.metadata.annotations.as_mut() {
+            a.remove(CHECKPOINT_REQUESTED);
+        }
+    }
+    let fx = s.after(1).tick();
+    assert_eq!(s.phase(), Phase::Preempting);
+    assert_eq!(deleted(&fx), ["llm-worker-0"]);
+}
+
 #[test]
 fn a_preemption_without_acknowledgement_loses_the_work_since_the_start() {
     let mut s = Story::running(2);

@@ -1,0 +1,245 @@
+//! A preemption's checkpoint request as the victim's pods carry it: read for the snapshot,
+//! and withdrawn when the core cancels the preemption because the job it made room for no
+//! longer waits (`sched::Decisions::cancellations`).
+//!
+//! A request may be withdrawn only while nothing has acted on it: the job has not
+//! acknowledged its checkpoint, its pods are not being deleted, and the lifecycle has not
+//! told them to stop. The patch carries the pod's `resourceVersion`, so an acknowledgement
+//! written since the cache saw the pod makes it fail rather than be lost.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::events::EventType;
+use kube::{Api, ResourceExt};
+use tracing::{info, warn};
+
+use super::context::Context;
+use super::gang::Gang;
+use super::job_key::JobKey;
+use super::lifecycle::stop_decided;
+use crate::api::annotations::{CHECKPOINT_REQUESTED, PREEMPTED_FOR, PREEMPTION_REASON};
+use crate::api::reasons::EventReason;
+use crate::api::{Phase, TrainingJob, TrainingJobStatus};
+use crate::sched;
+
+/// The scheduler's request on the job's active pods, if one is there and names its reason.
+pub fn request(
+    job: &TrainingJob,
+    status: &TrainingJobStatus,
+    gang: &Gang,
+) -> Option<sched::CheckpointRequest> {
+    let asked = gang.scheduler_request()?;
+    let reason = asked
+        .reason
+        .as_deref()
+        .and_then(sched::PreemptionReason::from_name)?;
+    // A job that finished or failed meanwhile is stopping for its own reasons.
+    let live = matches!(status.phase, Phase::Running | Phase::Preempting);
+    Some(sched::CheckpointRequest {
+        reason,
+        beneficiary: asked.preempted_for.clone(),
+        withdrawable: live
+            && !gang.acknowledged()
+            && !gang.leaving()
+            && !job.spec.suspend
+            && !stop_decided(status),
+    })
+}
+
+/// The job is still `Preempting` in its status, but its request is gone from its pods and
+/// they were not told to stop: the scheduler withdrew it, and the reconciler is about to
+/// take the job back to Running. Its GPUs are not leaving.
+pub fn withdrawn(job: &TrainingJob, status: &TrainingJobStatus, gang: &Gang) -> bool {
+    status.phase == Phase::Preempting
+        && gang.active().next().is_some()
+        && !gang.leaving()
+        && !job.spec.suspend
+        && !stop_decided(status)
+        && gang.active().all(|m| m.checkpoint_request.is_none())
+}
+
+/// Withdraws a cancelled preemption's request from the victim's pods, and records why.
+pub async fn withdraw(ctx: &Arc<Context>, job: &Arc<TrainingJob>, c: &sched::Cancellation) {
+    let gang = Gang::new(ctx.job_pods(job));
+    // The cache may have moved on since the snapshot: withdraw only what is still ours to.
+    let stale = gang.leaving()
+        || gang.acknowledged()
+        || gang.active().any(|m| {
+            m.checkpoint_request
+                .as_ref()
+                .and_then(|r| r.preempted_for.as_deref())
+                .is_some_and(|b| b != c.beneficiary)
+        });
+    if stale {
+        return;
+    }
+    let mut withdrawn = 0;
+    for m in gang.active().filter(|m| m.checkpoint_request.is_some()) {
+        let api: Api<Pod> =
+            Api::namespaced(ctx.client.clone(), &m.pod.namespace().unwrap_or_default());
+        let patch = serde_json::json!({"metadata": {
+            "resourceVersion": m.pod.resource_version(),
+            "annotations": {
+                CHECKPOINT_REQUESTED: null,
+                PREEMPTION_REASON: null,
+                PREEMPTED_FOR: null,
+            },
+        }});
+        match api
+            .patch(&m.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => withdrawn += 1,
+            // Changed since the cache saw it (an acknowledgement?): the next cycle decides.
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(e) => {
+                warn!(pod = %m.name, error = %e, "could not withdraw a checkpoint request")
+            }
+        }
+    }
+    if withdrawn == 0 {
+        return;
+    }
+    info!(job = %JobKey::of(job), reason = %c.reason, beneficiary = %c.beneficiary, "preemption cancelled");
+    let n = job.status.as_ref().map_or(0, |s| s.preemptions) + 1;
+    let reason = EventReason::PreemptionCancelled.as_str();
+    ctx.event_with_action(
+        job.as_ref(),
+        EventType::Normal,
+        reason,
+        format!("{reason}{n}"),
+        format!(
+            "{} preemption withdrawn: {} no longer waits (deleted, suspended or placed elsewhere) and this job had not acknowledged its checkpoint; it runs on.",
+            c.reason, c.beneficiary
+        ),
+    )
+    .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::api::annotations::CHECKPOINT_DONE;
+
+    fn job(suspend: bool) -> TrainingJob {
+        serde_json::from_value(json!({
+            "apiVersion": "kubetrain.io/v1alpha1", "kind": "TrainingJob",
+            "metadata": {"name": "sweep", "namespace": "nlp"},
+            "spec": {"queue": "q", "suspend": suspend, "tasks": [{"name": "w", "replicas": 1,
+                "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}]}
+        }))
+        .expect("job")
+    }
+
+    fn pod(annotations: serde_json::Value) -> Arc<Pod> {
+        Arc::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": "sweep-w-0", "namespace": "nlp", "annotations": annotations},
+                "status": {"phase": "Running"}
+            }))
+            .expect("pod"),
+        )
+    }
+
+    /// The job's gang of one pod, being deleted when `leaving`.
+    fn gang_of(p: &Arc<Pod>, leaving: bool) -> Gang {
+        let mut pod = (**p).clone();
+        if leaving {
+            pod.metadata.deletion_timestamp =
+                Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                    "2026-01-01T00:00:10Z".parse().expect("time"),
+                ));
+        }
+        Gang::new([Arc::new(pod)])
+    }
+
+    fn status(phase: Phase) -> TrainingJobStatus {
+        TrainingJobStatus {
+            phase,
+            ..Default::default()
+        }
+    }
+
+    fn asked(extra: &[(&str, &str)]) -> Arc<Pod> {
+        let mut a = json!({
+            CHECKPOINT_REQUESTED: "2026-01-01T00:00:00Z",
+            PREEMPTION_REASON: "Reclaim",
+            PREEMPTED_FOR: "vision/train",
+        });
+        for (k, v) in extra {
+            a[*k] = json!(v);
+        }
+        pod(a)
+    }
+
+    #[test]
+    fn a_reclaim_not_yet_acknowledged_can_be_withdrawn() {
+        let p = asked(&[]);
+        let r = request(&job(false), &status(Phase::Preempting), &gang_of(&p, false))
+            .expect("a request");
+        assert_eq!(r.reason, sched::PreemptionReason::Reclaim);
+        assert_eq!(r.beneficiary.as_deref(), Some("vision/train"));
+        assert!(r.withdrawable);
+    }
+
+    #[test]
+    fn an_acknowledged_leaving_or_suspended_request_stays() {
+        let acked = asked(&[(CHECKPOINT_DONE, "2026-01-01T00:00:05Z")]);
+        let s = status(Phase::Preempting);
+        let withdrawable = |j: &TrainingJob, p: &Arc<Pod>, leaving| {
+            request(j, &s, &gang_of(p, leaving)).map(|r| r.withdrawable)
+        };
+        assert_eq!(withdrawable(&job(false), &acked, false), Some(false));
+        assert_eq!(withdrawable(&job(false), &asked(&[]), true), Some(false));
+        assert_eq!(withdrawable(&job(true), &asked(&[]), false), Some(false));
+        let done = request(
+            &job(false),
+            &status(Phase::Succeeded),
+            &gang_of(&asked(&[]), false),
+        );
+        assert_eq!(done.map(|r| r.withdrawable), Some(false));
+    }
+
+    #[test]
+    fn a_suspensions_request_names_no_reason_and_is_not_the_schedulers() {
+        let p = pod(json!({CHECKPOINT_REQUESTED: "2026-01-01T00:00:00Z"}));
+        assert_eq!(
+            request(&job(true), &status(Phase::Preempting), &gang_of(&p, false)),
+            None
+        );
+    }
+
+    #[test]
+    fn a_preempting_job_whose_request_is_gone_is_not_leaving() {
+        let p = pod(json!({}));
+        assert!(withdrawn(
+            &job(false),
+            &status(Phase::Preempting),
+            &gang_of(&p, false)
+        ));
+        assert!(!withdrawn(
+            &job(false),
+            &status(Phase::Preempting),
+            &gang_of(&asked(&[]), false)
+        ));
+        assert!(!withdrawn(
+            &job(false),
+            &status(Phase::Preempting),
+            &gang_of(&p, true)
+        ));
+        assert!(!withdrawn(
+            &job(true),
+            &status(Phase::Preempting),
+            &gang_of(&p, false)
+        ));
+        assert!(!withdrawn(
+            &job(false),
+            &status(Phase::Running),
+            &gang_of(&p, false)
+        ));
+    }
+}
