@@ -49,15 +49,17 @@ crds:
 ## control-plane throughput and reclaim runs (Setup C, release: the operator runs in-process
 ## and a debug build costs it about three times the CPU) in both binding modes, beside the
 ## stock batch/v1 Job path and kube-scheduler's rate for pre-pinned pods on the same nodes
-## (separate processes: no operator runs beside the peers); reads ../shared/traces
+## (separate processes: no operator runs beside the peers) and Kueue (built from its Go module
+## by e2e/scripts/install-kueue.sh, once) admitting the same Jobs; reads ../shared/traces
 bench:
 	$(CARGO) bench -p kubetrain --bench sched
 	$(CARGO) build --release -p kubetrain --bin kubetrain-sim
 	./target/release/kubetrain-sim bench --traces ../shared/traces --out target/sim
 	bash e2e/scripts/install-control-plane.sh >/dev/null
+	bash e2e/scripts/install-kueue.sh >/dev/null
 	$(CARGO) test --release -p kubetrain-e2e --test throughput -- --ignored --nocapture --test-threads 1 submit_to_bound reclaim_latency
 	KUBETRAIN_BINDING=direct $(CARGO) test --release -p kubetrain-e2e --test throughput -- --ignored --nocapture --test-threads 1 submit_to_bound
-	$(CARGO) test --release -p kubetrain-e2e --test throughput -- --ignored --nocapture --test-threads 1 stock_jobs pinned_pods
+	$(CARGO) test --release -p kubetrain-e2e --test throughput -- --ignored --nocapture --test-threads 1 stock_jobs pinned_pods kueue_jobs
 
 ## bench-docs: full simulator benchmarks; rewrites docs/benchmarks.md and docs/img/*.svg
 bench-docs:

@@ -8,6 +8,7 @@
 
 mod control_plane;
 mod kubectl;
+pub mod kueue;
 pub mod operator;
 pub mod scenario;
 pub mod simnode;

@@ -10,7 +10,11 @@
 //! control plane and the same kind of simulated nodes, `stock_jobs_throughput` does the same
 //! for batch/v1 Jobs through the job controller and kube-scheduler (no operator in the
 //! process), and `pinned_pods_bind_rate` measures how fast kube-scheduler binds pods already
-//! created pinned to a node (the ceiling of kubetrain's default binding mode); `reclaim_latency` fills every GPU with bonus (borrowed) jobs and
+//! created pinned to a node (the ceiling of kubetrain's default binding mode), and
+//! `kueue_jobs_throughput` runs the same Jobs through Kueue (`e2e/src/kueue.rs`: its manager
+//! built from the Go module that `e2e/kueue/go.mod` pins, a ClusterQueue and LocalQueue equal
+//! to the VirtualCluster and Queue kubetrain gets). Every run prints the API server's write
+//! requests per job by verb and resource. `reclaim_latency` fills every GPU with bonus (borrowed) jobs and
 //! times a guaranteed job's arrival → its victims asked to checkpoint → its pod bound (which
 //! the operator does only once the victims' pods are gone). Both print the resident memory
 //! of the test process (VmRSS, and its peak VmHWM), which runs the operator in-process
@@ -26,6 +30,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kubetrain::api::TrainingJob;
+use kubetrain_e2e::kueue::process_usage;
 use kubetrain_e2e::scenario::Scenario;
 
 fn env(name: &str, default: usize) -> usize {
@@ -127,22 +132,37 @@ fn writes_per_job(
     format!("{total:.1} API writes per job ({})", rows.join(", "))
 }
 
-/// When a pod of each job was first seen bound to a node (`spec.nodeName`, set at creation
-/// with `--binding direct`, by kube-scheduler's binding otherwise), and when a checkpoint
-/// request first appeared, by job, from a watch of the namespace's pods labelled `label`.
+/// When every pod of each job (its gang: `KUBETRAIN_BENCH_GANG` pods, 1 by default) was first
+/// seen bound to a node (`spec.nodeName`, set at creation with `--binding direct`, by
+/// kube-scheduler's binding otherwise), and when a checkpoint request first appeared, by job,
+/// from a watch of the namespace's pods labelled `label`.
 #[derive(Default)]
 struct Seen {
     bound: BTreeMap<String, Instant>,
     checkpoint: BTreeMap<String, Instant>,
+    /// Pods seen bound, by job, until the whole gang is.
+    partial: BTreeMap<String, std::collections::BTreeSet<String>>,
+}
+
+/// How long each pod runs (`KUBETRAIN_BENCH_RUN_SECONDS`, 5 by default) when the pods
+/// outnumber the GPUs, so every one gets its turn; `None`: they run until the end.
+fn run_seconds(pods: usize, gpus: usize) -> Option<usize> {
+    (pods > gpus).then(|| env("KUBETRAIN_BENCH_RUN_SECONDS", 5))
+}
+
+/// Pods per job in the runs that take it from the environment.
+fn gang() -> usize {
+    env("KUBETRAIN_BENCH_GANG", 1).max(1)
 }
 
 fn watch_pods(pods: Api<Pod>) -> (Arc<Mutex<Seen>>, tokio::task::JoinHandle<()>) {
-    watch_bound(pods, "kubetrain.io/job")
+    watch_bound(pods, "kubetrain.io/job", gang())
 }
 
 fn watch_bound(
     pods: Api<Pod>,
     label: &'static str,
+    per_job: usize,
 ) -> (Arc<Mutex<Seen>>, tokio::task::JoinHandle<()>) {
     let seen = Arc::new(Mutex::new(Seen::default()));
     let out = seen.clone();
@@ -157,8 +177,15 @@ fn watch_bound(
                 continue;
             };
             let mut seen = out.lock().unwrap_or_else(|e| e.into_inner());
-            if p.spec.as_ref().is_some_and(|s| s.node_name.is_some()) {
-                seen.bound.entry(job.clone()).or_insert(now);
+            if p.spec.as_ref().is_some_and(|s| s.node_name.is_some())
+                && !seen.bound.contains_key(job)
+            {
+                let pods = seen.partial.entry(job.clone()).or_default();
+                pods.insert(p.metadata.name.clone().unwrap_or_default());
+                if pods.len() >= per_job {
+                    seen.partial.remove(job);
+                    seen.bound.insert(job.clone(), now);
+                }
             }
             if p.metadata
                 .annotations
@@ -178,7 +205,8 @@ async fn submit_to_bound_throughput() {
     let nodes = env("KUBETRAIN_BENCH_NODES", 100) as u32;
     let jobs = env("KUBETRAIN_BENCH_JOBS", 1000);
     let gpus = nodes as usize * 8;
-    let run_seconds = (jobs > gpus).then(|| env("KUBETRAIN_BENCH_RUN_SECONDS", 5));
+    let gang = gang();
+    let run_seconds = run_seconds(jobs * gang, gpus);
     let s = Scenario::new("bench", nodes, 8, (nodes / 20).max(1)).await;
     let q = s.tenant("bench", nodes * 8, "FIFO", "");
     let client = s.cp.client().await.expect("client");
@@ -188,11 +216,12 @@ async fn submit_to_bound_throughput() {
     let sim: Vec<(&str, &str)> = run.iter().map(|r| ("run-seconds", r.as_str())).collect();
     let manifests: Vec<TrainingJob> = (0..jobs)
         .map(|i| {
-            serde_norway::from_str(&s.job(&format!("j{i}"), &q, 1, 1, &sim, ""))
+            serde_norway::from_str(&s.job(&format!("j{i}"), &q, gang as u32, 1, &sim, ""))
                 .expect("job manifest")
         })
         .collect();
     let (rss_before, _) = memory_mib();
+    let (cpu_before, _) = process_usage(std::process::id());
     let writes_before = api_writes(&s);
     let start = Instant::now();
     let submitted = create_all(&api, manifests).await;
@@ -216,14 +245,16 @@ async fn submit_to_bound_throughput() {
         .collect();
     lat.sort_by(f64::total_cmp);
     let (rss, hwm) = memory_mib();
+    let cpu = process_usage(std::process::id()).0 - cpu_before;
     // Writes still due to the last binds (status Running, Events) land within a few seconds.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let writes = writes_per_job(&writes_before, &api_writes(&s), jobs);
     let line = format!(
-        "throughput ({:?} binding): {nodes} nodes, {jobs} 1-GPU jobs{}: submitted in {submit_secs:.1}s, all bound in {total:.1}s; {:.0} jobs admitted/s = pods bound/s; submit→bound p50 {:.2}s p99 {:.2}s; test-process RSS {rss:.0} MiB (peak {hwm:.0} MiB, {rss_before:.0} MiB before submitting); {} profile",
+        "throughput ({:?} binding): {nodes} nodes, {jobs} jobs of {gang} 1-GPU pod(s){}: submitted in {submit_secs:.1}s, all bound in {total:.1}s; {:.0} jobs admitted/s, {:.0} pods bound/s; submit→bound p50 {:.2}s p99 {:.2}s; test process (operator, simulated kubelets and client) {cpu:.1} CPU-s during the run, RSS {rss:.0} MiB (peak {hwm:.0} MiB, {rss_before:.0} MiB before submitting); {} profile",
         kubetrain_e2e::operator::binding(),
         run_seconds.map_or(String::new(), |r| format!(" running {r}s each")),
         bound.len() as f64 / total,
+        (bound.len() * gang) as f64 / total,
         pct(&lat, 0.5),
         pct(&lat, 0.99),
         profile(),
@@ -323,8 +354,7 @@ async fn reclaim_latency() {
 /// Pods bound per second and submit → bound p50/p99, as one line for `make bench`.
 fn bound_line(
     what: &str,
-    nodes: u32,
-    n: usize,
+    pc: &PeerCluster,
     start: Instant,
     submitted: &BTreeMap<String, Instant>,
     bound: &BTreeMap<String, Instant>,
@@ -338,9 +368,13 @@ fn bound_line(
         .collect();
     lat.sort_by(f64::total_cmp);
     format!(
-        "{what}: {nodes} nodes, {n} pods: submitted in {submit_secs:.1}s, {} bound in {total:.1}s; {:.0} pods bound/s; submit→bound p50 {:.2}s p99 {:.2}s; {} profile",
+        "{what}: {} nodes, {} objects: submitted in {submit_secs:.1}s, {} with all {} pod(s) bound in {total:.1}s; {:.0} objects/s, {:.0} pods bound/s; submit→bound p50 {:.2}s p99 {:.2}s; {} profile",
+        pc.nodes,
+        pc.n,
         bound.len(),
+        pc.per_job,
         bound.len() as f64 / total,
+        (bound.len() * pc.per_job) as f64 / total,
         pct(&lat, 0.5),
         pct(&lat, 0.99),
         profile(),
@@ -380,10 +414,37 @@ where
         .await
 }
 
-/// One peer run: `n` objects of kind `K` (built from the scenario's node names), created at
-/// once on a cluster of `nodes` simulated nodes with no operator in the process, timed until
-/// the pod labelled `bench/job=<name>` of each one is bound; prints and records the line.
-async fn peer_run<K>(name: &str, what: &str, make: impl Fn(usize, &[String]) -> serde_json::Value)
+/// A peer's cluster: `KUBETRAIN_BENCH_NODES` simulated nodes with no operator in the process.
+struct PeerCluster {
+    s: Scenario,
+    nodes: u32,
+    /// The objects to create (`KUBETRAIN_BENCH_JOBS`).
+    n: usize,
+    /// Pods of each object that must be bound.
+    per_job: usize,
+}
+
+async fn peer_cluster(name: &str, per_job: usize) -> PeerCluster {
+    let nodes = env("KUBETRAIN_BENCH_NODES", 100) as u32;
+    let n = env("KUBETRAIN_BENCH_JOBS", 1000);
+    let s = Scenario::without_operator(name, nodes, 8, (nodes / 20).max(1)).await;
+    PeerCluster {
+        s,
+        nodes,
+        n,
+        per_job,
+    }
+}
+
+/// One peer run on `pc`: `n` objects of kind `K` (built from the scenario's node names),
+/// created at once and timed until the pod labelled `bench/job=<name>` of each one is bound;
+/// prints and records the line and the API writes per object. Returns when each object was
+/// submitted.
+async fn peer_measure<K>(
+    pc: &PeerCluster,
+    what: &str,
+    make: impl Fn(usize, &[String]) -> serde_json::Value,
+) -> (Instant, BTreeMap<String, Instant>)
 where
     K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
         + Clone
@@ -391,27 +452,79 @@ where
         + serde::de::DeserializeOwned
         + std::fmt::Debug,
 {
-    let nodes = env("KUBETRAIN_BENCH_NODES", 100) as u32;
-    let n = env("KUBETRAIN_BENCH_JOBS", 1000);
-    let s = Scenario::without_operator(name, nodes, 8, (nodes / 20).max(1)).await;
+    let (s, n) = (&pc.s, pc.n);
     let names = s.sim.node_names();
     let client = s.cp.client().await.expect("client");
     let api: Api<K> = Api::namespaced(client.clone(), &s.ns);
-    let (seen, watch) = watch_bound(Api::namespaced(client, &s.ns), "bench/job");
+    let (seen, watch) = watch_bound(Api::namespaced(client, &s.ns), "bench/job", pc.per_job);
     let objects: Vec<K> = (0..n)
         .map(|i| serde_json::from_value(make(i, &names)).expect("manifest"))
         .collect();
+    let writes_before = api_writes(s);
     let start = Instant::now();
     let submitted = create_all(&api, objects).await;
     let submit_secs = start.elapsed().as_secs_f64();
-    wait_bound(&seen, n, Duration::from_secs(600)).await;
+    wait_bound(&seen, n, Duration::from_secs(600.max(n as u64 / 5))).await;
     let bound = seen.lock().unwrap_or_else(|e| e.into_inner()).bound.clone();
-    let line = bound_line(what, nodes, n, start, &submitted, &bound, submit_secs);
+    let line = bound_line(what, pc, start, &submitted, &bound, submit_secs);
+    s.timing(&line);
+    println!("{line}");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let line = format!(
+        "{what}: {}",
+        writes_per_job(&writes_before, &api_writes(s), n)
+    );
     s.timing(&line);
     println!("{line}");
     watch.abort();
     assert_eq!(bound.len(), n, "{what}: not every pod was bound");
-    s.finish().await;
+    (start, submitted)
+}
+
+/// One peer run on a fresh cluster, with nothing but the pinned Kubernetes release.
+async fn peer_run<K>(
+    name: &str,
+    what: &str,
+    per_job: usize,
+    make: impl Fn(usize, &[String]) -> serde_json::Value,
+) where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::Serialize
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let pc = peer_cluster(name, per_job).await;
+    peer_measure::<K>(&pc, what, make).await;
+    pc.s.finish().await;
+}
+
+/// A batch/v1 Job of `pods` 1-GPU pods at once labelled `bench/job=<name>`, each running
+/// `run_seconds` on the simulated nodes (until the end when `None`), as kubetrain's jobs do.
+fn stock_job(name: &str, pods: usize, run_seconds: Option<usize>) -> serde_json::Value {
+    let annotations = match run_seconds {
+        Some(r) => serde_json::json!({"sim.kubetrain.io/run-seconds": r.to_string()}),
+        None => serde_json::json!({}),
+    };
+    serde_json::json!({
+        "metadata": {"name": name},
+        "spec": {"backoffLimit": 0, "parallelism": pods, "completions": pods, "template": {
+            "metadata": {"labels": {"bench/job": name}, "annotations": annotations},
+            "spec": {"restartPolicy": "Never", "containers": [{
+                "name": "trainer", "image": "trainer:latest",
+                "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}
+    })
+}
+
+/// The peers' Jobs: `KUBETRAIN_BENCH_GANG` pods each, running as kubetrain's do.
+fn peer_job(i: usize) -> serde_json::Value {
+    let nodes = env("KUBETRAIN_BENCH_NODES", 100);
+    let jobs = env("KUBETRAIN_BENCH_JOBS", 1000);
+    stock_job(
+        &format!("j{i}"),
+        gang(),
+        run_seconds(jobs * gang(), nodes * 8),
+    )
 }
 
 /// The peer: batch/v1 Jobs of one 1-GPU pod each, through the pinned release's job
@@ -421,17 +534,12 @@ where
 async fn stock_jobs_throughput() {
     peer_run::<k8s_openapi::api::batch::v1::Job>(
         "stockjobs",
-        "stock batch/v1 Jobs of one 1-GPU pod (job controller + kube-scheduler)",
-        |i, _| {
-            serde_json::json!({
-                "metadata": {"name": format!("j{i}")},
-                "spec": {"backoffLimit": 0, "template": {
-                    "metadata": {"labels": {"bench/job": format!("j{i}")}},
-                    "spec": {"restartPolicy": "Never", "containers": [{
-                        "name": "trainer", "image": "trainer:latest",
-                        "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}
-            })
-        },
+        &format!(
+            "stock batch/v1 Jobs of {} 1-GPU pod(s) (job controller + kube-scheduler)",
+            gang()
+        ),
+        gang(),
+        |i, _| peer_job(i),
     )
     .await;
 }
@@ -444,6 +552,7 @@ async fn pinned_pods_bind_rate() {
     peer_run::<Pod>(
         "pinned",
         "pods pinned by node affinity, no GPU request (kube-scheduler only)",
+        1,
         |i, names| {
             let node = &names[i % names.len()];
             serde_json::json!({
@@ -457,4 +566,105 @@ async fn pinned_pods_bind_rate() {
         },
     )
     .await;
+}
+
+/// The peer Kueue: the same batch/v1 Jobs, created suspended in a LocalQueue of a ClusterQueue
+/// whose nominal quota is every GPU (the equal of kubetrain's VirtualCluster and Queue), and
+/// admitted by Kueue's manager (built from its Go module, run without webhooks as its own
+/// performance harness runs it, no client rate limit) before the job controller creates their
+/// pods and kube-scheduler binds them. Prints, besides the peers' lines, Workloads admitted per
+/// second and the manager's CPU seconds and peak RSS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "benchmark: run by `make bench`"]
+async fn kueue_jobs_throughput() {
+    let pc = peer_cluster("kueuejobs", gang()).await;
+    let kueue = kubetrain_e2e::kueue::Kueue::start(pc.s.cp).expect("start Kueue");
+    kueue
+        .queue(pc.s.cp, &pc.s.ns, "bench", pc.nodes * 8)
+        .expect("Kueue queues");
+    let (cpu_before, _) = kueue.usage();
+    let client = pc.s.cp.client().await.expect("client");
+    let (admitted, watch) =
+        watch_admitted(Api::namespaced_with(client, &pc.s.ns, &workload_resource()));
+    let what = format!(
+        "batch/v1 Jobs of {} 1-GPU pod(s) through Kueue (Kueue + job controller + kube-scheduler)",
+        gang()
+    );
+    let what = what.as_str();
+    let (start, submitted) = peer_measure::<k8s_openapi::api::batch::v1::Job>(&pc, what, |i, _| {
+        let mut job = peer_job(i);
+        job["metadata"]["labels"] = serde_json::json!({"kueue.x-k8s.io/queue-name": "bench"});
+        job["spec"]["suspend"] = serde_json::json!(true);
+        job
+    })
+    .await;
+    let (cpu, hwm) = kueue.usage();
+    let admitted = admitted.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    watch.abort();
+    let last = admitted.values().max().copied().unwrap_or(start);
+    let mut lat: Vec<f64> = admitted
+        .iter()
+        .filter_map(|(j, a)| submitted.get(j).map(|s| a.duration_since(*s).as_secs_f64()))
+        .collect();
+    lat.sort_by(f64::total_cmp);
+    let line = format!(
+        "{what}: {} Workloads admitted in {:.1}s, {:.0} admitted/s, submit→admitted p50 {:.2}s p99 {:.2}s; Kueue manager {:.1} CPU-s during the run, peak RSS {hwm:.0} MiB (log {})",
+        admitted.len(),
+        last.duration_since(start).as_secs_f64(),
+        admitted.len() as f64 / last.duration_since(start).as_secs_f64(),
+        pct(&lat, 0.5),
+        pct(&lat, 0.99),
+        cpu - cpu_before,
+        kueue.log().display(),
+    );
+    pc.s.timing(&line);
+    println!("{line}");
+    drop(kueue);
+    pc.s.finish().await;
+}
+
+fn workload_resource() -> kube::discovery::ApiResource {
+    kube::discovery::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+        "kueue.x-k8s.io",
+        "v1beta2",
+        "Workload",
+    ))
+}
+
+/// When each Job's Workload was first seen admitted (`status.admission` set), by Job name.
+fn watch_admitted(
+    workloads: Api<kube::api::DynamicObject>,
+) -> (
+    Arc<Mutex<BTreeMap<String, Instant>>>,
+    tokio::task::JoinHandle<()>,
+) {
+    let seen = Arc::new(Mutex::new(BTreeMap::new()));
+    let out = seen.clone();
+    let task = tokio::spawn(async move {
+        let stream = watcher(workloads, watcher::Config::default())
+            .default_backoff()
+            .applied_objects();
+        futures::pin_mut!(stream);
+        while let Some(Ok(w)) = stream.next().await {
+            let now = Instant::now();
+            let admitted = w
+                .data
+                .get("status")
+                .and_then(|s| s.get("admission"))
+                .is_some();
+            let job = w
+                .metadata
+                .owner_references
+                .as_ref()
+                .and_then(|o| o.first())
+                .map(|o| o.name.clone());
+            if let (true, Some(job)) = (admitted, job) {
+                out.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .entry(job)
+                    .or_insert(now);
+            }
+        }
+    });
+    (seen, task)
 }

@@ -23,6 +23,7 @@ pub mod report;
 pub mod rng;
 pub mod stats;
 pub mod tenants;
+pub mod windows;
 
 use std::path::{Path, PathBuf};
 

@@ -42,6 +42,21 @@ pub fn parse_time(s: &str) -> Option<i64> {
     Some(days * 86_400 + hh * 3600 + mm * 60 + ss)
 }
 
+/// `YYYY-MM-DD` of the UTC day holding `t` seconds since the epoch: the inverse of
+/// [`parse_time`] on days (civil from days, Howard Hinnant).
+pub fn format_day(t: i64) -> String {
+    let z = t.div_euclid(86_400) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
 /// Read `philly_jobs.csv`.
 pub fn read_jobs(path: &Path) -> Result<Vec<PhillyJob>, SimError> {
     let t = Table::read(path)?;
@@ -73,4 +88,25 @@ pub fn read_jobs(path: &Path) -> Result<Vec<PhillyJob>, SimError> {
     }
     out.sort_by_key(|j| j.submit);
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn days_round_trip() {
+        for day in [
+            "1970-01-01",
+            "2000-02-29",
+            "2017-09-24",
+            "2017-12-31",
+            "2024-03-01",
+        ] {
+            let t = parse_time(day).expect("parses");
+            assert_eq!(format_day(t), day);
+            assert_eq!(format_day(t + 86_399), day);
+        }
+        assert_eq!(format_day(-1), "1969-12-31");
+    }
 }
