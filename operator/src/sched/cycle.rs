@@ -1117,39 +1117,55 @@ impl<'a> Cycle<'a> {
                 .err();
             let preemptible = snap.queue(p.queue).priority_preemption
                 && !(limit.is_some() && self.t.above_a_limit(snap, p.queue, p.milli));
-            if preemptible {
-                let mut done = false;
-                for &f in &p.flavors {
-                    let bonus = !self.t.within_guarantee(p.vc, f, p.milli);
-                    let limited = limit.is_some();
-                    if self.preempt(p, f, PreemptionReason::Priority, bonus, limited, false) {
-                        done = true;
-                        break;
-                    }
-                }
-                // then the job's own lower-priority jobs and other VCs' bonus jobs together,
-                // when that leaves it within its guarantee
-                if !done {
-                    for &f in &p.flavors {
-                        if !self.combined_may_fit(p, f) {
-                            continue;
-                        }
-                        let bonus = !self.t.within_guarantee(p.vc, f, p.milli);
-                        let limited = limit.is_some();
-                        if self.preempt(p, f, PreemptionReason::Priority, bonus, limited, true) {
-                            done = true;
-                            break;
-                        }
-                    }
-                }
-                if done {
-                    continue;
-                }
+            if preemptible && self.priority_plan(p, limit.is_some()) {
+                continue;
             }
             let r = limit.unwrap_or_else(|| self.no_fit_reason(p, within));
             self.wait(j, r);
         }
         self.number_waiting(&pending, &offered);
+    }
+
+    /// Phase 3 for one job: plan a priority preemption (the queue's lower-priority jobs),
+    /// then one combining them with other VCs' bonus jobs when that leaves the job within its
+    /// guarantee. Returns true when the job's fate is decided.
+    ///
+    /// A job a limit blocks (`limited`) had no turn in phases 1 and 2. Once its victims free
+    /// the limit, the next cycle gives it that turn, and phase 1 reclaims on a flavor within
+    /// its guarantee before phase 2 lets it borrow another. So its plan keeps that order:
+    /// flavors within its guarantee first (own jobs alone, then combined with a reclaim), the
+    /// others after. Otherwise a plan could evict for a bonus placement on one flavor that
+    /// the next cycle drops for a reclaim on another, the first victims' room never used.
+    fn priority_plan(&mut self, p: &Pending, limited: bool) -> bool {
+        let tiers: Vec<Vec<FlavorId>> = if limited {
+            let (head, rest): (Vec<FlavorId>, Vec<FlavorId>) = p
+                .flavors
+                .iter()
+                .partition(|&&f| self.t.within_guarantee(p.vc, f, p.milli));
+            vec![head, rest]
+        } else {
+            vec![p.flavors.clone()]
+        };
+        for flavors in tiers {
+            for &f in &flavors {
+                let bonus = !self.t.within_guarantee(p.vc, f, p.milli);
+                if self.preempt(p, f, PreemptionReason::Priority, bonus, limited, false) {
+                    return true;
+                }
+            }
+            // then the job's own lower-priority jobs and other VCs' bonus jobs together,
+            // when that leaves it within its guarantee
+            for &f in &flavors {
+                if !self.combined_may_fit(p, f) {
+                    continue;
+                }
+                let bonus = !self.t.within_guarantee(p.vc, f, p.milli);
+                if self.preempt(p, f, PreemptionReason::Priority, bonus, limited, true) {
+                    return true;
+                }
+            }
+        }
+        false
     }
 
     /// Whether evicting every lower-priority guaranteed job of `p`'s queue on flavor `f` would

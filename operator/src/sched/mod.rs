@@ -42,6 +42,9 @@
 //!    together; a job larger than a limit evicts nobody. When no such plan exists, one plan
 //!    may combine the queue's lower-priority jobs with other VCs' bonus jobs, if the job
 //!    then ends within its VC's guarantee (recorded as a priority and a reclaim preemption).
+//!    A job a limit blocks plans on the types within its guarantee first (both kinds of
+//!    plan), then on the others, as the guaranteed and bonus phases would once the limit is
+//!    freed: so its plan is the one the next cycle keeps.
 //! 6. Everything else waits with a typed reason: limits (VC limit, queue maxShare, user
 //!    limit), `QuotaExhausted` (beyond guarantee, nothing idle), `NoFit` (within quota, with the
 //!    largest free block), `ReservedForCells`, `WaitingForPreemption`, `WaitingForMinRuntime`,

@@ -688,22 +688,121 @@ proptest! {
     /// preempting) gone, each beneficiary fits — with either victim selection.
     #[test]
     fn beneficiary_fits_once_victims_are_gone(w in world(false), scattered in any::<bool>()) {
-        let s = build(&w);
-        let opts = Options {
-            victims: if scattered { VictimSelection::Scattered } else { VictimSelection::WholeDomain },
-        };
-        let d = schedule_with(&s, &opts);
-        for p in &d.preemptions {
-            let gone: BTreeSet<&str> = d.victims().collect();
-            let mut s2 = s.clone();
-            s2.jobs.retain(|j| match &j.running {
-                Some(r) => !r.preempting && !gone.contains(j.id.as_str()),
-                None => j.id == p.beneficiary,
-            });
-            let d2 = schedule(&s2);
-            prop_assert!(d2.admission(&p.beneficiary).is_some(), "{} does not fit after {:?}: {:?}", p.beneficiary, p.victims, d2);
-        }
+        check_beneficiary_fits(&w, scattered)?;
     }
+}
+
+/// The body of `beneficiary_fits_once_victims_are_gone`, shared with its regressions.
+fn check_beneficiary_fits(w: &World, scattered: bool) -> Result<(), TestCaseError> {
+    let s = build(w);
+    let opts = Options {
+        victims: if scattered {
+            VictimSelection::Scattered
+        } else {
+            VictimSelection::WholeDomain
+        },
+    };
+    let d = schedule_with(&s, &opts);
+    for p in &d.preemptions {
+        let gone: BTreeSet<&str> = d.victims().collect();
+        let mut s2 = s.clone();
+        s2.jobs.retain(|j| match &j.running {
+            Some(r) => !r.preempting && !gone.contains(j.id.as_str()),
+            None => j.id == p.beneficiary,
+        });
+        let d2 = schedule(&s2);
+        prop_assert!(
+            d2.admission(&p.beneficiary).is_some(),
+            "{} does not fit after {:?}: {:?}",
+            p.beneficiary,
+            p.victims,
+            d2
+        );
+    }
+    Ok(())
+}
+
+/// Regression (a rare seed of `beneficiary_fits_once_victims_are_gone`, its minimal failing
+/// world): a 2×2-GPU job of user2 in q2 (vc1), blocked only by q2's user limit of 5, within
+/// vc1's A100 guarantee (lent to vc2's 4-GPU bonus job on n3), with 6 idle H100s on n4 it
+/// could only borrow. The plan evicted user2's lower-priority first-1 to free the limit and
+/// reserved the H100s as bonus; with first-1 gone the next cycle reclaimed n3 instead, so the
+/// job waited on a second preemption. Now one plan frees the limit and reclaims n3 together.
+#[test]
+fn limited_job_within_guarantee_reclaims_in_the_same_plan() {
+    let spec = |vc: usize, replicas: u32, gpus: GpuDemand, priority: i32, user: u8| JobSpec {
+        vc,
+        queue: 0,
+        replicas,
+        gpus,
+        typed: None,
+        required: None,
+        priority,
+        user,
+        predicted: None,
+    };
+    let flavor_guarantee = |f: &str, gpus: u32| FlavorGuarantee {
+        flavor: Flavor::new(f),
+        gpus,
+        cells: vec![],
+    };
+    let mut vcs = vec![
+        vc("vc0", "A100", 0),
+        vc("vc1", "A100", 0),
+        vc("vc2", "A100", 0),
+    ];
+    vcs[0].guarantee = vec![flavor_guarantee("A100", 1), flavor_guarantee("H100", 2)];
+    vcs[0].limit_gpus = Some(3);
+    vcs[1].guarantee = vec![flavor_guarantee("A100", 5), flavor_guarantee("H100", 2)];
+    let mut queues: Vec<Queue> = (0..6)
+        .map(|i| queue(&format!("q{i}"), &format!("vc{}", i / 2)))
+        .collect();
+    for i in [1, 3, 5] {
+        queues[i].parent = Some(format!("q{}", i - 1));
+        queues[i].share = 50;
+    }
+    queues[2].user_limit = Some(5);
+    queues[2].policy = QueuePolicy::Priority;
+    queues[2].priority_preemption = true;
+    queues[4].policy = QueuePolicy::ShortestPredictedFirst;
+    let w = World {
+        nodes: vec![
+            node("n0", "H100", 1, None),
+            node("n1", "A100", 1, None),
+            node("n2", "A100", 1, None),
+            node("n3", "A100", 4, None),
+            node("n4", "H100", 8, Some("r1")),
+        ],
+        vcs,
+        queues,
+        first: vec![
+            spec(0, 1, GpuDemand::Whole(1), 0, 0),
+            spec(1, 1, GpuDemand::Whole(1), 0, 2),
+            spec(0, 1, GpuDemand::Whole(1), 0, 0),
+            spec(1, 1, GpuDemand::None, 1, 0),
+            spec(1, 1, GpuDemand::Whole(1), 1, 0),
+            spec(2, 1, GpuDemand::Whole(4), 0, 0),
+            spec(1, 1, GpuDemand::Share(MilliGpu(1)), 0, 2),
+        ],
+        second: vec![spec(1, 2, GpuDemand::Whole(2), 1, 2)],
+        fates: vec![(false, 0, 0, false, 0); 12],
+    };
+    for scattered in [false, true] {
+        check_beneficiary_fits(&w, scattered).unwrap();
+    }
+    let d = schedule(&build(&w));
+    let plan: Vec<(PreemptionReason, Vec<String>)> = d
+        .preemptions
+        .iter()
+        .map(|p| (p.reason, p.victims.clone()))
+        .collect();
+    assert_eq!(
+        plan,
+        vec![
+            (PreemptionReason::Priority, vec!["ns/first-1".to_string()]),
+            (PreemptionReason::Reclaim, vec!["ns/first-5".to_string()]),
+        ]
+    );
 }
 
 proptest! {
