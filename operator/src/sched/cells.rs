@@ -335,6 +335,40 @@ impl Cells {
         (want, obtainable, tb.eligible)
     }
 
+    /// Milli-GPUs of `takes` (a job of `vc`: node, (GPU, milli)s) outside the domains of a
+    /// level `vc` owns: GPUs it could free to form a cell elsewhere.
+    pub fn outside_own(
+        &self,
+        c: &Cluster,
+        f: FlavorId,
+        level: TopologyLevel,
+        vc: VcId,
+        takes: &[(NodeId, Vec<(u8, u16)>)],
+    ) -> u64 {
+        let Some(tb) = self.tables.get(&(f, level)) else {
+            return 0;
+        };
+        let mut out = 0;
+        for (n, gpus) in takes {
+            for &(g, milli) in gpus {
+                let node = &c.nodes[*n];
+                let d = match level {
+                    TopologyLevel::Node => Some(n.ix()),
+                    TopologyLevel::Rack => node.rack.map(|r| r.ix()),
+                    TopologyLevel::GpuGroup => node
+                        .groups
+                        .iter()
+                        .position(|gr| gr.contains(&g))
+                        .map(|gi| self.group_base[*n] + gi),
+                };
+                if d.is_none_or(|d| tb.owners[d] != Owner::Vc(vc)) {
+                    out += u64::from(milli);
+                }
+            }
+        }
+        out
+    }
+
     /// Record a guaranteed placement.
     pub fn bind(&mut self, c: &Cluster, trial: &Trial, vc: VcId) {
         if self.tables.is_empty() {

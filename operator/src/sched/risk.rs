@@ -11,8 +11,9 @@
 //! `obtainable(v) = min(guarantee(v), held(v) + max(0, usable − Σ_w held(w) − Σ_{w≠v} max(0, guarantee(w) − held(w))))`
 //!
 //! Cells count the same way over whole domains (see `cells`): the domains `v` owns plus the
-//! clean ones left once other VirtualClusters' missing cells are set aside, as many as the
-//! GPUs it may claim beyond what it holds (the second term above) fill. Pods that are
+//! clean ones left once other VirtualClusters' missing cells are set aside, as many as fit
+//! in the GPUs it may claim beyond what it holds (the second term above) plus those its own
+//! guaranteed jobs hold outside its cells (it could move them). Pods that are
 //! not kubetrain's and terminating pods are transient and do not count against GPUs (a node
 //! with pods that are not kubetrain's is not a clean cell, as for placement).
 
@@ -20,11 +21,14 @@ use std::collections::BTreeMap;
 
 use super::cells::Cells;
 use super::cluster::Cluster;
-use super::ids::{FlavorId, IdVec, RunIdx, VcId};
+use super::ids::{FlavorId, IdVec, NodeId, RunIdx, VcId};
 use super::model::{Flavor, Snapshot};
 use super::reclaim::RunInfo;
 use super::tenants::Tenants;
 use super::usage::{CellShortfall, GuaranteeShortfall, Usage};
+
+/// A job's GPUs: (node, (GPU, milli)s) per replica.
+type Takes = Vec<(NodeId, Vec<(u8, u16)>)>;
 
 /// The guarantees at risk, by VirtualCluster name and GPU type, as the cycle starts (this
 /// cycle's promotions applied).
@@ -39,6 +43,8 @@ pub(crate) fn shortfalls(
     // What each VC's guaranteed jobs hold for sure, per flavor (milli).
     let mut held: IdVec<VcId, IdVec<FlavorId, u64>> =
         IdVec::filled(IdVec::filled(0, nf), t.vc_names.len());
+    // The staying guaranteed jobs' GPUs per VC.
+    let mut stay: IdVec<VcId, Vec<(FlavorId, Takes)>> = IdVec::filled(Vec::new(), t.vc_names.len());
     for r in runs.iter().filter(|r| !r.gone && !r.bonus) {
         let Some(vc) = r.vc else { continue };
         let stays = r.takes.iter().all(|(n, gpus, _, _)| {
@@ -50,6 +56,8 @@ pub(crate) fn shortfalls(
         });
         if stays && let Some(h) = held[vc].get_mut(r.flavor) {
             *h += r.milli;
+            let takes = r.takes.iter().map(|(n, g, _, _)| (*n, g.clone())).collect();
+            stay[vc].push((r.flavor, takes));
         }
     }
     let mut out = BTreeMap::new();
@@ -63,7 +71,7 @@ pub(crate) fn shortfalls(
             }
             let f = c.flavor_by_name.get(g.flavor.as_str()).copied();
             let usable = f.map_or(0, |f| c.facts[f].total_gpus);
-            // GPUs v may claim beyond what it holds (whole GPUs).
+            // Milli-GPUs v may claim beyond what it holds.
             let mut claimable = 0;
             let obtainable = match f {
                 Some(f) => {
@@ -78,7 +86,7 @@ pub(crate) fn shortfalls(
                     let free = (u64::from(usable) * 1000)
                         .saturating_sub(all_held)
                         .saturating_sub(others_missing);
-                    claimable = free / 1000;
+                    claimable = free;
                     (guar(v).min(held[v][f] + free) / 1000) as u32
                 }
                 None => 0,
@@ -96,7 +104,13 @@ pub(crate) fn shortfalls(
                         .map(|c| c.count)
                         .sum();
                     let (obtainable, usable) = f.map_or((0, 0), |f| {
-                        let (_, o, u) = cells.standing(f, level, v, claimable);
+                        // its own jobs outside its cells could make room for one
+                        let movable: u64 = stay[v]
+                            .iter()
+                            .filter(|(rf, _)| *rf == f)
+                            .map(|(_, takes)| cells.outside_own(c, f, level, v, takes))
+                            .sum();
+                        let (_, o, u) = cells.standing(f, level, v, (claimable + movable) / 1000);
                         (o, u)
                     });
                     CellShortfall {
