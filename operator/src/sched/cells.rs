@@ -24,7 +24,7 @@ use super::cluster::{Cluster, NodeState};
 use super::ids::{FlavorId, Id, IdVec, NodeId, RunIdx, VcId};
 use super::model::{Snapshot, TopologyLevel};
 use super::placement::Trial;
-use super::reclaim::RunInfo;
+use super::reclaim::{Held, RunInfo};
 use super::tenants::Tenants;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -335,21 +335,21 @@ impl Cells {
         (want, obtainable, tb.eligible)
     }
 
-    /// Milli-GPUs of `takes` (a job of `vc`: node, (GPU, milli)s) outside the domains of a
-    /// level `vc` owns: GPUs it could free to form a cell elsewhere.
+    /// Milli-GPUs of `takes` (a running job of `vc`) outside the domains of a level `vc`
+    /// owns: GPUs it could free to form a cell elsewhere.
     pub fn outside_own(
         &self,
         c: &Cluster,
         f: FlavorId,
         level: TopologyLevel,
         vc: VcId,
-        takes: &[(NodeId, Vec<(u8, u16)>)],
+        takes: &[Held],
     ) -> u64 {
         let Some(tb) = self.tables.get(&(f, level)) else {
             return 0;
         };
         let mut out = 0;
-        for (n, gpus) in takes {
+        for (n, gpus, _, _) in takes {
             for &(g, milli) in gpus {
                 let node = &c.nodes[*n];
                 let d = match level {

@@ -21,14 +21,11 @@ use std::collections::BTreeMap;
 
 use super::cells::Cells;
 use super::cluster::Cluster;
-use super::ids::{FlavorId, IdVec, NodeId, RunIdx, VcId};
+use super::ids::{FlavorId, IdVec, RunIdx, VcId};
 use super::model::{Flavor, Snapshot};
 use super::reclaim::RunInfo;
 use super::tenants::Tenants;
 use super::usage::{CellShortfall, GuaranteeShortfall, Usage};
-
-/// A job's GPUs: (node, (GPU, milli)s) per replica.
-type Takes = Vec<(NodeId, Vec<(u8, u16)>)>;
 
 /// The guarantees at risk, by VirtualCluster name and GPU type, as the cycle starts (this
 /// cycle's promotions applied).
@@ -44,8 +41,8 @@ pub(crate) fn shortfalls(
     let mut held: IdVec<VcId, IdVec<FlavorId, u64>> =
         IdVec::filled(IdVec::filled(0, nf), t.vc_names.len());
     // The staying guaranteed jobs' GPUs per VC.
-    let mut stay: IdVec<VcId, Vec<(FlavorId, Takes)>> = IdVec::filled(Vec::new(), t.vc_names.len());
-    for r in runs.iter().filter(|r| !r.gone && !r.bonus) {
+    let mut stay: IdVec<VcId, Vec<RunIdx>> = IdVec::filled(Vec::new(), t.vc_names.len());
+    for (i, r) in runs.iter_enumerated().filter(|(_, r)| !r.gone && !r.bonus) {
         let Some(vc) = r.vc else { continue };
         let stays = r.takes.iter().all(|(n, gpus, _, _)| {
             let node = &c.nodes[*n];
@@ -56,8 +53,7 @@ pub(crate) fn shortfalls(
         });
         if stays && let Some(h) = held[vc].get_mut(r.flavor) {
             *h += r.milli;
-            let takes = r.takes.iter().map(|(n, g, _, _)| (*n, g.clone())).collect();
-            stay[vc].push((r.flavor, takes));
+            stay[vc].push(i);
         }
     }
     let mut out = BTreeMap::new();
@@ -107,8 +103,8 @@ pub(crate) fn shortfalls(
                         // its own jobs outside its cells could make room for one
                         let movable: u64 = stay[v]
                             .iter()
-                            .filter(|(rf, _)| *rf == f)
-                            .map(|(_, takes)| cells.outside_own(c, f, level, v, takes))
+                            .filter(|&&i| runs[i].flavor == f)
+                            .map(|&i| cells.outside_own(c, f, level, v, &runs[i].takes))
                             .sum();
                         let (_, o, u) = cells.standing(f, level, v, (claimable + movable) / 1000);
                         (o, u)
