@@ -1,6 +1,8 @@
 //! Two VirtualClusters with bonus lending and reclaim: the owner gets its guarantee back
 //! within the grace period (+5 s), the borrower was asked to checkpoint, returns to Queued
 //! keeping its place and later succeeds; no node ever has more GPUs assigned than it has.
+//! What reclaim cannot give back (a cordoned node) puts the guarantee at risk, and the
+//! VirtualCluster says so.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -282,5 +284,61 @@ async fn a_reclaim_is_withdrawn_when_the_owner_deletes_its_job() {
         "reclaim withdrawn: borrower back to Running {:.2}s after the request",
         asked.elapsed().as_secs_f64()
     ));
+    s.finish().await;
+}
+
+/// The VirtualCluster's `GuaranteeAtRisk` condition as `kubectl get vc` shows it:
+/// (status, message).
+fn guarantee_at_risk(s: &Scenario, vc: &str) -> (String, String) {
+    let path =
+        |field: &str| format!("{{.status.conditions[?(@.type==\"GuaranteeAtRisk\")].{field}}}");
+    (
+        s.cp.jsonpath(&["vc", vc], &path("status")),
+        s.cp.jsonpath(&["vc", vc], &path("message")),
+    )
+}
+
+async fn wait_at_risk(s: &Scenario, vc: &str, status: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (st, message) = guarantee_at_risk(s, vc);
+        if st == status {
+            return message;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "GuaranteeAtRisk={st:?} ({message}), expected {status}: {}",
+            s.cp.jsonpath(&["vc", vc], "{.status}")
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+/// An owner of two nodes: one node cordoned, reclaim cannot give its 8 GPUs back, and the
+/// VirtualCluster says its guarantee is at risk, with the numbers; uncordoned, it is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cordoned_node_puts_the_guarantee_at_risk() {
+    let s = Scenario::new("atrisk", 2, 8, 1).await;
+    let owner = s.tenant("owner", 16, "FIFO", "");
+    wait_at_risk(&s, &owner, "False").await;
+    let node = s.sim.node_names()[0].clone();
+    s.cp.kubectl(&["cordon", &node]).expect("cordon");
+    let message = wait_at_risk(&s, &owner, "True").await;
+    assert!(
+        message.starts_with(&format!(
+            "8 of 16 guaranteed {} GPUs can be obtained now",
+            s.flavor
+        )),
+        "{message}"
+    );
+    assert_eq!(
+        s.cp.jsonpath(
+            &["vc", &owner],
+            "{.status.conditions[?(@.type==\"GuaranteeAtRisk\")].reason}"
+        ),
+        "CapacityLost"
+    );
+    s.cp.kubectl(&["uncordon", &node]).expect("uncordon");
+    wait_at_risk(&s, &owner, "False").await;
     s.finish().await;
 }

@@ -133,8 +133,10 @@ pub struct VirtualClusterStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// `Ready` (False with reason `DefaultQueueInvalid` when `spec.defaultQueue` names a
-    /// queue that does not exist or belongs to another VirtualCluster), and `OverCommitted`
-    /// when guarantees exceed what the cluster has.
+    /// queue that does not exist or belongs to another VirtualCluster), `OverCommitted`
+    /// when guarantees exceed what the cluster has, and `GuaranteeAtRisk` (True with reason
+    /// `CapacityLost` and the numbers when unhealthy GPUs, cordoned or gone nodes leave part
+    /// of the guarantee unobtainable even by reclaim; False with reason `Obtainable`).
     #[serde(default)]
     pub conditions: Vec<Condition>,
 }

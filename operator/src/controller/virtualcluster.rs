@@ -1,6 +1,8 @@
 //! The VirtualCluster reconciler: status (guaranteed, in use, bonus, lent), the
-//! `OverCommitted` condition when guarantees exceed the physical cluster, and `Ready=False`
-//! when `spec.defaultQueue` names a queue that is missing or another VirtualCluster's.
+//! `OverCommitted` condition when guarantees exceed the physical cluster, `GuaranteeAtRisk`
+//! when lost capacity leaves part of the guarantee unobtainable even by reclaim (the core's
+//! numbers), and `Ready=False` when `spec.defaultQueue` names a queue that is missing or
+//! another VirtualCluster's.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +19,13 @@ use super::status;
 use super::validate;
 use crate::api::virtualcluster::FlavorUsage;
 use crate::api::{GpuAmount, VirtualCluster};
+
+/// Condition type: part of the guarantee cannot be obtained now, even by reclaim.
+pub const GUARANTEE_AT_RISK: &str = "GuaranteeAtRisk";
+/// `GuaranteeAtRisk=True`: unhealthy GPUs, cordoned or gone nodes leave too little.
+pub const CAPACITY_LOST: &str = "CapacityLost";
+/// `GuaranteeAtRisk=False`.
+pub const OBTAINABLE: &str = "Obtainable";
 
 #[instrument(skip_all, fields(vc = %vc.name_any()))]
 pub async fn reconcile(vc: Arc<VirtualCluster>, ctx: Arc<Context>) -> Result<Action, Error> {
@@ -98,6 +107,34 @@ pub async fn reconcile(vc: Arc<VirtualCluster>, ctx: Arc<Context>) -> Result<Act
                 "Guarantees exceed the cluster ({}); not every guarantee can be honoured at once.",
                 over.join("; ")
             ),
+            generation,
+            &t,
+        );
+    }
+    // GuaranteeAtRisk: lost capacity (unhealthy GPUs, cordoned or gone nodes) leaves part of
+    // the guarantee unobtainable, even by reclaim (the core's numbers).
+    let at_risk: Vec<String> = u
+        .flavors
+        .values()
+        .filter_map(|f| f.at_risk.as_ref().map(ToString::to_string))
+        .collect();
+    if at_risk.is_empty() {
+        conditions::set(
+            &mut status.conditions,
+            GUARANTEE_AT_RISK,
+            false,
+            OBTAINABLE,
+            "The whole guarantee can be obtained, by reclaim if need be.",
+            generation,
+            &t,
+        );
+    } else {
+        conditions::set(
+            &mut status.conditions,
+            GUARANTEE_AT_RISK,
+            true,
+            CAPACITY_LOST,
+            at_risk.join(" "),
             generation,
             &t,
         );

@@ -24,7 +24,7 @@ use super::cluster::{Cluster, NodeState};
 use super::ids::{FlavorId, Id, IdVec, NodeId, RunIdx, VcId};
 use super::model::{Snapshot, TopologyLevel};
 use super::placement::Trial;
-use super::reclaim::RunInfo;
+use super::reclaim::{Held, RunInfo};
 use super::tenants::Tenants;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +48,11 @@ struct Table {
     want: IdVec<VcId, i64>,
     bound: IdVec<VcId, i64>,
     clean: i64,
+    /// Domains that were clean or bindable when the cycle began (every GPU healthy,
+    /// schedulable, nothing foreign).
+    eligible: i64,
+    /// GPUs of each domain.
+    sizes: Vec<u32>,
 }
 
 impl Table {
@@ -139,10 +144,13 @@ impl Cells {
                 TopologyLevel::Rack => c.racks.len(),
             };
             tb.owners = vec![Owner::Mixed; size];
+            tb.sizes = vec![0; size];
             let mut clean = vec![false; size];
             match level {
                 TopologyLevel::Rack => {
                     for (r, rg) in c.racks.iter_enumerated() {
+                        tb.sizes[r.ix()] =
+                            rg.nodes.iter().map(|&n| c.nodes[n].gpus.len() as u32).sum();
                         clean[r.ix()] = rg.flavor == f
                             && !rg.nodes.is_empty()
                             && rg.nodes.iter().all(|&n| eligible_node(&c.nodes[n], n));
@@ -155,9 +163,11 @@ impl Cells {
                         }
                         if level == TopologyLevel::Node {
                             clean[i.ix()] = true;
+                            tb.sizes[i.ix()] = n.gpus.len() as u32;
                         } else {
-                            for g in 0..n.groups.len() {
+                            for (g, gpus) in n.groups.iter().enumerate() {
                                 clean[cells.group_base[i] + g] = true;
+                                tb.sizes[cells.group_base[i] + g] = gpus.len() as u32;
                             }
                         }
                     }
@@ -168,6 +178,7 @@ impl Cells {
                     tb.set(d, Owner::Clean);
                 }
             }
+            tb.eligible = tb.clean;
         }
         for r in runs.iter().filter(|r| !r.gone && !r.bonus) {
             let Some(vc) = r.vc else { continue };
@@ -283,6 +294,79 @@ impl Cells {
             }
         }
         true
+    }
+
+    /// `vc`'s cells of a flavor and level: (guaranteed, obtainable now, eligible domains).
+    /// Obtainable are the domains it owns plus the clean ones other VCs' missing cells leave
+    /// it (reclaim can empty a clean domain; an owned or mixed one holds guaranteed jobs),
+    /// smallest first, as far as the `gpus` it may still claim reach.
+    pub fn standing(
+        &self,
+        f: FlavorId,
+        level: TopologyLevel,
+        vc: VcId,
+        gpus: u64,
+    ) -> (i64, i64, i64) {
+        let Some(tb) = self.tables.get(&(f, level)) else {
+            return (0, 0, 0);
+        };
+        let want = tb.want[vc];
+        let others: i64 = tb
+            .want
+            .iter_enumerated()
+            .filter(|&(w, _)| w != vc)
+            .map(|(w, &n)| (n - tb.bound[w]).max(0))
+            .sum();
+        let mut clean: Vec<u32> = (0..tb.owners.len())
+            .filter(|&d| tb.owners[d] == Owner::Clean)
+            .map(|d| tb.sizes[d])
+            .collect();
+        clean.sort_unstable();
+        let mut left = gpus;
+        let affordable = clean
+            .iter()
+            .take_while(|&&s| {
+                let ok = u64::from(s) <= left;
+                left = left.saturating_sub(u64::from(s));
+                ok
+            })
+            .count() as i64;
+        let obtainable = (tb.bound[vc] + (tb.clean - others).max(0).min(affordable)).min(want);
+        (want, obtainable, tb.eligible)
+    }
+
+    /// Milli-GPUs of `takes` (a running job of `vc`) outside the domains of a level `vc`
+    /// owns: GPUs it could free to form a cell elsewhere.
+    pub fn outside_own(
+        &self,
+        c: &Cluster,
+        f: FlavorId,
+        level: TopologyLevel,
+        vc: VcId,
+        takes: &[Held],
+    ) -> u64 {
+        let Some(tb) = self.tables.get(&(f, level)) else {
+            return 0;
+        };
+        let mut out = 0;
+        for (n, gpus, _, _) in takes {
+            for &(g, milli) in gpus {
+                let node = &c.nodes[*n];
+                let d = match level {
+                    TopologyLevel::Node => Some(n.ix()),
+                    TopologyLevel::Rack => node.rack.map(|r| r.ix()),
+                    TopologyLevel::GpuGroup => node
+                        .groups
+                        .iter()
+                        .position(|gr| gr.contains(&g))
+                        .map(|gi| self.group_base[*n] + gi),
+                };
+                if d.is_none_or(|d| tb.owners[d] != Owner::Vc(vc)) {
+                    out += u64::from(milli);
+                }
+            }
+        }
+        out
     }
 
     /// Record a guaranteed placement.

@@ -18,6 +18,7 @@ use super::options::Options;
 use super::order;
 use super::placement::{Demand, NodeFilter, NodeMask, Request, Scope, Trial, place};
 use super::reclaim::{self, Outcome, RunInfo};
+use super::risk;
 use super::tenants::{Tenants, gpus};
 use super::usage;
 
@@ -116,11 +117,13 @@ pub fn schedule_with(snap: &Snapshot, opts: &Options) -> Decisions {
     let mix = Mix::build(snap, &c.flavor_by_name, c.flavor_names.len());
     let mut cy = Cycle::build(snap, c, &mix);
     cy.opts = *opts;
+    let at_risk = risk::shortfalls(snap, &cy.c, &cy.t, &cy.cells, &cy.runs);
     cy.drain();
     let pending = cy.digest();
     cy.run(pending);
     cancel::retarget(&mut cy.out);
     cy.out.usage = usage::report(snap, &cy.c, &cy.out.promotions);
+    risk::attach(&mut cy.out.usage, at_risk);
     cy.out
 }
 

@@ -51,7 +51,9 @@
 //!    `NeverFits`, `Invalid`.
 //! 7. **Usage report** (`usage`): per VirtualCluster and GPU type guaranteed, in use, bonus
 //!    and lent, per queue in use and bonus, with this cycle's promotions; the controller
-//!    only formats it for the Queue and VirtualCluster status and the metrics.
+//!    only formats it for the Queue and VirtualCluster status and the metrics. A guarantee
+//!    that lost capacity (unhealthy GPUs, cordoned or gone nodes) cannot cover, even by
+//!    reclaim, is reported at risk with the numbers (`risk`, as the cycle starts).
 //!
 //! # Why it is fast
 //!
@@ -104,6 +106,7 @@ mod options;
 mod order;
 mod placement;
 mod reclaim;
+mod risk;
 mod tenants;
 mod usage;
 
@@ -114,7 +117,7 @@ pub use decisions::{
 };
 pub use model::*;
 pub use options::{Options, VictimSelection};
-pub use usage::{FlavorUsage, QueueUsage, Usage, VcUsage};
+pub use usage::{CellShortfall, FlavorUsage, GuaranteeShortfall, QueueUsage, Usage, VcUsage};
 
 #[cfg(test)]
 mod fixtures;

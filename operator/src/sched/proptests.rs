@@ -4,8 +4,10 @@
 //! cycle admits random jobs on an empty cluster, those admissions become running jobs (with
 //! random bonus flags, start and checkpoint times, some already preempting), then fresh
 //! pending jobs arrive and the cycle under test runs. Case counts come from
-//! `KUBETRAIN_PROPTEST_CASES` (per property; the defaults add up to 12,000).
-//! `invariants_hold_through_histories` runs sequences of cycles instead (issue 18 §6).
+//! `KUBETRAIN_PROPTEST_CASES` (per property; the defaults add up to 21,000).
+//! `invariants_hold_through_histories` runs sequences of cycles instead (issue 18 §6), with
+//! nodes lost between cycles, 10,000 histories on clusters of 2–5 nodes: small enough that
+//! they cost about what the other properties together cost in a debug build.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -935,20 +937,45 @@ fn generators_reach_interesting_cases() {
 
 /// A cluster for histories: healthy, schedulable nodes; three VCs whose guarantees fit the
 /// cluster, some with node cells, some with limits; two queues per VC, the second with a
-/// user limit or a maxShare at times.
+/// user limit or a maxShare at times. Between cycles a node may be lost: cordoned (drained,
+/// or not Ready), uncordoned again, or gone.
 #[derive(Clone, Debug)]
 struct HistoryWorld {
     nodes: Vec<Node>,
     vcs: Vec<VirtualCluster>,
     queues: Vec<Queue>,
-    /// Per cycle: arriving jobs, and which running jobs (by position) complete.
-    steps: Vec<(Vec<JobSpec>, Vec<bool>)>,
+    /// Per cycle: arriving jobs, which running jobs (by position) complete, and what happens
+    /// to a node (by position, modulo the nodes left) before the cycle.
+    steps: Vec<Step>,
+}
+
+/// Arriving jobs, completions, and a node event.
+type Step = (Vec<JobSpec>, Vec<bool>, Option<(usize, NodeEvent)>);
+
+#[derive(Clone, Copy, Debug)]
+enum NodeEvent {
+    /// `kubectl drain`: cordoned while Ready, its jobs asked to leave.
+    Drain,
+    /// Cordoned and not Ready: its jobs stay where they are.
+    Cordon,
+    Uncordon,
+    /// Deleted: its jobs' pods are gone, the jobs go back to their queue (a retry).
+    Gone,
+}
+
+fn node_event() -> impl Strategy<Value = NodeEvent> {
+    prop_oneof![
+        Just(NodeEvent::Drain),
+        Just(NodeEvent::Cordon),
+        Just(NodeEvent::Uncordon),
+        Just(NodeEvent::Gone),
+    ]
 }
 
 fn history_world() -> impl Strategy<Value = HistoryWorld> {
     let nodes = prop::collection::vec(
         (0usize..2, prop_oneof![Just(4u32), Just(8), Just(8)], 0u8..3),
-        2..7,
+        2..6,
     );
     let vcs = prop::collection::vec(
         (
@@ -971,6 +998,7 @@ fn history_world() -> impl Strategy<Value = HistoryWorld> {
         (
             prop::collection::vec(job_spec(true), 0..6),
             prop::collection::vec(prop::bool::weighted(0.3), 12),
+            prop::option::weighted(0.3, (0usize..8, node_event())),
         ),
         2..6,
     );
@@ -1062,7 +1090,9 @@ fn held_on(s: &Snapshot, j: &Job, flavor: &str) -> u32 {
 
 /// A VC below its guarantee (count) with a pending job of 1-GPU replicas that fits what is
 /// left of it, in its queue without user limit or maxShare, and under its VC limit, gets an
-/// admission or a reclaim plan for one of its jobs. Checked on clusters without cells only:
+/// admission or a reclaim plan for one of its jobs, unless its guarantee is reported at
+/// risk (lost nodes; `check_risk` holds that report to the cluster being whole or not).
+/// Checked on clusters without cells only:
 /// with cells it does not hold yet (issue 18): a VC with a node cell packs its guaranteed
 /// job into a node another VC's count guarantee needs, the free node is kept for the cell,
 /// and the other VC's 1-GPU job waits `ReservedForCells` below its guarantee.
@@ -1075,6 +1105,9 @@ fn check_guarantees(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
         return Ok(());
     }
     for (v, vcd) in s.virtual_clusters.iter().enumerate() {
+        if at_risk(d, &vcd.name) {
+            continue; // capacity lost: see check_risk
+        }
         let mine =
             |j: &Job| j.queue == format!("q{}", v * 2) || j.queue == format!("q{}", v * 2 + 1);
         let live = |j: &&Job| mine(j) && j.running.as_ref().is_some_and(|r| !r.preempting);
@@ -1120,18 +1153,81 @@ fn check_guarantees(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+fn at_risk(d: &Decisions, vc: &str) -> bool {
+    d.usage
+        .virtual_clusters
+        .get(vc)
+        .is_some_and(|u| u.flavors.values().any(|f| f.at_risk.is_some()))
+}
+
+/// A guarantee is reported at risk only with a shortfall, never beyond what is usable, and
+/// never while the cluster is whole (every node there, healthy and schedulable: the
+/// generated guarantees fit it).
+fn check_risk(s: &Snapshot, d: &Decisions, whole: bool) -> Result<(), TestCaseError> {
+    for (name, u) in &d.usage.virtual_clusters {
+        for (flavor, f) in &u.flavors {
+            let Some(r) = &f.at_risk else { continue };
+            prop_assert!(
+                !whole,
+                "{} at risk on the whole cluster: {:?}\n{:?}",
+                name,
+                r,
+                s
+            );
+            prop_assert_eq!(&r.flavor, flavor);
+            prop_assert!(r.obtainable_gpus <= r.usable_gpus.min(r.guaranteed_gpus));
+            let short = r.obtainable_gpus < r.guaranteed_gpus
+                || r.cells.iter().any(|c| c.obtainable < c.guaranteed);
+            prop_assert!(short, "{} at risk without a shortfall: {:?}", name, r);
+        }
+    }
+    Ok(())
+}
+
+/// The nodes after `event`, and the nodes gone.
+fn lose_node(nodes: &[Node], event: Option<(usize, NodeEvent)>) -> (Vec<Node>, Option<String>) {
+    let mut nodes = nodes.to_vec();
+    let Some((i, event)) = event else {
+        return (nodes, None);
+    };
+    if nodes.len() <= 1 {
+        return (nodes, None);
+    }
+    let i = i % nodes.len();
+    let n = &mut nodes[i];
+    match event {
+        NodeEvent::Drain => {
+            n.schedulable = false;
+            n.draining = true;
+        }
+        NodeEvent::Cordon => n.schedulable = false,
+        NodeEvent::Uncordon => {
+            n.schedulable = true;
+            n.draining = false;
+        }
+        NodeEvent::Gone => {
+            let name = nodes.remove(i).name;
+            return (nodes, Some(name));
+        }
+    }
+    (nodes, None)
+}
+
 /// The next cycle's snapshot: admissions run, promotions lose their bonus, victims
 /// checkpoint (preempting), jobs that were preempting are back in their queue, some
-/// running jobs complete, new jobs arrive.
+/// running jobs complete, new jobs arrive, a node may be lost (jobs on a node gone go back
+/// to their queue, as the lifecycle retries them).
 fn advance(
     s: &Snapshot,
     d: &Decisions,
     arrivals: &[JobSpec],
     done: &[bool],
+    event: Option<(usize, NodeEvent)>,
     step: usize,
 ) -> Snapshot {
     let now = s.now + 100;
     let victims: BTreeSet<&str> = d.victims().collect();
+    let (nodes, gone) = lose_node(&s.nodes, event);
     let mut jobs = Vec::new();
     let mut k = 0;
     for j in &s.jobs {
@@ -1162,6 +1258,15 @@ fn advance(
                 }
             }
         }
+        let on_gone = j.running.as_ref().is_some_and(|r| {
+            r.placement
+                .iter()
+                .any(|p| gone.as_deref() == Some(p.node.as_str()))
+        });
+        if on_gone {
+            j.running = None;
+            j.retries += 1;
+        }
         jobs.push(j);
     }
     for (i, a) in arrivals.iter().enumerate() {
@@ -1169,7 +1274,7 @@ fn advance(
     }
     snapshot(
         now,
-        s.nodes.clone(),
+        nodes,
         s.virtual_clusters.clone(),
         s.queues.clone(),
         jobs,
@@ -1177,22 +1282,26 @@ fn advance(
 }
 
 proptest! {
-    #![proptest_config(cases(2000))]
+    #![proptest_config(cases(10_000))]
 
     /// Over short histories (arrivals, admissions that run, completions, preemptions that
-    /// finish and send their victims back to the queue, promotions) on clusters with node
-    /// cells and limits, after every cycle: no GPU given twice, victims legitimate, no VC
-    /// above its limit, and (without cells) every VC below its guarantee with a fitting
-    /// pending job gets an admission or a reclaim plan.
+    /// finish and send their victims back to the queue, promotions, nodes drained, cordoned,
+    /// uncordoned or gone) on clusters with node cells and limits, after every cycle: no GPU
+    /// given twice, victims legitimate, no VC above its limit, (without cells) every VC below
+    /// its guarantee that is not at risk with a fitting pending job gets an admission or a
+    /// reclaim plan, and no guarantee is at risk while no node was lost.
     #[test]
     fn invariants_hold_through_histories(w in history_world()) {
         let mut s = snapshot(1000, w.nodes.clone(), w.vcs.clone(), w.queues.clone(), vec![]);
         let mut d = Decisions::default();
-        for (step, (arrivals, done)) in w.steps.iter().enumerate() {
-            s = advance(&s, &d, arrivals, done, step);
+        let mut whole = true;
+        for (step, (arrivals, done, event)) in w.steps.iter().enumerate() {
+            s = advance(&s, &d, arrivals, done, *event, step);
+            whole &= event.is_none();
             d = schedule(&s);
             check_invariants(&s, &d)?;
             check_guarantees(&s, &d)?;
+            check_risk(&s, &d, whole)?;
         }
     }
 }

@@ -1806,3 +1806,116 @@ fn the_wait_reason_names_the_kind_of_preemption_it_waits_on() {
         r => panic!("unexpected {r:?}: {d:?}"),
     }
 }
+
+/// Guarantees at risk: team a owns 2 nodes (16 A100 as 2 node cells), team b 1 node, on a
+/// cluster of 3 nodes; team a runs on both of its nodes.
+fn owner_of_two_nodes() -> (Vec<Node>, Vec<VirtualCluster>, Vec<Queue>, Vec<Job>) {
+    let nodes = vec![
+        node("n0", "A100", 8, None),
+        node("n1", "A100", 8, None),
+        node("n2", "A100", 8, None),
+    ];
+    let mut a = vc("a", "A100", 16);
+    a.guarantee[0].cells = vec![CellGuarantee {
+        level: TopologyLevel::Node,
+        count: 2,
+    }];
+    let b = vc("b", "A100", 8);
+    let all: &[u32] = &[0, 1, 2, 3, 4, 5, 6, 7];
+    let jobs = vec![
+        run(job("a/one", "qa", 1, 8), &[("n0", all)], false, 0, None),
+        run(job("a/two", "qa", 1, 8), &[("n1", all)], false, 0, None),
+    ];
+    (
+        nodes,
+        vec![a, b],
+        vec![queue("qa", "a"), queue("qb", "b")],
+        jobs,
+    )
+}
+
+fn at_risk(d: &Decisions, vc: &str) -> Option<GuaranteeShortfall> {
+    d.usage.virtual_clusters[vc].flavors[&Flavor::new("A100")]
+        .at_risk
+        .clone()
+}
+
+/// An owner of 2 nodes whose node's GPUs go unhealthy is told its guarantee is at risk,
+/// with the numbers: its job there must leave, 16 of 24 GPUs are healthy and team b's 8
+/// are set aside, so 8 GPUs and 1 node can be obtained. Team b, which holds none of its 8,
+/// is told too: the 8 idle healthy GPUs are what both lack, and whoever claims them first
+/// has them.
+#[test]
+fn an_owner_whose_gpus_go_unhealthy_is_told_its_guarantee_is_at_risk() {
+    let (mut nodes, vcs, queues, jobs) = owner_of_two_nodes();
+    let d = schedule(&snapshot(
+        0,
+        nodes.clone(),
+        vcs.clone(),
+        queues.clone(),
+        jobs.clone(),
+    ));
+    assert_eq!(at_risk(&d, "a"), None, "all healthy: {d:?}");
+    nodes[1].unhealthy_gpus = (0..8).map(GpuIndex).collect();
+    let d = schedule(&snapshot(10, nodes, vcs, queues, jobs));
+    let s = at_risk(&d, "a").expect("a's guarantee is at risk");
+    assert_eq!(
+        (s.guaranteed_gpus, s.obtainable_gpus, s.usable_gpus),
+        (16, 8, 16)
+    );
+    assert_eq!(
+        s.cells,
+        vec![CellShortfall {
+            level: TopologyLevel::Node,
+            guaranteed: 2,
+            obtainable: 1,
+            usable: 2,
+        }]
+    );
+    assert!(
+        s.to_string()
+            .starts_with("8 of 16 guaranteed A100 GPUs can be obtained now"),
+        "{s}"
+    );
+    let b = at_risk(&d, "b").expect("b competes for the same 8");
+    assert_eq!((b.guaranteed_gpus, b.obtainable_gpus), (8, 0));
+}
+
+/// A node cordoned (or gone) is capacity lost as well: team a's 16 cannot all be had.
+#[test]
+fn a_cordoned_or_lost_node_puts_a_guarantee_at_risk() {
+    let (mut nodes, vcs, queues, jobs) = owner_of_two_nodes();
+    nodes[0].schedulable = false;
+    let d = schedule(&snapshot(
+        0,
+        nodes.clone(),
+        vcs.clone(),
+        queues.clone(),
+        jobs.clone(),
+    ));
+    let s = at_risk(&d, "a").expect("cordoned");
+    assert_eq!((s.obtainable_gpus, s.usable_gpus), (8, 16));
+    assert_eq!((s.cells[0].obtainable, s.cells[0].usable), (1, 2));
+    // the node gone altogether: the same numbers
+    nodes.remove(0);
+    let d = schedule(&snapshot(0, nodes, vcs, queues, jobs));
+    let s = at_risk(&d, "a").expect("gone");
+    assert_eq!((s.obtainable_gpus, s.usable_gpus), (8, 16));
+}
+
+/// Capacity borrowed by others is not a risk: team b runs bonus jobs on all of team a's
+/// idle nodes; reclaim gives them back, so nobody is told its guarantee is at risk. A
+/// guaranteed job of b in the way of a's cells is, since reclaim cannot move it.
+#[test]
+fn capacity_borrowed_by_others_is_not_a_risk() {
+    let (nodes, vcs, queues, _) = owner_of_two_nodes();
+    let all: &[u32] = &[0, 1, 2, 3, 4, 5, 6, 7];
+    let jobs = vec![
+        run(job("b/own", "qb", 1, 8), &[("n2", all)], false, 0, None),
+        run(job("b/x", "qb", 1, 8), &[("n0", all)], true, 0, None),
+        run(job("b/y", "qb", 1, 8), &[("n1", all)], true, 0, None),
+    ];
+    let d = schedule(&snapshot(0, nodes, vcs, queues, jobs));
+    assert_eq!(at_risk(&d, "a"), None, "{:?}", d.usage);
+    assert_eq!(at_risk(&d, "b"), None);
+}

@@ -11,9 +11,10 @@
 
 use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 
 use super::cluster::Cluster;
-use super::model::{Flavor, ReplicaPlacement, Snapshot};
+use super::model::{Flavor, ReplicaPlacement, Snapshot, TopologyLevel};
 
 /// One VirtualCluster's numbers for one GPU type (amounts in milli-GPUs).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -25,6 +26,60 @@ pub struct FlavorUsage {
     pub bonus_milli: u64,
     /// Idle guarantee that other tenants borrow.
     pub lent_milli: u64,
+    /// Set when the guarantee (GPUs or cells) cannot be obtained now, even by reclaim.
+    pub at_risk: Option<GuaranteeShortfall>,
+}
+
+/// A guarantee the cluster cannot currently honour, even by reclaiming every borrowed GPU:
+/// GPUs of the type are unhealthy, on cordoned nodes or gone, and what is left does not
+/// cover this VirtualCluster's guarantee once other VirtualClusters' guarantees are set
+/// aside (what a VirtualCluster's guaranteed jobs hold is its own). See `risk`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GuaranteeShortfall {
+    pub flavor: Flavor,
+    pub guaranteed_gpus: u32,
+    /// Guaranteed GPUs it holds, or could obtain by reclaim.
+    pub obtainable_gpus: u32,
+    /// Healthy GPUs of the type on schedulable nodes.
+    pub usable_gpus: u32,
+    /// One entry per topology level the guarantee has cells of.
+    pub cells: Vec<CellShortfall>,
+}
+
+/// Cells of one level: guaranteed, and obtainable now (owned, or clean and not needed by
+/// other VirtualClusters' cells).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CellShortfall {
+    pub level: TopologyLevel,
+    pub guaranteed: u32,
+    pub obtainable: u32,
+    /// Domains of the level that could be a cell: every GPU healthy, schedulable, no pods
+    /// that are not kubetrain's.
+    pub usable: u32,
+}
+
+impl fmt::Display for GuaranteeShortfall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let flavor = &self.flavor;
+        write!(
+            f,
+            "{} of {} guaranteed {flavor} GPUs can be obtained now, even by reclaim",
+            self.obtainable_gpus, self.guaranteed_gpus
+        )?;
+        for c in &self.cells {
+            write!(
+                f,
+                "; {} of {} guaranteed {flavor} {} cells ({} usable in the cluster)",
+                c.obtainable, c.guaranteed, c.level, c.usable
+            )?;
+        }
+        write!(
+            f,
+            ": {} {flavor} GPUs are healthy on schedulable nodes, the rest are unhealthy, \
+             cordoned or gone, and other VirtualClusters' guarantees take their part.",
+            self.usable_gpus
+        )
+    }
 }
 
 /// One VirtualCluster's numbers, per GPU type (CPU-only and unknown nodes under the empty
