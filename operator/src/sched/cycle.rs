@@ -915,7 +915,7 @@ impl<'a> Cycle<'a> {
         } else {
             None
         };
-        match reclaim::plan(
+        let mut outcome = reclaim::plan(
             &mut self.c,
             &mut self.runs,
             &self.on_node,
@@ -923,7 +923,40 @@ impl<'a> Cycle<'a> {
             &eligible,
             victims,
             limits,
-        ) {
+            None,
+        );
+        // A plan whose job is placed guaranteed must keep other VCs' cells whole, as a
+        // guaranteed placement now must (`try_place`): otherwise, once its victims are gone,
+        // the job is refused the room it was planned on (a clean cell another VC's guarantee
+        // needs) and waits on another plan. Plan again on the nodes the cells allow.
+        if let Outcome::Plan {
+            victims: vs, trial, ..
+        } = &outcome
+        {
+            let guaranteed =
+                !bonus || (combined && vs.iter().any(|&v| self.runs[v].vc != Some(p.vc)));
+            if guaranteed && !self.cells.accepts(&self.c, trial, p.vc) {
+                let Outcome::Plan {
+                    victims: vs, trial, ..
+                } = outcome
+                else {
+                    unreachable!("matched above")
+                };
+                reclaim::unplan(&mut self.c, &mut self.runs, &vs, trial);
+                let allowed = self.cells.allowed_nodes(&self.c, f, p.vc);
+                outcome = reclaim::plan(
+                    &mut self.c,
+                    &mut self.runs,
+                    &self.on_node,
+                    &req,
+                    &eligible,
+                    victims,
+                    limits,
+                    Some(&allowed),
+                );
+            }
+        }
+        match outcome {
             Outcome::Plan {
                 victims,
                 lost,

@@ -30,8 +30,10 @@
 //!    order of the fragmentation it would add there) on free capacity, keeping other VCs' cell
 //!    guarantees obtainable. If it does not fit, a **reclaim** is planned (`reclaim`): victims
 //!    are other VCs' bonus jobs, chosen per candidate domain for least lost work; the gang is
-//!    placed on the capacity free once they are gone and that capacity is reserved. Jobs
-//!    beyond their guarantee, or that found neither, are deferred.
+//!    placed on the capacity free once they are gone and that capacity is reserved. A plan
+//!    placing the job guaranteed keeps other VCs' cell guarantees obtainable too, so the room
+//!    it waits for is room the next cycle gives it. Jobs beyond their guarantee, or that
+//!    found neither, are deferred.
 //! 4. **Bonus phase.** Deferred jobs borrow idle capacity, VCs taking turns by weighted
 //!    dominant share of borrowed GPUs (dominant-resource fairness over GPU types), up to
 //!    limits. Bonus jobs never cause preemption.

@@ -807,6 +807,105 @@ fn limited_job_within_guarantee_reclaims_in_the_same_plan() {
     );
 }
 
+/// Regression (a seed of `beneficiary_fits_once_victims_are_gone`, its minimal failing world):
+/// vc1 is guaranteed one H100 node cell, and n4 (8 GPUs, held only by vc2's bonus first-2) is
+/// the one clean H100 node left (n1 and n2 cordoned). vc0's second-1 (4 × 0.501 GPU, within
+/// its H100 guarantee) was planned a guaranteed reclaim of first-2 onto n4, a placement the
+/// cells refuse: with first-2 gone the next cycle kept n4 for vc1 and planned a reclaim of
+/// first-1 and first-4 on A100 instead. Now a guaranteed plan is made only on the nodes the
+/// cells allow (here none is enough, so second-1 waits and first-2 keeps running).
+#[test]
+fn reclaim_plan_under_guarantee_at_risk_is_enough() {
+    let spec = |vc: usize, queue: usize, replicas: u32, gpus: GpuDemand| JobSpec {
+        vc,
+        queue,
+        replicas,
+        gpus,
+        typed: None,
+        required: None,
+        priority: 0,
+        user: 0,
+        predicted: None,
+    };
+    let flavor_guarantee = |f: &str, gpus: u32, cell: bool| FlavorGuarantee {
+        flavor: Flavor::new(f),
+        gpus,
+        cells: if cell {
+            vec![CellGuarantee {
+                level: TopologyLevel::Node,
+                count: 1,
+            }]
+        } else {
+            vec![]
+        },
+    };
+    let mut nodes = vec![
+        node("n0", "H100", 2, None),
+        node("n1", "H100", 4, None),
+        node("n2", "H100", 1, None),
+        node("n3", "A100", 8, Some("r1")),
+        node("n4", "H100", 8, None),
+        node("n5", "A100", 2, None),
+    ];
+    for i in [1, 2] {
+        nodes[i].unhealthy_gpus = vec![GpuIndex(0)];
+        nodes[i].schedulable = false;
+    }
+    for i in [1, 2, 3, 5] {
+        nodes[i].foreign.gpus = 1;
+    }
+    let mut vcs = vec![
+        vc("vc0", "A100", 0),
+        vc("vc1", "A100", 0),
+        vc("vc2", "A100", 0),
+    ];
+    vcs[0].guarantee = vec![
+        flavor_guarantee("A100", 3, false),
+        flavor_guarantee("H100", 3, false),
+    ];
+    vcs[0].weight = 2;
+    vcs[1].guarantee = vec![
+        flavor_guarantee("A100", 4, false),
+        flavor_guarantee("H100", 8, true),
+    ];
+    let mut queues: Vec<Queue> = (0..6)
+        .map(|i| queue(&format!("q{i}"), &format!("vc{}", i / 2)))
+        .collect();
+    for i in [1, 3, 5] {
+        queues[i].parent = Some(format!("q{}", i - 1));
+        queues[i].share = 50;
+    }
+    queues[3].max_share = 20;
+    queues[3].policy = QueuePolicy::ShortestPredictedFirst;
+    let mut first0 = spec(1, 1, 1, GpuDemand::Whole(4));
+    first0.required = Some(TopologyLevel::Rack);
+    let mut first3 = spec(0, 0, 1, GpuDemand::Share(MilliGpu(1)));
+    first3.typed = Some(1);
+    let w = World {
+        nodes,
+        vcs,
+        queues,
+        first: vec![
+            first0,
+            spec(2, 1, 1, GpuDemand::Whole(1)),
+            spec(2, 0, 8, GpuDemand::Share(MilliGpu(501))),
+            first3,
+            spec(2, 0, 1, GpuDemand::Whole(1)),
+        ],
+        second: vec![
+            spec(0, 0, 1, GpuDemand::Whole(1)),
+            spec(0, 0, 4, GpuDemand::Share(MilliGpu(501))),
+        ],
+        fates: vec![(false, 0, 0, false, 0); 12],
+    };
+    for scattered in [false, true] {
+        check_beneficiary_fits(&w, scattered).unwrap();
+    }
+    let d = schedule(&build(&w));
+    assert!(d.preemptions.is_empty(), "{:?}", d.preemptions);
+    assert!(d.admission("ns/second-1").is_none());
+}
+
 proptest! {
     #![proptest_config(cases(1000))]
 

@@ -165,11 +165,8 @@ fn count_only(
     req: &Request,
     eligible: &dyn Fn(&RunInfo) -> bool,
     limits: Limits,
+    nodes: &[NodeId],
 ) -> Outcome {
-    let Some(facts) = c.facts.get(req.flavor) else {
-        return Outcome::None;
-    };
-    let nodes = facts.nodes.clone();
     let need = req.whole_gpus.max(1);
     let free = |c: &Cluster| -> u32 {
         nodes
@@ -181,7 +178,11 @@ fn count_only(
         .ids()
         .filter(|&r| {
             let x = &runs[r];
-            !x.gone && x.flavor == req.flavor && x.young_until.is_none() && eligible(x)
+            !x.gone
+                && x.flavor == req.flavor
+                && x.young_until.is_none()
+                && eligible(x)
+                && x.nodes.iter().any(|n| nodes.contains(n))
         })
         .collect();
     cands.sort_by_key(|&r| {
@@ -222,7 +223,7 @@ fn count_only(
         runs[r].gone = true;
     }
     let lost = chosen.iter().map(|&r| runs[r].lost).sum();
-    match place(c, req, Mode::AfterRelease, Scope::Nodes(&nodes)) {
+    match place(c, req, Mode::AfterRelease, Scope::Nodes(nodes)) {
         Some(trial) => Outcome::Plan {
             victims: chosen,
             lost,
@@ -235,10 +236,26 @@ fn count_only(
     }
 }
 
+/// Undo an [`Outcome::Plan`]: its victims stay and its reservation is dropped.
+pub(crate) fn unplan(
+    c: &mut Cluster,
+    runs: &mut IdVec<RunIdx, RunInfo>,
+    victims: &[RunIdx],
+    trial: Trial,
+) {
+    trial.undo(c);
+    for &r in victims {
+        set(c, &runs[r], false);
+        runs[r].gone = false;
+    }
+}
+
 /// Choose victims so that `req` fits; `eligible` says which running jobs may be victims.
 /// With `limits` (a job a limit blocks), the set must also pass them once its victims'
 /// usage is credited, and eligible jobs anywhere (any node, any GPU type) are candidates for
-/// that credit in every domain.
+/// that credit in every domain. With `allowed`, the gang is placed on those nodes only (as
+/// for a guaranteed placement that must keep other VCs' cells whole, see `cells`).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn plan(
     c: &mut Cluster,
     runs: &mut IdVec<RunIdx, RunInfo>,
@@ -247,14 +264,16 @@ pub(crate) fn plan(
     eligible: &dyn Fn(&RunInfo) -> bool,
     selection: VictimSelection,
     limits: Limits,
+    allowed: Option<&[NodeId]>,
 ) -> Outcome {
+    let may = |n: &NodeId| allowed.is_none_or(|a| a.contains(n));
     if selection == VictimSelection::CountOnly {
-        let nodes = match c.facts.get(req.flavor) {
-            Some(f) => f.nodes.clone(),
+        let nodes: Vec<NodeId> = match c.facts.get(req.flavor) {
+            Some(f) => f.nodes.iter().copied().filter(may).collect(),
             None => return Outcome::None,
         };
         if !limits_ok(limits, &[]) || !fits(c, req, &nodes) {
-            return count_only(c, runs, req, eligible, limits);
+            return count_only(c, runs, req, eligible, limits, &nodes);
         }
     }
     let pass = |c: &mut Cluster,
@@ -286,7 +305,7 @@ pub(crate) fn plan(
                 levels.push(TopologyLevel::GpuGroup); // stands for "the whole flavor" here
             }
         }
-        let flavor_nodes = facts.nodes.clone();
+        let flavor_nodes: Vec<NodeId> = facts.nodes.iter().copied().filter(may).collect();
         // candidates for the limits' credit, wherever they run
         let anywhere: Vec<RunIdx> = if limits.is_some() {
             runs.ids()
@@ -332,7 +351,8 @@ pub(crate) fn plan(
                     .racks
                     .iter()
                     .filter(|r| r.flavor == req.flavor && r.healthy_gpus >= g)
-                    .map(|r| r.nodes.clone())
+                    .map(|r| r.nodes.iter().copied().filter(may).collect::<Vec<_>>())
+                    .filter(|d| !d.is_empty())
                     .collect(),
                 TopologyLevel::GpuGroup => vec![flavor_nodes.clone()],
             };
