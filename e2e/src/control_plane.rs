@@ -85,26 +85,33 @@ impl ControlPlane {
     }
 
     fn apply_crds(&self) -> Result<(), Error> {
-        let crds = repo_root().join("crds");
+        self.apply_crds_from(
+            &repo_root().join("crds"),
+            &[
+                "crd/trainingjobs.kubetrain.io",
+                "crd/queues.kubetrain.io",
+                "crd/virtualclusters.kubetrain.io",
+            ],
+        )
+    }
+
+    /// Applies the CRDs in `dir` server-side and waits until `crds` (`crd/<name>`) are
+    /// established.
+    pub fn apply_crds_from(&self, dir: &Path, crds: &[&str]) -> Result<(), Error> {
         self.kubectl_ok(&[
             "apply",
             "--server-side",
             "--force-conflicts",
             "-f",
-            &crds.to_string_lossy(),
+            &dir.to_string_lossy(),
         ])?;
         // `kubectl wait` fails at once, instead of waiting, while a new CRD's status has no
         // conditions list yet; ask again until the API server has written one.
+        let mut args = vec!["wait", "--for=condition=Established", "--timeout=60s"];
+        args.extend_from_slice(crds);
         let mut attempts = 0;
         loop {
-            match self.kubectl_ok(&[
-                "wait",
-                "--for=condition=Established",
-                "--timeout=60s",
-                "crd/trainingjobs.kubetrain.io",
-                "crd/queues.kubetrain.io",
-                "crd/virtualclusters.kubetrain.io",
-            ]) {
+            match self.kubectl_ok(&args) {
                 Ok(_) => return Ok(()),
                 Err(e) if attempts >= 50 => return Err(e),
                 Err(_) => {

@@ -54,26 +54,15 @@ impl Kueue {
                 return Err(Error::NotBuilt(p.clone()));
             }
         }
-        cp.kubectl_ok(&[
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "-f",
-            &crds.to_string_lossy(),
-        ])?;
-        // A new CRD has no conditions for a moment, and `kubectl wait` fails at once then.
-        eventually("Kueue's CRDs established", || {
-            cp.kubectl_ok(&[
-                "wait",
-                "--for=condition=Established",
-                "--timeout=30s",
+        cp.apply_crds_from(
+            &crds,
+            &[
                 "crd/workloads.kueue.x-k8s.io",
                 "crd/clusterqueues.kueue.x-k8s.io",
                 "crd/localqueues.kueue.x-k8s.io",
                 "crd/resourceflavors.kueue.x-k8s.io",
-            ])
-            .is_ok()
-        })?;
+            ],
+        )?;
         let _ = cp.kubectl(&["create", "namespace", "kueue-system"]);
 
         let dir = std::env::temp_dir().join(format!("kubetrain-kueue-{}", std::process::id()));

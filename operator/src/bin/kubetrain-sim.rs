@@ -271,11 +271,7 @@ fn run_tenants(a: &TenantArgs) -> Result<TenantOut> {
         tick: a.tick,
         ..TenantConfig::default()
     };
-    let policies: Vec<Policy> = a
-        .policy
-        .iter()
-        .map(|p| Policy::from_name(p).with_context(|| format!("unknown policy {p}")))
-        .collect::<Result<_>>()?;
+    let policies = parse_policies(&a.policy)?;
     let w = tenants::prepare(&jobs, &cfg)?;
     eprintln!(
         "tenants: {} jobs from {} over {} days, {} tenants, mean demand {:.0} GPUs -> {} nodes ({} GPUs) in racks of {}",
@@ -353,6 +349,14 @@ fn run_tenants(a: &TenantArgs) -> Result<TenantOut> {
     })
 }
 
+/// The policies named by `--policy`.
+fn parse_policies(names: &[String]) -> Result<Vec<Policy>> {
+    names
+        .iter()
+        .map(|p| Policy::from_name(p).with_context(|| format!("unknown policy {p}")))
+        .collect()
+}
+
 struct WindowsOut {
     results: Vec<windows::WindowResult>,
     summaries: Vec<windows::PolicySummary>,
@@ -364,11 +368,7 @@ struct WindowsOut {
 fn run_windows(a: &WindowArgs) -> Result<WindowsOut> {
     let jobs = philly::read_jobs(&a.common.traces.join("philly/philly_jobs.csv"))?;
     let first = philly::parse_time(&a.first).with_context(|| format!("bad --first {}", a.first))?;
-    let policies: Vec<Policy> = a
-        .policy
-        .iter()
-        .map(|p| Policy::from_name(p).with_context(|| format!("unknown policy {p}")))
-        .collect::<Result<_>>()?;
+    let policies = parse_policies(&a.policy)?;
     let mut results = Vec::new();
     for i in 0..a.windows {
         let cfg = TenantConfig {
