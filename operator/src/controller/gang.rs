@@ -295,7 +295,8 @@ impl Gang {
         self.live().filter(|m| m.checkpoint_request.is_none())
     }
 
-    /// The live pods whose bonus flag is not `bonus`: where a promotion's mark goes.
+    /// The live pods whose bonus flag is not `bonus`: where a promotion's or a demotion's
+    /// mark goes.
     pub fn to_mark_bonus(&self, bonus: bool) -> impl Iterator<Item = &Member> {
         self.live().filter(move |m| m.bonus != bonus)
     }

@@ -217,9 +217,12 @@ pub async fn cycle(ctx: &Arc<Context>) {
             request_checkpoint(ctx, job, preemption).await;
         }
     }
-    for promoted in &decisions.promotions {
-        if let Some(job) = job_of(promoted) {
-            mark_bonus(ctx, job, false).await;
+    // Which jobs are bonus follows priority: the pods' mark (and with it the job's status)
+    // follows each change of standing.
+    let promoted = decisions.promotions.iter().map(|id| (id, false));
+    for (id, bonus) in promoted.chain(decisions.demotions.iter().map(|id| (id, true))) {
+        if let Some(job) = job_of(id) {
+            mark_bonus(ctx, job, bonus).await;
         }
     }
 }

@@ -1,5 +1,5 @@
 //! The numbers behind `kubectl get queues` and `kubectl get vc`, once per scheduling cycle:
-//! the GPUs as the core reports them ([`sched::Usage`], this cycle's promotions included),
+//! the GPUs as the core reports them ([`sched::Usage`], this cycle's promotions and demotions included),
 //! and the jobs counted by phase, which only the TrainingJobs' status tells.
 
 use std::collections::BTreeMap;

@@ -105,6 +105,18 @@ fn sort_key(d: &Demand) -> (u8, Reverse<u64>, u16, u32) {
     }
 }
 
+/// The order in which running jobs fill their VirtualCluster's guarantee; what is left over
+/// is bonus, so a VC's bonus jobs are its least important. Higher priority first; among
+/// equal priorities the standing a job already has (guaranteed first), so that jobs do not
+/// swap at every checkpoint and a reclaim planned on a domain is not undone by the next
+/// cycle; then the most work lost if stopped now, the oldest, the id.
+fn standing_order<'a>(
+    r: &RunInfo,
+    id: &'a str,
+) -> (Reverse<i32>, bool, Reverse<u64>, i64, &'a str) {
+    (Reverse(r.priority), r.bonus, Reverse(r.lost), r.started, id)
+}
+
 /// The scheduling cycle: same snapshot, same decisions.
 pub fn schedule(snap: &Snapshot) -> Decisions {
     schedule_with(snap, &Options::default())
@@ -122,7 +134,7 @@ pub fn schedule_with(snap: &Snapshot, opts: &Options) -> Decisions {
     let pending = cy.digest();
     cy.run(pending);
     cancel::retarget(&mut cy.out);
-    cy.out.usage = usage::report(snap, &cy.c, &cy.out.promotions);
+    cy.out.usage = usage::report(snap, &cy.c, &cy.out.promotions, &cy.out.demotions);
     risk::attach(&mut cy.out.usage, at_risk);
     cy.out
 }
@@ -232,42 +244,43 @@ impl<'a> Cycle<'a> {
                 on_node[n].push(i);
             }
         }
-        // usage: guaranteed jobs first, then bonus jobs oldest first, promoting those that
-        // now fit the guarantee, unless their GPUs are a clean cell another VC's guarantee
-        // needs (then they stay bonus: reclaimable)
+        // standing: which running jobs are within their VC's guarantee and which are bonus is
+        // decided afresh each cycle, most important first (see `standing_order`); cell
+        // ownership starts from the jobs guaranteed so far, and a bonus job becomes
+        // guaranteed only where that keeps other VCs' cells obtainable (else it stays
+        // reclaimable)
         let mut out = Decisions {
             cancellations: cancelled.into_values().collect(),
             ..Decisions::default()
         };
         let mut order: Vec<RunIdx> = runs.ids().filter(|&i| !runs[i].gone).collect();
-        order.sort_by_key(|&i| {
-            (
-                runs[i].bonus,
-                runs[i].started,
-                snap.job(runs[i].job).id.as_str(),
-            )
-        });
-        let split = order.partition_point(|&i| !runs[i].bonus);
-        for &i in &order[..split] {
-            let r = &runs[i];
-            let (Some(q), Some(_)) = (r.queue, r.vc) else {
-                continue;
-            };
-            t.charge(q, &snap.job(r.job).user, r.flavor, r.milli, false, true);
-        }
+        order.sort_by_key(|&i| standing_order(&runs[i], snap.job(runs[i].job).id.as_str()));
         let mut cells = Cells::build(snap, &c, &t, &runs);
-        for &i in &order[split..] {
+        for &i in &order {
             let r = &runs[i];
             let (Some(q), Some(vc)) = (r.queue, r.vc) else {
                 continue;
             };
-            let user = snap.job(r.job).user.as_str();
-            let promote = t.within_guarantee(vc, r.flavor, r.milli) && cells.promote(&c, r, vc);
-            if promote {
-                out.promotions.push(snap.job(r.job).id.clone());
+            let guaranteed =
+                t.within_guarantee(vc, r.flavor, r.milli) && (!r.bonus || cells.promote(&c, r, vc));
+            match (r.bonus, guaranteed) {
+                (true, true) => out.promotions.push(snap.job(r.job).id.clone()),
+                (false, false) => out.demotions.push(snap.job(r.job).id.clone()),
+                _ => {}
             }
-            t.charge(q, user, r.flavor, r.milli, !promote, true);
-            runs[i].bonus = !promote;
+            t.charge(
+                q,
+                &snap.job(r.job).user,
+                r.flavor,
+                r.milli,
+                !guaranteed,
+                true,
+            );
+            runs[i].bonus = !guaranteed;
+        }
+        if !out.demotions.is_empty() {
+            // a demoted job no longer binds its domains: they may be clean again
+            cells = Cells::build(snap, &c, &t, &runs);
         }
         Cycle {
             snap,

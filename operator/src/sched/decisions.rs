@@ -16,9 +16,13 @@ pub struct Decisions {
     pub preemptions: Vec<Preemption>,
     /// Every pending job that is not admitted, with the reason.
     pub waiting: Vec<Waiting>,
-    /// Running bonus jobs that now fit within their VC's guarantee: no longer preemptible by
+    /// Running bonus jobs that are now within their VC's guarantee: no longer preemptible by
     /// reclaim (the controller clears their `bonus` flag).
     pub promotions: Vec<String>,
+    /// Running jobs within their VC's guarantee that are now bonus: more important jobs of
+    /// their VC (by priority) fill the guarantee, or the guarantee shrank. They are
+    /// reclaimable from now on (the controller sets their `bonus` flag).
+    pub demotions: Vec<String>,
     /// What each VirtualCluster and queue uses, with this cycle's promotions: the numbers
     /// of the Queue and VirtualCluster status and the metrics.
     pub usage: Usage,

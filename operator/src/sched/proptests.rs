@@ -510,7 +510,7 @@ fn check_invariants(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
             );
             match p.reason {
                 PreemptionReason::Reclaim => {
-                    prop_assert!(r.bonus, "reclaim victim {} is not bonus", v);
+                    prop_assert!(bonus_now(d, vj), "reclaim victim {} is not bonus", v);
                     prop_assert_ne!(
                         vc_of_queue.get(vj.queue.as_str()),
                         vc_of_queue.get(b.queue.as_str())
@@ -1252,6 +1252,83 @@ fn check_guarantees(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// Whether a running job is bonus once the cycle's changes of standing apply.
+fn bonus_now(d: &Decisions, j: &Job) -> bool {
+    j.running
+        .as_ref()
+        .is_some_and(|r| (r.bonus && !d.promotions.contains(&j.id)) || d.demotions.contains(&j.id))
+}
+
+/// Which jobs are bonus follows priority: per VC and GPU type, once the cycle's promotions
+/// and demotions apply, its guaranteed jobs hold no more than the guarantee, and no bonus
+/// job would fit the guarantee in place of guaranteed jobs of lower priority (it would be
+/// more important than all of them). Equal priorities are not compared (a job keeps its
+/// standing among equals), nor types with cells (a cell guarantee of another VC may keep a
+/// job bonus on purpose).
+fn check_bonus_follows_priority(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
+    let cancelled: BTreeSet<&str> = d.cancellations.iter().map(|c| c.job.as_str()).collect();
+    for (v, vcd) in s.virtual_clusters.iter().enumerate() {
+        let mine =
+            |j: &Job| j.queue == format!("q{}", v * 2) || j.queue == format!("q{}", v * 2 + 1);
+        let live: Vec<&Job> = s
+            .jobs
+            .iter()
+            .filter(|j| {
+                mine(j)
+                    && j.running
+                        .as_ref()
+                        .is_some_and(|r| !r.preempting || cancelled.contains(j.id.as_str()))
+            })
+            .collect();
+        for fg in &vcd.guarantee {
+            let f = fg.flavor.as_str();
+            let on = |j: &Job| held_on(s, j, f);
+            let guaranteed: Vec<&Job> = live
+                .iter()
+                .copied()
+                .filter(|j| on(j) > 0 && !bonus_now(d, j))
+                .collect();
+            let used: u32 = guaranteed.iter().map(|j| on(j)).sum();
+            prop_assert!(
+                used <= fg.gpus,
+                "vc{} holds {} guaranteed {} GPUs of {}: {:?}",
+                v,
+                used,
+                f,
+                fg.gpus,
+                d
+            );
+            let cells = s
+                .virtual_clusters
+                .iter()
+                .flat_map(|x| &x.guarantee)
+                .any(|g| g.flavor == fg.flavor && !g.cells.is_empty());
+            if cells {
+                continue;
+            }
+            for b in live.iter().filter(|j| on(j) > 0 && bonus_now(d, j)) {
+                let lower: u32 = guaranteed
+                    .iter()
+                    .filter(|g| g.priority < b.priority)
+                    .map(|g| on(g))
+                    .sum();
+                prop_assert!(
+                    used - lower + on(b) > fg.gpus,
+                    "vc{}: bonus {} (priority {}) would fit its {} guarantee in place of \
+                     lower-priority jobs: {:?}\n{:?}",
+                    v,
+                    b.id,
+                    b.priority,
+                    f,
+                    d,
+                    s
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 fn at_risk(d: &Decisions, vc: &str) -> bool {
     d.usage
         .virtual_clusters
@@ -1355,6 +1432,9 @@ fn advance(
                 if d.promotions.contains(&j.id) {
                     r.bonus = false;
                 }
+                if d.demotions.contains(&j.id) {
+                    r.bonus = true;
+                }
             }
         }
         let on_gone = j.running.as_ref().is_some_and(|r| {
@@ -1386,7 +1466,8 @@ proptest! {
     /// Over short histories (arrivals, admissions that run, completions, preemptions that
     /// finish and send their victims back to the queue, promotions, nodes drained, cordoned,
     /// uncordoned or gone) on clusters with node cells and limits, after every cycle: no GPU
-    /// given twice, victims legitimate, no VC above its limit, (without cells) every VC below
+    /// given twice, victims legitimate, no VC above its limit, bonus jobs each VC's least
+    /// important ones, (without cells) every VC below
     /// its guarantee that is not at risk with a fitting pending job gets an admission or a
     /// reclaim plan, and no guarantee is at risk while no node was lost.
     #[test]
@@ -1400,6 +1481,7 @@ proptest! {
             d = schedule(&s);
             check_invariants(&s, &d)?;
             check_guarantees(&s, &d)?;
+            check_bonus_follows_priority(&s, &d)?;
             check_risk(&s, &d, whole)?;
         }
     }

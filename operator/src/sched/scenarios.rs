@@ -1919,3 +1919,98 @@ fn capacity_borrowed_by_others_is_not_a_risk() {
     assert_eq!(at_risk(&d, "a"), None, "{:?}", d.usage);
     assert_eq!(at_risk(&d, "b"), None);
 }
+
+/// Team C (8 GPUs guaranteed) runs a low-priority experiment within its guarantee and later
+/// a high-priority production job, which borrowed team A's idle node. When A wants its GPUs
+/// back, the victim is C's least important job, the experiment: which of C's jobs is bonus
+/// follows priority, not the order they arrived in. The production job is promoted into C's
+/// guarantee, the experiment demoted out of it, in the same cycle.
+#[test]
+fn reclaim_takes_the_borrowers_least_important_job_not_its_latest() {
+    let nodes = vec![node("n0", "A100", 8, None), node("n1", "A100", 8, None)];
+    let vcs = vec![vc("team-a", "A100", 8), vc("team-c", "A100", 8)];
+    let queues = vec![queue("qa", "team-a"), queue("qc", "team-c")];
+    let now = 10_000;
+    let mut experiment = job("c/experiment", "qc", 1, 8);
+    experiment.priority = 0;
+    let mut production = job("c/production", "qc", 1, 8);
+    production.priority = 10;
+    let jobs = vec![
+        run(
+            experiment,
+            &[("n0", &[0, 1, 2, 3, 4, 5, 6, 7])],
+            false,
+            0,
+            None,
+        ),
+        run(
+            production,
+            &[("n1", &[0, 1, 2, 3, 4, 5, 6, 7])],
+            true,
+            5_000,
+            None,
+        ),
+        job("a/train", "qa", 1, 8),
+    ];
+    let d = schedule(&snapshot(now, nodes, vcs, queues, jobs));
+    assert_eq!(d.promotions, vec!["c/production".to_string()], "{d:?}");
+    assert_eq!(d.demotions, vec!["c/experiment".to_string()], "{d:?}");
+    assert_eq!(d.preemptions.len(), 1, "{d:?}");
+    assert_eq!(d.preemptions[0].reason, PreemptionReason::Reclaim);
+    assert_eq!(d.preemptions[0].victims, vec!["c/experiment".to_string()]);
+    let c = &d.usage.virtual_clusters["team-c"].flavors[&Flavor::new("A100")];
+    assert_eq!((c.in_use_milli, c.bonus_milli), (16_000, 8_000));
+    assert_eq!(d.usage.queues["qc"].bonus_milli_gpus, 8_000);
+}
+
+/// Among jobs of equal priority a job keeps its standing: a bonus job that checkpointed a
+/// moment ago (little work to lose) does not swap with a guaranteed one at every checkpoint,
+/// which would move the victims of a reclaim in flight from one node to another.
+#[test]
+fn equal_priority_jobs_keep_their_standing_across_checkpoints() {
+    let nodes = vec![node("n0", "A100", 8, None), node("n1", "A100", 8, None)];
+    let vcs = vec![vc("team-a", "A100", 8), vc("team-c", "A100", 8)];
+    let queues = vec![queue("qa", "team-a"), queue("qc", "team-c")];
+    let now = 10_000;
+    let jobs = vec![
+        // guaranteed, just checkpointed: little to lose
+        run(
+            job("c/first", "qc", 1, 8),
+            &[("n0", &[0, 1, 2, 3, 4, 5, 6, 7])],
+            false,
+            0,
+            Some(now - 5),
+        ),
+        // bonus, long since its checkpoint
+        run(
+            job("c/second", "qc", 1, 8),
+            &[("n1", &[0, 1, 2, 3, 4, 5, 6, 7])],
+            true,
+            100,
+            None,
+        ),
+    ];
+    let d = schedule(&snapshot(now, nodes, vcs, queues, jobs));
+    assert!(d.promotions.is_empty() && d.demotions.is_empty(), "{d:?}");
+}
+
+/// An admin shrinks team C's guarantee below what its guaranteed jobs hold: the least
+/// important of them become bonus (reclaimable), so the numbers add up and the guarantee
+/// is never exceeded.
+#[test]
+fn a_shrunk_guarantee_demotes_the_least_important_jobs() {
+    let nodes = vec![node("n0", "A100", 8, None)];
+    let vcs = vec![vc("team-c", "A100", 4)];
+    let queues = vec![queue("qc", "team-c")];
+    let mut low = job("c/low", "qc", 1, 4);
+    low.priority = 1;
+    let mut high = job("c/high", "qc", 1, 4);
+    high.priority = 5;
+    let jobs = vec![
+        run(low, &[("n0", &[0, 1, 2, 3])], false, 0, None),
+        run(high, &[("n0", &[4, 5, 6, 7])], false, 50, None),
+    ];
+    let d = schedule(&snapshot(100, nodes, vcs, queues, jobs));
+    assert_eq!(d.demotions, vec!["c/low".to_string()], "{d:?}");
+    assert!(d.promotions.is_empty());
+}

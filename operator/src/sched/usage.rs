@@ -4,8 +4,8 @@
 //!
 //! The numbers count what the snapshot's jobs hold when the cycle starts (admissions of this
 //! cycle count from the next one, once their pods exist; jobs being preempted count until
-//! they are gone), with this cycle's promotions applied: a promoted job's GPUs are no longer
-//! bonus. GPUs count by the type of the node under each replica. A VirtualCluster's bonus and
+//! they are gone), with this cycle's changes of standing applied: a promoted job's GPUs are
+//! no longer bonus, a demoted job's are. GPUs count by the type of the node under each replica. A VirtualCluster's bonus and
 //! lent do not depend on the flags its jobs were admitted with (see [`settle_bonus_and_lent`]),
 //! so that its numbers always add up.
 
@@ -130,8 +130,14 @@ where
     map.get_mut(key).expect("inserted above")
 }
 
-/// The usage of `snap`'s running jobs once the `promoted` jobs (ids) are guaranteed.
-pub(crate) fn report(snap: &Snapshot, c: &Cluster, promoted: &[String]) -> Usage {
+/// The usage of `snap`'s running jobs once the `promoted` jobs (ids) are guaranteed and the
+/// `demoted` ones bonus.
+pub(crate) fn report(
+    snap: &Snapshot,
+    c: &Cluster,
+    promoted: &[String],
+    demoted: &[String],
+) -> Usage {
     let mut usage = Usage::default();
     for n in &snap.nodes {
         if !n.flavor.is_cpu_only() {
@@ -157,13 +163,15 @@ pub(crate) fn report(snap: &Snapshot, c: &Cluster, promoted: &[String]) -> Usage
         usage.queues.entry(q.name.clone()).or_default();
     }
     let promoted: BTreeSet<&str> = promoted.iter().map(String::as_str).collect();
+    let demoted: BTreeSet<&str> = demoted.iter().map(String::as_str).collect();
     let no_flavor = Flavor::default();
     for j in &snap.jobs {
         let Some(r) = &j.running else { continue };
         let milli: u64 = r.placement.iter().map(replica_milli).sum();
         let q = slot(&mut usage.queues, j.queue.as_str());
         q.milli_gpus += milli;
-        if r.bonus && !promoted.contains(j.id.as_str()) {
+        let id = j.id.as_str();
+        if (r.bonus && !promoted.contains(id)) || demoted.contains(id) {
             q.bonus_milli_gpus += milli;
         }
         let Some(vc) = queue_vc.get(j.queue.as_str()) else {

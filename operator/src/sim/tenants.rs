@@ -601,11 +601,12 @@ impl<'a> Sim<'a> {
                 self.start(j, now, a.placement, a.bonus);
             }
         }
-        for p in &d.promotions {
+        let standing = d.promotions.iter().map(|p| (p, false));
+        for (p, now_bonus) in standing.chain(d.demotions.iter().map(|p| (p, true))) {
             if let Some(&j) = self.by_id.get(p)
                 && let State::Running { bonus, .. } = &mut self.jobs[j].state
             {
-                *bonus = false;
+                *bonus = now_bonus;
             }
         }
         for p in &d.preemptions {

@@ -282,6 +282,19 @@ fn a_promoted_gang_is_no_longer_bonus_though_a_finished_pod_says_so() {
     assert!(!s.status().bonus);
 }
 
+/// A demotion (more important jobs of the team now fill its guarantee) re-marks the pods:
+/// the job says it runs on borrowed GPUs and may be preempted by a reclaim.
+#[test]
+fn a_demoted_gang_runs_on_as_bonus() {
+    let mut s = Story::running(2);
+    s.tick();
+    assert!(!s.status().bonus);
+    s.annotate_all(BONUS_ANNOTATION, "true");
+    s.after(1).tick();
+    assert_eq!(s.phase(), Phase::Running);
+    assert!(s.status().bonus);
+}
+
 #[test]
 fn a_half_created_gang_waits_for_its_admission_then_is_torn_down() {
     let mut s = Story::new(2);
