@@ -1,7 +1,7 @@
 //! The scheduling core: a pure library, snapshot in, decisions out. No I/O, no clock, no
 //! kube: [`schedule`] takes a [`Snapshot`] (nodes, VirtualClusters, Queues, pending and
 //! running jobs, `now`) and returns [`Decisions`] (admissions with full placements,
-//! preemptions, a [`WaitReason`] for every job left waiting, promotions, and the [`Usage`]
+//! preemptions, a [`WaitReason`] for every job left waiting, promotions and demotions, and the [`Usage`]
 //! users see). Same snapshot, same decisions: every map is ordered and every tie is broken by
 //! an index or an id.
 //!
@@ -17,11 +17,13 @@
 //!    A victim of a reclaim or priority preemption whose beneficiary is no longer pending and
 //!    that has not acknowledged its checkpoint is no longer leaving: the preemption is
 //!    withdrawn (`cancel`) and the job counts as running from here on.
-//! 2. **Usage** (`tenants`). Running jobs are charged to their VC, queue (and ancestors) and
-//!    user, as guaranteed or bonus. Cell ownership is derived from the guaranteed jobs
-//!    (`cells`). A bonus job that now fits its VC's guarantee is *promoted* (no longer
-//!    preemptible), unless binding its GPUs to its VC would leave another VC's cell
-//!    guarantee unobtainable: then it stays bonus, reclaimable.
+//! 2. **Usage and standing** (`tenants`). Running jobs are charged to their VC, queue (and
+//!    ancestors) and user, as guaranteed or bonus, decided afresh each cycle: a VC's jobs
+//!    fill its guarantee per GPU type most important first (priority, then the standing they
+//!    have, then most work to lose), the rest are bonus. A bonus job that gets in is
+//!    *promoted* (no longer preemptible by reclaim), unless binding its GPUs to its VC would
+//!    leave another VC's cell guarantee unobtainable (`cells`): then it stays bonus,
+//!    reclaimable. A guaranteed job that no longer gets in is *demoted*.
 //! 3. **Guaranteed phase.** VCs take turns by weighted dominant share of their guarantee in
 //!    use; a VC offers jobs from its queues (`order`: the queue furthest below its share
 //!    first, the queue's policy inside it). A job within its VC's guarantee for a flavor of
