@@ -126,6 +126,7 @@ fn world(nodes: usize, pending: usize) -> Snapshot {
         virtual_clusters,
         queues,
         jobs: vec![],
+        workload: vec![],
     };
     // fill about half the cluster with running jobs: admit a first batch
     let mut rng = Lcg(42);

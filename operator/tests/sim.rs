@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use kubetrain::sched::{Flavor, GpuDemand, MilliGpu};
 use kubetrain::sim::philly::{parse_time, read_jobs};
-use kubetrain::sim::placement::{arrivals, read_fgd, run, summarize};
+use kubetrain::sim::placement::{ShapeMix, arrivals, read_fgd, run, summarize};
 use kubetrain::sim::tenants::{self, Policy, TenantConfig};
 use kubetrain::sim::{openb, report};
 
@@ -55,7 +55,7 @@ fn arrivals_are_seeded_and_reach_the_target_demand() {
 fn fgd_protocol_never_overallocates_and_is_deterministic() {
     let nodes = openb::read_nodes(&fixture("nodes.csv")).expect("nodes parse");
     let pods = openb::read_pods(&fixture("pods.csv")).expect("pods parse");
-    let r = run("fixture", &nodes, &pods, 42, 130);
+    let r = run("fixture", &nodes, &pods, 42, 130, ShapeMix::Learned);
     assert_eq!(r.alloc_pct.len(), 131);
     assert!(
         r.alloc_pct.windows(2).all(|w| w[1] >= w[0]),
@@ -72,8 +72,15 @@ fn fgd_protocol_never_overallocates_and_is_deterministic() {
         "a 12-GPU cluster takes most of these pods: {:?}",
         &r.alloc_pct[120..]
     );
-    let again = run("fixture", &nodes, &pods, 42, 130);
+    let again = run("fixture", &nodes, &pods, 42, 130, ShapeMix::Learned);
     assert_eq!(r.alloc_pct, again.alloc_pct);
+    // the trace's shape distribution supplied: the same protocol holds, deterministically
+    let supplied = run("fixture", &nodes, &pods, 42, 130, ShapeMix::Supplied);
+    assert!(supplied.alloc_pct.iter().all(|&a| a <= 100.0));
+    assert_eq!(
+        supplied.alloc_pct,
+        run("fixture", &nodes, &pods, 42, 130, ShapeMix::Supplied).alloc_pct
+    );
     let s = summarize(&[r, again]).expect("two runs");
     assert_eq!(s.seeds, 2);
     let fgd = read_fgd(&fixture("fgd.csv")).expect("baselines parse");

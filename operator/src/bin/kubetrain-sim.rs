@@ -65,6 +65,9 @@ struct PlacementArgs {
     /// Arrived demand to reach, % of the cluster's GPUs.
     #[arg(long, default_value_t = 130)]
     target: u32,
+    /// Where the fragmentation score's shape mix comes from.
+    #[arg(long, value_enum, default_value = "learned")]
+    mix: placement::ShapeMix,
 }
 
 #[derive(Args, Clone)]
@@ -222,7 +225,7 @@ fn run_placement(a: &PlacementArgs) -> Result<PlacementOut> {
         let seeds: Vec<u64> = (a.first_seed..a.first_seed + a.seeds).collect();
         let t0 = Instant::now();
         let runs = parallel(&seeds, &|&seed| {
-            placement::run(&w, &nodes, &pods, seed, a.target)
+            placement::run(&w, &nodes, &pods, seed, a.target, a.mix)
         });
         let Some(sum) = placement::summarize(&runs) else {
             bail!("no seeds to run")
@@ -484,6 +487,7 @@ fn main() -> Result<()> {
                 seeds: if b.full { 10 } else { 3 },
                 first_seed: 42,
                 target: 130,
+                mix: placement::ShapeMix::Learned,
             };
             let p = run_placement(&pa)?;
             let ta = TenantArgs {

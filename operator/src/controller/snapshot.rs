@@ -229,6 +229,7 @@ pub fn build(world: &World<'_>) -> sched::Snapshot {
         virtual_clusters,
         queues,
         jobs: jobs.into_iter().map(|(_, j)| j).collect(),
+        workload: Vec::new(),
     }
 }
 

@@ -137,5 +137,6 @@ pub fn snapshot(
         virtual_clusters: vcs,
         queues,
         jobs,
+        workload: vec![],
     }
 }

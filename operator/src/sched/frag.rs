@@ -1,10 +1,13 @@
 //! Fragmentation score: how much idle GPU capacity of a node the workload's pod shapes could
 //! not use (after Weng et al., "Beware of Fragmentation", USENIX ATC'23, FGD).
 //!
-//! The *shape mix* is learned from the snapshot itself: every replica of every job (running
-//! and pending) that uses a GPU is one sample of its shape (GPU demand, CPU, memory,
-//! acceptable GPU types); the most frequent [`MAX_SHAPES`] shapes are kept, weighted by
-//! frequency. For a node and a shape, the fragment is
+//! The *shape mix* is the snapshot's `workload` when one is supplied (the distribution of
+//! replica shapes the cluster sees, from configuration or the operator's rolling history of
+//! arrivals, as FGD's scorer is given its trace's), else learned from the snapshot itself:
+//! every replica of every job (running and pending) that uses a GPU is one sample of its
+//! shape (GPU demand, CPU, memory, acceptable GPU types). The most frequent [`MAX_SHAPES`]
+//! shapes are kept, weighted by frequency. Learning from the snapshot alone misses the
+//! shapes that no longer fit: those are exactly the ones placement should keep room for. For a node and a shape, the fragment is
 //!
 //! - all idle GPU capacity of the node when the shape does not fit there at all (GPU type
 //!   not accepted, too little CPU or memory left, no GPU with room for the share, fewer free
@@ -28,7 +31,7 @@ use std::collections::BTreeMap;
 
 use super::cluster::{Cluster, Mode, fresh_share_gpu};
 use super::ids::{FlavorId, IdVec, NodeId};
-use super::model::{GpuDemand, Snapshot};
+use super::model::{Flavor, GpuDemand, Snapshot};
 
 /// Most distinct shapes kept (the most frequent ones; the others are folded into the kept
 /// class of the same GPU demand and types): bounds the cost of one score.
@@ -56,33 +59,41 @@ pub(crate) struct Mix {
 type ClassKey = (GpuDemand, Vec<FlavorId>);
 
 impl Mix {
-    /// Learn the mix from every job of the snapshot. `flavor_id` maps a GPU type name to its
-    /// id; types no node has are ignored (a job accepting only those accepts no node).
+    /// The mix of the snapshot's supplied workload, or else learned from every job of the
+    /// snapshot. `flavor_id` maps a GPU type name to its id; types no node has are ignored
+    /// (a shape accepting only those accepts no node).
     pub fn build(snap: &Snapshot, flavor_id: &BTreeMap<String, FlavorId>, flavors: usize) -> Mix {
         let mut count: BTreeMap<(ClassKey, u64, u64), u64> = BTreeMap::new();
-        for j in &snap.jobs {
-            let mut types: Vec<FlavorId> = j
-                .gpu_types
+        let mut sample = |gpu: GpuDemand, types: &[Flavor], cpu: u64, mem: u64, n: u64| {
+            let mut ids: Vec<FlavorId> = types
                 .iter()
                 .filter_map(|f| flavor_id.get(f.as_str()).copied())
                 .collect();
-            if !j.gpu_types.is_empty() && types.is_empty() {
-                continue;
+            if !types.is_empty() && ids.is_empty() {
+                return;
             }
-            types.sort_unstable();
-            types.dedup();
-            for t in &j.tasks {
-                let gpu = match t.gpus {
-                    GpuDemand::Whole(k) if k > 0 => t.gpus,
-                    GpuDemand::Share(m) if m.0 > 0 && m.0 < 1000 => t.gpus,
-                    _ => continue,
-                };
-                if t.replicas == 0 {
-                    continue;
+            let gpu = match gpu {
+                GpuDemand::Whole(k) if k > 0 => gpu,
+                GpuDemand::Share(m) if m.0 > 0 && m.0 < 1000 => gpu,
+                _ => return,
+            };
+            if n == 0 {
+                return;
+            }
+            ids.sort_unstable();
+            ids.dedup();
+            *count.entry(((gpu, ids), cpu, mem)).or_default() += n;
+        };
+        if snap.workload.is_empty() {
+            for j in &snap.jobs {
+                for t in &j.tasks {
+                    let n = u64::from(t.replicas);
+                    sample(t.gpus, &j.gpu_types, t.cpu_milli, t.memory_bytes, n);
                 }
-                *count
-                    .entry(((gpu, types.clone()), t.cpu_milli, t.memory_bytes))
-                    .or_default() += u64::from(t.replicas);
+            }
+        } else {
+            for w in &snap.workload {
+                sample(w.gpus, &w.gpu_types, w.cpu_milli, w.memory_bytes, w.count);
             }
         }
         let total: u64 = count.values().sum();
@@ -300,7 +311,7 @@ impl Mix {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sched::model::{Flavor, Job, MilliGpu, Task};
+    use crate::sched::model::{Job, MilliGpu, Task, WorkloadShape};
 
     fn job(gpus: GpuDemand, replicas: u32, types: &[&str]) -> Job {
         Job {
@@ -324,6 +335,40 @@ mod tests {
             predicted_duration_seconds: None,
             running: None,
         }
+    }
+
+    /// A supplied workload replaces what the snapshot's jobs say: an 8-GPU shape that no
+    /// job of the snapshot has (none fits any more) still makes a broken node a fragment.
+    #[test]
+    fn a_supplied_workload_outweighs_the_snapshot() {
+        let ids: BTreeMap<String, FlavorId> = [("A".to_string(), FlavorId(0))].into();
+        let mut snap = Snapshot {
+            jobs: vec![job(GpuDemand::Whole(1), 1, &[])],
+            ..Default::default()
+        };
+        let mut one = [1000u16; 8];
+        one[0] = 0;
+        let learned = Mix::build(&snap, &ids, 1);
+        assert_eq!(learned.node_frag(FlavorId(0), &one, 10_000, 10), 0.0);
+        snap.workload = vec![
+            WorkloadShape {
+                gpus: GpuDemand::Whole(8),
+                cpu_milli: 1,
+                memory_bytes: 1,
+                gpu_types: vec![],
+                count: 3,
+            },
+            WorkloadShape {
+                gpus: GpuDemand::Whole(1),
+                cpu_milli: 1,
+                memory_bytes: 1,
+                gpu_types: vec![Flavor::new("Nope")],
+                count: 5,
+            },
+        ];
+        // the shape of an unknown type is left out: the 8-GPU shape is all the mix
+        let supplied = Mix::build(&snap, &ids, 1);
+        assert!((supplied.node_frag(FlavorId(0), &one, 10_000, 10) - 7000.0).abs() < 1e-6);
     }
 
     #[test]

@@ -376,6 +376,22 @@ pub struct Snapshot {
     pub queues: Vec<Queue>,
     /// Pending and running jobs (finished and suspended jobs are left out).
     pub jobs: Vec<Job>,
+    /// The workload's replica shapes and how often each arrives, when known beyond the
+    /// snapshot's own jobs (supplied by configuration, or the operator's rolling history of
+    /// arrivals): the fragmentation score weighs shapes by it. Empty: the mix is learned
+    /// from the snapshot's jobs.
+    pub workload: Vec<WorkloadShape>,
+}
+
+/// One replica shape of the workload, with how many replicas of it were seen.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct WorkloadShape {
+    pub gpus: GpuDemand,
+    pub cpu_milli: u64,
+    pub memory_bytes: u64,
+    /// GPU types the shape accepts; empty: any.
+    pub gpu_types: Vec<Flavor>,
+    pub count: u64,
 }
 
 impl Snapshot {

@@ -30,7 +30,7 @@ use super::openb::{OpenbNode, OpenbPod};
 use super::rng::SplitMix64;
 use crate::sched::{
     Flavor, FlavorGuarantee, GpuDemand, Job, Queue, QueuePolicy, Running, Snapshot,
-    TopologyConstraint, VirtualCluster, schedule,
+    TopologyConstraint, VirtualCluster, WorkloadShape, schedule,
 };
 
 /// The outcome of one seed on one trace.
@@ -156,6 +156,38 @@ pub fn arrivals(pods: &[OpenbPod], seed: u64, cap_milli: u64, target_pct: u32) -
     out
 }
 
+/// Where the fragmentation score's shape mix comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum ShapeMix {
+    /// Learned by the core from each snapshot's jobs (placed pods and the pending batch).
+    Learned,
+    /// The trace's shape distribution, supplied as the snapshot's `workload` (what FGD's
+    /// scorer is given).
+    Supplied,
+}
+
+/// The trace's GPU pod shapes with their counts, as a supplied workload.
+pub fn workload_of(pods: &[OpenbPod]) -> Vec<WorkloadShape> {
+    let mut m: BTreeMap<(GpuDemand, u64, u64, Vec<Flavor>), u64> = BTreeMap::new();
+    for p in pods.iter().filter(|p| p.gpu_milli_total() > 0) {
+        let t = p.task();
+        *m.entry((t.gpus, t.cpu_milli, t.memory_bytes, p.gpu_types()))
+            .or_default() += 1;
+    }
+    m.into_iter()
+        .map(
+            |((gpus, cpu_milli, memory_bytes, gpu_types), count)| WorkloadShape {
+                gpus,
+                cpu_milli,
+                memory_bytes,
+                gpu_types,
+                count,
+            },
+        )
+        .collect()
+}
+
 /// Run the FGD protocol for one seed.
 pub fn run(
     workload: &str,
@@ -163,6 +195,7 @@ pub fn run(
     pods: &[OpenbPod],
     seed: u64,
     target_pct: u32,
+    mix: ShapeMix,
 ) -> PlacementRun {
     let t0 = Instant::now();
     let cap_milli: u64 = nodes.iter().map(|n| u64::from(n.gpus) * 1000).sum();
@@ -199,6 +232,10 @@ pub fn run(
         virtual_clusters: vec![vc],
         queues: vec![queue],
         jobs: vec![],
+        workload: match mix {
+            ShapeMix::Learned => vec![],
+            ShapeMix::Supplied => workload_of(pods),
+        },
     };
     let node_idx: BTreeMap<String, usize> = nodes
         .iter()

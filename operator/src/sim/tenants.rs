@@ -459,6 +459,7 @@ impl<'a> Sim<'a> {
                 virtual_clusters: vcs,
                 queues,
                 jobs: vec![],
+                workload: vec![],
             },
             jobs: sim_jobs,
             by_id,
