@@ -71,6 +71,45 @@ pub fn placement_table(sums: &[PlacementSummary], rows: &[FgdRow]) -> String {
     s
 }
 
+/// Setup A with the shape mix learned from the snapshot against the trace's distribution
+/// supplied (as FGD's scorer gets it), beside FGD.
+pub fn mix_table(
+    learned: &[PlacementSummary],
+    supplied: &[PlacementSummary],
+    rows: &[FgdRow],
+) -> String {
+    let mut s = String::from(
+        "| trace | alloc@100 learned / supplied / FGD | alloc@130 learned / supplied / FGD | Δ@130 supplied vs FGD | frag ratio@80 learned / supplied / FGD | frag ratio@90 learned / supplied / FGD |\n| --- | --- | --- | --- | --- | --- |\n",
+    );
+    let n = |x: Option<f64>| x.map_or("–".to_string(), |v| format!("{v:.2}"));
+    for p in supplied {
+        let Some(l) = learned.iter().find(|l| l.workload == p.workload) else {
+            continue;
+        };
+        let f = fgd(rows, &p.workload, "FGD");
+        let delta = f.map(|f| p.alloc_130 - f.alloc_130);
+        let _ = writeln!(
+            s,
+            "| {} | {:.2} / **{:.2}** / {} | {:.2} / **{:.2}** / {} | {} | {:.1} / {:.1} / {} | {:.1} / {:.1} / {} |",
+            p.workload.trim_start_matches("openb_pod_list_"),
+            l.alloc_100,
+            p.alloc_100,
+            n(f.map(|r| r.alloc_100)),
+            l.alloc_130,
+            p.alloc_130,
+            n(f.map(|r| r.alloc_130)),
+            delta.map_or("–".into(), |d| format!("{d:+.2}")),
+            l.frag_ratio_80,
+            p.frag_ratio_80,
+            n(f.map(|r| r.frag_ratio_80)),
+            l.frag_ratio_90,
+            p.frag_ratio_90,
+            n(f.map(|r| r.frag_ratio_90)),
+        );
+    }
+    s
+}
+
 fn h(secs: f64) -> String {
     if secs >= 3600.0 {
         format!("{:.1} h", secs / 3600.0)
