@@ -56,6 +56,32 @@ struct Table {
 }
 
 impl Table {
+    /// Milli-GPUs of count guarantees that cannot be met beside every missing cell: the
+    /// smallest clean domains are set aside for the missing cells (each VC's own count
+    /// need is met first from its own), and what VCs still miss beyond that must fit in
+    /// the GPUs that neither guaranteed jobs hold nor the set-aside domains cover (free or
+    /// bonus, so reclaimable). `usable` and the guarantees and uses are milli-GPUs of the
+    /// table's flavor.
+    fn count_shortfall(&self, usable: u64, guarantee: &[u64], used: &[u64]) -> u64 {
+        let mut clean: Vec<u64> = (0..self.owners.len())
+            .filter(|&d| self.owners[d] == Owner::Clean)
+            .map(|d| u64::from(self.sizes[d]) * 1000)
+            .collect();
+        clean.sort_unstable();
+        let mut aside = clean.into_iter();
+        let (mut set_aside, mut missing) = (0u64, 0u64);
+        for (w, (&g, &u)) in guarantee.iter().zip(used).enumerate() {
+            let cells = self.want.get(VcId(w as u32)).copied().unwrap_or(0)
+                - self.bound.get(VcId(w as u32)).copied().unwrap_or(0);
+            let mine: u64 = aside.by_ref().take(cells.max(0) as usize).sum();
+            set_aside += mine;
+            missing += g.saturating_sub(u).saturating_sub(mine);
+        }
+        let held: u64 = used.iter().sum();
+        let room = usable.saturating_sub(held).saturating_sub(set_aside);
+        missing.saturating_sub(room)
+    }
+
     fn slack(&self) -> i64 {
         self.clean
             - self
@@ -242,20 +268,21 @@ impl Cells {
             .collect()
     }
 
-    /// Whether a guaranteed placement of `vc` keeps every cell guarantee obtainable.
-    pub fn accepts(&self, c: &Cluster, trial: &Trial, vc: VcId) -> bool {
+    /// Whether a guaranteed placement of `vc` (`milli` GPUs) keeps every cell guarantee
+    /// obtainable, and every VC's count guarantee beside them.
+    pub fn accepts(&self, c: &Cluster, t: &Tenants, trial: &Trial, vc: VcId, milli: u64) -> bool {
         let Some((_, t0)) = trial.takes.first() else {
             return true;
         };
         let f = c.nodes[t0.node].flavor;
-        self.accepts_touched(c, f, &Self::touched(trial), vc)
+        self.accepts_touched(c, t, f, &Self::touched(trial), vc, milli)
     }
 
     /// Promote a running bonus job of `vc` (its GPUs become guaranteed, no longer
     /// reclaimable) when that keeps every cell guarantee obtainable, as a guaranteed
     /// placement must; returns whether it may be promoted. A bonus job on a clean domain
     /// that another VC's missing cells need stays bonus, so it can still be reclaimed.
-    pub fn promote(&mut self, c: &Cluster, r: &RunInfo, vc: VcId) -> bool {
+    pub fn promote(&mut self, c: &Cluster, t: &Tenants, r: &RunInfo, vc: VcId) -> bool {
         if self.tables.is_empty() {
             return true;
         }
@@ -264,20 +291,42 @@ impl Cells {
             .iter()
             .map(|(n, g, _, _)| (*n, g.iter().map(|x| x.0).collect()))
             .collect();
-        if !self.accepts_touched(c, r.flavor, &touched, vc) {
+        if !self.accepts_touched(c, t, r.flavor, &touched, vc, r.milli) {
             return false;
         }
         self.apply(c, r.flavor, &touched, vc);
         true
     }
 
+    /// A move that makes the cells' slack negative, or the count guarantees' shortfall
+    /// positive, and either worse than it was, is refused: packing a VC into another's
+    /// domain can leave the clean domain a cell needs as the only room another VC's count
+    /// guarantee had (when the invariant is already broken, moves that do not make it worse
+    /// are allowed).
     fn accepts_touched(
         &self,
         c: &Cluster,
+        t: &Tenants,
         f: FlavorId,
         touched: &[(NodeId, Vec<u8>)],
         vc: VcId,
+        milli: u64,
     ) -> bool {
+        let usable = c.facts.get(f).map_or(0, |x| u64::from(x.total_gpus) * 1000);
+        let guarantee: Vec<u64> = t
+            .guarantee
+            .iter()
+            .map(|g| g.get(f).copied().unwrap_or(0))
+            .collect();
+        let used: Vec<u64> = t
+            .guar_used
+            .iter()
+            .map(|g| g.get(f).copied().unwrap_or(0))
+            .collect();
+        let mut used_after = used.clone();
+        if let Some(u) = used_after.get_mut(vc.ix()) {
+            *u += milli;
+        }
         for (&(tf, level), tb) in &self.tables {
             if tf != f {
                 continue;
@@ -290,6 +339,11 @@ impl Cells {
             }
             let s = after.slack();
             if s < 0 && s < before {
+                return false;
+            }
+            let short_before = tb.count_shortfall(usable, &guarantee, &used);
+            let short = after.count_shortfall(usable, &guarantee, &used_after);
+            if short > 0 && short > short_before {
                 return false;
             }
         }
@@ -382,8 +436,9 @@ impl Cells {
         self.apply(c, f, &touched, vc);
     }
 
-    /// Nodes of a flavor where a guaranteed placement of `vc` dirties no clean domain and
-    /// mixes no other VC's domain.
+    /// Nodes of a flavor where a guaranteed placement of `vc` mixes no other VC's domain and
+    /// dirties no clean domain, unless `vc` still misses cells of that level (binding one
+    /// is then what its guarantee asks).
     pub fn allowed_nodes(&self, c: &Cluster, f: FlavorId, vc: VcId) -> Vec<NodeId> {
         let nodes = c.facts.get(f).map(|x| x.nodes.clone()).unwrap_or_default();
         nodes
@@ -401,8 +456,13 @@ impl Cells {
                                 .map(|g| self.group_base[n] + g)
                                 .collect(),
                         };
+                        // a VC still missing cells of this level may also bind a clean
+                        // domain: that leaves the slack as it is
+                        let missing = tb.want[vc] > tb.bound[vc];
                         ds.iter().any(|&d| {
-                            matches!(tb.owners[d], Owner::Mixed) || tb.owners[d] == Owner::Vc(vc)
+                            matches!(tb.owners[d], Owner::Mixed)
+                                || tb.owners[d] == Owner::Vc(vc)
+                                || (missing && tb.owners[d] == Owner::Clean)
                         }) || ds.is_empty()
                     })
             })

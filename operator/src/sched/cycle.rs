@@ -261,8 +261,8 @@ impl<'a> Cycle<'a> {
             let (Some(q), Some(vc)) = (r.queue, r.vc) else {
                 continue;
             };
-            let guaranteed =
-                t.within_guarantee(vc, r.flavor, r.milli) && (!r.bonus || cells.promote(&c, r, vc));
+            let guaranteed = t.within_guarantee(vc, r.flavor, r.milli)
+                && (!r.bonus || cells.promote(&c, &t, r, vc));
             match (r.bonus, guaranteed) {
                 (true, true) => out.promotions.push(snap.job(r.job).id.clone()),
                 (false, false) => out.demotions.push(snap.job(r.job).id.clone()),
@@ -701,7 +701,7 @@ impl<'a> Cycle<'a> {
             self.no_fit.insert(key);
             return None;
         };
-        if !guaranteed || self.cells.accepts(&self.c, &trial, p.vc) {
+        if !guaranteed || self.cells.accepts(&self.c, &self.t, &trial, p.vc, p.milli) {
             return Some(trial);
         }
         trial.undo(&mut self.c);
@@ -709,7 +709,7 @@ impl<'a> Cycle<'a> {
         // retry on capacity that does not break a cell guarantee
         let allowed = self.cells.allowed_nodes(&self.c, f, p.vc);
         let trial = place(&mut self.c, &req, Mode::Now, Scope::Nodes(&allowed))?;
-        if self.cells.accepts(&self.c, &trial, p.vc) {
+        if self.cells.accepts(&self.c, &self.t, &trial, p.vc, p.milli) {
             return Some(trial);
         }
         trial.undo(&mut self.c);
@@ -948,7 +948,7 @@ impl<'a> Cycle<'a> {
         {
             let guaranteed =
                 !bonus || (combined && vs.iter().any(|&v| self.runs[v].vc != Some(p.vc)));
-            if guaranteed && !self.cells.accepts(&self.c, trial, p.vc) {
+            if guaranteed && !self.cells.accepts(&self.c, &self.t, trial, p.vc, p.milli) {
                 let Outcome::Plan {
                     victims: vs, trial, ..
                 } = outcome

@@ -1191,18 +1191,9 @@ fn held_on(s: &Snapshot, j: &Job, flavor: &str) -> u32 {
 /// left of it, in its queue without user limit or maxShare, and under its VC limit, gets an
 /// admission or a reclaim plan for one of its jobs, unless its guarantee is reported at
 /// risk (lost nodes; `check_risk` holds that report to the cluster being whole or not).
-/// Checked on clusters without cells only:
-/// with cells it does not hold yet (issue 18): a VC with a node cell packs its guaranteed
-/// job into a node another VC's count guarantee needs, the free node is kept for the cell,
-/// and the other VC's 1-GPU job waits `ReservedForCells` below its guarantee.
+/// With cells too: a VC with a node cell must not pack its guaranteed jobs into the node
+/// another VC's count guarantee needs while the free node is kept for its own cell.
 fn check_guarantees(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
-    let cells = s
-        .virtual_clusters
-        .iter()
-        .any(|v| v.guarantee.iter().any(|g| !g.cells.is_empty()));
-    if cells {
-        return Ok(());
-    }
     for (v, vcd) in s.virtual_clusters.iter().enumerate() {
         if at_risk(d, &vcd.name) {
             continue; // capacity lost: see check_risk

@@ -2014,3 +2014,57 @@ fn a_shrunk_guarantee_demotes_the_least_important_jobs() {
     assert_eq!(d.demotions, vec!["c/low".to_string()], "{d:?}");
     assert!(d.promotions.is_empty());
 }
+
+/// Team A is guaranteed one whole node (a node cell), team B 8 GPUs by count, on a cluster
+/// of two 8-GPU nodes: the only way to keep both is a node each. B runs 4 GPUs on n0. A's
+/// small guaranteed job must not pack into B's node: the free node n1 would then be all
+/// A's cell, and B's next job, within its guarantee, would find no room anywhere.
+#[test]
+fn a_cell_owner_does_not_pack_into_the_node_a_count_guarantee_needs() {
+    let nodes = vec![node("n0", "A100", 8, None), node("n1", "A100", 8, None)];
+    let mut a = vc("a", "A100", 8);
+    a.guarantee[0].cells = vec![CellGuarantee {
+        level: TopologyLevel::Node,
+        count: 1,
+    }];
+    let vcs = vec![a, vc("b", "A100", 8)];
+    let queues = vec![queue("qa", "a"), queue("qb", "b")];
+    let b_first = run(
+        job("b/first", "qb", 1, 4),
+        &[("n0", &[0, 1, 2, 3])],
+        false,
+        0,
+        None,
+    );
+    let d = schedule(&snapshot(
+        10,
+        nodes.clone(),
+        vcs.clone(),
+        queues.clone(),
+        vec![b_first.clone(), job("a/small", "qa", 1, 2)],
+    ));
+    let adm = d.admission("a/small").expect("admitted");
+    assert!(!adm.bonus);
+    assert_eq!(adm.placement[0].node, "n1", "{d:?}");
+    let gpus: Vec<u32> = adm.placement[0].gpus.iter().map(|g| g.0).collect();
+    let a_small = run(
+        job("a/small", "qa", 1, 2),
+        &[("n1", &[gpus[0], gpus[1]])],
+        false,
+        10,
+        None,
+    );
+    // B's next job fits what is left of its guarantee, on n0
+    let d = schedule(&snapshot(
+        20,
+        nodes,
+        vcs,
+        queues,
+        vec![b_first, a_small, job("b/second", "qb", 1, 4)],
+    ));
+    let adm = d
+        .admission("b/second")
+        .expect("B within its guarantee is admitted");
+    assert!(!adm.bonus);
+    assert_eq!(adm.placement[0].node, "n0");
+}
