@@ -1011,6 +1011,76 @@ fn priority_plan_fits_beside_the_cycles_admissions() {
     );
 }
 
+/// Regression (a seed of `beneficiary_fits_once_victims_are_gone`, its minimal failing world):
+/// n0 (rack r1) has three healthy H100s: two held whole, one holding vc1's 0.001-GPU first-3.
+/// vc0's second-1 (0.001 GPU, rack required, within its guarantee) did not fit now: the rack
+/// search only opened nodes with a whole GPU free, blind to the 0.999 left on first-3's GPU.
+/// So it reclaimed first-3 for a whole GPU, and vc1's second-0 (0.001 GPU, no topology) then
+/// shared that GPU beside the reservation; in the next cycle the GPU was partly used again
+/// and second-1 planned another reclaim (second-0). Now a share also searches partly used
+/// GPUs in a node list: second-1 is admitted beside first-3 and nobody is evicted.
+#[test]
+fn rack_bound_share_fits_a_partly_used_gpu() {
+    let spec = |vc: usize, gpus: GpuDemand, required: Option<TopologyLevel>| JobSpec {
+        vc,
+        queue: 0,
+        replicas: 1,
+        gpus,
+        typed: None,
+        required,
+        priority: 0,
+        user: 0,
+        predicted: None,
+    };
+    let mut n0 = node("n0", "H100", 4, Some("r1"));
+    n0.unhealthy_gpus = vec![GpuIndex(0)];
+    let mut vcs = vec![
+        vc("vc0", "A100", 0),
+        vc("vc1", "A100", 0),
+        vc("vc2", "A100", 0),
+    ];
+    vcs[0].guarantee = vec![FlavorGuarantee {
+        flavor: Flavor::new("H100"),
+        gpus: 2,
+        cells: vec![],
+    }];
+    let mut queues: Vec<Queue> = (0..6)
+        .map(|i| queue(&format!("q{i}"), &format!("vc{}", i / 2)))
+        .collect();
+    for i in [1, 3, 5] {
+        queues[i].parent = Some(format!("q{}", i - 1));
+        queues[i].share = 50;
+    }
+    let mut fates = vec![(false, 0, 0, false, 0); 12];
+    fates[3].1 = 1;
+    let w = World {
+        nodes: vec![n0],
+        vcs,
+        queues,
+        first: vec![
+            spec(1, GpuDemand::Whole(1), None),
+            spec(0, GpuDemand::None, None),
+            spec(0, GpuDemand::Whole(1), None),
+            spec(1, GpuDemand::Share(MilliGpu(1)), None),
+        ],
+        second: vec![
+            spec(1, GpuDemand::Share(MilliGpu(1)), None),
+            spec(0, GpuDemand::Share(MilliGpu(1)), Some(TopologyLevel::Rack)),
+        ],
+        fates,
+    };
+    for scattered in [false, true] {
+        check_beneficiary_fits(&w, scattered).unwrap();
+    }
+    let s = build(&w);
+    let d = schedule(&s);
+    assert!(d.preemptions.is_empty(), "{:?}", d.preemptions);
+    let a = d.admission("ns/second-1").expect("second-1 is admitted");
+    let first3 = s.jobs.iter().find(|j| j.id == "ns/first-3").unwrap();
+    let shared = &first3.running.as_ref().unwrap().placement[0].gpus;
+    assert_eq!(&a.placement[0].gpus, shared, "{:?}", a.placement);
+}
+
 proptest! {
     #![proptest_config(cases(1000))]
 
