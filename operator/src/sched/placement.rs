@@ -435,6 +435,14 @@ fn spread(
                 tries.push((remaining, false));
             }
             tries.push((need_node, remaining > need_node));
+            if let GpuDemand::Share(_) = d.gpu {
+                // a share also fits the room left on a partly used GPU of a node with no
+                // whole GPU free: a flavor-wide first replica finds it through the share
+                // index (`frag_pick`), a search in a node list (a rack, a reclaim domain,
+                // nodes constraints allow) only here. Else such a job planned a reclaim for
+                // a whole GPU and, once a share took part of it, found no room again.
+                tries.push((0, false));
+            }
             'outer: for (min_free, largest) in tries {
                 let rack_nodes: Vec<NodeId> =
                     if let (Scope::Flavor, false) = (scope, trial.node_order.is_empty()) {

@@ -686,8 +686,9 @@ proptest! {
 proptest! {
     #![proptest_config(cases(2000))]
 
-    /// No reclaim that leaves the gang unplaceable: with every victim (and every job already
-    /// preempting) gone, each beneficiary fits — with either victim selection.
+    /// No reclaim that leaves the gang unplaceable: in the next cycle, with every victim (and
+    /// every job already preempting) gone and this cycle's admissions running, each
+    /// beneficiary fits — with either victim selection.
     #[test]
     fn beneficiary_fits_once_victims_are_gone(w in world(false), scattered in any::<bool>()) {
         check_beneficiary_fits(&w, scattered)?;
@@ -710,8 +711,24 @@ fn check_beneficiary_fits(w: &World, scattered: bool) -> Result<(), TestCaseErro
         let mut s2 = s.clone();
         s2.jobs.retain(|j| match &j.running {
             Some(r) => !r.preempting && !gone.contains(j.id.as_str()),
-            None => j.id == p.beneficiary,
+            None => j.id == p.beneficiary || d.admission(&j.id).is_some(),
         });
+        // The cycle's admissions run in the next one: the plan was made with them charged
+        // (their quota, limits and cells) and its reservation kept them off the room.
+        for j in &mut s2.jobs {
+            if let Some(a) = d.admission(&j.id) {
+                j.running = Some(Running {
+                    placement: a.placement.clone(),
+                    bonus: a.bonus,
+                    started_at: s.now,
+                    last_checkpoint: None,
+                    checkpoint_grace_seconds: 30,
+                    min_runtime_seconds: 0,
+                    preempting: false,
+                    checkpoint_request: None,
+                });
+            }
+        }
         let d2 = schedule(&s2);
         prop_assert!(
             d2.admission(&p.beneficiary).is_some(),
@@ -904,6 +921,164 @@ fn reclaim_plan_under_guarantee_at_risk_is_enough() {
     let d = schedule(&build(&w));
     assert!(d.preemptions.is_empty(), "{:?}", d.preemptions);
     assert!(d.admission("ns/second-1").is_none());
+}
+
+/// Regression (a seed of `beneficiary_fits_once_victims_are_gone`, its minimal failing world):
+/// vc0's second-0 and second-2 take 2.657 of its 4 A100s guaranteed this cycle, so second-3
+/// (4 GPUs, any type, priority 1 in q1) is within no guarantee and borrows: it evicts q1's
+/// lower-priority first-1 for a bonus place on n1 (H100). The property used to re-run the
+/// cycle without this cycle's admissions: vc0's A100 guarantee was then free again, and the
+/// guaranteed phase (rightly) reclaimed vc1's first-3 on A100 before borrowing the idle n1.
+/// The plan was never short: the next cycle runs second-0 and second-2, and there second-3
+/// takes n1. The property now keeps the cycle's admissions running.
+#[test]
+fn priority_plan_fits_beside_the_cycles_admissions() {
+    let spec =
+        |vc: usize, queue: usize, gpus: GpuDemand, typed: Option<usize>, priority: i32| JobSpec {
+            vc,
+            queue,
+            replicas: 1,
+            gpus,
+            typed,
+            required: None,
+            priority,
+            user: 0,
+            predicted: None,
+        };
+    let flavor_guarantee = |f: &str, gpus: u32| FlavorGuarantee {
+        flavor: Flavor::new(f),
+        gpus,
+        cells: vec![],
+    };
+    let mut vcs = vec![
+        vc("vc0", "A100", 0),
+        vc("vc1", "A100", 0),
+        vc("vc2", "A100", 0),
+    ];
+    vcs[0].guarantee = vec![flavor_guarantee("A100", 4), flavor_guarantee("H100", 1)];
+    vcs[1].guarantee = vec![flavor_guarantee("H100", 3)];
+    let mut queues: Vec<Queue> = (0..6)
+        .map(|i| queue(&format!("q{i}"), &format!("vc{}", i / 2)))
+        .collect();
+    for i in [1, 3, 5] {
+        queues[i].parent = Some(format!("q{}", i - 1));
+        queues[i].share = 50;
+    }
+    queues[1].priority_preemption = true;
+    let mut first1 = spec(0, 1, GpuDemand::Whole(1), Some(1), 0);
+    first1.replicas = 2;
+    let w = World {
+        nodes: vec![
+            node("n0", "H100", 4, None),
+            node("n1", "H100", 8, None),
+            node("n2", "A100", 4, None),
+        ],
+        vcs,
+        queues,
+        first: vec![
+            spec(0, 0, GpuDemand::Whole(2), Some(1), 0),
+            first1,
+            spec(0, 0, GpuDemand::None, None, 0),
+            spec(1, 0, GpuDemand::Whole(1), Some(0), 0),
+            spec(0, 0, GpuDemand::Share(MilliGpu(344)), Some(1), 0),
+            spec(0, 0, GpuDemand::Whole(1), Some(1), 0),
+        ],
+        second: vec![
+            spec(0, 1, GpuDemand::Whole(2), None, 0),
+            spec(0, 0, GpuDemand::Whole(2), Some(1), 0),
+            spec(0, 0, GpuDemand::Share(MilliGpu(657)), None, 0),
+            spec(0, 1, GpuDemand::Whole(4), None, 1),
+            spec(1, 0, GpuDemand::Whole(1), None, 0),
+        ],
+        fates: vec![(false, 0, 0, false, 0); 12],
+    };
+    for scattered in [false, true] {
+        check_beneficiary_fits(&w, scattered).unwrap();
+    }
+    let d = schedule(&build(&w));
+    let plan: Vec<(&str, PreemptionReason, Vec<String>)> = d
+        .preemptions
+        .iter()
+        .map(|p| (p.beneficiary.as_str(), p.reason, p.victims.clone()))
+        .collect();
+    assert_eq!(
+        plan,
+        vec![(
+            "ns/second-3",
+            PreemptionReason::Priority,
+            vec!["ns/first-1".to_string()]
+        )]
+    );
+}
+
+/// Regression (a seed of `beneficiary_fits_once_victims_are_gone`, its minimal failing world):
+/// n0 (rack r1) has three healthy H100s: two held whole, one holding vc1's 0.001-GPU first-3.
+/// vc0's second-1 (0.001 GPU, rack required, within its guarantee) did not fit now: the rack
+/// search only opened nodes with a whole GPU free, blind to the 0.999 left on first-3's GPU.
+/// So it reclaimed first-3 for a whole GPU, and vc1's second-0 (0.001 GPU, no topology) then
+/// shared that GPU beside the reservation; in the next cycle the GPU was partly used again
+/// and second-1 planned another reclaim (second-0). Now a share also searches partly used
+/// GPUs in a node list: second-1 is admitted beside first-3 and nobody is evicted.
+#[test]
+fn rack_bound_share_fits_a_partly_used_gpu() {
+    let spec = |vc: usize, gpus: GpuDemand, required: Option<TopologyLevel>| JobSpec {
+        vc,
+        queue: 0,
+        replicas: 1,
+        gpus,
+        typed: None,
+        required,
+        priority: 0,
+        user: 0,
+        predicted: None,
+    };
+    let mut n0 = node("n0", "H100", 4, Some("r1"));
+    n0.unhealthy_gpus = vec![GpuIndex(0)];
+    let mut vcs = vec![
+        vc("vc0", "A100", 0),
+        vc("vc1", "A100", 0),
+        vc("vc2", "A100", 0),
+    ];
+    vcs[0].guarantee = vec![FlavorGuarantee {
+        flavor: Flavor::new("H100"),
+        gpus: 2,
+        cells: vec![],
+    }];
+    let mut queues: Vec<Queue> = (0..6)
+        .map(|i| queue(&format!("q{i}"), &format!("vc{}", i / 2)))
+        .collect();
+    for i in [1, 3, 5] {
+        queues[i].parent = Some(format!("q{}", i - 1));
+        queues[i].share = 50;
+    }
+    let mut fates = vec![(false, 0, 0, false, 0); 12];
+    fates[3].1 = 1;
+    let w = World {
+        nodes: vec![n0],
+        vcs,
+        queues,
+        first: vec![
+            spec(1, GpuDemand::Whole(1), None),
+            spec(0, GpuDemand::None, None),
+            spec(0, GpuDemand::Whole(1), None),
+            spec(1, GpuDemand::Share(MilliGpu(1)), None),
+        ],
+        second: vec![
+            spec(1, GpuDemand::Share(MilliGpu(1)), None),
+            spec(0, GpuDemand::Share(MilliGpu(1)), Some(TopologyLevel::Rack)),
+        ],
+        fates,
+    };
+    for scattered in [false, true] {
+        check_beneficiary_fits(&w, scattered).unwrap();
+    }
+    let s = build(&w);
+    let d = schedule(&s);
+    assert!(d.preemptions.is_empty(), "{:?}", d.preemptions);
+    let a = d.admission("ns/second-1").expect("second-1 is admitted");
+    let first3 = s.jobs.iter().find(|j| j.id == "ns/first-3").unwrap();
+    let shared = &first3.running.as_ref().unwrap().placement[0].gpus;
+    assert_eq!(&a.placement[0].gpus, shared, "{:?}", a.placement);
 }
 
 proptest! {
