@@ -66,6 +66,8 @@ pub struct SchedState {
     pub waiting: BTreeMap<JobKey, (WaitReason, Option<u32>)>,
     /// Queue and VirtualCluster numbers from the last cycle.
     pub usage: Usage,
+    /// A scheduling cycle is under way: every job it did not see, the next one sees.
+    pub scheduling: bool,
 }
 
 pub struct Context {

@@ -65,6 +65,7 @@ fn now() -> i64 {
 /// One scheduling cycle.
 pub async fn cycle(ctx: &Arc<Context>) {
     let started = Instant::now();
+    ctx.state().scheduling = true;
     let nodes = ctx.stores.nodes.state();
     let pods = ctx.stores.pods.state();
     let jobs = ctx.stores.jobs.state();
@@ -225,6 +226,7 @@ pub async fn cycle(ctx: &Arc<Context>) {
             mark_bonus(ctx, job, bonus).await;
         }
     }
+    ctx.state().scheduling = false;
 }
 
 /// Creates the gang: the headless Service, then every pod, bound to its node. On a failure

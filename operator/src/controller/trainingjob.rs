@@ -41,11 +41,12 @@ fn now() -> Time {
 fn observe(ctx: &Context, job: &TrainingJob, key: &JobKey, gang: &Gang) -> World {
     let maps = ctx.ref_maps();
     let refs = maps.refs();
-    let (wait, admission_in_flight) = {
+    let (wait, admission_in_flight, scheduling) = {
         let state = ctx.state();
         (
             state.waiting.get(key).cloned(),
             state.inflight.contains_key(key),
+            state.scheduling,
         )
     };
     let nodes: BTreeMap<String, NodeState> = gang
@@ -62,6 +63,7 @@ fn observe(ctx: &Context, job: &TrainingJob, key: &JobKey, gang: &Gang) -> World
         validity: validate(job, &refs).map(|_| ()),
         wait,
         admission_in_flight,
+        scheduling,
         nodes,
         settings: lifecycle::Settings {
             max_infrastructure_retries: ctx.settings.max_infrastructure_retries,

@@ -58,6 +58,9 @@ pub struct World {
     pub wait: Option<(WaitReason, Option<u32>)>,
     /// The scheduler is creating the job's pods right now.
     pub admission_in_flight: bool,
+    /// A scheduling cycle is under way: it, or the next one, admits a job that waits for
+    /// its first cycle or says why it waits.
+    pub scheduling: bool,
     /// The nodes named by the job's pods (bound or chosen, [`Gang::nodes`]), each judged by
     /// `node_health`; a node not here is gone.
     pub nodes: BTreeMap<String, NodeState>,
@@ -156,6 +159,17 @@ pub fn next(
         present: &present,
     };
     s.step(&mut status, &mut fx);
+    if let Some(wait) = first_write_deferred(job, gang, world, &status, now) {
+        // Nothing is written and nothing recorded: the next reconcile, when the scheduler
+        // has spoken, enters the queue again and says the rest with it.
+        return (
+            old,
+            Effects {
+                requeue: Some(wait),
+                ..Effects::default()
+            },
+        );
+    }
     status.observed_generation = job.metadata.generation;
     if status.gpus.is_none() || old.phase != status.phase {
         status.gpus = Some(requested_gpus(job));
@@ -165,6 +179,50 @@ pub fn next(
     }
     fx.pod_deletions = pod_deletions(gang, world, now, fx.stop_gang);
     (status, fx)
+}
+
+/// How long a new job's first status write waits for the scheduler's first word on it.
+pub const FIRST_WORD_GRACE: Duration = Duration::from_secs(10);
+
+/// A new job's first status write waits for the scheduler. The scheduler takes a valid job
+/// that has no status yet as queued (`snapshot::job_model`), so within a cycle it either
+/// admits it (its pods appear, and one write records `Queued` and `Running` together) or says
+/// why it waits (and one write records `Queued` with that reason and the job's place). A
+/// write before that would only say "waiting for the next scheduling cycle", superseded a
+/// moment later: one status apply per job, the most costly write the operator makes, that no
+/// user reads. Returns when to look again when the write waits: only for a job never written
+/// (no status), valid and not suspended (it would enter `Queued`), with no pods, and no word
+/// from the scheduler yet, and only while its pods are being created, a scheduling cycle is
+/// under way (a long one, creating many gangs, did not see the jobs created meanwhile: the
+/// next one does), or the job is younger than [`FIRST_WORD_GRACE`] (the next cycle is at
+/// most the debounce and a resync away). Past that (a scheduler that says nothing) the job is
+/// written as before: `Queued`, waiting for the next scheduling cycle. Whatever wakes the
+/// write (the pods, the scheduler's word) triggers a reconcile; the returned time is a
+/// safety net.
+fn first_write_deferred(
+    job: &TrainingJob,
+    gang: &Gang,
+    world: &World,
+    status: &TrainingJobStatus,
+    now: &Time,
+) -> Option<Duration> {
+    if job.status.is_some()
+        || status.phase != Phase::Queued
+        || !gang.is_empty()
+        || world.wait.is_some()
+    {
+        return None;
+    }
+    if world.admission_in_flight || world.scheduling {
+        return Some(FIRST_WORD_GRACE);
+    }
+    let created = job.metadata.creation_timestamp.as_ref()?;
+    let age = now.0.duration_since(created.0);
+    let grace = SignedDuration::try_from(FIRST_WORD_GRACE).ok()?;
+    (age < grace).then(|| {
+        let left = (grace - age).as_secs().max(1);
+        Duration::from_secs(u64::try_from(left).unwrap_or(1))
+    })
 }
 
 /// Whether the lifecycle has told a preempted gang's pods to stop (the acknowledgement came,
@@ -552,7 +610,14 @@ impl Step<'_> {
         {
             status.phase = Phase::Queued;
             if status.queued_at.is_none() {
-                status.queued_at = Some(self.t.clone());
+                // A job valid from its creation has been in the queue since then: the
+                // scheduler orders it by its creation until this write, and its first write
+                // may wait for the scheduler (`first_write_deferred`).
+                let created = self.job.metadata.creation_timestamp.as_ref();
+                status.queued_at = Some(match created {
+                    Some(c) if self.job.status.is_none() => c.clone(),
+                    _ => self.t.clone(),
+                });
             }
             status.message = Some(format!("Waiting in queue {}.", queue_name(status)));
             fx.event(

@@ -81,6 +81,8 @@ struct Story {
     pods: Vec<Pod>,
     world: World,
     now: i64,
+    /// Status writes so far: the reconciler writes only a changed status.
+    writes: u32,
 }
 
 impl Story {
@@ -94,6 +96,7 @@ impl Story {
                 validity: Ok(()),
                 wait: None,
                 admission_in_flight: false,
+                scheduling: false,
                 nodes: [("n1".to_string(), up())].into_iter().collect(),
                 settings: Settings {
                     max_infrastructure_retries: 3,
@@ -102,7 +105,15 @@ impl Story {
                 },
             },
             now: 0,
+            writes: 0,
         }
+    }
+
+    /// A job as the API server holds it: created at t = 0.
+    fn created(replicas: u32) -> Self {
+        let mut s = Story::new(replicas);
+        s.job.metadata.creation_timestamp = Some(at(0));
+        s
     }
 
     /// The scheduler admitted the job: its whole gang exists on node n1, in pod phase `phase`.
@@ -128,7 +139,10 @@ impl Story {
     fn tick(&mut self) -> Effects {
         let gang = Gang::new(self.pods.iter().cloned().map(Arc::new));
         let (status, fx) = next(&self.job, &gang, &self.world, &at(self.now));
-        self.job.status = Some(status);
+        if status != self.job.status.clone().unwrap_or_default() {
+            self.job.status = Some(status);
+            self.writes += 1;
+        }
         fx
     }
 
@@ -215,6 +229,116 @@ fn a_new_job_enters_its_queue_and_waits_for_the_scheduler() {
     assert!(fx.events.is_empty(), "no transition, no Event");
     // Entering the queue happened once.
     assert_eq!(s.status().queued_at, Some(at(0)));
+}
+
+/// The scheduler admits a new job in its first cycle: the job is written once on its way
+/// to Running (`Queued` and `Admitted` together, the `Queued` Event with it), once more when
+/// its replicas run; never with the "waiting for the next scheduling cycle" that would be
+/// stale a moment later.
+#[test]
+fn a_job_admitted_in_its_first_cycle_is_written_once_before_it_runs() {
+    let mut s = Story::created(1);
+    let fx = s.tick();
+    assert!(
+        s.job.status.is_none(),
+        "no write before the scheduler's word"
+    );
+    assert_eq!(s.writes, 0);
+    assert!(
+        fx.events.is_empty(),
+        "the Queued Event comes with the write"
+    );
+    assert_eq!(fx.requeue, Some(FIRST_WORD_GRACE));
+    // The scheduler is creating its pods.
+    s.world.admission_in_flight = true;
+    let fx = s.after(1).tick();
+    assert!(s.job.status.is_none());
+    assert_eq!(fx.requeue, Some(FIRST_WORD_GRACE));
+    s.world.admission_in_flight = false;
+    s = s.admitted("Pending");
+    let fx = s.after(1).tick();
+    assert_eq!(s.writes, 1);
+    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(reasons(&fx), ["Queued"]);
+    assert_eq!(
+        s.status().queued_at,
+        Some(at(0)),
+        "in its queue since its creation"
+    );
+    assert_eq!(s.status().admitted_at, Some(at(2)));
+    assert_eq!(s.says(ConditionType::Valid), ("True", "Valid"));
+    assert_eq!(
+        s.says(ConditionType::Admitted),
+        ("True", "AdmittedWithinGuarantee")
+    );
+    s.after(1).tick();
+    assert_eq!(s.writes, 1, "nothing changed while its pod is pending");
+    s.set_pods_phase("Running");
+    let fx = s.after(1).tick();
+    assert_eq!(reasons(&fx), ["Running"]);
+    assert_eq!(s.writes, 2);
+}
+
+/// A new job the scheduler cannot admit is written once it says why: `Queued`, with the
+/// reason and the job's place in its queue, as `kubectl get` and `describe` show it.
+#[test]
+fn a_new_job_that_waits_is_written_with_the_schedulers_reason() {
+    let mut s = Story::created(2);
+    s.after(1).tick();
+    assert_eq!(s.writes, 0);
+    s.world.wait = Some((
+        WaitReason::QuotaExhausted {
+            virtual_cluster: "vc".into(),
+            guaranteed_gpus: 8,
+            in_use_gpus: 8,
+            needed_gpus: 2,
+        },
+        Some(4),
+    ));
+    let fx = s.after(1).tick();
+    assert_eq!(s.writes, 1);
+    assert_eq!(s.phase(), Phase::Queued);
+    assert_eq!(reasons(&fx), ["Queued"]);
+    assert_eq!(s.status().queued_at, Some(at(0)));
+    assert_eq!(s.status().queue_position, Some(4));
+    assert_eq!(s.says(ConditionType::Admitted), ("False", "QuotaExhausted"));
+    assert_eq!(fx.requeue, Some(Duration::from_secs(30)));
+}
+
+/// A scheduler that says nothing (busy, or stopped) does not keep a new job unwritten: past
+/// the grace it is written as waiting for the next cycle. Invalid and suspended jobs are
+/// written at once: no cycle changes what they say.
+#[test]
+fn a_new_job_is_written_anyway_when_the_scheduler_stays_silent() {
+    let mut s = Story::created(1);
+    let fx = s.after(4).tick();
+    assert_eq!(s.writes, 0);
+    assert_eq!(fx.requeue, Some(FIRST_WORD_GRACE - Duration::from_secs(4)));
+    let fx = s.after(6).tick();
+    assert_eq!(s.writes, 1);
+    assert_eq!(s.phase(), Phase::Queued);
+    assert_eq!(s.says(ConditionType::Admitted), ("False", "Waiting"));
+    assert_eq!(reasons(&fx), ["Queued"]);
+
+    // A long cycle (creating many gangs) is under way: the next one sees the job, however old.
+    let mut s = Story::created(1);
+    s.world.scheduling = true;
+    s.after(60).tick();
+    assert_eq!(s.writes, 0);
+    s.world.scheduling = false;
+    s.after(1).tick();
+    assert_eq!(s.writes, 1);
+    assert_eq!(s.phase(), Phase::Queued);
+
+    let mut s = Story::created(1);
+    s.world.validity = Err(Invalid::UnknownQueue("q".into()));
+    s.tick();
+    assert_eq!(s.phase(), Phase::Pending);
+
+    let mut s = Story::created(1);
+    s.job.spec.suspend = true;
+    s.tick();
+    assert_eq!(s.phase(), Phase::Suspended);
 }
 
 #[test]
