@@ -154,6 +154,7 @@ async fn main() -> anyhow::Result<()> {
             workload: WorkloadSettings {
                 supplied,
                 history: args.workload_history,
+                ..WorkloadSettings::default()
             },
             ..Settings::default()
         },

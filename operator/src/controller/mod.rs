@@ -171,19 +171,16 @@ fn usage_changes(ctx: &Context) -> impl futures::Stream<Item = ()> + Send + 'sta
     })
 }
 
-/// Saves the learned workload history at most once a minute, when it changed.
+/// Saves the learned workload history when it changed, at most once a `save_interval`.
 async fn keep_history(ctx: &Context, store: &workload::Store) {
     if !ctx.settings.workload.learns() {
         return futures::future::pending().await;
     }
     loop {
-        tokio::time::sleep(HISTORY_SAVE_INTERVAL).await;
+        tokio::time::sleep(ctx.settings.workload.save_interval).await;
         save_history(ctx, store).await;
     }
 }
-
-/// Least time between two writes of the workload history.
-const HISTORY_SAVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
 
 async fn save_history(ctx: &Context, store: &workload::Store) {
     if !ctx.settings.workload.learns() {

@@ -13,6 +13,7 @@
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Patch, PatchParams};
@@ -67,6 +68,8 @@ pub struct WorkloadSettings {
     pub supplied: Vec<WorkloadShape>,
     /// Arrivals in the learned history; 0: none learned.
     pub history: u32,
+    /// Least time between two writes of the history's ConfigMap.
+    pub save_interval: Duration,
 }
 
 impl Default for WorkloadSettings {
@@ -74,6 +77,7 @@ impl Default for WorkloadSettings {
         WorkloadSettings {
             supplied: Vec::new(),
             history: DEFAULT_HISTORY,
+            save_interval: Duration::from_secs(60),
         }
     }
 }
