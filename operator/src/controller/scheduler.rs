@@ -237,6 +237,9 @@ fn workload_shapes(
     if !settings.supplied.is_empty() {
         return settings.supplied.clone();
     }
+    if !settings.learns() {
+        return Vec::new();
+    }
     let mut history = ctx.history();
     let arrived = super::workload::learn(&mut history, snap, jobs);
     if arrived > 0 {
