@@ -18,7 +18,8 @@ pub struct Operator {
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
-/// Settings for tests: quick resync, no HTTP endpoint; the binding mode of
+/// Settings for tests: quick resync, the workload history saved every second, no HTTP
+/// endpoint; the binding mode of
 /// `KUBETRAIN_BINDING` (`scheduler`, the default, or `direct`), as the operator's flag reads
 /// it, so the benchmarks can measure both.
 pub fn test_config(identity: &str) -> Config {
@@ -28,6 +29,7 @@ pub fn test_config(identity: &str) -> Config {
         incomplete_gang_timeout: Duration::from_secs(5),
         ..Settings::default()
     };
+    settings.workload.save_interval = Duration::from_secs(1);
     settings.pods.binding = binding();
     Config {
         settings,

@@ -379,6 +379,10 @@ fn operator_service_account_can_do_what_the_code_does() {
             "-n",
             NS,
         ],
+        // the workload history, by server-side apply
+        &["create", "configmaps", "-n", NS],
+        &["get", "configmaps/kubetrain-workload-history", "-n", NS],
+        &["patch", "configmaps/kubetrain-workload-history", "-n", NS],
         // startup check
         &[
             "get",
@@ -412,6 +416,10 @@ fn operator_service_account_can_do_nothing_more() {
         &["list", "secrets", "--all-namespaces"],
         &["get", "secrets", "-n", NS],
         &["list", "configmaps", "-n", team],
+        &["list", "configmaps", "-n", NS],
+        &["get", "configmaps/kube-root-ca.crt", "-n", NS],
+        &["patch", "configmaps/someone-else", "-n", NS],
+        &["create", "configmaps", "-n", team],
         &["get", "nodes"],
         &["patch", "nodes"],
         &["update", "nodes"],

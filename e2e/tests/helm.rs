@@ -343,6 +343,8 @@ fn chart_values_reach_the_objects() {
             "--set",
             "operator.masterPort=29500",
             "--set",
+            "operator.workloadHistory=500",
+            "--set",
             "operator.podDisruptionBudget.minAvailable=2",
             "--set",
             "operator.nodeSelector.pool=system",
@@ -392,9 +394,54 @@ fn chart_values_reach_the_objects() {
         "--gpu-binding=device-plugin",
         "--resync=30s",
         "--master-port=29500",
+        "--workload-history=500",
     ] {
         assert!(args.contains(&want), "{want} not in {args:?}");
     }
+    assert!(
+        !args.iter().any(|a| a.starts_with("--workload-shapes")),
+        "no shapes given, none passed: {args:?}"
+    );
+
+    // Supplied workload shapes: a ConfigMap, mounted, and the flag naming the file in it.
+    let shapes = docs(&helm_ok(
+        None,
+        &[
+            "template",
+            "kubetrain",
+            CHART,
+            "--set-json",
+            r#"operator.workloadShapes=[{"gpus":8,"cpu":"64","memory":"512Gi","count":30},{"gpus":"500m","count":70}]"#,
+        ],
+    ));
+    let cm = shapes
+        .iter()
+        .find(|o| o["kind"] == "ConfigMap" && o["metadata"]["name"] == "kubetrain-workload-shapes")
+        .expect("the shapes' ConfigMap");
+    let listed: Value =
+        serde_norway::from_str(cm["data"]["shapes.yaml"].as_str().expect("shapes.yaml"))
+            .expect("YAML");
+    assert_eq!(listed[1]["gpus"], "500m", "{listed}");
+    let pod = &shapes
+        .iter()
+        .find(|o| o["kind"] == "Deployment")
+        .expect("Deployment")["spec"]["template"]["spec"];
+    assert_eq!(
+        pod["volumes"][0]["configMap"]["name"],
+        "kubetrain-workload-shapes"
+    );
+    let c = &pod["containers"][0];
+    let mount = c["volumeMounts"][0]["mountPath"].as_str().expect("mounted");
+    let flag = format!("--workload-shapes={mount}/shapes.yaml");
+    assert!(
+        c["args"]
+            .as_array()
+            .expect("args")
+            .iter()
+            .any(|a| a == &flag),
+        "{flag} not in {}",
+        c["args"]
+    );
     assert_eq!(find("PodDisruptionBudget")["spec"]["minAvailable"], 2);
     let ds = &find("DaemonSet")["spec"]["template"]["spec"];
     assert_eq!(ds["priorityClassName"], "system-node-critical");

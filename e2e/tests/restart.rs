@@ -113,6 +113,44 @@ async fn operator_restarts_and_failover() {
         "{.spec.holderIdentity}",
     );
     assert_eq!(holder, "replica-d");
+
+    // 4. The workload history survived every restart and failover above: each job is one
+    // arrival, recorded by whichever leader saw it first (a leader that had not loaded the
+    // ConfigMap would have saved only `after`, the one job it saw).
+    let mut uids: Vec<String> =
+        s.cp.jsonpath(
+            &["trainingjobs", "-n", &s.ns],
+            "{range .items[*]}{.metadata.uid} {end}",
+        )
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    uids.sort();
+    assert_eq!(uids.len(), 4, "steady, victim, claim, after");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = cp.jsonpath(
+            &["configmap", "kubetrain-workload-history", "-n", "default"],
+            "{.data.history\\.json}",
+        );
+        let stored: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        let mut arrived: Vec<String> = stored["arrivals"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|row| row[0].as_str().map(String::from))
+            .filter(|uid| uids.contains(uid))
+            .collect();
+        arrived.sort();
+        if arrived == uids {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the history holds {arrived:?}, not each of {uids:?} once: {text}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
     d.kill();
     s.finish().await;
 }

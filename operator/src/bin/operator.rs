@@ -1,6 +1,7 @@
 //! The kubetrain operator: schedules and reconciles TrainingJobs, Queues and VirtualClusters.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
@@ -8,6 +9,7 @@ use kube::Client;
 use kubetrain::controller::context::Settings;
 use kubetrain::controller::leader::LeaderSettings;
 use kubetrain::controller::pods::{Binding, GpuBinding, PodSettings};
+use kubetrain::controller::workload::{self, WorkloadSettings};
 use kubetrain::controller::{self, Config};
 use tracing::info;
 
@@ -51,6 +53,17 @@ struct Args {
     /// Former spelling of `--resync` in whole seconds; still accepted, and wins when given.
     #[arg(long, hide = true)]
     resync_seconds: Option<u64>,
+    /// Job arrivals whose replica shapes make the workload's shape distribution, which the
+    /// fragmentation score weighs placements by; kept in the ConfigMap
+    /// `kubetrain-workload-history` across restarts. 0 turns learning off.
+    #[arg(long, env = "KUBETRAIN_WORKLOAD_HISTORY", default_value_t = workload::DEFAULT_HISTORY,
+          value_parser = clap::value_parser!(u32).range(0..=i64::from(workload::MAX_HISTORY)))]
+    workload_history: u32,
+    /// A YAML or JSON list of the workload's replica shapes
+    /// (`{gpus: 1 | "500m", cpu: "8", memory: "32Gi", gpuTypes: [A100], count: 30}`), used
+    /// instead of the learned history.
+    #[arg(long, env = "KUBETRAIN_WORKLOAD_SHAPES")]
+    workload_shapes: Option<PathBuf>,
 }
 
 /// A duration flag: humantime's "30s", "5m", "1h 30m", "250ms", or a bare number of seconds
@@ -92,6 +105,15 @@ fn init_tracing(format: LogFormat) {
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     init_tracing(args.log_format);
+    // A bad shapes file stops the operator before it does anything.
+    let supplied = match &args.workload_shapes {
+        Some(file) => {
+            let shapes = workload::read_shapes(file)?;
+            info!(file = %file.display(), shapes = shapes.len(), "workload shapes supplied; the history is not learned");
+            shapes
+        }
+        None => Vec::new(),
+    };
     let client = Client::try_default().await?;
     let version = client.apiserver_version().await?;
     info!(server = %version.git_version, "connected to the API server");
@@ -129,6 +151,11 @@ async fn main() -> anyhow::Result<()> {
                 .unwrap_or(args.resync)
                 .max(Duration::from_secs(1)),
             unschedulable_timeout: args.unschedulable_timeout,
+            workload: WorkloadSettings {
+                supplied,
+                history: args.workload_history,
+                ..WorkloadSettings::default()
+            },
             ..Settings::default()
         },
         leader: LeaderSettings {
@@ -170,5 +197,15 @@ mod tests {
             Args::try_parse_from(["kubetrain-operator", "--resync-seconds", "9"]).expect("old");
         assert_eq!(args.resync_seconds, Some(9));
         assert!(Args::try_parse_from(["kubetrain-operator", "--resync=often"]).is_err());
+    }
+
+    #[test]
+    fn workload_flags() {
+        let args = Args::try_parse_from(["kubetrain-operator"]).expect("defaults parse");
+        assert_eq!(args.workload_history, 2000);
+        assert_eq!(args.workload_shapes, None);
+        let args = Args::try_parse_from(["kubetrain-operator", "--workload-history=0"]).expect("0");
+        assert_eq!(args.workload_history, 0);
+        assert!(Args::try_parse_from(["kubetrain-operator", "--workload-history=20000"]).is_err());
     }
 }

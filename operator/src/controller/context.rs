@@ -20,6 +20,7 @@ use super::snapshot::Inflight;
 use super::usage::Usage;
 use super::validate::{PriorityClassValue, Refs};
 use super::watches::{JobTriggers, Stores, Watches};
+use super::workload::{History, WorkloadSettings};
 use crate::api::{Queue, TrainingJob, VirtualCluster};
 use crate::sched::WaitReason;
 
@@ -41,6 +42,8 @@ pub struct Settings {
     /// A pod the cluster's scheduler reports `Unschedulable` this long rolls its gang's
     /// admission back (`--binding scheduler`).
     pub unschedulable_timeout: Duration,
+    /// The workload's shape distribution for the fragmentation score: supplied, or learned.
+    pub workload: WorkloadSettings,
 }
 
 impl Default for Settings {
@@ -52,6 +55,7 @@ impl Default for Settings {
             max_infrastructure_retries: 10,
             incomplete_gang_timeout: Duration::from_secs(30),
             unschedulable_timeout: Duration::from_secs(20),
+            workload: WorkloadSettings::default(),
         }
     }
 }
@@ -75,6 +79,8 @@ pub struct Context {
     pub settings: Settings,
     pub stores: Stores,
     pub state: Mutex<SchedState>,
+    /// The learned workload history (kept in a ConfigMap across restarts, unlike `state`).
+    pub history: Mutex<History>,
     /// Wakes the scheduler loop.
     pub wake: Arc<Notify>,
     pub metrics: Arc<Metrics>,
@@ -163,9 +169,13 @@ impl Context {
         Context {
             recorder: Recorder::new(client.clone(), reporter),
             client,
-            settings,
             stores,
             state: Mutex::new(SchedState::default()),
+            history: Mutex::new(History::new(if settings.workload.learns() {
+                settings.workload.history
+            } else {
+                0
+            })),
             wake,
             metrics: Arc::new(Metrics::default()),
             pod_index,
@@ -175,6 +185,7 @@ impl Context {
             status_writes,
             failures,
             usage_changed: Arc::new(tokio::sync::watch::channel(0).0),
+            settings,
         }
     }
 
@@ -195,6 +206,11 @@ impl Context {
     /// Locks the scheduler state; a panic elsewhere must not wedge the operator.
     pub fn state(&self) -> std::sync::MutexGuard<'_, SchedState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Locks the learned workload history.
+    pub fn history(&self) -> std::sync::MutexGuard<'_, History> {
+        self.history.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The reference maps validation needs, rebuilt only after the caches changed them.

@@ -50,6 +50,7 @@ pub struct Metrics {
     pub gpus_in_use: Family<VcLabels, FractionGauge>,
     pub gpus_bonus: Family<VcLabels, FractionGauge>,
     pub reconcile_errors: Family<ErrorLabels, Counter>,
+    pub workload_history_arrivals: Gauge,
 }
 
 impl Default for Metrics {
@@ -103,6 +104,12 @@ impl Default for Metrics {
             "Reconciliations that failed and were retried, by controller and error",
             reconcile_errors.clone(),
         );
+        let workload_history_arrivals = Gauge::default();
+        registry.register(
+            "workload_history_arrivals",
+            "Job arrivals in the learned workload history (the shape mix of the fragmentation score)",
+            workload_history_arrivals.clone(),
+        );
         Metrics {
             registry,
             jobs,
@@ -114,6 +121,7 @@ impl Default for Metrics {
             gpus_in_use,
             gpus_bonus,
             reconcile_errors,
+            workload_history_arrivals,
         }
     }
 }

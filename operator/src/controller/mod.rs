@@ -32,6 +32,7 @@ pub mod usage;
 pub mod validate;
 pub mod virtualcluster;
 pub mod watches;
+pub mod workload;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -42,7 +43,7 @@ use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource};
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::api::{Queue, TrainingJob, VirtualCluster};
 use context::{Context, Settings};
@@ -62,6 +63,7 @@ pub struct Config {
 /// from the start, the scheduler and the reconcilers once this replica leads.
 pub async fn run(client: Client, config: Config) -> Result<(), Error> {
     let (watches, job_requests) = watches::start(&client);
+    let history_store = workload::Store::new(client.clone(), &config.leader.namespace);
     let ctx = Arc::new(Context::new(
         client.clone(),
         config.settings,
@@ -85,13 +87,21 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
         _ = shutdown_signal() => { info!("shutting down"); return Ok(()); }
     }
     ctx.job_triggers.enable(&ctx.stores.jobs);
+    // Only the leader learns the workload, so only it reads and writes the history.
+    if ctx.settings.workload.learns() {
+        let loaded = history_store.load(ctx.settings.workload.history).await;
+        *ctx.history() = loaded;
+    }
     info!("scheduling and reconciling");
     tokio::select! {
         _ = scheduler::run(ctx.clone()) => {}
-        _ = reconcilers(client, ctx, job_requests) => {}
+        _ = reconcilers(client, ctx.clone(), job_requests) => {}
+        _ = keep_history(&ctx, &history_store) => {}
         _ = elector.hold() => { warn!("stepping down"); return Ok(()); }
         _ = shutdown_signal() => { info!("shutting down"); }
     }
+    // Still the leader: what was learned since the last save is not lost.
+    save_history(&ctx, &history_store).await;
     elector.release().await;
     Ok(())
 }
@@ -159,6 +169,37 @@ fn usage_changes(ctx: &Context) -> impl futures::Stream<Item = ()> + Send + 'sta
         rx.changed().await.ok()?;
         Some(((), rx))
     })
+}
+
+/// Saves the learned workload history when it changed, at most once a `save_interval`.
+async fn keep_history(ctx: &Context, store: &workload::Store) {
+    if !ctx.settings.workload.learns() {
+        return futures::future::pending().await;
+    }
+    loop {
+        tokio::time::sleep(ctx.settings.workload.save_interval).await;
+        save_history(ctx, store).await;
+    }
+}
+
+async fn save_history(ctx: &Context, store: &workload::Store) {
+    if !ctx.settings.workload.learns() {
+        return;
+    }
+    let json = {
+        let mut history = ctx.history();
+        if !history.take_changed() {
+            return;
+        }
+        history.to_json()
+    };
+    match store.save(json).await {
+        Ok(()) => debug!(configmap = workload::CONFIG_MAP, "workload history saved"),
+        Err(e) => {
+            warn!(configmap = workload::CONFIG_MAP, error = %e, "could not save the workload history; retrying");
+            ctx.history().mark_changed();
+        }
+    }
 }
 
 async fn shutdown_signal() {

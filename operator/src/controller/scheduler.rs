@@ -96,7 +96,8 @@ pub async fn cycle(ctx: &Arc<Context>) {
         refs: maps.refs(),
         inflight: &inflight,
     };
-    let snap = snapshot::build(&world);
+    let mut snap = snapshot::build(&world);
+    snap.workload = workload_shapes(ctx, &snap, &jobs);
     let decisions = sched::schedule(&snap);
     let usage = usage::compute(&snap, &decisions.usage, &jobs, &world.refs);
     ctx.metrics
@@ -227,6 +228,32 @@ pub async fn cycle(ctx: &Arc<Context>) {
         }
     }
     ctx.state().scheduling = false;
+}
+
+/// The workload's shapes for the fragmentation score: the supplied ones, else the history
+/// after recording this snapshot's arrivals (empty while learning is off: the core learns
+/// the mix from the snapshot).
+fn workload_shapes(
+    ctx: &Context,
+    snap: &sched::Snapshot,
+    jobs: &[Arc<TrainingJob>],
+) -> Vec<sched::WorkloadShape> {
+    let settings = &ctx.settings.workload;
+    if !settings.supplied.is_empty() {
+        return settings.supplied.clone();
+    }
+    if !settings.learns() {
+        return Vec::new();
+    }
+    let mut history = ctx.history();
+    let arrived = super::workload::learn(&mut history, snap, jobs);
+    if arrived > 0 {
+        debug!(arrived, kept = history.len(), "workload history");
+    }
+    ctx.metrics
+        .workload_history_arrivals
+        .set(history.len() as i64);
+    history.shapes()
 }
 
 /// Creates the gang: the headless Service, then every pod, bound to its node. On a failure
