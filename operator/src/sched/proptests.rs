@@ -4,7 +4,8 @@
 //! cycle admits random jobs on an empty cluster, those admissions become running jobs (with
 //! random bonus flags, start and checkpoint times, some already preempting), then fresh
 //! pending jobs arrive and the cycle under test runs. Case counts come from
-//! `KUBETRAIN_PROPTEST_CASES` (per property; the defaults add up to 21,000).
+//! `KUBETRAIN_PROPTEST_CASES` (per property; the defaults add up to 21,000), the cases
+//! from a fixed seed unless `KUBETRAIN_PROPTEST_SEED` says otherwise (see [`SEED`]).
 //! `invariants_hold_through_histories` runs sequences of cycles instead (issue 18 §6), with
 //! nodes lost between cycles, 10,000 histories on clusters of 2–5 nodes: small enough that
 //! they cost about what the other properties together cost in a debug build.
@@ -16,13 +17,25 @@ use proptest::prelude::*;
 use super::fixtures::*;
 use super::*;
 
+/// The seed `make test` generates cases from: the same cases on every run, so a red CI run
+/// is a regression of this code and reproduces, not a draw (as Hypothesis' `derandomize`
+/// does for CI). `KUBETRAIN_PROPTEST_SEED=random` (or another number) explores beyond
+/// them; known, still unfixed failures found that way are kept in `testdata/`.
+const SEED: u64 = 20_261_124;
+
 fn cases(default: u32) -> ProptestConfig {
     let n = std::env::var("KUBETRAIN_PROPTEST_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default);
+    let rng_seed = match std::env::var("KUBETRAIN_PROPTEST_SEED").ok().as_deref() {
+        Some("random") => proptest::test_runner::RngSeed::Random,
+        Some(v) => proptest::test_runner::RngSeed::Fixed(v.parse().unwrap_or(SEED)),
+        None => proptest::test_runner::RngSeed::Fixed(SEED),
+    };
     ProptestConfig {
         failure_persistence: None,
+        rng_seed,
         ..ProptestConfig::with_cases(n)
     }
 }
