@@ -1,5 +1,6 @@
 //! Builders for tests: small clusters, tenants and jobs in a few lines.
 
+use super::decisions::Admission;
 use super::model::*;
 
 pub const GIB: u64 = 1 << 30;
@@ -116,6 +117,21 @@ pub fn run(
         bonus,
         started_at: started,
         last_checkpoint: checkpoint,
+        checkpoint_grace_seconds: 60,
+        min_runtime_seconds: 0,
+        preempting: false,
+        checkpoint_request: None,
+    });
+    j
+}
+
+/// `j` running where a cycle admitted it (placement and bonus flag), since `started`.
+pub fn run_admitted(mut j: Job, a: &Admission, started: i64) -> Job {
+    j.running = Some(Running {
+        placement: a.placement.clone(),
+        bonus: a.bonus,
+        started_at: started,
+        last_checkpoint: None,
         checkpoint_grace_seconds: 60,
         min_runtime_seconds: 0,
         preempting: false,

@@ -754,6 +754,15 @@ fn check_beneficiary_fits(w: &World, scattered: bool) -> Result<(), TestCaseErro
     Ok(())
 }
 
+/// A guarantee of `gpus` GPUs of type `f`, no cells.
+fn flavor_guarantee(f: &str, gpus: u32) -> FlavorGuarantee {
+    FlavorGuarantee {
+        flavor: Flavor::new(f),
+        gpus,
+        cells: vec![],
+    }
+}
+
 /// Regression (a rare seed of `beneficiary_fits_once_victims_are_gone`, its minimal failing
 /// world): a 2×2-GPU job of user2 in q2 (vc1), blocked only by q2's user limit of 5, within
 /// vc1's A100 guarantee (lent to vc2's 4-GPU bonus job on n3), with 6 idle H100s on n4 it
@@ -772,11 +781,6 @@ fn limited_job_within_guarantee_reclaims_in_the_same_plan() {
         priority,
         user,
         predicted: None,
-    };
-    let flavor_guarantee = |f: &str, gpus: u32| FlavorGuarantee {
-        flavor: Flavor::new(f),
-        gpus,
-        cells: vec![],
     };
     let mut vcs = vec![
         vc("vc0", "A100", 0),
@@ -958,11 +962,6 @@ fn priority_plan_fits_beside_the_cycles_admissions() {
             user: 0,
             predicted: None,
         };
-    let flavor_guarantee = |f: &str, gpus: u32| FlavorGuarantee {
-        flavor: Flavor::new(f),
-        gpus,
-        cells: vec![],
-    };
     let mut vcs = vec![
         vc("vc0", "A100", 0),
         vc("vc1", "A100", 0),

@@ -1497,14 +1497,7 @@ fn a_borrowed_cell_is_not_promoted_away_from_its_owner() {
     let adm = d.admission("b/two").expect("borrowed");
     assert!(adm.bonus);
     assert_eq!(adm.placement[0].node, "n1");
-    let gpus: Vec<u32> = adm.placement[0].gpus.iter().map(|g| g.0).collect();
-    let two = run(
-        job("b/two", "qb", 1, 2),
-        &[("n1", &[gpus[0], gpus[1]])],
-        true,
-        10,
-        None,
-    );
+    let two = run_admitted(job("b/two", "qb", 1, 2), adm, 10);
 
     // b/big finishes: b/two now fits B's guarantee by count, but n1 is A's only cell
     let d = schedule(&snapshot(
@@ -2046,14 +2039,7 @@ fn a_cell_owner_does_not_pack_into_the_node_a_count_guarantee_needs() {
     let adm = d.admission("a/small").expect("admitted");
     assert!(!adm.bonus);
     assert_eq!(adm.placement[0].node, "n1", "{d:?}");
-    let gpus: Vec<u32> = adm.placement[0].gpus.iter().map(|g| g.0).collect();
-    let a_small = run(
-        job("a/small", "qa", 1, 2),
-        &[("n1", &[gpus[0], gpus[1]])],
-        false,
-        10,
-        None,
-    );
+    let a_small = run_admitted(job("a/small", "qa", 1, 2), adm, 10);
     // B's next job fits what is left of its guarantee, on n0
     let d = schedule(&snapshot(
         20,
