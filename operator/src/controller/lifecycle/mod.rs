@@ -225,6 +225,41 @@ fn first_write_deferred(
     })
 }
 
+/// Sets the Admitted condition for the job's standing (`status.bonus`) and placement;
+/// returns its message.
+fn admitted(
+    status: &mut TrainingJobStatus,
+    gang_size: usize,
+    generation: Option<i64>,
+    t: &Time,
+) -> String {
+    let nodes: BTreeSet<&str> = status.placement.iter().map(|p| p.node.as_str()).collect();
+    let msg = format!(
+        "Admitted{}: {gang_size} replica(s) on {} node(s).",
+        if status.bonus {
+            " on borrowed (bonus) GPUs; it may be preempted with a checkpoint request when \
+             their owner needs them"
+        } else {
+            ""
+        },
+        nodes.len()
+    );
+    conditions::set(
+        &mut status.conditions,
+        ConditionType::Admitted,
+        true,
+        if status.bonus {
+            Reason::AdmittedAsBonus
+        } else {
+            Reason::AdmittedWithinGuarantee
+        },
+        msg.clone(),
+        generation,
+        t,
+    );
+    msg
+}
+
 /// Whether the lifecycle has told a preempted gang's pods to stop (the acknowledgement came,
 /// the pods exited, or the grace period ended): from then on its preemption is not withdrawn.
 pub fn stop_decided(status: &TrainingJobStatus) -> bool {
@@ -745,30 +780,7 @@ impl Step<'_> {
         status.started_at = None;
         status.bonus = self.gang.bonus();
         status.placement = self.gang.recorded_placement();
-        let nodes: BTreeSet<&str> = status.placement.iter().map(|p| p.node.as_str()).collect();
-        let msg = format!(
-            "Admitted{}: {gang_size} replica(s) on {} node(s).",
-            if status.bonus {
-                " on borrowed (bonus) GPUs; it may be preempted with a checkpoint request when \
-                 their owner needs them"
-            } else {
-                ""
-            },
-            nodes.len()
-        );
-        conditions::set(
-            &mut status.conditions,
-            ConditionType::Admitted,
-            true,
-            if status.bonus {
-                Reason::AdmittedAsBonus
-            } else {
-                Reason::AdmittedWithinGuarantee
-            },
-            msg.clone(),
-            generation,
-            t,
-        );
+        let msg = admitted(status, gang_size, generation, t);
         status.message = Some(msg);
         fx.requeue(Duration::from_secs(2));
     }
@@ -779,7 +791,13 @@ impl Step<'_> {
     fn running(&self, status: &mut TrainingJobStatus, fx: &mut Effects) {
         let (job, t, generation) = (self.job, self.t, self.generation);
         let present = self.present;
+        let was_bonus = status.bonus;
         status.bonus = self.gang.bonus();
+        if status.bonus != was_bonus {
+            // promoted into its team's guarantee or demoted out of it: the Admitted condition
+            // says which (it stays True, so its transition time stays)
+            admitted(status, expected_pod_names(job).len(), generation, t);
+        }
         if self.gang.checkpoint_requested() {
             status.phase = Phase::Preempting;
             return self.preempting(status, fx);

@@ -404,6 +404,10 @@ fn a_promoted_gang_is_no_longer_bonus_though_a_finished_pod_says_so() {
     s.after(1).tick();
     assert_eq!(s.phase(), Phase::Running);
     assert!(!s.status().bonus);
+    assert_eq!(
+        s.says(ConditionType::Admitted),
+        ("True", "AdmittedWithinGuarantee")
+    );
 }
 
 /// A demotion (more important jobs of the team now fill its guarantee) re-marks the pods:
@@ -417,6 +421,7 @@ fn a_demoted_gang_runs_on_as_bonus() {
     s.after(1).tick();
     assert_eq!(s.phase(), Phase::Running);
     assert!(s.status().bonus);
+    assert_eq!(s.says(ConditionType::Admitted), ("True", "AdmittedAsBonus"));
 }
 
 #[test]
