@@ -312,6 +312,10 @@ impl Cells {
         vc: VcId,
         milli: u64,
     ) -> bool {
+        // most placements are of types without cells: nothing to weigh, nothing to allocate
+        if !self.tables.keys().any(|k| k.0 == f) {
+            return true;
+        }
         let usable = c.facts.get(f).map_or(0, |x| u64::from(x.total_gpus) * 1000);
         let guarantee: Vec<u64> = t
             .guarantee
