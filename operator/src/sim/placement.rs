@@ -51,15 +51,6 @@ pub struct PlacementRun {
     pub seconds: f64,
 }
 
-/// A typical pod shape for the fragmentation measure, with its weight.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Shape {
-    gpu: GpuDemand,
-    cpu: u64,
-    mem_mib: u64,
-    spec: Vec<String>,
-}
-
 /// What is in use on each node, from the admissions (the simulator's own ledger).
 struct Usage {
     cpu: Vec<u64>,
@@ -68,26 +59,18 @@ struct Usage {
     gpu: Vec<Vec<u32>>,
 }
 
-fn shapes(pods: &[OpenbPod]) -> Vec<(Shape, f64)> {
-    let mut m: BTreeMap<Shape, usize> = BTreeMap::new();
-    let mut n = 0usize;
-    for p in pods.iter().filter(|p| p.gpu_milli_total() > 0) {
-        *m.entry(Shape {
-            gpu: p.demand(),
-            cpu: p.cpu_milli,
-            mem_mib: p.memory_mib,
-            spec: p.gpu_spec.clone(),
-        })
-        .or_default() += 1;
-        n += 1;
-    }
-    m.into_iter()
-        .map(|(s, c)| (s, c as f64 / n.max(1) as f64))
+/// The typical pod shapes of the fragmentation measure: the trace's GPU pod shapes, each
+/// with its share of the GPU pods.
+fn typical(trace: &[WorkloadShape]) -> Vec<(&WorkloadShape, f64)> {
+    let n: u64 = trace.iter().map(|w| w.count).sum();
+    trace
+        .iter()
+        .map(|w| (w, w.count as f64 / n.max(1) as f64))
         .collect()
 }
 
 /// FGD fragmentation amount in milli-GPUs: Σ nodes Σ shapes p(shape) · F(node, shape).
-fn fragmentation(nodes: &[OpenbNode], u: &Usage, shapes: &[(Shape, f64)]) -> f64 {
+fn fragmentation(nodes: &[OpenbNode], u: &Usage, shapes: &[(&WorkloadShape, f64)]) -> f64 {
     let mut total = 0.0;
     for (i, n) in nodes.iter().enumerate() {
         let free: Vec<u32> = u.gpu[i]
@@ -102,11 +85,12 @@ fn fragmentation(nodes: &[OpenbNode], u: &Usage, shapes: &[(Shape, f64)]) -> f64
         let mem_free = n.memory_mib.saturating_sub(u.mem[i]);
         let whole_free = free.iter().filter(|&&f| f == 1000).count() as u32;
         for (s, p) in shapes {
-            let model_ok = s.spec.is_empty() || s.spec.contains(&n.model);
-            let frag = if !model_ok || cpu_free < s.cpu || mem_free < s.mem_mib {
+            let model_ok =
+                s.gpu_types.is_empty() || s.gpu_types.iter().any(|f| f.as_str() == n.model);
+            let frag = if !model_ok || cpu_free < s.cpu_milli || mem_free < s.memory_bytes >> 20 {
                 idle
             } else {
-                match s.gpu {
+                match s.gpus {
                     GpuDemand::Share(m) => {
                         if free.iter().any(|&f| f >= m.0) {
                             free.iter().filter(|&&f| f < m.0).sum()
@@ -226,6 +210,7 @@ pub fn run(
         policy: QueuePolicy::Fifo,
         priority_preemption: false,
     };
+    let trace = workload_of(pods);
     let mut snap = Snapshot {
         now: 0,
         nodes: nodes.iter().map(OpenbNode::to_node).collect(),
@@ -234,7 +219,7 @@ pub fn run(
         jobs: vec![],
         workload: match mix {
             ShapeMix::Learned => vec![],
-            ShapeMix::Supplied => workload_of(pods),
+            ShapeMix::Supplied => trace.clone(),
         },
     };
     let node_idx: BTreeMap<String, usize> = nodes
@@ -247,7 +232,7 @@ pub fn run(
         mem: vec![0; nodes.len()],
         gpu: nodes.iter().map(|n| vec![0; n.gpus as usize]).collect(),
     };
-    let typical = shapes(pods);
+    let shapes = typical(&trace);
     let seq = arrivals(pods, seed, cap_milli, target_pct);
     let mut out = PlacementRun {
         workload: workload.to_string(),
@@ -339,7 +324,7 @@ pub fn run(
             }
             snap.jobs = kept;
         }
-        let frag = fragmentation(nodes, &usage, &typical);
+        let frag = fragmentation(nodes, &usage, &shapes);
         let idle = cap_milli.saturating_sub(allocated) as f64;
         out.alloc_pct
             .push(100.0 * allocated as f64 / cap_milli as f64);
