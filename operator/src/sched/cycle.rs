@@ -11,7 +11,7 @@ use super::cells::Cells;
 use super::cluster::{Cluster, Mode};
 use super::constraints::{self, Mismatch, NodeConstraints};
 use super::decisions::{Admission, Decisions, Preemption, PreemptionReason, WaitReason, Waiting};
-use super::frag::Mix;
+use super::frag::{self, Mix};
 use super::ids::{Claimant, FlavorId, IdVec, JobIdx, NodeId, QueueId, RunIdx, VcId};
 use super::model::{Flavor, GpuDemand, Job, Snapshot, TopologyLevel};
 use super::options::Options;
@@ -647,20 +647,22 @@ impl<'a> Cycle<'a> {
     }
 
     /// A job that accepts any GPU type (or uses none): its acceptable types in the order of
-    /// the fragmentation its placement there would add (see `frag`; a type where it does not
-    /// fit last), ties in the reserve-and-pack order. So small replicas go to the types and
-    /// nodes where they strand the least capacity, not to the first type by name. A job that
-    /// lists its types keeps its own preference order.
+    /// the fragmentation its placement there would add (FGD's coarse score, see `frag`; a
+    /// type where it does not fit last), ties to the type whose placement starts at the
+    /// lowest node index: the same fixed node order as within a type, so a tie does not
+    /// always favour the first type by name. A job that lists its types keeps its own
+    /// preference order.
     fn rank_flavors(&mut self, p: &Pending, flavors: &[FlavorId]) -> Vec<FlavorId> {
         let job = &self.snap.job(p.job);
         if !job.gpu_types.is_empty() || flavors.len() < 2 || self.mix.is_empty() {
             return flavors.to_vec();
         }
-        let mut scored: Vec<(i64, usize, FlavorId)> = Vec::with_capacity(flavors.len());
+        // (score, lower is better; first node of the placement; type)
+        let mut scored: Vec<(i64, NodeId, FlavorId)> = Vec::with_capacity(flavors.len());
         let mut scratch = Vec::new();
-        for (i, &f) in flavors.iter().enumerate() {
+        for &f in flavors {
             let key = self.shape(p, f);
-            let mut score = i64::MAX;
+            let mut score = (i64::MAX, NodeId(u32::MAX));
             if !self.no_fit.contains(&key) {
                 let req = self.request(p, f);
                 match place(&mut self.c, &req, Mode::Now, scope(p)) {
@@ -680,11 +682,14 @@ impl<'a> Cycle<'a> {
                             .iter()
                             .map(|&n| self.mix.frag_now(&self.c, n, &mut scratch))
                             .sum();
-                        score = ((after - before) * 16.0).round() as i64;
+                        score = (
+                            -frag::rank(after - before),
+                            nodes.first().copied().unwrap_or(NodeId(u32::MAX)),
+                        );
                     }
                 }
             }
-            scored.push((score, i, f));
+            scored.push((score.0, score.1, f));
         }
         scored.sort_unstable();
         scored.into_iter().map(|x| x.2).collect()
@@ -1182,15 +1187,17 @@ impl<'a> Cycle<'a> {
     /// A job a limit blocks (`limited`) had no turn in phases 1 and 2. Once its victims free
     /// the limit, the next cycle gives it that turn, and phase 1 reclaims on a flavor within
     /// its guarantee before phase 2 lets it borrow another. So its plan keeps that order:
-    /// flavors within its guarantee first (own jobs alone, then combined with a reclaim), the
-    /// others after. Otherwise a plan could evict for a bonus placement on one flavor that
+    /// flavors within its guarantee, counted without its own lower-priority jobs there (the
+    /// next cycle no longer has them), first (own jobs alone, then combined with a reclaim),
+    /// the others after. Otherwise a plan could evict for a bonus placement on one flavor that
     /// the next cycle drops for a reclaim on another, the first victims' room never used.
     fn priority_plan(&mut self, p: &Pending, limited: bool) -> bool {
         let tiers: Vec<Vec<FlavorId>> = if limited {
-            let (head, rest): (Vec<FlavorId>, Vec<FlavorId>) = p
-                .flavors
-                .iter()
-                .partition(|&&f| self.t.within_guarantee(p.vc, f, p.milli));
+            // within the guarantee once its own lower-priority jobs there are gone: those are
+            // the victims that free the limit, and the next cycle counts without them
+            let (head, rest): (Vec<FlavorId>, Vec<FlavorId>) = p.flavors.iter().partition(|&&f| {
+                self.t.within_guarantee(p.vc, f, p.milli) || self.combined_may_fit(p, f)
+            });
             vec![head, rest]
         } else {
             vec![p.flavors.clone()]
