@@ -16,6 +16,7 @@
 //!
 //! Everything is deterministic for a given seed: the only randomness is [`rng::SplitMix64`].
 
+pub mod fgd;
 pub mod openb;
 pub mod philly;
 pub mod placement;

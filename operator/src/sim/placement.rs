@@ -52,16 +52,76 @@ pub struct PlacementRun {
 }
 
 /// What is in use on each node, from the admissions (the simulator's own ledger).
-struct Usage {
-    cpu: Vec<u64>,
-    mem: Vec<u64>,
+pub(crate) struct Usage {
+    pub cpu: Vec<u64>,
+    /// MiB.
+    pub mem: Vec<u64>,
     /// Milli-GPU used per GPU.
-    gpu: Vec<Vec<u32>>,
+    pub gpu: Vec<Vec<u32>>,
+    /// Milli-GPU allocated in all.
+    pub allocated: u64,
+}
+
+impl Usage {
+    pub fn new(nodes: &[OpenbNode]) -> Usage {
+        Usage {
+            cpu: vec![0; nodes.len()],
+            mem: vec![0; nodes.len()],
+            gpu: nodes.iter().map(|n| vec![0; n.gpus as usize]).collect(),
+            allocated: 0,
+        }
+    }
+
+    /// A pod placed on node `n`: `each` milli-GPU on every GPU of `gpus`.
+    pub fn take(&mut self, n: usize, cpu: u64, mem_mib: u64, gpus: &[usize], each: u32) {
+        self.cpu[n] += cpu;
+        self.mem[n] += mem_mib;
+        for &g in gpus {
+            if let Some(x) = self.gpu[n].get_mut(g) {
+                *x += each;
+                self.allocated += u64::from(each);
+            }
+        }
+    }
+}
+
+impl PlacementRun {
+    pub(crate) fn new(workload: &str, seed: u64, pods_arrived: usize) -> PlacementRun {
+        PlacementRun {
+            workload: workload.to_string(),
+            seed,
+            alloc_pct: vec![0.0],
+            frag_amount_pct: vec![0.0],
+            frag_ratio_pct: vec![0.0],
+            pods_arrived,
+            pods_failed: 0,
+            gpu_pods_failed: 0,
+            cycles: 0,
+            seconds: 0.0,
+        }
+    }
+
+    /// Allocation and fragmentation once a step's pods are placed.
+    pub(crate) fn record(
+        &mut self,
+        nodes: &[OpenbNode],
+        u: &Usage,
+        shapes: &[(&WorkloadShape, f64)],
+        cap_milli: u64,
+    ) {
+        let frag = fragmentation(nodes, u, shapes);
+        let idle = cap_milli.saturating_sub(u.allocated) as f64;
+        self.alloc_pct
+            .push(100.0 * u.allocated as f64 / cap_milli as f64);
+        self.frag_amount_pct.push(100.0 * frag / cap_milli as f64);
+        self.frag_ratio_pct
+            .push(if idle > 0.0 { 100.0 * frag / idle } else { 0.0 });
+    }
 }
 
 /// The typical pod shapes of the fragmentation measure: the trace's GPU pod shapes, each
 /// with its share of the GPU pods.
-fn typical(trace: &[WorkloadShape]) -> Vec<(&WorkloadShape, f64)> {
+pub(crate) fn typical(trace: &[WorkloadShape]) -> Vec<(&WorkloadShape, f64)> {
     let n: u64 = trace.iter().map(|w| w.count).sum();
     trace
         .iter()
@@ -227,26 +287,10 @@ pub fn run(
         .enumerate()
         .map(|(i, n)| (n.name.clone(), i))
         .collect();
-    let mut usage = Usage {
-        cpu: vec![0; nodes.len()],
-        mem: vec![0; nodes.len()],
-        gpu: nodes.iter().map(|n| vec![0; n.gpus as usize]).collect(),
-    };
+    let mut usage = Usage::new(nodes);
     let shapes = typical(&trace);
     let seq = arrivals(pods, seed, cap_milli, target_pct);
-    let mut out = PlacementRun {
-        workload: workload.to_string(),
-        seed,
-        alloc_pct: vec![0.0],
-        frag_amount_pct: vec![0.0],
-        frag_ratio_pct: vec![0.0],
-        pods_arrived: seq.len(),
-        pods_failed: 0,
-        gpu_pods_failed: 0,
-        cycles: 0,
-        seconds: 0.0,
-    };
-    let mut allocated = 0u64;
+    let mut out = PlacementRun::new(workload, seed, seq.len());
     let mut arrived = 0u64;
     let mut next = 0usize;
     for step in 1..=target_pct {
@@ -292,15 +336,9 @@ pub fn run(
                             let Some(&n) = node_idx.get(&r.node) else {
                                 continue;
                             };
-                            usage.cpu[n] += task.cpu_milli;
-                            usage.mem[n] += task.memory_bytes >> 20;
-                            let amount = r.share.map_or(1000, |m| m.0);
-                            for g in &r.gpus {
-                                if let Some(x) = usage.gpu[n].get_mut(g.0 as usize) {
-                                    *x += amount;
-                                }
-                                allocated += u64::from(amount);
-                            }
+                            let gpus: Vec<usize> = r.gpus.iter().map(|g| g.0 as usize).collect();
+                            let each = r.share.map_or(1000, |m| m.0);
+                            usage.take(n, task.cpu_milli, task.memory_bytes >> 20, &gpus, each);
                         }
                         job.running = Some(Running {
                             placement: a.placement.clone(),
@@ -324,13 +362,7 @@ pub fn run(
             }
             snap.jobs = kept;
         }
-        let frag = fragmentation(nodes, &usage, &shapes);
-        let idle = cap_milli.saturating_sub(allocated) as f64;
-        out.alloc_pct
-            .push(100.0 * allocated as f64 / cap_milli as f64);
-        out.frag_amount_pct.push(100.0 * frag / cap_milli as f64);
-        out.frag_ratio_pct
-            .push(if idle > 0.0 { 100.0 * frag / idle } else { 0.0 });
+        out.record(nodes, &usage, &shapes, cap_milli);
     }
     out.seconds = t0.elapsed().as_secs_f64();
     out

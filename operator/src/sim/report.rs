@@ -110,6 +110,65 @@ pub fn mix_table(
     s
 }
 
+/// kubetrain (mix learned and supplied) beside FGD run in the same harness on the same
+/// seeds (`sim::fgd`), and FGD's published numbers.
+pub fn peer_table(
+    learned: &[PlacementSummary],
+    supplied: &[PlacementSummary],
+    peer: &[PlacementSummary],
+    rows: &[FgdRow],
+) -> String {
+    let mut s = String::from(
+        "| trace | alloc@100 learned / supplied / FGD (this run) / FGD (published) | alloc@130 learned / supplied / FGD (this run) / FGD (published) | Δ@130 learned / supplied vs FGD (this run) | frag ratio@90 learned / supplied / FGD (this run) |\n| --- | --- | --- | --- | --- |\n",
+    );
+    let n = |x: Option<f64>| x.map_or("–".to_string(), |v| format!("{v:.2}"));
+    for f in peer {
+        let l = learned.iter().find(|x| x.workload == f.workload);
+        let p = supplied.iter().find(|x| x.workload == f.workload);
+        let publ = fgd(rows, &f.workload, "FGD");
+        let d = |x: Option<&PlacementSummary>| {
+            x.map_or("–".to_string(), |x| {
+                format!("{:+.2}", x.alloc_130 - f.alloc_130)
+            })
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} / {} / {:.2} / {} | {} / {} / {:.2} / {} | {} / {} | {} / {} / {:.1} |",
+            f.workload.trim_start_matches("openb_pod_list_"),
+            n(l.map(|x| x.alloc_100)),
+            n(p.map(|x| x.alloc_100)),
+            f.alloc_100,
+            n(publ.map(|r| r.alloc_100)),
+            n(l.map(|x| x.alloc_130)),
+            n(p.map(|x| x.alloc_130)),
+            f.alloc_130,
+            n(publ.map(|r| r.alloc_130)),
+            d(l),
+            d(p),
+            l.map_or("–".into(), |x| format!("{:.1}", x.frag_ratio_90)),
+            p.map_or("–".into(), |x| format!("{:.1}", x.frag_ratio_90)),
+            f.frag_ratio_90,
+        );
+    }
+    s
+}
+
+/// Traces where `ours` allocates at least as much as `theirs` at 100 % and at 130 % of
+/// demand (`theirs` by trace name; a trace missing from either is not counted).
+pub fn at_or_above(ours: &[PlacementSummary], theirs: &[(String, f64, f64)]) -> (usize, usize) {
+    let mut met = 0;
+    let mut n = 0;
+    for o in ours {
+        if let Some(t) = theirs.iter().find(|t| t.0 == o.workload) {
+            n += 1;
+            if o.alloc_100 >= t.1 && o.alloc_130 >= t.2 {
+                met += 1;
+            }
+        }
+    }
+    (met, n)
+}
+
 fn h(secs: f64) -> String {
     if secs >= 3600.0 {
         format!("{:.1} h", secs / 3600.0)
