@@ -586,30 +586,6 @@ impl Cluster {
         }
     }
 
-    /// Up to `limit` nodes of a flavor with exactly `free` whole GPUs free now, in index
-    /// order, NVLink nodes last unless `nvlink_first`.
-    pub fn bucket_take(
-        &self,
-        flavor: FlavorId,
-        free: usize,
-        nvlink_first: bool,
-        limit: usize,
-        out: &mut Vec<NodeId>,
-    ) {
-        let Some(set) = self.buckets.get(flavor).and_then(|b| b.get(free)) else {
-            return;
-        };
-        let it: Box<dyn Iterator<Item = &(bool, NodeId)>> = if nvlink_first {
-            Box::new(
-                set.range((true, NodeId(0))..)
-                    .chain(set.range(..(true, NodeId(0)))),
-            )
-        } else {
-            Box::new(set.iter())
-        };
-        out.extend(it.take(limit).map(|&(_, n)| n));
-    }
-
     /// Take one share on a given GPU of a node now (the GPU `frag` chose),
     /// or leave the node untouched when it does not fit there.
     pub fn try_take_share_on(
