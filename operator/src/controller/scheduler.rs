@@ -42,7 +42,7 @@ pub enum AdmitError {
     Kube(#[from] kube::Error),
 }
 
-/// Gangs created at the same time by one cycle.
+/// Gangs created, or victims asked to checkpoint, at the same time by one cycle.
 const ADMISSION_CONCURRENCY: usize = 32;
 
 /// Runs cycles until the process stops.
