@@ -55,7 +55,18 @@ impl Scenario {
         );
         let spec = ClusterSpec::from_yaml(&yaml).expect("cluster spec");
         let client = cp.client().await.expect("client");
-        let sim = SimCluster::start(client, spec)
+        // `KUBETRAIN_SIM_CONCURRENCY`: the simulated kubelet's bound on concurrent API calls
+        // (16 by default). One agent plays every node's kubelet, so at hundreds of nodes it
+        // starts, checkpoints and stops pods behind a shared backlog that real kubelets, one
+        // per node, do not have; a larger bound shows how much of a measurement that is.
+        let mut options = crate::simnode::SimOptions::default();
+        if let Some(n) = std::env::var("KUBETRAIN_SIM_CONCURRENCY")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+        {
+            options.concurrency = n.max(1);
+        }
+        let sim = SimCluster::start_with(client, spec, options)
             .await
             .expect("simulated nodes");
         sim.wait_ready(Duration::from_secs(60))

@@ -144,12 +144,29 @@ struct Seen {
     checkpoint: BTreeMap<String, Instant>,
     /// Pods seen bound, by job, until the whole gang is.
     partial: BTreeMap<String, std::collections::BTreeSet<String>>,
+    /// By job: when a pod of it was first seen created, acknowledging a checkpoint, being
+    /// deleted, and gone (the reclaim's timeline).
+    created: BTreeMap<String, Instant>,
+    acknowledged: BTreeMap<String, Instant>,
+    deleting: BTreeMap<String, Instant>,
+    gone: BTreeMap<String, Instant>,
 }
 
 /// How long each pod runs (`KUBETRAIN_BENCH_RUN_SECONDS`, 5 by default) when the pods
 /// outnumber the GPUs, so every one gets its turn; `None`: they run until the end.
 fn run_seconds(pods: usize, gpus: usize) -> Option<usize> {
     (pods > gpus).then(|| env("KUBETRAIN_BENCH_RUN_SECONDS", 5))
+}
+
+/// The operator's and the simulated nodes' logs on stderr, when `RUST_LOG` asks for them
+/// (they run in this process, which has no subscriber otherwise).
+fn log_to_stderr() {
+    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_default_env() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
 }
 
 /// Pods per job in the runs that take it from the environment.
@@ -169,16 +186,34 @@ fn watch_bound(
     let seen = Arc::new(Mutex::new(Seen::default()));
     let out = seen.clone();
     let task = tokio::spawn(async move {
-        let stream = watcher(pods, watcher::Config::default().labels(label))
-            .default_backoff()
-            .applied_objects();
+        let stream = watcher(pods, watcher::Config::default().labels(label)).default_backoff();
         futures::pin_mut!(stream);
-        while let Some(Ok(p)) = stream.next().await {
+        while let Some(Ok(event)) = stream.next().await {
             let now = Instant::now();
+            let (p, deleted) = match event {
+                watcher::Event::Apply(p) | watcher::Event::InitApply(p) => (p, false),
+                watcher::Event::Delete(p) => (p, true),
+                _ => continue,
+            };
             let Some(job) = p.metadata.labels.as_ref().and_then(|l| l.get(label)) else {
                 continue;
             };
             let mut seen = out.lock().unwrap_or_else(|e| e.into_inner());
+            seen.created.entry(job.clone()).or_insert(now);
+            if deleted {
+                seen.gone.entry(job.clone()).or_insert(now);
+                continue;
+            }
+            if p.metadata.deletion_timestamp.is_some() {
+                seen.deleting.entry(job.clone()).or_insert(now);
+            }
+            if p.metadata
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.contains_key("kubetrain.io/checkpoint-done"))
+            {
+                seen.acknowledged.entry(job.clone()).or_insert(now);
+            }
             if p.spec.as_ref().is_some_and(|s| s.node_name.is_some())
                 && !seen.bound.contains_key(job)
             {
@@ -310,6 +345,7 @@ async fn submit_to_bound_throughput() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "benchmark: run by `make bench`"]
 async fn reclaim_latency() {
+    log_to_stderr();
     let nodes = env("KUBETRAIN_BENCH_NODES", 100) as u32;
     let gpus = nodes as usize * 8;
     let s = Scenario::new("reclaimbench", nodes, 8, (nodes / 20).max(1)).await;
@@ -371,6 +407,42 @@ async fn reclaim_latency() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
+    // Where the time went, from the watch: each victim's checkpoint request, acknowledgement,
+    // deletion and disappearance, then the owner's pod created and bound (seconds after the
+    // owner's submission; the latest victim's for each stage).
+    let timeline = {
+        let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+        let victims: Vec<&String> = seen.checkpoint.keys().collect();
+        let at = |m: &BTreeMap<String, Instant>| {
+            let t: Vec<f64> = victims
+                .iter()
+                .filter_map(|v| m.get(*v))
+                .map(|i| i.saturating_duration_since(submitted).as_secs_f64())
+                .collect();
+            format!(
+                "{}/{} by {:.2}s",
+                t.len(),
+                victims.len(),
+                t.iter().copied().fold(f64::NAN, f64::max)
+            )
+        };
+        let own = |m: &BTreeMap<String, Instant>| {
+            m.get("own").map_or(f64::NAN, |i| {
+                i.saturating_duration_since(submitted).as_secs_f64()
+            })
+        };
+        format!(
+            "reclaim timeline: victims asked {}, acknowledged {}, deleting {}, gone {}; the owner's pod created {:.2}s, bound {:.2}s",
+            at(&seen.checkpoint),
+            at(&seen.acknowledged),
+            at(&seen.deleting),
+            at(&seen.gone),
+            own(&seen.created),
+            own(&seen.bound),
+        )
+    };
+    s.timing(&timeline);
+    println!("{timeline}");
     let (rss, hwm) = memory_mib();
     let line = format!(
         "reclaim: {nodes} nodes, {gpus} 1-GPU bonus jobs bound in {filled:.1}s; an 8-GPU guaranteed job: checkpoint requested after {:.2}s, victims gone and its pod bound after {:.2}s (the simulated jobs acknowledge 1 s after the request and stop within 2 s of deletion); test-process RSS {rss:.0} MiB (peak {hwm:.0} MiB); {} profile",

@@ -549,6 +549,7 @@ async fn checkpoint(
     };
     let due = add(base, delay);
     if now < due {
+        tracing::debug!(pod = %pod.name_any(), %due, "checkpoint requested");
         return Ok(Some(due));
     }
     // Whole seconds, unless that would make the answer older than the request.

@@ -16,7 +16,7 @@ use super::index::PodIndex;
 use super::job_key::JobKey;
 use super::metrics::Metrics;
 use super::pods::PodSettings;
-use super::snapshot::Inflight;
+use super::snapshot::{Asked, Inflight};
 use super::usage::Usage;
 use super::validate::{PriorityClassValue, Refs};
 use super::watches::{JobTriggers, Stores, Watches};
@@ -66,6 +66,8 @@ impl Default for Settings {
 pub struct SchedState {
     /// Admissions whose pods the cache may not show yet, by job key.
     pub inflight: BTreeMap<JobKey, Inflight>,
+    /// Checkpoint requests the pod cache may not show yet, by the victim's job key.
+    pub asked: BTreeMap<JobKey, Asked>,
     /// Why each waiting job waits, and its place in its queue, from the last cycle.
     pub waiting: BTreeMap<JobKey, (WaitReason, Option<u32>)>,
     /// Queue and VirtualCluster numbers from the last cycle.

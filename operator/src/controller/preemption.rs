@@ -19,6 +19,7 @@ use super::context::Context;
 use super::gang::Gang;
 use super::job_key::JobKey;
 use super::lifecycle::stop_decided;
+use super::snapshot::Asked;
 use crate::api::annotations::{CHECKPOINT_REQUESTED, PREEMPTED_FOR, PREEMPTION_REASON};
 use crate::api::reasons::EventReason;
 use crate::api::{Phase, TrainingJob, TrainingJobStatus};
@@ -46,6 +47,26 @@ pub fn request(
             && !job.spec.suspend
             && !stop_decided(status),
     })
+}
+
+/// The request the scheduler wrote on the job's pods (`a`) before the cache shows it there:
+/// what [`request`] will read once it does.
+pub fn asked(
+    job: &TrainingJob,
+    status: &TrainingJobStatus,
+    gang: &Gang,
+    a: &Asked,
+) -> sched::CheckpointRequest {
+    let live = matches!(status.phase, Phase::Running | Phase::Preempting);
+    sched::CheckpointRequest {
+        reason: a.reason,
+        beneficiary: a.beneficiary.clone(),
+        withdrawable: live
+            && !gang.acknowledged()
+            && !gang.leaving()
+            && !job.spec.suspend
+            && !stop_decided(status),
+    }
 }
 
 /// The job is still `Preempting` in its status, but its request is gone from its pods and

@@ -25,7 +25,7 @@ use super::metrics::{QueueLabels, ReasonLabels};
 use super::pods::{
     bonus_patch, checkpoint_request_patch, disruption_budget, gang_pods, headless_service,
 };
-use super::snapshot::{self, Inflight, World};
+use super::snapshot::{self, Asked, Inflight, World};
 use super::usage;
 use crate::api::annotations::{PREEMPTED_FOR, PREEMPTION_REASON};
 use crate::api::reasons::EventReason;
@@ -42,7 +42,7 @@ pub enum AdmitError {
     Kube(#[from] kube::Error),
 }
 
-/// Gangs created at the same time by one cycle.
+/// Gangs created, or victims asked to checkpoint, at the same time by one cycle.
 const ADMISSION_CONCURRENCY: usize = 32;
 
 /// Runs cycles until the process stops.
@@ -71,7 +71,7 @@ pub async fn cycle(ctx: &Arc<Context>) {
     let jobs = ctx.stores.jobs.state();
     let maps = ctx.ref_maps();
     let now = now();
-    let inflight = {
+    let (inflight, asked) = {
         let mut state = ctx.state();
         // An admission stops being in flight once the cache shows every pod of it, in any
         // phase (a pod the kubelet refused at admission is Failed at once, and must not
@@ -86,7 +86,21 @@ pub async fn cycle(ctx: &Arc<Context>) {
                 .map(|j| job_attempt(&j));
             seen < f.placement.len() && current == Some(f.attempt) && now - f.at < 120
         });
-        state.inflight.clone()
+        // A checkpoint request stops being in flight once the cache shows it on the job's
+        // pods, or once they are leaving, the job moved on to another attempt or is gone.
+        state.asked.retain(|job, a| {
+            let gang = Gang::new(ctx.pod_index.pods_of(&ctx.stores.pods, job));
+            let current = ctx
+                .stores
+                .jobs
+                .get(&job.object_ref())
+                .map(|j| job_attempt(&j));
+            gang.scheduler_request().is_none()
+                && !gang.leaving()
+                && current == Some(a.attempt)
+                && now - a.at < 120
+        });
+        (state.inflight.clone(), state.asked.clone())
     };
     let world = World {
         now,
@@ -95,6 +109,7 @@ pub async fn cycle(ctx: &Arc<Context>) {
         jobs: &jobs,
         refs: maps.refs(),
         inflight: &inflight,
+        asked: &asked,
     };
     let mut snap = snapshot::build(&world);
     snap.workload = workload_shapes(ctx, &snap, &jobs);
@@ -211,14 +226,28 @@ pub async fn cycle(ctx: &Arc<Context>) {
             super::preemption::withdraw(ctx, job, cancellation).await;
         }
     }
+    // Every victim is asked at once: a victim's grace period runs from its own request, and
+    // the beneficiary waits for the last of them. A job named by two preemptions is asked
+    // for them in order, as before.
+    let mut asks: std::collections::BTreeMap<&str, Vec<&sched::Preemption>> = Default::default();
     for preemption in &decisions.preemptions {
         for victim in &preemption.victims {
-            let Some(job) = job_of(victim) else {
-                continue;
-            };
-            request_checkpoint(ctx, job, preemption).await;
+            asks.entry(victim.as_str()).or_default().push(preemption);
         }
     }
+    futures::stream::iter(asks)
+        .for_each_concurrent(ADMISSION_CONCURRENCY, |(victim, preemptions)| {
+            let job_of = &job_of;
+            async move {
+                let Some(job) = job_of(victim) else {
+                    return;
+                };
+                for preemption in preemptions {
+                    request_checkpoint(ctx, job, preemption).await;
+                }
+            }
+        })
+        .await;
     // Which jobs are bonus follows priority: the pods' mark (and with it the job's status)
     // follows each change of standing.
     let promoted = decisions.promotions.iter().map(|id| (id, false));
@@ -430,16 +459,38 @@ async fn request_checkpoint(ctx: &Arc<Context>, job: &Arc<TrainingJob>, p: &sche
     }
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
     let patch = checkpoint_request_patch(&stamp, Some(&p.reason.to_string()), beneficiary);
-    for pod in gang.to_ask_checkpoint() {
-        match api
-            .patch(&pod.name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
+    // The gang's pods are asked together: its grace period runs from the earliest request.
+    let results: Vec<(String, Result<Pod, kube::Error>)> =
+        futures::stream::iter(gang.to_ask_checkpoint())
+            .map(|pod| {
+                let (api, patch) = (&api, &patch);
+                async move {
+                    let r = api
+                        .patch(&pod.name, &PatchParams::default(), &Patch::Merge(patch))
+                        .await;
+                    (pod.name.clone(), r)
+                }
+            })
+            .buffer_unordered(16)
+            .collect()
+            .await;
+    for (pod, result) in results {
+        match result {
             Ok(_) => asked += 1,
-            Err(e) => warn!(pod = %pod.name, error = %e, "could not request a checkpoint"),
+            Err(e) => warn!(pod = %pod, error = %e, "could not request a checkpoint"),
         }
     }
     if asked > 0 {
+        // Until the cache shows the request, the next cycles take the job as asked.
+        ctx.state().asked.insert(
+            JobKey::of(job),
+            Asked {
+                reason: p.reason,
+                beneficiary: beneficiary.map(str::to_string),
+                at: now(),
+                attempt: job_attempt(job),
+            },
+        );
         ctx.metrics
             .preemptions
             .get_or_create(&ReasonLabels {
@@ -447,28 +498,35 @@ async fn request_checkpoint(ctx: &Arc<Context>, job: &Arc<TrainingJob>, p: &sche
             })
             .inc();
         info!(job = %JobKey::of(job), reason = %p.reason, beneficiary = %p.beneficiary, "preempting");
-        ctx.event(
-            job.as_ref(),
-            EventType::Normal,
-            EventReason::Preempting.as_str(),
-            if p.reason == sched::PreemptionReason::Drain {
-                format!(
-                    "Drain: {} is being drained; asked to checkpoint within {} s; the job then returns to its queue, keeping its place, and the drain can finish.",
-                    p.beneficiary, job.spec.checkpoint.grace_period_seconds
+        let note = if p.reason == sched::PreemptionReason::Drain {
+            format!(
+                "Drain: {} is being drained; asked to checkpoint within {} s; the job then returns to its queue, keeping its place, and the drain can finish.",
+                p.beneficiary, job.spec.checkpoint.grace_period_seconds
+            )
+        } else if p.reason == sched::PreemptionReason::UnhealthyGpu {
+            format!(
+                "UnhealthyGpu: {} turned unhealthy; asked to checkpoint within {} s; the job then returns to its queue, keeping its place, and runs again on healthy GPUs.",
+                p.beneficiary, job.spec.checkpoint.grace_period_seconds
+            )
+        } else {
+            format!(
+                "{} preemption for {}: asked to checkpoint within {} s; the job then returns to its queue, keeping its place.",
+                p.reason, p.beneficiary, job.spec.checkpoint.grace_period_seconds
+            )
+        };
+        // The Event is a record, not a step of the preemption (as for an admission): the
+        // rest of the cycle need not wait for it.
+        let (events_ctx, job) = (ctx.clone(), job.clone());
+        tokio::spawn(async move {
+            events_ctx
+                .event(
+                    job.as_ref(),
+                    EventType::Normal,
+                    EventReason::Preempting.as_str(),
+                    note,
                 )
-            } else if p.reason == sched::PreemptionReason::UnhealthyGpu {
-                format!(
-                    "UnhealthyGpu: {} turned unhealthy; asked to checkpoint within {} s; the job then returns to its queue, keeping its place, and runs again on healthy GPUs.",
-                    p.beneficiary, job.spec.checkpoint.grace_period_seconds
-                )
-            } else {
-                format!(
-                    "{} preemption for {}: asked to checkpoint within {} s; the job then returns to its queue, keeping its place.",
-                    p.reason, p.beneficiary, job.spec.checkpoint.grace_period_seconds
-                )
-            },
-        )
-        .await;
+                .await;
+        });
     }
 }
 

@@ -29,6 +29,20 @@ pub struct Inflight {
     pub attempt: i32,
 }
 
+/// A checkpoint request the scheduler wrote that the pod cache may not show yet. Until it
+/// does, the job is taken as asked (preempting, with this request), so the next cycle does
+/// not choose it again and ask it anew: a new request would restart its grace period and
+/// call for a second acknowledgement.
+#[derive(Clone, Debug)]
+pub struct Asked {
+    pub reason: sched::PreemptionReason,
+    /// The job the room is for, as the pods' annotation names it (`Reclaim`, `Priority`).
+    pub beneficiary: Option<String>,
+    pub at: i64,
+    /// The job's attempt whose pods were asked.
+    pub attempt: i32,
+}
+
 /// Everything the snapshot is built from.
 pub struct World<'a> {
     pub now: i64,
@@ -37,6 +51,8 @@ pub struct World<'a> {
     pub jobs: &'a [Arc<TrainingJob>],
     pub refs: Refs<'a>,
     pub inflight: &'a BTreeMap<JobKey, Inflight>,
+    /// Checkpoint requests the pod cache may not show yet.
+    pub asked: &'a BTreeMap<JobKey, Asked>,
 }
 
 fn level(l: TopologyLevel) -> sched::TopologyLevel {
@@ -338,8 +354,14 @@ fn job_model(
     // as preempting until they are gone. A request the scheduler withdrew leaves the job
     // Preempting until its reconciler runs: it is not leaving.
     let withdrawn = super::preemption::withdrawn(job, &status, gang);
+    // A request this scheduler wrote counts from the moment it was written.
+    let asked = world
+        .asked
+        .get(key)
+        .filter(|_| gang.scheduler_request().is_none());
     let preempting = leaving
         || gang.checkpoint_requested()
+        || asked.is_some()
         || (matches!(
             status.phase,
             Phase::Preempting
@@ -349,7 +371,8 @@ fn job_model(
                 | Phase::Suspended
         ) && !withdrawn)
         || job.spec.suspend;
-    let checkpoint_request = super::preemption::request(job, &status, gang);
+    let checkpoint_request = super::preemption::request(job, &status, gang)
+        .or_else(|| asked.map(|a| super::preemption::asked(job, &status, gang, a)));
     let running = if placement.is_empty() {
         // A Pending job that validates is queued in all but its status: the scheduler takes it
         // at once rather than after the reconciler's first status write, and when its pods
@@ -552,6 +575,113 @@ mod tests {
         assert_eq!(plugin.allocatable.gpus, 0);
     }
 
+    /// The scheduler asks a reclaim's victims to checkpoint, and its next cycle runs before
+    /// the pod cache shows the requests: the victims are taken as asked, so they are not
+    /// chosen and asked again (which would restart their grace periods).
+    #[test]
+    fn a_victim_asked_before_the_cache_shows_it_is_not_asked_again() {
+        let owned = |kind: &str, name: &str, spec: serde_json::Value| {
+            json!({"apiVersion": "kubetrain.io/v1alpha1", "kind": kind,
+                "metadata": {"name": name}, "spec": spec})
+        };
+        let vc = |name: &str, ns: &str, gpus: u32| -> Arc<VirtualCluster> {
+            Arc::new(
+                serde_json::from_value(owned(
+                    "VirtualCluster",
+                    name,
+                    json!({"namespaces": [ns], "guarantee": [{"flavor": FLAVOR, "gpus": gpus}]}),
+                ))
+                .expect("vc"),
+            )
+        };
+        let queue = |name: &str| -> Arc<Queue> {
+            Arc::new(
+                serde_json::from_value(owned("Queue", name, json!({"virtualCluster": name})))
+                    .expect("queue"),
+            )
+        };
+        let queues = BTreeMap::from([
+            ("own".to_string(), queue("own")),
+            ("lend".to_string(), queue("lend")),
+        ]);
+        let vcs = BTreeMap::from([
+            ("own".to_string(), vc("own", "own", GPUS)),
+            ("lend".to_string(), vc("lend", "team", 0)),
+        ]);
+        let namespaces: BTreeMap<String, Namespace> = BTreeMap::new();
+        let flavors = BTreeSet::from([FLAVOR.to_string()]);
+        // Every GPU borrowed by a 1-GPU bonus job; the owner's 8-GPU job arrives.
+        let mut jobs = Vec::new();
+        let mut pods = Vec::new();
+        for g in 0..GPUS {
+            let name = format!("b{g}");
+            jobs.push(job(&name, "lend", 1, "Running"));
+            let mut p = (*pod(&name, &[g], None, false)).clone();
+            p.annotations_mut().insert(
+                crate::api::annotations::BONUS_ANNOTATION.into(),
+                "true".into(),
+            );
+            pods.push(Arc::new(p));
+        }
+        let mut owner = (*job("train", "own", GPUS, "Queued")).clone();
+        owner.metadata.namespace = Some("own".into());
+        jobs.push(Arc::new(owner));
+        let nodes = vec![node()];
+        let inflight = BTreeMap::new();
+        let decide = |asked: &BTreeMap<JobKey, Asked>| {
+            let world = World {
+                now: 1_800_000_000,
+                nodes: &nodes,
+                pods: &pods,
+                jobs: &jobs,
+                refs: Refs {
+                    queues: &queues,
+                    vcs: &vcs,
+                    namespaces: &namespaces,
+                    flavors: &flavors,
+                    volumes: &Default::default(),
+                    priority_classes: &Default::default(),
+                },
+                inflight: &inflight,
+                asked,
+            };
+            sched::schedule(&build(&world))
+        };
+        let first = decide(&BTreeMap::new());
+        let victims: Vec<String> = first
+            .preemptions
+            .iter()
+            .flat_map(|p| p.victims.clone())
+            .collect();
+        assert_eq!(victims.len(), GPUS as usize, "{first:?}");
+        assert!(first.admissions.is_empty());
+        // The requests are written; the cache does not show them yet.
+        let asked: BTreeMap<JobKey, Asked> = victims
+            .iter()
+            .map(|v| {
+                let key: JobKey = v.parse().expect("job key");
+                let a = Asked {
+                    reason: sched::PreemptionReason::Reclaim,
+                    beneficiary: Some("own/train".into()),
+                    at: 1_800_000_000,
+                    attempt: 0,
+                };
+                (key, a)
+            })
+            .collect();
+        let next = decide(&asked);
+        assert!(
+            next.preemptions.is_empty(),
+            "asked again: {:?}",
+            next.preemptions
+        );
+        assert!(
+            next.admissions.is_empty(),
+            "the victims still hold the GPUs"
+        );
+        assert!(next.cancellations.is_empty(), "the owner still waits");
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
@@ -610,6 +740,7 @@ mod tests {
             }
             let nodes = vec![node()];
             let inflight = BTreeMap::new();
+            let asked = BTreeMap::new();
             let world = World {
                 now: 1_800_000_000,
                 nodes: &nodes,
@@ -617,6 +748,7 @@ mod tests {
                 jobs: &jobs,
                 refs: Refs { queues: &queues, vcs: &vcs, namespaces: &namespaces, flavors: &flavors, volumes: &Default::default(), priority_classes: &Default::default() },
                 inflight: &inflight,
+                asked: &asked,
             };
             let decisions = sched::schedule(&build(&world));
             for a in &decisions.admissions {

@@ -4,8 +4,8 @@
 //! It reads the job, its pods (from the shared cache) and the [`World`] around them (validity,
 //! the scheduler's last word on why it waits, the nodes under the pods), asks
 //! [`lifecycle::next`] for the next status and the effects, writes the whole status with
-//! server-side apply, and carries the effects out: Events, the job's deletion after its TTL,
-//! checkpoint requests and pod deletions.
+//! server-side apply, and carries the effects out: the job's deletion after its TTL,
+//! checkpoint requests and pod deletions, then Events.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -115,13 +115,19 @@ pub async fn reconcile(job: Arc<TrainingJob>, ctx: Arc<Context>) -> Result<Actio
             ctx.wake.notify_one();
         }
     }
+    // The pods first, the Events after: a preempted gang's GPUs wait for its pods' deletion,
+    // not for the record of it. The Events go out even when a pod write failed (the status
+    // that produced them is written, so the retry does not produce them again).
+    let acted = match request_checkpoint(&ctx, &job, &fx.checkpoint_requests, &t).await {
+        Ok(()) => delete_pods(&ctx, &job, &fx.pod_deletions).await,
+        Err(e) => Err(e),
+    };
     for e in fx.events {
         let action = e.action.unwrap_or_else(|| e.reason.to_string());
         ctx.event_with_action(job.as_ref(), e.type_, e.reason, action, e.note)
             .await;
     }
-    request_checkpoint(&ctx, &job, &fx.checkpoint_requests, &t).await?;
-    delete_pods(&ctx, &job, &fx.pod_deletions).await?;
+    acted?;
     Ok(match fx.requeue {
         Some(d) => Action::requeue(d),
         None => Action::requeue(Duration::from_secs(60)),

@@ -93,7 +93,7 @@ pub struct PodDeletion {
 }
 
 /// What the reconciler carries out besides writing the status: the TTL deletion of the job
-/// (started before the status write), then Events, checkpoint requests and pod deletions; it
+/// (started before the status write), then checkpoint requests and pod deletions, then Events; it
 /// looks again after `requeue` (60 s when `None`).
 #[derive(Debug, Default, PartialEq)]
 pub struct Effects {
