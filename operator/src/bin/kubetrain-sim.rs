@@ -644,7 +644,8 @@ fn losses(p: &PlacementOut, results: &[PolicyResult], ack_delay: i64) -> String 
             })
         })
         .count();
-    let below_fgd = p
+    // traces where the learned mix places no more than FGD's published numbers at 130 %
+    let below: Vec<&str> = p
         .sums
         .iter()
         .filter(|x| {
@@ -652,20 +653,10 @@ fn losses(p: &PlacementOut, results: &[PolicyResult], ack_delay: i64) -> String 
                 r.workload == x.workload && r.policy.ends_with("FGD") && x.alloc_130 <= r.alloc_130
             })
         })
-        .count();
+        .map(|x| x.workload.trim_start_matches("openb_pod_list_"))
+        .collect();
+    let below_fgd = below.len();
     if below_fgd > 0 {
-        let below: Vec<&str> = p
-            .sums
-            .iter()
-            .filter(|x| {
-                p.fgd.iter().any(|r| {
-                    r.workload == x.workload
-                        && r.policy.ends_with("FGD")
-                        && x.alloc_130 <= r.alloc_130
-                })
-            })
-            .map(|x| x.workload.trim_start_matches("openb_pod_list_"))
-            .collect();
         s.push_str(&format!(
             "- **Placement (Setup A).** With the mix learned from the snapshot kubetrain is at or below FGD's published \
              allocation at 130 % on {below_fgd} of {n} traces ({}), and below the published Random on {below_random} (lowest \
