@@ -425,19 +425,8 @@ async fn admit(
         nodes.len(),
         nodes.iter().copied().collect::<Vec<_>>().join(", ")
     );
-    // The Event is a record, not a step of the admission: it is written in the background
-    // so the next gang's pods need not wait for it.
-    let (events_ctx, job) = (ctx.clone(), job.clone());
-    tokio::spawn(async move {
-        events_ctx
-            .event(
-                job.as_ref(),
-                EventType::Normal,
-                EventReason::Admitted.as_str(),
-                note,
-            )
-            .await;
-    });
+    // in the background: the next gang's pods need not wait for it
+    event_in_background(ctx, job, EventReason::Admitted, note);
     ctx.wake.notify_one();
     Ok(())
 }
@@ -514,20 +503,24 @@ async fn request_checkpoint(ctx: &Arc<Context>, job: &Arc<TrainingJob>, p: &sche
                 p.reason, p.beneficiary, job.spec.checkpoint.grace_period_seconds
             )
         };
-        // The Event is a record, not a step of the preemption (as for an admission): the
-        // rest of the cycle need not wait for it.
-        let (events_ctx, job) = (ctx.clone(), job.clone());
-        tokio::spawn(async move {
-            events_ctx
-                .event(
-                    job.as_ref(),
-                    EventType::Normal,
-                    EventReason::Preempting.as_str(),
-                    note,
-                )
-                .await;
-        });
+        // in the background: the rest of the cycle need not wait for it
+        event_in_background(ctx, job, EventReason::Preempting, note);
     }
+}
+
+/// Writes a Normal Event about `job` in the background: an Event is a record, not a step of
+/// what it reports, so the cycle does not wait for it.
+fn event_in_background(
+    ctx: &Arc<Context>,
+    job: &Arc<TrainingJob>,
+    reason: EventReason,
+    note: String,
+) {
+    let (ctx, job) = (ctx.clone(), job.clone());
+    tokio::spawn(async move {
+        ctx.event(job.as_ref(), EventType::Normal, reason.as_str(), note)
+            .await;
+    });
 }
 
 /// A victim already asked whose earlier preemption the core cancelled and that is preempted
