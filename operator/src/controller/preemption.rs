@@ -36,17 +36,22 @@ pub fn request(
         .reason
         .as_deref()
         .and_then(sched::PreemptionReason::from_name)?;
-    // A job that finished or failed meanwhile is stopping for its own reasons.
-    let live = matches!(status.phase, Phase::Running | Phase::Preempting);
     Some(sched::CheckpointRequest {
         reason,
         beneficiary: asked.preempted_for.clone(),
-        withdrawable: live
-            && !gang.acknowledged()
-            && !gang.leaving()
-            && !job.spec.suspend
-            && !stop_decided(status),
+        withdrawable: withdrawable(job, status, gang),
     })
+}
+
+/// Whether a request on the job could still be withdrawn: not acknowledged, its pods not
+/// leaving, not suspended, no stop decided. A job that finished or failed meanwhile is
+/// stopping for its own reasons.
+fn withdrawable(job: &TrainingJob, status: &TrainingJobStatus, gang: &Gang) -> bool {
+    matches!(status.phase, Phase::Running | Phase::Preempting)
+        && !gang.acknowledged()
+        && !gang.leaving()
+        && !job.spec.suspend
+        && !stop_decided(status)
 }
 
 /// The request the scheduler wrote on the job's pods (`a`) before the cache shows it there:
@@ -57,15 +62,10 @@ pub fn asked(
     gang: &Gang,
     a: &Asked,
 ) -> sched::CheckpointRequest {
-    let live = matches!(status.phase, Phase::Running | Phase::Preempting);
     sched::CheckpointRequest {
         reason: a.reason,
         beneficiary: a.beneficiary.clone(),
-        withdrawable: live
-            && !gang.acknowledged()
-            && !gang.leaving()
-            && !job.spec.suspend
-            && !stop_decided(status),
+        withdrawable: withdrawable(job, status, gang),
     }
 }
 
