@@ -27,8 +27,10 @@
 //! and ties go to a fixed node order (the lowest node index). Nodes then fill one after
 //! another while the score sees no real difference, and the rest stay whole for large
 //! replicas. Ranking by the exact change with best-fit ties placed 1.9–3.0 points fewer GPUs
-//! on three openb traces (Setup A); the coarse score with a fixed order is also what FGD's
-//! own simulator does (its host selection takes the smallest name among equal scores).
+//! on the default and gpuspec10 openb traces (Setup A, 3 seeds); on the share-heavy
+//! gpushare60 the coarse score needs the wide candidate pool of `placement` to gain (88.7 →
+//! 91.5; with 16 candidates it lost 2.1). The coarse score with a fixed order is also what
+//! FGD's own simulator does (its host selection takes the smallest name among equal scores).
 //!
 //! The scorer reads the cluster's ledgers ([`Mix::frag_delta`], [`Mix::frag_now`]); the
 //! cluster knows nothing of scores, and placement gets the mix with its [`Request`].
