@@ -5,8 +5,8 @@
 //! Fragmentation", USENIX ATC'23, and its authors' simulator), not from kubetrain's core:
 //!
 //! - **Typical pods**: the trace's pod shapes (CPU, milli-GPU per GPU, GPU count, accepted
-//!   GPU models; CPU-only pods included), most frequent first, taken ten at a time until
-//!   they cover 60 % of the pods, weights renormalized over the ones taken. Memory is not
+//!   GPU models; CPU-only pods included), most frequent first, taken one at a time until
+//!   they cover 95 % of the pods, weights renormalized over the ones taken. Memory is not
 //!   part of a shape.
 //! - **Node fragmentation** for a shape: all of the node's idle GPU milli when the shape
 //!   cannot run there (model not accepted, too little CPU, too few GPUs with room, or it asks
@@ -19,14 +19,14 @@
 //!   in one random order of the nodes drawn per seed (the authors' simulator prefixes every
 //!   node name with its place in a random permutation, and its host selection takes the
 //!   smallest name among equal scores, for reproducibility), so equal nodes fill in a fixed
-//!   order rather than at random.
+//!   order rather than at random. kubetrain is given the same names
+//!   ([`placement::tie_order`]): its ties go to the first node by name.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
 
 use super::openb::{OpenbNode, OpenbPod};
 use super::placement::{self, PlacementRun, Usage};
-use super::rng::SplitMix64;
 
 /// Share of the pods the typical shapes cover (%), and how many shapes are taken at a time.
 const POPULARITY_PCT: f64 = 95.0;
@@ -201,9 +201,7 @@ pub fn run(
     let measure = placement::typical(&trace);
     let seq = placement::arrivals(pods, seed, cap_milli, target_pct);
     let mut u = Usage::new(nodes);
-    // the tie-breaking order, drawn apart from the arrival order
-    let mut rank: Vec<u32> = (0..nodes.len() as u32).collect();
-    SplitMix64::new(seed ^ 0x0F6D_5EED).shuffle(&mut rank);
+    let rank = placement::tie_order(nodes.len(), seed);
     let mut out = PlacementRun::new(workload, seed, seq.len());
     let mut arrived = 0u64;
     let mut next = 0usize;

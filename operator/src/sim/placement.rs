@@ -9,7 +9,9 @@
 //! demand are handed to `sched::schedule` as one batch of pending jobs (FIFO by arrival,
 //! so the core places them in arrival order on the state left by the ones before, exactly
 //! as one-at-a-time placement would), the admitted ones become running jobs of the next
-//! snapshot and the rest are dropped.
+//! snapshot and the rest are dropped. Nodes are named as FGD's simulator names them, each
+//! prefixed with its place in a random permutation drawn per seed ([`tie_order`]), so
+//! kubetrain's ties (first node by name) and FGD's fall in the same order.
 //!
 //! Recorded per step: the GPU allocation ratio (allocated GPU milli / total) and the FGD
 //! fragmentation: for each node and each *typical pod shape* (the trace's GPU pods grouped
@@ -29,7 +31,7 @@ use serde::Serialize;
 use super::openb::{OpenbNode, OpenbPod};
 use super::rng::SplitMix64;
 use crate::sched::{
-    Flavor, FlavorGuarantee, GpuDemand, Job, Queue, QueuePolicy, Running, Snapshot,
+    Flavor, FlavorGuarantee, GpuDemand, Job, Node, Queue, QueuePolicy, Running, Snapshot,
     TopologyConstraint, VirtualCluster, WorkloadShape, schedule,
 };
 
@@ -117,6 +119,17 @@ impl PlacementRun {
         self.frag_ratio_pct
             .push(if idle > 0.0 { 100.0 * frag / idle } else { 0.0 });
     }
+}
+
+/// The order in which equal nodes are taken, drawn per seed apart from the arrival order:
+/// node `i` is `tie_order[i]`-th. FGD's simulator prefixes each node's name with its place in
+/// such a random permutation; kubetrain, whose ties go to the first node by name, is given
+/// the same prefixed names, so neither placer gets a better or worse tie order than the other
+/// from how the trace happens to name its nodes.
+pub(crate) fn tie_order(nodes: usize, seed: u64) -> Vec<u32> {
+    let mut rank: Vec<u32> = (0..nodes as u32).collect();
+    SplitMix64::new(seed ^ 0x0F6D_5EED).shuffle(&mut rank);
+    rank
 }
 
 /// The typical pod shapes of the fragmentation measure: the trace's GPU pod shapes, each
@@ -271,9 +284,17 @@ pub fn run(
         priority_preemption: false,
     };
     let trace = workload_of(pods);
+    let rank = tie_order(nodes.len(), seed);
     let mut snap = Snapshot {
         now: 0,
-        nodes: nodes.iter().map(OpenbNode::to_node).collect(),
+        nodes: nodes
+            .iter()
+            .zip(&rank)
+            .map(|(n, r)| Node {
+                name: format!("{r:05}-{}", n.name),
+                ..n.to_node()
+            })
+            .collect(),
         virtual_clusters: vec![vc],
         queues: vec![queue],
         jobs: vec![],
@@ -282,7 +303,8 @@ pub fn run(
             ShapeMix::Supplied => trace.clone(),
         },
     };
-    let node_idx: BTreeMap<String, usize> = nodes
+    let node_idx: BTreeMap<String, usize> = snap
+        .nodes
         .iter()
         .enumerate()
         .map(|(i, n)| (n.name.clone(), i))
@@ -450,4 +472,20 @@ pub fn read_fgd(path: &std::path::Path) -> Result<Vec<FgdRow>, super::SimError> 
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tie_order_is_a_permutation_drawn_per_seed() {
+        let a = tie_order(100, 42);
+        let mut sorted = a.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..100).collect::<Vec<u32>>());
+        assert_eq!(a, tie_order(100, 42), "same seed, same order");
+        assert_ne!(a, tie_order(100, 43), "another seed, another order");
+        assert_ne!(a, sorted, "not the trace's own order");
+    }
 }
