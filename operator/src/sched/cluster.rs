@@ -122,9 +122,42 @@ pub(crate) struct NodeState {
     pub free_now: u8,
     /// This node's entries (room now, GPU) in the flavor's `share_index`.
     pub share_keys: Vec<(u16, u8)>,
+    /// What the node's fragmentation score depends on besides its flavor, folded into one
+    /// word ([`NodeState::fold_state`]); kept by `reindex`, so placement compares nodes by it
+    /// without folding thousands of nodes per replica.
+    pub state: u64,
 }
 
 impl NodeState {
+    /// The node's NVLink kind, CPU and memory left now and the rooms left on its GPUs (as a
+    /// set), folded into one word. Two states folding alike would cost the later node its
+    /// fragmentation score, not a wrong placement; with 64 bits that is not expected in a
+    /// cluster's lifetime.
+    pub fn fold_state(&self) -> u64 {
+        const K: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut rooms = [0u16; 16];
+        let mut extra: u64 = 0;
+        for (i, g) in self.gpus.iter().enumerate() {
+            let r = g.avail(Mode::Now);
+            match rooms.get_mut(i) {
+                Some(x) => *x = r,
+                // more than 16 GPUs: the rest are summed (order-free) into the state
+                None => extra = extra.wrapping_add(u64::from(r).wrapping_mul(K)),
+            }
+        }
+        let k = self.gpus.len().min(16);
+        rooms[..k].sort_unstable();
+        let mut h = u64::from(self.nvlink) ^ extra;
+        let mut mix = |x: u64| h = (h.rotate_left(5) ^ x).wrapping_mul(K);
+        mix(self.cpu.avail(Mode::Now));
+        mix(self.mem.avail(Mode::Now));
+        mix(k as u64);
+        for &r in &rooms[..k] {
+            mix(u64::from(r));
+        }
+        h
+    }
+
     pub fn whole_avail(&self, mode: Mode) -> u32 {
         self.gpus
             .iter()
@@ -286,6 +319,7 @@ impl Cluster {
                 gpu_pos,
                 free_now: 0,
                 share_keys: Vec::new(),
+                state: 0,
             });
             c.node_by_name.insert(n.name.clone(), idx);
         }
@@ -395,6 +429,8 @@ impl Cluster {
 
     /// Recompute a node's free counts and move it in the indexes.
     fn reindex(&mut self, idx: NodeId, first: bool) {
+        let state = self.nodes[idx].fold_state();
+        self.nodes[idx].state = state;
         let n = &self.nodes[idx];
         if !n.schedulable {
             return;

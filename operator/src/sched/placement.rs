@@ -38,6 +38,7 @@
 //! within a node, so ranks are contiguous per node.
 
 use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use super::cluster::{Cluster, Mode, Take};
 use super::frag::{Mix, rank};
@@ -512,34 +513,27 @@ fn spread(
 /// bucket of identical empty nodes costs one score.
 const FRAG_LOOK: usize = 1024;
 
-/// What a node's score depends on besides the flavor (the same for all candidates): its
-/// NVLink kind, CPU and memory left and the rooms left on its GPUs (as a set), folded into
-/// one word. Two states folding alike would cost the later node its score, not a wrong
-/// placement; with 64 bits that is not expected in a cluster's lifetime.
-fn node_state(c: &Cluster, n: NodeId) -> u64 {
-    const K: u64 = 0x9E37_79B9_7F4A_7C15;
-    let node = &c.nodes[n];
-    let mut rooms = [0u16; 16];
-    let mut extra: u64 = 0;
-    for (i, g) in node.gpus.iter().enumerate() {
-        let r = g.avail(Mode::Now);
-        match rooms.get_mut(i) {
-            Some(x) => *x = r,
-            // more than 16 GPUs: the rest are summed (order-free) into the state
-            None => extra = extra.wrapping_add(u64::from(r).wrapping_mul(K)),
+/// A set of [`NodeState::state`] words: they are already well mixed, so hashing them
+/// again (the default SipHash) only costs time, a quarter of a large cycle's.
+///
+/// [`NodeState::state`]: super::cluster::NodeState::state
+type StateSet = HashSet<u64, BuildHasherDefault<Prehashed>>;
+
+#[derive(Default)]
+struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         }
     }
-    let k = node.gpus.len().min(16);
-    rooms[..k].sort_unstable();
-    let mut h = u64::from(node.nvlink) ^ extra;
-    let mut mix = |x: u64| h = (h.rotate_left(5) ^ x).wrapping_mul(K);
-    mix(node.cpu.avail(Mode::Now));
-    mix(node.mem.avail(Mode::Now));
-    mix(k as u64);
-    for &r in &rooms[..k] {
-        mix(u64::from(r));
+    fn write_u64(&mut self, x: u64) {
+        self.0 = x;
     }
-    h
 }
 
 /// The node of the flavor where one replica adds the least fragmentation (see `frag`).
@@ -552,10 +546,15 @@ fn node_state(c: &Cluster, n: NodeId) -> u64 {
 fn frag_pick(c: &Cluster, req: &Request, d: &Demand, nv: bool) -> Option<(NodeId, Option<u8>)> {
     let f = req.flavor;
     let mut cand: Vec<NodeId> = Vec::new();
-    let mut seen: HashSet<u64> = HashSet::new();
+    let mut seen = StateSet::default();
     let mut add = |nodes: &mut dyn Iterator<Item = NodeId>, cand: &mut Vec<NodeId>| {
         for n in nodes.take(FRAG_LOOK) {
-            if seen.insert(node_state(c, n)) {
+            debug_assert_eq!(
+                c.nodes[n].state,
+                c.nodes[n].fold_state(),
+                "state kept by reindex"
+            );
+            if seen.insert(c.nodes[n].state) {
                 cand.push(n);
             }
         }
