@@ -2,13 +2,15 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: run test e2e unit lint fmt clippy crds bench bench-docs control-plane control-plane-down deploy release
+.PHONY: run test e2e unit lint fmt clippy crds bench bench-sizes bench-docs control-plane control-plane-down deploy release
 
 # The release version: the workspace version of Cargo.toml, the one place it is written
 # (charts/kubetrain/Chart.yaml and the image tags of config/ must equal it; e2e/tests/helm.rs
 # checks that).
 VERSION := $(shell awk -F'"' '/^\[workspace.package\]/{p=1} p && $$1 ~ /^version *= */{print $$2; exit}' Cargo.toml)
 KUBETRAIN_CACHE ?= $(HOME)/.cache/kubetrain
+# Setup C's control-plane benchmarks, one test at a time, in a release build
+THROUGHPUT = $(CARGO) test --release -p kubetrain-e2e --test throughput -- --ignored --nocapture --test-threads 1
 
 ## run: a local real control plane with simulated GPU nodes, the samples, and the operator
 run:
@@ -57,9 +59,23 @@ bench:
 	./target/release/kubetrain-sim bench --traces ../shared/traces --out target/sim
 	bash e2e/scripts/install-control-plane.sh >/dev/null
 	bash e2e/scripts/install-kueue.sh >/dev/null
-	$(CARGO) test --release -p kubetrain-e2e --test throughput -- --ignored --nocapture --test-threads 1 submit_to_bound reclaim_latency
-	KUBETRAIN_BINDING=direct $(CARGO) test --release -p kubetrain-e2e --test throughput -- --ignored --nocapture --test-threads 1 submit_to_bound
-	$(CARGO) test --release -p kubetrain-e2e --test throughput -- --ignored --nocapture --test-threads 1 stock_jobs pinned_pods kueue_jobs
+	$(THROUGHPUT) submit_to_bound reclaim_latency
+	KUBETRAIN_BINDING=direct $(THROUGHPUT) submit_to_bound
+	$(THROUGHPUT) stock_jobs pinned_pods kueue_jobs
+
+## bench-sizes: Setup C at the peers issue's sizes, every system one after another, on 1,000
+## nodes: 1,000 one-GPU jobs, 125 gangs of 8 and 10,000 one-GPU jobs (about 80 minutes on
+## 2 cores, most of it the 10,000-job runs; not part of `make bench`, whose quick form stays
+## under 15 minutes)
+bench-sizes:
+	bash e2e/scripts/install-control-plane.sh >/dev/null
+	bash e2e/scripts/install-kueue.sh >/dev/null
+	set -e; for size in "1000 1" "125 8" "10000 1"; do \
+	  set -- $$size; export KUBETRAIN_BENCH_NODES=1000 KUBETRAIN_BENCH_JOBS=$$1 KUBETRAIN_BENCH_GANG=$$2; \
+	  $(THROUGHPUT) submit_to_bound; \
+	  KUBETRAIN_BINDING=direct $(THROUGHPUT) submit_to_bound; \
+	  $(THROUGHPUT) stock_jobs pinned_pods kueue_jobs; \
+	done
 
 ## bench-docs: full simulator benchmarks; rewrites docs/benchmarks.md and docs/img/*.svg
 bench-docs:
