@@ -650,14 +650,16 @@ async fn stock_jobs_throughput() {
 }
 
 /// The ceiling of `--binding scheduler`: pods created already pinned to a node by a required
-/// affinity on `metadata.name`, as kubetrain creates them, bound by kube-scheduler alone.
+/// affinity on `metadata.name`, as kubetrain creates them, bound by kube-scheduler alone; as
+/// many as the other runs bind (`KUBETRAIN_BENCH_JOBS` × `KUBETRAIN_BENCH_GANG`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "benchmark: run by `make bench`"]
 async fn pinned_pods_bind_rate() {
-    peer_run::<Pod>(
-        "pinned",
+    let mut pc = peer_cluster("pinned", 1).await;
+    pc.n *= gang();
+    peer_measure::<Pod>(
+        &pc,
         "pods pinned by node affinity, no GPU request (kube-scheduler only)",
-        1,
         |i, names| {
             let node = &names[i % names.len()];
             serde_json::json!({
@@ -671,6 +673,7 @@ async fn pinned_pods_bind_rate() {
         },
     )
     .await;
+    pc.s.finish().await;
 }
 
 /// The peer Kueue: the same batch/v1 Jobs, created suspended in a LocalQueue of a ClusterQueue
