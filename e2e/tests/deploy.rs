@@ -577,13 +577,13 @@ async fn operator_runs_under_its_service_account() {
 
     let owner = s.tenant("owner", 8, "FIFO", "");
     let borrower = s.tenant("borrower", 0, "FIFO", "");
-    // A borrower on the owner's idle GPUs; the owner reclaims them; the borrower is asked to
-    // checkpoint (pod patch), acknowledges, and its pods are deleted.
+    // A borrower (two replicas of 4 GPUs) on the owner's idle GPUs; the owner reclaims them;
+    // the borrower is asked to checkpoint (pod patch), acknowledges, and its pods are deleted.
     s.cp.apply(&s.job(
         "borrow",
         &borrower,
-        1,
-        8,
+        2,
+        4,
         &[("run-seconds", "8"), ("checkpoint-delay-seconds", "1")],
         "  checkpoint:\n    gracePeriodSeconds: 30\n",
     ));
@@ -597,6 +597,16 @@ async fn operator_runs_under_its_service_account() {
         "  ttlSecondsAfterFinished: 3\n",
     ));
     s.wait_phase("own", "Succeeded", T).await;
+    // The owner's one replica needs no Service (read while the job still exists: its TTL
+    // deletes it, and the garbage collector anything it owned, 3 s after it succeeded).
+    assert_eq!(s.job_status("own", "{.metadata.name}"), "own");
+    let services =
+        s.cp.jsonpath(&["services", "-n", &s.ns], "{.items[*].metadata.name}");
+    assert!(
+        services.split_whitespace().any(|n| n == "borrow")
+            && !services.split_whitespace().any(|n| n == "own"),
+        "services: {services}"
+    );
     assert_eq!(
         s.job_status("borrow", "{.status.preemptions}"),
         "1",
@@ -627,10 +637,12 @@ async fn operator_runs_under_its_service_account() {
         events.iter().any(|e| e == "Preempting"),
         "events: {events:?}"
     );
+    // The borrower's two replicas find rank 0 through the job's headless Service.
     assert_eq!(
         s.cp.jsonpath(&["service", "borrow", "-n", &s.ns], "{.spec.clusterIP}"),
         "None"
     );
+
     assert_eq!(
         s.cp.jsonpath(
             &["lease", "kubetrain-operator", "-n", NS],

@@ -5,7 +5,9 @@
 //! template's) and kube-scheduler, or the template's `schedulerName`, binds it after its own
 //! checks; `direct` sets `spec.nodeName` itself. Pods are named `<job>-<task>-<index>` with
 //! that hostname under a headless Service named after the job, so `MASTER_ADDR` is a stable
-//! DNS name. The chosen node and GPU indices go in the `kubetrain.io/node` and
+//! DNS name; a job of one replica talks only to itself, so it gets `localhost` and no Service
+//! (a Service and its Endpoints and EndpointSlice are about 3.4 of the 19 API writes of a
+//! one-pod job, see docs/benchmarks-control-plane.md). The chosen node and GPU indices go in the `kubetrain.io/node` and
 //! `kubetrain.io/gpus` annotations; how the GPUs reach the container is [`GpuBinding`].
 //!
 //! This module writes the pod protocol (`api::annotations`); `controller::gang` reads it.
@@ -136,10 +138,24 @@ pub fn disruption_budget(job: &TrainingJob) -> PodDisruptionBudget {
     }
 }
 
-/// The headless Service that gives every replica a stable DNS name.
-pub fn headless_service(job: &TrainingJob, settings: &PodSettings) -> Service {
+/// Whether the job's replicas need names to find each other: more than one in all.
+fn needs_rendezvous(job: &TrainingJob) -> bool {
+    job.spec
+        .tasks
+        .iter()
+        .map(|t| i64::from(t.replicas().max(0)))
+        .sum::<i64>()
+        > 1
+}
+
+/// The headless Service that gives every replica a stable DNS name; none for a job of one
+/// replica, whose `MASTER_ADDR` is `localhost`.
+pub fn headless_service(job: &TrainingJob, settings: &PodSettings) -> Option<Service> {
+    if !needs_rendezvous(job) {
+        return None;
+    }
     let name = job.name_any();
-    Service {
+    Some(Service {
         metadata: ObjectMeta {
             name: Some(name.clone()),
             namespace: job.namespace(),
@@ -159,7 +175,7 @@ pub fn headless_service(job: &TrainingJob, settings: &PodSettings) -> Service {
             ..Default::default()
         }),
         ..Default::default()
-    }
+    })
 }
 
 fn env(name: &str, value: impl ToString) -> EnvVar {
@@ -224,10 +240,14 @@ pub fn gang_pods(
         .iter()
         .min_by_key(|p| p.rank)
         .ok_or(PodError::EmptyPlacement)?;
-    let master_addr = format!(
-        "{}.{name}.{ns}.svc",
-        pod_name(&name, &master.task, master.index)
-    );
+    let master_addr = if needs_rendezvous(job) {
+        format!(
+            "{}.{name}.{ns}.svc",
+            pod_name(&name, &master.task, master.index)
+        )
+    } else {
+        "localhost".to_string()
+    };
     let ranks = node_and_local_ranks(placement);
     let world = placement.len();
     placement
@@ -571,6 +591,34 @@ mod tests {
         assert!(m.checkpoint_request.is_none());
         assert_eq!(m.chosen_node.as_deref(), Some("n2"));
         assert_eq!(p0.metadata.owner_references.as_ref().map(Vec::len), Some(1));
+    }
+
+    /// Replicas find rank 0 through the job's headless Service; a job of one replica has
+    /// nobody to find, so it gets `localhost` and no Service (nor its Endpoints).
+    #[test]
+    fn only_a_job_of_several_replicas_gets_a_service() {
+        let settings = PodSettings::default();
+        let two = job();
+        let service = headless_service(&two, &settings).expect("two replicas: a Service");
+        assert_eq!(
+            service.spec.and_then(|s| s.cluster_ip).as_deref(),
+            Some("None")
+        );
+        let mut one = job();
+        one.spec.tasks[0].replicas = Some(1);
+        assert!(headless_service(&one, &settings).is_none());
+        let pods = gang_pods(
+            &one,
+            &[placed(0, 0, "n1", &[0, 1])],
+            false,
+            0,
+            &settings,
+            &|_| false,
+        )
+        .expect("pods");
+        let env = env_of(&pods[0].spec.as_ref().expect("spec").containers[0]);
+        assert_eq!(env["MASTER_ADDR"].as_deref(), Some("localhost"));
+        assert_eq!(env["WORLD_SIZE"].as_deref(), Some("1"));
     }
 
     /// By default the pod is pinned by required node affinity and left to the scheduler;

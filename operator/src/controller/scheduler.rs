@@ -340,11 +340,15 @@ async fn admit(
     let create_service = async {
         // The budget keeps `kubectl drain` from evicting the gang outright; kubetrain stops
         // it with a checkpoint instead (PreemptionReason::Drain). Both are owned by the job.
-        for created in [
-            services
-                .create(&PostParams::default(), &service)
+        let service = match &service {
+            Some(service) => services
+                .create(&PostParams::default(), service)
                 .await
                 .map(|_| ()),
+            None => Ok(()),
+        };
+        for created in [
+            service,
             budgets
                 .create(&PostParams::default(), &budget)
                 .await
