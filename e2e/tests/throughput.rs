@@ -50,6 +50,27 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
 }
 
 /// The build profile, for the printed lines: a debug operator costs about three times the CPU.
+/// When a quarter, half, three quarters and all of `times` had happened, in seconds after
+/// `start`: where a run's time went (submitting, the pods' creation, their binding).
+fn quartiles<'a>(start: Instant, times: impl IntoIterator<Item = &'a Instant>) -> String {
+    let mut secs: Vec<f64> = times
+        .into_iter()
+        .map(|t| t.duration_since(start).as_secs_f64())
+        .collect();
+    secs.sort_by(f64::total_cmp);
+    if secs.is_empty() {
+        return "-".into();
+    }
+    let at = |q: f64| secs[((secs.len() as f64 * q).ceil() as usize).clamp(1, secs.len()) - 1];
+    format!(
+        "{:.1}/{:.1}/{:.1}/{:.1}s",
+        at(0.25),
+        at(0.5),
+        at(0.75),
+        at(1.0)
+    )
+}
+
 fn profile() -> &'static str {
     if cfg!(debug_assertions) {
         "debug"
@@ -239,6 +260,7 @@ fn watch_bound(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "benchmark: run by `make bench`"]
 async fn submit_to_bound_throughput() {
+    log_to_stderr();
     let nodes = env("KUBETRAIN_BENCH_NODES", 100) as u32;
     let jobs = env("KUBETRAIN_BENCH_JOBS", 1000);
     let gpus = nodes as usize * 8;
@@ -283,6 +305,11 @@ async fn submit_to_bound_throughput() {
     lat.sort_by(f64::total_cmp);
     let (rss, hwm) = memory_mib();
     let cpu = process_usage(std::process::id()).0 - cpu_before;
+    let created = seen
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .created
+        .clone();
     // The writes of a job's way to Running (its status once every replica runs, the Events)
     // land after its binding: count them all, so that a faster run does not seem to write
     // less. Without a run time the pods run until the end, so every job reaches startedAt.
@@ -311,13 +338,16 @@ async fn submit_to_bound_throughput() {
     tokio::time::sleep(Duration::from_secs(3)).await;
     let writes = writes_per_job(&writes_before, &api_writes(&s), jobs);
     let line = format!(
-        "throughput ({:?} binding): {nodes} nodes, {jobs} jobs of {gang} 1-GPU pod(s){}: submitted in {submit_secs:.1}s, all bound in {total:.1}s; {:.0} jobs admitted/s, {:.0} pods bound/s; submit→bound p50 {:.2}s p99 {:.2}s; test process (operator, simulated kubelets and client) {cpu:.1} CPU-s during the run, RSS {rss:.0} MiB (peak {hwm:.0} MiB, {rss_before:.0} MiB before submitting); {} profile",
+        "throughput ({:?} binding): {nodes} nodes, {jobs} jobs of {gang} 1-GPU pod(s){}: submitted in {submit_secs:.1}s, all bound in {total:.1}s; {:.0} jobs admitted/s, {:.0} pods bound/s; submit→bound p50 {:.2}s p99 {:.2}s; 25/50/75/100 % submitted by {}, first pod created by {}, bound by {}; test process (operator, simulated kubelets and client) {cpu:.1} CPU-s during the run, RSS {rss:.0} MiB (peak {hwm:.0} MiB, {rss_before:.0} MiB before submitting); {} profile",
         kubetrain_e2e::operator::binding(),
         run_seconds.map_or(String::new(), |r| format!(" running {r}s each")),
         bound.len() as f64 / total,
         (bound.len() * gang) as f64 / total,
         pct(&lat, 0.5),
         pct(&lat, 0.99),
+        quartiles(start, submitted.values()),
+        quartiles(start, created.values()),
+        quartiles(start, bound.values()),
         profile(),
     );
     s.timing(&line);
@@ -473,7 +503,7 @@ fn bound_line(
         .collect();
     lat.sort_by(f64::total_cmp);
     format!(
-        "{what}: {} nodes, {} objects: submitted in {submit_secs:.1}s, {} with all {} pod(s) bound in {total:.1}s; {:.0} objects/s, {:.0} pods bound/s; submit→bound p50 {:.2}s p99 {:.2}s; {} profile",
+        "{what}: {} nodes, {} objects: submitted in {submit_secs:.1}s, {} with all {} pod(s) bound in {total:.1}s; {:.0} objects/s, {:.0} pods bound/s; submit→bound p50 {:.2}s p99 {:.2}s; 25/50/75/100 % submitted by {}, bound by {}; {} profile",
         pc.nodes,
         pc.n,
         bound.len(),
@@ -482,6 +512,8 @@ fn bound_line(
         (bound.len() * pc.per_job) as f64 / total,
         pct(&lat, 0.5),
         pct(&lat, 0.99),
+        quartiles(start, submitted.values()),
+        quartiles(start, bound.values()),
         profile(),
     )
 }
