@@ -37,6 +37,14 @@ pub struct ControlPlane {
 
 static SHARED: OnceLock<Result<ControlPlane, String>> = OnceLock::new();
 
+/// The processes `control-plane.sh` starts, by the names of their pid files.
+const COMPONENTS: [&str; 4] = [
+    "kube-apiserver",
+    "etcd",
+    "kube-controller-manager",
+    "kube-scheduler",
+];
+
 impl ControlPlane {
     /// The control plane of this test binary, started on first use with the CRDs applied.
     ///
@@ -120,6 +128,24 @@ impl ControlPlane {
                 }
             }
         }
+    }
+
+    /// CPU seconds used so far by each component this process started (kube-apiserver,
+    /// etcd, kube-controller-manager, kube-scheduler), read from `/proc` through the pid
+    /// files `control-plane.sh` writes; empty for a control plane started elsewhere. The
+    /// difference of two readings is what a run cost the cluster besides its own process.
+    pub fn component_cpu(&self) -> Vec<(&'static str, f64)> {
+        let Some(dir) = self.dir.as_deref() else {
+            return Vec::new();
+        };
+        COMPONENTS
+            .iter()
+            .filter_map(|&name| {
+                let pid = std::fs::read_to_string(dir.join(format!("{name}.pid"))).ok()?;
+                let pid: u32 = pid.trim().parse().ok()?;
+                Some((name, crate::kueue::process_usage(pid).0))
+            })
+            .collect()
     }
 
     /// Path of the admin kubeconfig.

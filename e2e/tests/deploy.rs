@@ -344,7 +344,9 @@ fn operator_service_account_can_do_what_the_code_does() {
         &["patch", "pods", "-n", team],
         &["delete", "pods", "-n", team],
         &["create", "services", "-n", team],
+        &["delete", "services", "-n", team],
         &["create", "poddisruptionbudgets.policy", "-n", team],
+        &["delete", "poddisruptionbudgets.policy", "-n", team],
         // status, finalizer, TTL
         &[
             "patch",
@@ -430,7 +432,6 @@ fn operator_service_account_can_do_nothing_more() {
         &["create", "pods", "--subresource=exec", "-n", team],
         &["get", "pods", "--subresource=log", "-n", team],
         &["create", "pods", "--subresource=eviction", "-n", team],
-        &["delete", "services", "-n", team],
         &["patch", "services", "-n", team],
         &["create", "events", "-n", team],
         &["delete", "events.events.k8s.io", "-n", team],
@@ -600,6 +601,7 @@ async fn operator_runs_under_its_service_account() {
     // The owner's one replica needs no Service (read while the job still exists: its TTL
     // deletes it, and the garbage collector anything it owned, 3 s after it succeeded).
     assert_eq!(s.job_status("own", "{.metadata.name}"), "own");
+    // The borrower's two replicas find rank 0 through the job's headless Service.
     let services =
         s.cp.jsonpath(&["services", "-n", &s.ns], "{.items[*].metadata.name}");
     assert!(
@@ -615,7 +617,7 @@ async fn operator_runs_under_its_service_account() {
     );
     s.wait_phase("borrow", "Succeeded", T).await;
 
-    // Status of all three kinds, events, the finalizer, the headless Service, the Lease.
+    // Status of all three kinds, events, the finalizer, the Service's release, the Lease.
     assert!(
         !s.cp
             .jsonpath(&["vc", &owner], "{.status.conditions}")
@@ -637,11 +639,27 @@ async fn operator_runs_under_its_service_account() {
         events.iter().any(|e| e == "Preempting"),
         "events: {events:?}"
     );
-    // The borrower's two replicas find rank 0 through the job's headless Service.
-    assert_eq!(
-        s.cp.jsonpath(&["service", "borrow", "-n", &s.ns], "{.spec.clusterIP}"),
-        "None"
-    );
+    // The borrower's headless Service and budget (seen above while it waited) go once it
+    // has finished: the service account may delete them.
+    ControlPlane::eventually(
+        "the finished borrower's Service and budget to go",
+        T,
+        || {
+            let left = s.cp.kubectl_ok(&[
+                "get",
+                "services,poddisruptionbudgets",
+                "-n",
+                &s.ns,
+                "-l",
+                "kubetrain.io/job=borrow",
+                "-o",
+                "name",
+            ]);
+            async move { left.ok().filter(|l| l.trim().is_empty()).map(|_| ()) }
+        },
+    )
+    .await;
+    assert_eq!(s.job_status("borrow", "{.metadata.name}"), "borrow");
 
     assert_eq!(
         s.cp.jsonpath(

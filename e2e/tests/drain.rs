@@ -21,8 +21,8 @@ async fn drain_asks_the_gang_to_checkpoint_then_finishes() {
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     assert_eq!(
-        s.cp.jsonpath(&["pdb", "gang", "-n", &s.ns], "{.spec.maxUnavailable}"),
-        "0"
+        s.cp.jsonpath(&["pdb", "gang", "-n", &s.ns], "{.spec.minAvailable}"),
+        "2"
     );
     let node = s.cp.jsonpath(
         &["pods", "-n", &s.ns, "-l", "kubetrain.io/job=gang"],

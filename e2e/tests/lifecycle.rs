@@ -27,7 +27,42 @@ async fn happy_path_queued_running_succeeded() {
         2,
         "placement recorded: {placement}"
     );
+    // The gang's disruption budget and headless Service while it runs; both go once it
+    // has finished, while the job itself stays.
+    let gang_objects = || {
+        s.cp.kubectl_ok(&[
+            "get",
+            "poddisruptionbudgets,services",
+            "-n",
+            &s.ns,
+            "-l",
+            "kubetrain.io/job=train",
+            "-o",
+            "name",
+        ])
+        .expect("list budgets and Services")
+    };
+    let running_objects = gang_objects();
+    assert!(
+        running_objects.contains("poddisruptionbudget.policy/train")
+            && running_objects.contains("service/train"),
+        "{running_objects}"
+    );
+    assert_eq!(
+        s.cp.jsonpath(&["pdb", "train", "-n", &s.ns], "{.spec.minAvailable}"),
+        "2"
+    );
     s.wait_phase("train", "Succeeded", T).await;
+    kubetrain_e2e::ControlPlane::eventually(
+        "the finished gang's budget and Service to go",
+        T,
+        || {
+            let left = gang_objects();
+            async move { left.trim().is_empty().then_some(()) }
+        },
+    )
+    .await;
+    assert_eq!(s.job_status("train", "{.metadata.name}"), "train");
     let conditions = s.job_status(
         "train",
         "{range .status.conditions[*]}{.type}={.status} {end}",

@@ -133,6 +133,22 @@ fn api_writes(s: &Scenario) -> BTreeMap<String, f64> {
     out
 }
 
+/// The control plane's CPU seconds between two `ControlPlane::component_cpu` readings, as
+/// one line (what the run cost the cluster besides the test process).
+fn cluster_cpu(before: &[(&str, f64)], after: &[(&str, f64)]) -> String {
+    let parts: Vec<String> = after
+        .iter()
+        .map(|(name, a)| {
+            let b = before
+                .iter()
+                .find(|(n, _)| n == name)
+                .map_or(0.0, |(_, b)| *b);
+            format!("{name} {:.1}", a - b)
+        })
+        .collect();
+    format!("control plane CPU-s {}", parts.join(", "))
+}
+
 /// Writes per job between two `api_writes` readings, largest first, as one line.
 fn writes_per_job(
     before: &BTreeMap<String, f64>,
@@ -282,6 +298,7 @@ async fn submit_to_bound_throughput() {
     let (rss_before, _) = memory_mib();
     let (cpu_before, _) = process_usage(std::process::id());
     let writes_before = api_writes(&s);
+    let cpu_cluster_before = s.cp.component_cpu();
     let start = Instant::now();
     let submitted = create_all(&api, manifests).await;
     let submit_secs = start.elapsed().as_secs_f64();
@@ -337,6 +354,7 @@ async fn submit_to_bound_throughput() {
     // The last Events land within a few seconds.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let writes = writes_per_job(&writes_before, &api_writes(&s), jobs);
+    let cluster = cluster_cpu(&cpu_cluster_before, &s.cp.component_cpu());
     let line = format!(
         "throughput ({:?} binding): {nodes} nodes, {jobs} jobs of {gang} 1-GPU pod(s){}: submitted in {submit_secs:.1}s, all bound in {total:.1}s; {:.0} jobs admitted/s, {:.0} pods bound/s; submit→bound p50 {:.2}s p99 {:.2}s; 25/50/75/100 % submitted by {}, first pod created by {}, bound by {}; test process (operator, simulated kubelets and client) {cpu:.1} CPU-s during the run, RSS {rss:.0} MiB (peak {hwm:.0} MiB, {rss_before:.0} MiB before submitting); {} profile",
         kubetrain_e2e::operator::binding(),
@@ -353,7 +371,7 @@ async fn submit_to_bound_throughput() {
     s.timing(&line);
     println!("{line}");
     let line = format!(
-        "throughput: {writes}, the simulated kubelet's included{}",
+        "throughput: {writes}, the simulated kubelet's included{}; {cluster}",
         if run_seconds.is_none() {
             format!(", counted once {settled} of {jobs} jobs showed startedAt")
         } else {
@@ -598,6 +616,7 @@ where
         .map(|i| serde_json::from_value(make(i, &names)).expect("manifest"))
         .collect();
     let writes_before = api_writes(s);
+    let cpu_cluster_before = s.cp.component_cpu();
     let start = Instant::now();
     let submitted = create_all(&api, objects).await;
     let submit_secs = start.elapsed().as_secs_f64();
@@ -608,8 +627,9 @@ where
     println!("{line}");
     tokio::time::sleep(Duration::from_secs(3)).await;
     let line = format!(
-        "{what}: {}",
-        writes_per_job(&writes_before, &api_writes(s), n)
+        "{what}: {}; {}",
+        writes_per_job(&writes_before, &api_writes(s), n),
+        cluster_cpu(&cpu_cluster_before, &s.cp.component_cpu())
     );
     s.timing(&line);
     println!("{line}");

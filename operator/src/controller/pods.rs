@@ -116,6 +116,11 @@ fn owner(
 /// The gang's PodDisruptionBudget: no pod of it may be evicted (`kubectl drain`, cluster
 /// autoscalers), so a drain waits while kubetrain asks the job to checkpoint and then stops
 /// it itself. Deletions, kubetrain's own way of stopping pods, are not affected.
+///
+/// The budget is `minAvailable` of the whole gang, not `maxUnavailable: 0`: for
+/// `maxUnavailable` the disruption controller reads the owner's `/scale`, which a
+/// TrainingJob does not have, so every sync of the budget failed (`SyncFailed`, one failed
+/// GET each, retried with backoff); `minAvailable` as a number needs only the pods.
 pub fn disruption_budget(job: &TrainingJob) -> PodDisruptionBudget {
     let name = job.name_any();
     PodDisruptionBudget {
@@ -127,7 +132,7 @@ pub fn disruption_budget(job: &TrainingJob) -> PodDisruptionBudget {
             ..Default::default()
         },
         spec: Some(PodDisruptionBudgetSpec {
-            max_unavailable: Some(IntOrString::Int(0)),
+            min_available: Some(IntOrString::Int(replica_count(job).max(1))),
             selector: Some(LabelSelector {
                 match_labels: Some([(JOB_LABEL.to_string(), name)].into()),
                 ..Default::default()
@@ -138,14 +143,18 @@ pub fn disruption_budget(job: &TrainingJob) -> PodDisruptionBudget {
     }
 }
 
-/// Whether the job's replicas need names to find each other: more than one in all.
-fn needs_rendezvous(job: &TrainingJob) -> bool {
+/// The job's replicas, all tasks together: the size of its gang.
+fn replica_count(job: &TrainingJob) -> i32 {
     job.spec
         .tasks
         .iter()
-        .map(|t| i64::from(t.replicas().max(0)))
-        .sum::<i64>()
-        > 1
+        .map(|t| t.replicas().max(0))
+        .fold(0, i32::saturating_add)
+}
+
+/// Whether the job's replicas need names to find each other: more than one in all.
+fn needs_rendezvous(job: &TrainingJob) -> bool {
+    replica_count(job) > 1
 }
 
 /// The headless Service that gives every replica a stable DNS name; none for a job of one
@@ -596,7 +605,7 @@ mod tests {
     /// Replicas find rank 0 through the job's headless Service; a job of one replica has
     /// nobody to find, so it gets `localhost` and no Service (nor its Endpoints).
     #[test]
-    fn only_a_job_of_several_replicas_gets_a_service() {
+    fn only_a_job_of_several_replicas_gets_a_service_and_the_budget_keeps_the_gang() {
         let settings = PodSettings::default();
         let two = job();
         let service = headless_service(&two, &settings).expect("two replicas: a Service");
@@ -607,6 +616,14 @@ mod tests {
         let mut one = job();
         one.spec.tasks[0].replicas = Some(1);
         assert!(headless_service(&one, &settings).is_none());
+        // The budget keeps the whole gang: every replica must stay available.
+        let min_available = |j: &TrainingJob| {
+            let spec = disruption_budget(j).spec.expect("spec");
+            assert!(spec.max_unavailable.is_none());
+            spec.min_available
+        };
+        assert_eq!(min_available(&two), Some(IntOrString::Int(2)));
+        assert_eq!(min_available(&one), Some(IntOrString::Int(1)));
         let pods = gang_pods(
             &one,
             &[placed(0, 0, "n1", &[0, 1])],

@@ -5,20 +5,22 @@
 //! the scheduler's last word on why it waits, the nodes under the pods), asks
 //! [`lifecycle::next`] for the next status and the effects, writes the whole status with
 //! server-side apply, and carries the effects out: the job's deletion after its TTL,
-//! checkpoint requests and pod deletions, then Events.
+//! checkpoint requests and pod deletions, then Events; a job that finished lets go of its
+//! disruption budget and headless Service.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, Pod, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
-use tracing::{info, instrument};
+use tracing::{debug, info, instrument};
 
 use super::context::Context;
 use super::error::{self, Error, Reconciler};
@@ -113,6 +115,9 @@ pub async fn reconcile(job: Arc<TrainingJob>, ctx: Arc<Context>) -> Result<Actio
         if old.phase != status.phase {
             info!(from = %old.phase, to = %status.phase, "phase");
             ctx.wake.notify_one();
+            if status.phase.is_finished() {
+                release_gang_objects(&ctx, &job);
+            }
         }
     }
     // The pods first, the Events after: a preempted gang's GPUs wait for its pods' deletion,
@@ -132,6 +137,29 @@ pub async fn reconcile(job: Arc<TrainingJob>, ctx: Arc<Context>) -> Result<Actio
         Some(d) => Action::requeue(d),
         None => Action::requeue(Duration::from_secs(60)),
     })
+}
+
+/// A finished job's disruption budget and headless Service guard and name pods that no
+/// longer run: they go when it finishes rather than with the job (its owner references), so
+/// finished jobs kept for their status do not pile them up. Kubernetes' disruption and
+/// endpoints controllers match every pod change against every budget and Service of its
+/// namespace, so thousands of stale ones cost the control plane on each pod change. Best
+/// effort: one left behind still goes with the job.
+fn release_gang_objects(ctx: &Context, job: &TrainingJob) {
+    let ns = job.namespace().unwrap_or_default();
+    let name = job.name_any();
+    let budgets: Api<PodDisruptionBudget> = Api::namespaced(ctx.client.clone(), &ns);
+    let services: Api<Service> = Api::namespaced(ctx.client.clone(), &ns);
+    let multi = super::pods::headless_service(job, &ctx.settings.pods).is_some();
+    tokio::spawn(async move {
+        let params = DeleteParams::background();
+        if let Err(e) = budgets.delete(&name, &params).await {
+            debug!(job = %name, error = %e, "disruption budget not deleted");
+        }
+        if multi && let Err(e) = services.delete(&name, &params).await {
+            debug!(job = %name, error = %e, "Service not deleted");
+        }
+    });
 }
 
 /// Deletes the pods the lifecycle names: gracefully, or with no grace when forced.
