@@ -7,8 +7,9 @@
 //! that hostname under a headless Service named after the job, so `MASTER_ADDR` is a stable
 //! DNS name; a job of one replica talks only to itself, so it gets `localhost` and no Service
 //! (a Service and its Endpoints and EndpointSlice are about 3.4 of the 19 API writes of a
-//! one-pod job, see docs/benchmarks-control-plane.md). The chosen node and GPU indices go in the `kubetrain.io/node` and
-//! `kubetrain.io/gpus` annotations; how the GPUs reach the container is [`GpuBinding`].
+//! one-pod job, see docs/benchmarks-control-plane.md). The chosen node and GPU indices go in
+//! the `kubetrain.io/node` and `kubetrain.io/gpus` annotations; how the GPUs reach the
+//! container is [`GpuBinding`].
 //!
 //! This module writes the pod protocol (`api::annotations`); `controller::gang` reads it.
 
@@ -152,8 +153,9 @@ fn replica_count(job: &TrainingJob) -> i32 {
         .fold(0, i32::saturating_add)
 }
 
-/// Whether the job's replicas need names to find each other: more than one in all.
-fn needs_rendezvous(job: &TrainingJob) -> bool {
+/// Whether the job's replicas need names to find each other (more than one in all): whether
+/// it has a headless Service.
+pub fn needs_rendezvous(job: &TrainingJob) -> bool {
     replica_count(job) > 1
 }
 

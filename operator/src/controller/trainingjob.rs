@@ -150,13 +150,13 @@ fn release_gang_objects(ctx: &Context, job: &TrainingJob) {
     let name = job.name_any();
     let budgets: Api<PodDisruptionBudget> = Api::namespaced(ctx.client.clone(), &ns);
     let services: Api<Service> = Api::namespaced(ctx.client.clone(), &ns);
-    let multi = super::pods::headless_service(job, &ctx.settings.pods).is_some();
+    let has_service = super::pods::needs_rendezvous(job);
     tokio::spawn(async move {
         let params = DeleteParams::background();
         if let Err(e) = budgets.delete(&name, &params).await {
             debug!(job = %name, error = %e, "disruption budget not deleted");
         }
-        if multi && let Err(e) = services.delete(&name, &params).await {
+        if has_service && let Err(e) = services.delete(&name, &params).await {
             debug!(job = %name, error = %e, "Service not deleted");
         }
     });
