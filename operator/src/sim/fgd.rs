@@ -106,9 +106,12 @@ fn node_frag(shapes: &[(Shape, f64)], model: &str, free: &[u32], cpu: u64) -> f6
     frag
 }
 
-fn score(before: f64, after: f64) -> i64 {
+/// `⌊100 · sigmoid((before − after) / 1000) + rounding⌋`: FGD's score with `rounding` 0.
+/// Other roundings move where equal scores begin and end, to measure how much a result rests
+/// on that (see `docs/benchmarks-placement.md`).
+fn score(before: f64, after: f64, rounding: f64) -> i64 {
     let x = (before - after) / 1000.0;
-    (100.0 / (1.0 + (-x).exp())) as i64
+    (100.0 / (1.0 + (-x).exp()) + rounding) as i64
 }
 
 /// Where one pod goes: (node, GPUs), or None when it fits nowhere.
@@ -118,6 +121,7 @@ fn place(
     shapes: &[(Shape, f64)],
     p: &OpenbPod,
     rank: &[u32],
+    rounding: f64,
 ) -> Option<(usize, Vec<usize>)> {
     let s = shape(p);
     let mut best: Option<(i64, u32)> = None;
@@ -136,7 +140,11 @@ fn place(
         let cpu_after = cpu - p.cpu_milli;
         let candidate = if s.gpus == 0 {
             Some((
-                score(before, node_frag(shapes, &n.model, &free, cpu_after)),
+                score(
+                    before,
+                    node_frag(shapes, &n.model, &free, cpu_after),
+                    rounding,
+                ),
                 vec![],
             ))
         } else if s.milli < 1000 {
@@ -147,7 +155,11 @@ fn place(
                     continue;
                 }
                 free[g] -= s.milli;
-                let sc = score(before, node_frag(shapes, &n.model, &free, cpu_after));
+                let sc = score(
+                    before,
+                    node_frag(shapes, &n.model, &free, cpu_after),
+                    rounding,
+                );
                 free[g] += s.milli;
                 if best_gpu.is_none_or(|b| sc > b.0) {
                     best_gpu = Some((sc, g));
@@ -166,7 +178,11 @@ fn place(
                     free[g] = 0;
                 }
                 Some((
-                    score(before, node_frag(shapes, &n.model, &free, cpu_after)),
+                    score(
+                        before,
+                        node_frag(shapes, &n.model, &free, cpu_after),
+                        rounding,
+                    ),
                     whole,
                 ))
             }
@@ -186,13 +202,15 @@ fn place(
 }
 
 /// Run the FGD protocol for one seed with FGD placing: same arrivals and measure as
-/// [`placement::run`].
+/// [`placement::run`]. `rounding` is added to every score before it is rounded down (0 for
+/// FGD as published).
 pub fn run(
     workload: &str,
     nodes: &[OpenbNode],
     pods: &[OpenbPod],
     seed: u64,
     target_pct: u32,
+    rounding: f64,
 ) -> PlacementRun {
     let t0 = Instant::now();
     let cap_milli: u64 = nodes.iter().map(|n| u64::from(n.gpus) * 1000).sum();
@@ -211,7 +229,7 @@ pub fn run(
             let p = &pods[seq[next]];
             arrived += p.gpu_milli_total();
             next += 1;
-            match place(nodes, &u, &shapes, p, &rank) {
+            match place(nodes, &u, &shapes, p, &rank, rounding) {
                 Some((n, gpus)) => {
                     let each = if p.gpu_milli > 0 && p.num_gpu > 0 {
                         p.gpu_milli.min(1000)
@@ -290,7 +308,7 @@ mod tests {
         let nodes = vec![node("a"), node("b")];
         let mut u = Usage::new(&nodes);
         u.take(0, 0, 0, &[0], 700);
-        let got = place(&nodes, &u, &shapes, &pod(0, 1, 300), &[1, 0]);
+        let got = place(&nodes, &u, &shapes, &pod(0, 1, 300), &[1, 0], 0.0);
         assert_eq!(got, Some((0, vec![0])));
     }
 }
