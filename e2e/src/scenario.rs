@@ -55,16 +55,15 @@ impl Scenario {
         );
         let spec = ClusterSpec::from_yaml(&yaml).expect("cluster spec");
         let client = cp.client().await.expect("client");
-        // `KUBETRAIN_SIM_CONCURRENCY`: the simulated kubelet's bound on concurrent API calls
-        // (16 by default). One agent plays every node's kubelet, so at hundreds of nodes it
-        // starts, checkpoints and stops pods behind a shared backlog that real kubelets, one
-        // per node, do not have; a larger bound shows how much of a measurement that is.
+        // `KUBETRAIN_SIM_CONCURRENCY`: the simulated kubelet's bound on pods handled at once
+        // (by default it grows with the nodes, see `SimOptions::pod_concurrency`); a smaller
+        // one shows how much of a measurement is the simulated kubelet's backlog.
         let mut options = crate::simnode::SimOptions::default();
         if let Some(n) = std::env::var("KUBETRAIN_SIM_CONCURRENCY")
             .ok()
             .and_then(|v| v.parse::<usize>().ok())
         {
-            options.concurrency = n.max(1);
+            options.pod_concurrency = Some(n.max(1));
         }
         let sim = SimCluster::start_with(client, spec, options)
             .await

@@ -60,9 +60,12 @@ struct RunArgs {
     /// Cap on the termination grace period honoured, in seconds.
     #[arg(long, default_value_t = 2.0)]
     max_grace_seconds: f64,
-    /// Concurrent API calls (for heartbeats, and for pods).
+    /// Concurrent API calls for node heartbeats.
     #[arg(long, default_value_t = 16)]
     concurrency: usize,
+    /// Pods handled at once [default: one per two nodes, at least --concurrency, at most 128].
+    #[arg(long)]
+    pod_concurrency: Option<usize>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -170,6 +173,7 @@ async fn main() -> Result<()> {
                 checkpoint_delay: secs(a.checkpoint_seconds, "checkpoint-seconds")?,
                 max_termination_grace: secs(a.max_grace_seconds, "max-grace-seconds")?,
                 concurrency: a.concurrency.max(1),
+                pod_concurrency: a.pod_concurrency,
                 delete_nodes_on_shutdown: a.delete_on_exit,
             };
             let sim = SimCluster::start_with(client, spec, options).await?;

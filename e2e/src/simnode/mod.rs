@@ -72,8 +72,14 @@ pub struct SimOptions {
     /// Cap on the termination grace period honoured before a deleted pod is removed
     /// (a pod deleted with `gracePeriodSeconds: 30` is gone after this long).
     pub max_termination_grace: Duration,
-    /// Bound on concurrent API calls for node heartbeats, and separately for pods.
+    /// Bound on concurrent API calls for node heartbeats (and node creates and deletes).
     pub concurrency: usize,
+    /// Bound on pods handled at once (each reconcile makes about one API call). `None`: one
+    /// per two nodes, at least `concurrency` and at most [`MAX_POD_CONCURRENCY`]. One agent
+    /// plays every node's kubelet; with a fixed bound, a cluster of hundreds of nodes started,
+    /// checkpointed and stopped its pods behind one shared backlog (tens of seconds at 300
+    /// nodes with 16) that real kubelets, one per node, do not have.
+    pub pod_concurrency: Option<usize>,
     /// Whether [`SimHandle::shutdown`] deletes the nodes (and their Leases).
     pub delete_nodes_on_shutdown: bool,
 }
@@ -87,8 +93,23 @@ impl Default for SimOptions {
             checkpoint_delay: Duration::from_secs(2),
             max_termination_grace: Duration::from_secs(2),
             concurrency: 16,
+            pod_concurrency: None,
             delete_nodes_on_shutdown: true,
         }
+    }
+}
+
+/// Most pods the agent handles at once by default: well under the API server's default of
+/// 200 mutating requests in flight.
+pub const MAX_POD_CONCURRENCY: usize = 128;
+
+impl SimOptions {
+    /// The bound on pods handled at once for a cluster of `nodes` nodes.
+    pub fn pods_at_once(&self, nodes: usize) -> usize {
+        let floor = self.concurrency.max(1);
+        self.pod_concurrency
+            .unwrap_or_else(|| (nodes / 2).clamp(floor, MAX_POD_CONCURRENCY.max(floor)))
+            .max(1)
     }
 }
 
@@ -277,5 +298,28 @@ impl SimHandle {
         }
         tracing::info!(cluster = %self.spec.name, "simulated cluster stopped");
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pods_at_once_grows_with_the_cluster_within_bounds() {
+        let o = SimOptions::default();
+        assert_eq!(o.pods_at_once(4), 16, "never below the heartbeat bound");
+        assert_eq!(o.pods_at_once(100), 50);
+        assert_eq!(o.pods_at_once(1000), MAX_POD_CONCURRENCY);
+        let fixed = SimOptions {
+            pod_concurrency: Some(3),
+            ..SimOptions::default()
+        };
+        assert_eq!(fixed.pods_at_once(1000), 3, "an explicit bound wins");
+        let wide = SimOptions {
+            concurrency: 200,
+            ..SimOptions::default()
+        };
+        assert_eq!(wide.pods_at_once(10), 200);
     }
 }

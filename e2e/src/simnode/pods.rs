@@ -108,7 +108,8 @@ impl PodCtx {
 /// Runs the fake kubelet until the task is aborted.
 pub(crate) async fn run(agent: Arc<Agent>) {
     let api: Api<Pod> = Api::all(agent.client.clone());
-    let concurrency = u16::try_from(agent.options.concurrency.max(1)).unwrap_or(u16::MAX);
+    let bound = agent.options.pods_at_once(agent.nodes.len());
+    let concurrency = u16::try_from(bound).unwrap_or(u16::MAX);
     let controller = Controller::new(api, watcher::Config::default().fields("spec.nodeName!="))
         .with_config(controller::Config::default().concurrency(concurrency));
     let ctx = Arc::new(PodCtx {
