@@ -9,7 +9,8 @@
 //! | TrainingJob | [`JobEvents`] | a reconcile of the job; on deletion, its status-write record and reconcile failures forgotten |
 //! | Queue, VirtualCluster, Namespace, PVC, PV, PriorityClass | [`ReferenceEvents`] | `refs_generation`; on deletion, reconcile failures forgotten |
 //!
-//! Every change wakes the scheduler (debounced), except a node's heartbeat alone.
+//! Every change wakes the scheduler (debounced), except a node's heartbeat alone and a
+//! status-only change of a Queue or VirtualCluster.
 //!
 //! Why it is wired this way:
 //! - **One cache per kind, shared.** The scheduler, the reconcilers and validation read the
@@ -25,6 +26,10 @@
 //!   the jobs running on it look at once whether it stopped them, not at their next requeue.
 //!   A heartbeat alone changes nothing the scheduler or a job reads ([`node_fingerprint`]),
 //!   so it wakes neither; the scheduler's periodic resync still runs.
+//! - **The scheduler's own status writes do not wake it.** Each cycle applies the Queues' and
+//!   VirtualClusters' status (their usage), which the scheduler never reads: waking on those
+//!   made every cycle that changed a usage run the next one, about every 100 ms while jobs
+//!   started ([`ReferenceEvents::status_only`]).
 //! - **`refs_generation`.** Validation reads owned copies of the small kinds
 //!   ([`super::context::RefMaps`]), rebuilt only when the generation moved: every event of
 //!   those kinds bumps it, a node's only when the GPU types on offer may have changed.
@@ -39,6 +44,8 @@ use futures::StreamExt;
 use futures::channel::mpsc;
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::DynamicObject;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
@@ -117,6 +124,7 @@ pub fn start(client: &Client) -> (Watches, JobRequests) {
     let refs = || ReferenceEvents {
         generation: refs_generation.clone(),
         failures: failures.clone(),
+        status_only: None,
     };
     let stores = Stores {
         nodes: cache(
@@ -134,8 +142,8 @@ pub fn start(client: &Client) -> (Watches, JobRequests) {
                 failures: failures.clone(),
             },
         ),
-        queues: cache(client, &wake, refs()),
-        vcs: cache(client, &wake, refs()),
+        queues: cache(client, &wake, refs().ignoring_status()),
+        vcs: cache(client, &wake, refs().ignoring_status()),
         namespaces: cache(client, &wake, refs()),
         // A bound volume's node affinity restricts where the job's pods may run
         // (placement_rules::volume_affinities).
@@ -404,6 +412,19 @@ impl Handler<TrainingJob> for JobEvents {
 struct ReferenceEvents {
     generation: Arc<AtomicU64>,
     failures: Arc<Failures>,
+    /// For kinds whose status only the operator writes and the scheduler does not read: by
+    /// object, its [`meta_fingerprint`] as last seen. A change that leaves it alone is a
+    /// status write and wakes nobody.
+    status_only: Option<HashMap<ObjectRef<DynamicObject>, u64>>,
+}
+
+impl ReferenceEvents {
+    fn ignoring_status(self) -> Self {
+        ReferenceEvents {
+            status_only: Some(HashMap::new()),
+            ..self
+        }
+    }
 }
 
 impl<K: Resource<DynamicType = ()>> Handler<K> for ReferenceEvents {
@@ -412,8 +433,39 @@ impl<K: Resource<DynamicType = ()>> Handler<K> for ReferenceEvents {
         if let watcher::Event::Delete(o) = event {
             self.failures.forget(&ObjectRef::from_obj(o).erase());
         }
-        true
+        let Some(seen) = self.status_only.as_mut() else {
+            return true;
+        };
+        match event {
+            watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
+                let print = meta_fingerprint(o.meta());
+                seen.insert(ObjectRef::from_obj(o).erase(), print) != Some(print)
+            }
+            watcher::Event::Delete(o) => {
+                seen.remove(&ObjectRef::from_obj(o).erase());
+                true
+            }
+            watcher::Event::Init => {
+                seen.clear();
+                true
+            }
+            watcher::Event::InitDone => true,
+        }
     }
+}
+
+/// Everything of an object but its status: `generation` moves with every spec change of a
+/// kind with a status subresource; the rest of the metadata does not move it.
+fn meta_fingerprint(meta: &ObjectMeta) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    meta.generation.hash(&mut h);
+    meta.labels.hash(&mut h);
+    meta.annotations.hash(&mut h);
+    meta.deletion_timestamp.as_ref().map(|t| t.0).hash(&mut h);
+    meta.finalizers.hash(&mut h);
+    meta.uid.hash(&mut h);
+    h.finish()
 }
 
 #[cfg(test)]
@@ -561,6 +613,48 @@ mod tests {
         let relabelled = node("n1", "A100", true, "2026-01-01T00:00:30Z");
         assert!(nodes.on_event(&watcher::Event::Apply(relabelled)));
         assert_eq!(gen_now(), listed + 1);
+    }
+
+    fn queue(generation: i64, label: &str, running: i32) -> Queue {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "kubetrain.io/v1alpha1", "kind": "Queue",
+            "metadata": {"name": "q", "uid": "uid-q", "generation": generation,
+                         "labels": {"team": label}},
+            "spec": {"virtualCluster": "vc"},
+            "status": {"running": running},
+        }))
+        .expect("queue")
+    }
+
+    /// The scheduler's own usage writes do not start another cycle; any other change does,
+    /// and every event still renews the reference maps.
+    #[test]
+    fn a_queue_status_write_wakes_nobody_and_a_spec_change_does() {
+        let generation = Arc::new(AtomicU64::new(0));
+        let mut events = ReferenceEvents {
+            generation: generation.clone(),
+            failures: Arc::new(Failures::default()),
+            status_only: None,
+        }
+        .ignoring_status();
+        let wakes = |events: &mut ReferenceEvents, e: watcher::Event<Queue>| events.on_event(&e);
+
+        assert!(wakes(&mut events, watcher::Event::Init));
+        assert!(wakes(
+            &mut events,
+            watcher::Event::InitApply(queue(1, "a", 0))
+        ));
+        assert!(wakes(&mut events, watcher::Event::InitDone));
+        assert!(!wakes(&mut events, watcher::Event::Apply(queue(1, "a", 5))));
+        assert!(wakes(&mut events, watcher::Event::Apply(queue(2, "a", 5))));
+        assert!(wakes(&mut events, watcher::Event::Apply(queue(2, "b", 5))));
+        assert!(!wakes(&mut events, watcher::Event::Apply(queue(2, "b", 6))));
+        assert!(wakes(&mut events, watcher::Event::Delete(queue(2, "b", 6))));
+        assert!(
+            wakes(&mut events, watcher::Event::Apply(queue(1, "b", 0))),
+            "a queue made again is new"
+        );
+        assert_eq!(generation.load(Ordering::SeqCst), 9);
     }
 
     #[test]
