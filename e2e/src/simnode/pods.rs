@@ -59,6 +59,9 @@ pub const SIGTERM_EXIT_CODE: i32 = 143;
 pub const OOM_EXIT_CODE: i32 = 137;
 /// How often pods on a faulted node are looked at again.
 const FAULT_RECHECK: Duration = Duration::from_secs(2);
+/// When a pod whose last write the cache does not show yet is looked at again (its watch
+/// event normally comes first).
+const STALE_RECHECK: Duration = Duration::from_secs(1);
 /// Size of the fake pod network 10.244.0.0/16, minus its network and broadcast addresses.
 const POD_IPS: u32 = 65534;
 
@@ -70,6 +73,10 @@ struct PodCtx {
     /// Sub-second times of what this agent did, by pod uid: the API keeps whole seconds only.
     /// After a restart the (truncated) times from the pod's status are used instead.
     times: Mutex<HashMap<String, PodTimes>>,
+    /// By pod uid: the resourceVersion this agent's last status write was based on. While the
+    /// cache still shows that version, the write has not come back through the watch, and
+    /// acting on the stale copy again would only fail with a conflict.
+    written_from: Mutex<HashMap<String, String>>,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -95,9 +102,17 @@ impl PodCtx {
         f(self.times.lock().await.entry(uid).or_default());
     }
 
+    /// Whether the last status write to the pod was based on the version at hand.
+    async fn already_written(&self, pod: &Pod) -> bool {
+        let uid = pod.uid().unwrap_or_default();
+        let rv = pod.resource_version();
+        self.written_from.lock().await.get(&uid) == rv.as_ref()
+    }
+
     async fn forget(&self, pod: &Pod) {
         let uid = pod.uid().unwrap_or_default();
         self.times.lock().await.remove(&uid);
+        self.written_from.lock().await.remove(&uid);
         self.requests_seen
             .lock()
             .await
@@ -117,6 +132,7 @@ pub(crate) async fn run(agent: Arc<Agent>) {
         pods: controller.store(),
         requests_seen: Mutex::default(),
         times: Mutex::default(),
+        written_from: Mutex::default(),
     });
     controller
         .run(reconcile, error_policy, ctx)
@@ -193,6 +209,13 @@ async fn reconcile(pod: Arc<Pod>, ctx: Arc<PodCtx>) -> Result<Action, Error> {
     if Faults::of(&node).node.is_some() {
         return Ok(Action::requeue(FAULT_RECHECK));
     }
+    if ctx.already_written(&pod).await {
+        // A timer fired before the watch brought back this agent's last write (a busy API
+        // server lags by seconds): that write's event reconciles the pod again. Writing from
+        // the stale copy failed with a conflict and was retried every 200 ms, several status
+        // patches per pod at 1,000 nodes.
+        return Ok(Action::requeue(STALE_RECHECK));
+    }
     let api: Api<Pod> = Api::namespaced(
         ctx.agent.client.clone(),
         &pod.namespace().unwrap_or_default(),
@@ -214,12 +237,12 @@ async fn reconcile(pod: Arc<Pod>, ctx: Arc<PodCtx>) -> Result<Action, Error> {
         .map(|t| times.accepted.unwrap_or(t.0))
     else {
         if let Some(reason) = admission_rejection(&pod) {
-            write_status(&api, &pod, rejected(&pod, &reason, now)).await?;
+            write_status(&api, &pod, &ctx, rejected(&pod, &reason, now)).await?;
             ctx.forget(&pod).await;
             tracing::debug!(pod = %pod.name_any(), node = %node_name, %reason, "rejected at admission");
             return Ok(Action::await_change());
         }
-        write_status(&api, &pod, accepted(&pod, sim_node, now)).await?;
+        write_status(&api, &pod, &ctx, accepted(&pod, sim_node, now)).await?;
         ctx.record(&pod, |t| t.accepted = Some(now)).await;
         tracing::debug!(pod = %pod.name_any(), node = %node_name, "accepted");
         return Ok(Action::requeue(Duration::from_secs(1)));
@@ -235,7 +258,7 @@ async fn reconcile(pod: Arc<Pod>, ctx: Arc<PodCtx>) -> Result<Action, Error> {
             .pod_ip
             .clone()
             .unwrap_or_else(|| allocate_ip(&ctx.pods));
-        write_status(&api, &pod, running(&pod, ip, now)).await?;
+        write_status(&api, &pod, &ctx, running(&pod, ip, now)).await?;
         ctx.record(&pod, |t| t.running = Some(now)).await;
         tracing::debug!(pod = %pod.name_any(), node = %node_name, "running");
         return Ok(Action::requeue(Duration::from_secs(1)));
@@ -245,7 +268,7 @@ async fn reconcile(pod: Arc<Pod>, ctx: Arc<PodCtx>) -> Result<Action, Error> {
         let due = add(started_at, run);
         if now >= due {
             let (phase, finished) = finished(&pod, now);
-            write_status(&api, &pod, finished).await?;
+            write_status(&api, &pod, &ctx, finished).await?;
             ctx.forget(&pod).await;
             tracing::debug!(pod = %pod.name_any(), node = %node_name, phase, "finished");
             return Ok(Action::await_change());
@@ -273,15 +296,23 @@ fn running_since(status: &PodStatus) -> Option<Timestamp> {
         .min()
 }
 
-async fn write_status(api: &Api<Pod>, pod: &Pod, status: PodStatus) -> Result<(), Error> {
-    let body =
-        json!({ "metadata": { "resourceVersion": pod.resource_version() }, "status": status });
+async fn write_status(
+    api: &Api<Pod>,
+    pod: &Pod,
+    ctx: &PodCtx,
+    status: PodStatus,
+) -> Result<(), Error> {
+    let rv = pod.resource_version();
+    let body = json!({ "metadata": { "resourceVersion": rv }, "status": status });
     api.patch_status(
         &pod.name_any(),
         &PatchParams::default(),
         &Patch::Merge(body),
     )
     .await?;
+    if let (Some(uid), Some(rv)) = (pod.uid(), rv) {
+        ctx.written_from.lock().await.insert(uid, rv);
+    }
     Ok(())
 }
 
@@ -628,6 +659,7 @@ async fn terminate(
         write_status(
             api,
             pod,
+            ctx,
             stopped(pod, None, SIGTERM_EXIT_CODE, "Error", message, now),
         )
         .await?;
