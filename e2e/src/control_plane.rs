@@ -143,7 +143,7 @@ impl ControlPlane {
             .filter_map(|&name| {
                 let pid = std::fs::read_to_string(dir.join(format!("{name}.pid"))).ok()?;
                 let pid: u32 = pid.trim().parse().ok()?;
-                Some((name, crate::kueue::process_usage(pid).0))
+                Some((name, crate::process::usage(pid).0))
             })
             .collect()
     }

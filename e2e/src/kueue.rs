@@ -189,7 +189,7 @@ spec: {{clusterQueue: {cq}}}
     /// The manager's CPU time so far (user + system) in seconds, and its peak resident memory
     /// in MiB, from /proc.
     pub fn usage(&self) -> (f64, f64) {
-        process_usage(self.child.id())
+        crate::process::usage(self.child.id())
     }
 
     /// Where the manager's log is.
@@ -203,30 +203,6 @@ impl Drop for Kueue {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// CPU seconds (user + system) and peak RSS (VmHWM, MiB) of process `pid`, from /proc. Clock
-/// ticks are USER_HZ, 100 on every Linux this runs on.
-pub fn process_usage(pid: u32) -> (f64, f64) {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command name, which is in parentheses and may hold spaces.
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
-    let ticks: f64 = [11, 12]
-        .iter()
-        .filter_map(|&i| fields.get(i).and_then(|v| v.parse::<f64>().ok()))
-        .sum();
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let hwm = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|kb| kb.parse::<f64>().ok())
-        .map_or(f64::NAN, |kb| kb / 1024.0);
-    (ticks / 100.0, hwm)
 }
 
 fn self_signed(dir: &Path) -> Result<(), Error> {

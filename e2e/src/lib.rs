@@ -10,6 +10,7 @@ mod control_plane;
 mod kubectl;
 pub mod kueue;
 pub mod operator;
+pub mod process;
 pub mod scenario;
 pub mod simnode;
 

@@ -32,7 +32,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kubetrain::api::TrainingJob;
-use kubetrain_e2e::kueue::process_usage;
+use kubetrain_e2e::process;
 use kubetrain_e2e::scenario::Scenario;
 
 fn env(name: &str, default: usize) -> usize {
@@ -290,7 +290,7 @@ async fn submit_to_bound_throughput() {
         })
         .collect();
     let (rss_before, _) = memory_mib();
-    let (cpu_before, _) = process_usage(std::process::id());
+    let (cpu_before, _) = process::usage(std::process::id());
     let writes_before = api_writes(&s);
     let cpu_cluster_before = s.cp.component_cpu();
     let start = Instant::now();
@@ -315,7 +315,7 @@ async fn submit_to_bound_throughput() {
         .collect();
     lat.sort_by(f64::total_cmp);
     let (rss, hwm) = memory_mib();
-    let cpu = process_usage(std::process::id()).0 - cpu_before;
+    let cpu = process::usage(std::process::id()).0 - cpu_before;
     let created = seen
         .lock()
         .unwrap_or_else(|e| e.into_inner())
