@@ -15,12 +15,20 @@ pub fn usage(pid: u32) -> (f64, f64) {
         .iter()
         .filter_map(|&i| fields.get(i).and_then(|v| v.parse::<f64>().ok()))
         .sum();
+    (ticks / 100.0, memory_mib(pid).1)
+}
+
+/// Resident memory now and at its peak (VmRSS, VmHWM) of process `pid` in MiB, from /proc;
+/// NaN where it cannot be read.
+pub fn memory_mib(pid: u32) -> (f64, f64) {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let hwm = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|kb| kb.parse::<f64>().ok())
-        .map_or(f64::NAN, |kb| kb / 1024.0);
-    (ticks / 100.0, hwm)
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map_or(f64::NAN, |kb| kb / 1024.0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
 }

@@ -73,20 +73,6 @@ fn profile() -> &'static str {
     }
 }
 
-/// (VmRSS, VmHWM) of this process in MiB.
-fn memory_mib() -> (f64, f64) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|kb| kb.parse::<f64>().ok())
-            .map_or(f64::NAN, |kb| kb / 1024.0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
-}
-
 /// Write requests the API server has served so far, by "VERB resource[/subresource]", read
 /// from its own `/metrics` (`apiserver_request_total`) through kubectl.
 fn api_writes(s: &Scenario) -> BTreeMap<String, f64> {
@@ -289,7 +275,7 @@ async fn submit_to_bound_throughput() {
                 .expect("job manifest")
         })
         .collect();
-    let (rss_before, _) = memory_mib();
+    let (rss_before, _) = process::memory_mib(std::process::id());
     let (cpu_before, _) = process::usage(std::process::id());
     let writes_before = api_writes(&s);
     let cpu_cluster_before = s.cp.component_cpu();
@@ -314,7 +300,7 @@ async fn submit_to_bound_throughput() {
         .filter_map(|(j, b)| submitted.get(j).map(|s| b.duration_since(*s).as_secs_f64()))
         .collect();
     lat.sort_by(f64::total_cmp);
-    let (rss, hwm) = memory_mib();
+    let (rss, hwm) = process::memory_mib(std::process::id());
     let cpu = process::usage(std::process::id()).0 - cpu_before;
     let created = seen
         .lock()
@@ -485,7 +471,7 @@ async fn reclaim_latency() {
     };
     s.timing(&timeline);
     println!("{timeline}");
-    let (rss, hwm) = memory_mib();
+    let (rss, hwm) = process::memory_mib(std::process::id());
     let line = format!(
         "reclaim: {nodes} nodes, {gpus} 1-GPU bonus jobs bound in {filled:.1}s; an 8-GPU guaranteed job: checkpoint requested after {:.2}s, victims gone and its pod bound after {:.2}s (the simulated jobs acknowledge 1 s after the request and stop within 2 s of deletion); test-process RSS {rss:.0} MiB (peak {hwm:.0} MiB); {} profile",
         asked.map_or(f64::NAN, |a| a.duration_since(submitted).as_secs_f64()),
