@@ -138,15 +138,16 @@ fn place(
         free.extend(u.gpu[i].iter().map(|&x| 1000u32.saturating_sub(x)));
         let before = node_frag(shapes, &n.model, &free, cpu);
         let cpu_after = cpu - p.cpu_milli;
+        // the score of the node left with `free` GPU rooms and the pod's CPU taken
+        let score_after = |free: &[u32]| {
+            score(
+                before,
+                node_frag(shapes, &n.model, free, cpu_after),
+                rounding,
+            )
+        };
         let candidate = if s.gpus == 0 {
-            Some((
-                score(
-                    before,
-                    node_frag(shapes, &n.model, &free, cpu_after),
-                    rounding,
-                ),
-                vec![],
-            ))
+            Some((score_after(&free), vec![]))
         } else if s.milli < 1000 {
             // a share: the first GPU with the best score
             let mut best_gpu: Option<(i64, usize)> = None;
@@ -155,11 +156,7 @@ fn place(
                     continue;
                 }
                 free[g] -= s.milli;
-                let sc = score(
-                    before,
-                    node_frag(shapes, &n.model, &free, cpu_after),
-                    rounding,
-                );
+                let sc = score_after(&free);
                 free[g] += s.milli;
                 if best_gpu.is_none_or(|b| sc > b.0) {
                     best_gpu = Some((sc, g));
@@ -177,14 +174,7 @@ fn place(
                 for &g in &whole {
                     free[g] = 0;
                 }
-                Some((
-                    score(
-                        before,
-                        node_frag(shapes, &n.model, &free, cpu_after),
-                        rounding,
-                    ),
-                    whole,
-                ))
+                Some((score_after(&free), whole))
             }
         };
         let Some((sc, gpus)) = candidate else {
