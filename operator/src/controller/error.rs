@@ -26,6 +26,10 @@ pub enum Error {
     /// The operator cannot start: a cache's watch stopped before its first list.
     #[error("a cache stopped before it synced")]
     CacheClosed,
+    /// A part of the leader's work (the scheduler, a reconciler) ended or panicked: the
+    /// operator gives up leadership and exits, to be restarted.
+    #[error("the {part} stopped: {cause}")]
+    Stopped { part: &'static str, cause: String },
 }
 
 impl Error {
@@ -36,6 +40,7 @@ impl Error {
             Error::Finalizer(_) => "finalizer",
             Error::QueueNotEmpty { .. } => "queue_not_empty",
             Error::CacheClosed => "cache_closed",
+            Error::Stopped { .. } => "stopped",
         }
     }
 }

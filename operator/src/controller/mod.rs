@@ -38,12 +38,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use futures::StreamExt;
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource};
-use tracing::{debug, info, warn};
+use tracing::{debug, error, info, warn};
 
 use crate::api::{Queue, TrainingJob, VirtualCluster};
 use context::{Context, Settings};
@@ -93,24 +94,68 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
         *ctx.history() = loaded;
     }
     info!("scheduling and reconciling");
-    tokio::select! {
-        _ = scheduler::run(ctx.clone()) => {}
-        _ = reconcilers(client, ctx.clone(), job_requests) => {}
-        _ = keep_history(&ctx, &history_store) => {}
-        _ = elector.hold() => { warn!("stepping down"); return Ok(()); }
-        _ = shutdown_signal() => { info!("shutting down"); }
+    // Each part of the leader's work is a task of its own: they run on all of the runtime's
+    // threads, and a long scheduling cycle holds up neither the reconcilers nor the lease.
+    let mut leading = tokio::task::JoinSet::new();
+    leading.spawn({
+        let ctx = ctx.clone();
+        async move {
+            scheduler::run(ctx).await;
+            "scheduler"
+        }
+    });
+    for (name, reconciler) in reconcilers(client, ctx.clone(), job_requests) {
+        leading.spawn(async move {
+            reconciler.await;
+            name
+        });
     }
+    leading.spawn({
+        let (ctx, store) = (ctx.clone(), history_store.clone());
+        async move {
+            keep_history(&ctx, &store).await;
+            "workload history"
+        }
+    });
+    let outcome = tokio::select! {
+        stopped = leading.join_next() => Err(stopped_part(stopped)),
+        _ = elector.hold() => {
+            warn!("stepping down");
+            // The lease is gone: none of the leader's work may go on.
+            leading.shutdown().await;
+            return Ok(());
+        }
+        _ = shutdown_signal() => { info!("shutting down"); Ok(()) }
+    };
+    // Stopped before the lease is released, so no write of this replica's follows it.
+    leading.shutdown().await;
     // Still the leader: what was learned since the last save is not lost.
     save_history(&ctx, &history_store).await;
     elector.release().await;
-    Ok(())
+    outcome
 }
 
-/// The three reconcilers, until one stops. The TrainingJob controller has no watches of its
-/// own: it reads the shared caches and reconciles what `job_requests` asks for (see
-/// [`watches`]). Queues and VirtualClusters are few; their controllers watch them and
-/// reconcile all of them whenever a scheduling cycle changed the usage numbers.
-async fn reconcilers(client: Client, ctx: Arc<Context>, job_requests: JobRequests) {
+/// The error for a part of the leader's work that ended; each runs until it is stopped.
+fn stopped_part(stopped: Option<Result<&'static str, tokio::task::JoinError>>) -> Error {
+    let (part, cause) = match stopped {
+        Some(Ok(part)) => (part, "it ended".to_string()),
+        Some(Err(e)) => ("a task", e.to_string()),
+        None => ("every task", "none was running".to_string()),
+    };
+    error!(part, cause = %cause, "stopped; giving up leadership");
+    Error::Stopped { part, cause }
+}
+
+/// The three reconcilers, each named, each running until stopped. The TrainingJob
+/// controller has no watches of its own: it reads the shared caches and reconciles what
+/// `job_requests` asks for (see [`watches`]). Queues and VirtualClusters are few; their
+/// controllers watch them and reconcile all of them whenever a scheduling cycle changed the
+/// usage numbers.
+fn reconcilers(
+    client: Client,
+    ctx: Arc<Context>,
+    job_requests: JobRequests,
+) -> [(&'static str, BoxFuture<'static, ()>); 3] {
     let jobs = Controller::for_stream(
         futures::stream::pending::<Result<TrainingJob, watcher::Error>>(),
         ctx.stores.jobs.clone(),
@@ -121,14 +166,20 @@ async fn reconcilers(client: Client, ctx: Arc<Context>, job_requests: JobRequest
         trainingjob::error_policy,
         ctx.clone(),
     )
-    .for_each(|r| settle(&ctx, r));
+    .for_each({
+        let ctx = ctx.clone();
+        move |r| settle(&ctx, r)
+    });
     let queues = Controller::new(
         Api::<Queue>::all(client.clone()),
         watcher::Config::default(),
     )
     .reconcile_all_on(usage_changes(&ctx))
     .run(queue::reconcile, queue::error_policy, ctx.clone())
-    .for_each(|r| settle(&ctx, r));
+    .for_each({
+        let ctx = ctx.clone();
+        move |r| settle(&ctx, r)
+    });
     let vcs = Controller::new(
         Api::<VirtualCluster>::all(client),
         watcher::Config::default(),
@@ -139,12 +190,12 @@ async fn reconcilers(client: Client, ctx: Arc<Context>, job_requests: JobRequest
         virtualcluster::error_policy,
         ctx.clone(),
     )
-    .for_each(|r| settle(&ctx, r));
-    tokio::select! {
-        _ = jobs => {}
-        _ = queues => {}
-        _ = vcs => {}
-    }
+    .for_each(move |r| settle(&ctx, r));
+    [
+        ("trainingjob reconciler", jobs.boxed()),
+        ("queue reconciler", queues.boxed()),
+        ("virtualcluster reconciler", vcs.boxed()),
+    ]
 }
 
 /// What a reconciler's run yields: a successful reconcile starts the object's backoff over

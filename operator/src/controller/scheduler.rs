@@ -16,7 +16,7 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
-use tracing::{Instrument, debug, info, info_span, warn};
+use tracing::{Instrument, debug, error, info, info_span, warn};
 
 use super::context::Context;
 use super::gang::Gang;
@@ -102,19 +102,41 @@ pub async fn cycle(ctx: &Arc<Context>) {
         });
         (state.inflight.clone(), state.asked.clone())
     };
-    let world = World {
-        now,
-        nodes: &nodes,
-        pods: &pods,
-        jobs: &jobs,
-        refs: maps.refs(),
-        inflight: &inflight,
-        asked: &asked,
+    // The cycle's own work (20 ms to most of a second at 10,000 jobs) runs on a blocking
+    // thread: on a runtime worker it would hold up the watches, the reconcilers and the
+    // lease renewal that share it.
+    let computed = tokio::task::spawn_blocking({
+        let (ctx, span) = (ctx.clone(), tracing::Span::current());
+        move || {
+            let _cycle = span.enter();
+            let world = World {
+                now,
+                nodes: &nodes,
+                pods: &pods,
+                jobs: &jobs,
+                refs: maps.refs(),
+                inflight: &inflight,
+                asked: &asked,
+            };
+            let mut snap = snapshot::build(&world);
+            snap.workload = workload_shapes(&ctx, &snap, &jobs);
+            let decisions = sched::schedule(&snap);
+            let usage = usage::compute(&snap, &decisions.usage, &jobs, &world.refs);
+            let sizes = (snap.nodes.len(), snap.jobs.len());
+            (decisions, usage, jobs, sizes)
+        }
+    })
+    .await;
+    let (decisions, usage, jobs, (snap_nodes, snap_jobs)) = match computed {
+        Ok(computed) => computed,
+        Err(e) => {
+            // A fault of the core's, not of any one object: nothing is carried out, and the
+            // next cycle (on the next change or resync) tries again.
+            error!(error = %e, "scheduling cycle failed; nothing was changed");
+            ctx.state().scheduling = false;
+            return;
+        }
     };
-    let mut snap = snapshot::build(&world);
-    snap.workload = workload_shapes(ctx, &snap, &jobs);
-    let decisions = sched::schedule(&snap);
-    let usage = usage::compute(&snap, &decisions.usage, &jobs, &world.refs);
     ctx.metrics
         .cycle_seconds
         .observe(started.elapsed().as_secs_f64());
@@ -149,8 +171,8 @@ pub async fn cycle(ctx: &Arc<Context>) {
             .set(n);
     }
     debug!(
-        nodes = snap.nodes.len(),
-        jobs = snap.jobs.len(),
+        nodes = snap_nodes,
+        jobs = snap_jobs,
         admitted = decisions.admissions.len(),
         preempted = decisions.preemptions.len(),
         elapsed_ms = started.elapsed().as_millis() as u64,
@@ -453,20 +475,20 @@ async fn request_checkpoint(ctx: &Arc<Context>, job: &Arc<TrainingJob>, p: &sche
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
     let patch = checkpoint_request_patch(&stamp, Some(&p.reason.to_string()), beneficiary);
     // The gang's pods are asked together: its grace period runs from the earliest request.
-    let results: Vec<(String, Result<Pod, kube::Error>)> =
-        futures::stream::iter(gang.to_ask_checkpoint())
-            .map(|pod| {
-                let (api, patch) = (&api, &patch);
-                async move {
-                    let r = api
-                        .patch(&pod.name, &PatchParams::default(), &Patch::Merge(patch))
-                        .await;
-                    (pod.name.clone(), r)
-                }
-            })
-            .buffer_unordered(16)
-            .collect()
-            .await;
+    let to_ask: Vec<String> = gang.to_ask_checkpoint().map(|m| m.name.clone()).collect();
+    let results: Vec<(String, Result<Pod, kube::Error>)> = futures::stream::iter(to_ask)
+        .map(|name| {
+            let (api, patch) = (&api, &patch);
+            async move {
+                let r = api
+                    .patch(&name, &PatchParams::default(), &Patch::Merge(patch))
+                    .await;
+                (name, r)
+            }
+        })
+        .buffer_unordered(16)
+        .collect()
+        .await;
     for (pod, result) in results {
         match result {
             Ok(_) => asked += 1,
