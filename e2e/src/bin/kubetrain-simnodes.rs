@@ -48,8 +48,9 @@ struct RunArgs {
     /// Lease renewal period per node, in seconds.
     #[arg(long, default_value_t = 10)]
     heartbeat_seconds: u64,
-    /// Node status (Ready condition) period per node, in seconds.
-    #[arg(long, default_value_t = 10)]
+    /// Period of re-posting a node's unchanged status (Ready condition), in seconds, as a
+    /// kubelet's report frequency; a status that changed is posted at once.
+    #[arg(long, default_value_t = 300)]
     node_status_seconds: u64,
     /// Default Pending → Running delay, in seconds.
     #[arg(long, default_value_t = 1.0)]
@@ -60,7 +61,8 @@ struct RunArgs {
     /// Cap on the termination grace period honoured, in seconds.
     #[arg(long, default_value_t = 2.0)]
     max_grace_seconds: f64,
-    /// Concurrent API calls for node heartbeats.
+    /// Concurrent API calls for node creates and deletes; the least bound for heartbeats
+    /// (one per ten nodes, at most 100) and pods.
     #[arg(long, default_value_t = 16)]
     concurrency: usize,
     /// Pods handled at once [default: one per two nodes, at least --concurrency, at most 128].

@@ -62,8 +62,9 @@ pub enum Error {
 pub struct SimOptions {
     /// Lease renewal period of each node (a kubelet's is 10 s); nodes are spread over it.
     pub heartbeat_interval: Duration,
-    /// How often each node's status (Ready condition) is re-posted; must stay well below the
-    /// controller-manager's 40 s grace.
+    /// How often each node's unchanged status (Ready condition) is re-posted, as a kubelet's
+    /// `nodeStatusReportFrequency` (5 min). The Lease is what keeps a node Ready for the
+    /// controller-manager; a status that is not what it should be is posted at once.
     pub node_status_interval: Duration,
     /// Pending → Running delay when the pod has no `sim.kubetrain.io/start-seconds`.
     pub start_delay: Duration,
@@ -72,7 +73,9 @@ pub struct SimOptions {
     /// Cap on the termination grace period honoured before a deleted pod is removed
     /// (a pod deleted with `gracePeriodSeconds: 30` is gone after this long).
     pub max_termination_grace: Duration,
-    /// Bound on concurrent API calls for node heartbeats (and node creates and deletes).
+    /// Bound on concurrent API calls for node creates and deletes, and the least bound for
+    /// heartbeats and pods (see [`SimOptions::heartbeats_at_once`] and
+    /// [`SimOptions::pods_at_once`]).
     pub concurrency: usize,
     /// Bound on pods handled at once (each reconcile makes about one API call). `None`: one
     /// per two nodes, at least `concurrency` and at most [`MAX_POD_CONCURRENCY`]. One agent
@@ -88,7 +91,7 @@ impl Default for SimOptions {
     fn default() -> Self {
         SimOptions {
             heartbeat_interval: Duration::from_secs(10),
-            node_status_interval: Duration::from_secs(10),
+            node_status_interval: Duration::from_secs(300),
             start_delay: Duration::from_secs(1),
             checkpoint_delay: Duration::from_secs(2),
             max_termination_grace: Duration::from_secs(2),
@@ -103,7 +106,20 @@ impl Default for SimOptions {
 /// 200 mutating requests in flight.
 pub const MAX_POD_CONCURRENCY: usize = 128;
 
+/// Most heartbeats the agent has in flight by default.
+pub const MAX_HEARTBEAT_CONCURRENCY: usize = 100;
+
 impl SimOptions {
+    /// The bound on heartbeats in flight for a cluster of `nodes` nodes: one per ten nodes,
+    /// at least `concurrency`, at most [`MAX_HEARTBEAT_CONCURRENCY`]. Real kubelets renew
+    /// their Leases each on its own; with a fixed bound of 16, 1,000 nodes' renewals (100 a
+    /// second) fell behind the controller-manager's grace once the API server answered in
+    /// more than about 160 ms, and nodes were tainted for the agent's backlog.
+    pub fn heartbeats_at_once(&self, nodes: usize) -> usize {
+        let floor = self.concurrency.max(1);
+        (nodes / 10).clamp(floor, MAX_HEARTBEAT_CONCURRENCY.max(floor))
+    }
+
     /// The bound on pods handled at once for a cluster of `nodes` nodes.
     pub fn pods_at_once(&self, nodes: usize) -> usize {
         let floor = self.concurrency.max(1);
@@ -321,5 +337,19 @@ mod tests {
             ..SimOptions::default()
         };
         assert_eq!(wide.pods_at_once(10), 200);
+    }
+
+    #[test]
+    fn heartbeats_at_once_grow_with_the_cluster_within_bounds() {
+        let o = SimOptions::default();
+        assert_eq!(o.heartbeats_at_once(4), 16);
+        assert_eq!(o.heartbeats_at_once(500), 50);
+        assert_eq!(o.heartbeats_at_once(1000), MAX_HEARTBEAT_CONCURRENCY);
+        assert_eq!(o.heartbeats_at_once(100_000), MAX_HEARTBEAT_CONCURRENCY);
+        let wide = SimOptions {
+            concurrency: 200,
+            ..SimOptions::default()
+        };
+        assert_eq!(wide.heartbeats_at_once(10), 200);
     }
 }

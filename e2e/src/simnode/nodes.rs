@@ -2,10 +2,11 @@
 //!
 //! Each node is created once with its labels, topology annotation and status, and then
 //! heartbeats as a kubelet does: its Lease in `kube-node-lease` is renewed every
-//! [`SimOptions::heartbeat_interval`](super::SimOptions) and its `Ready` condition re-posted
-//! every `node_status_interval`. The nodes' turns are spread evenly over the interval and
-//! run through a bounded number of concurrent calls, so 1,000 nodes make a steady trickle of
-//! requests rather than bursts. A watch on the nodes applies fault annotations at once.
+//! [`SimOptions::heartbeat_interval`](super::SimOptions) and its unchanged `Ready` condition
+//! re-posted every `node_status_interval` (5 min, as a kubelet's report frequency). The nodes'
+//! turns are spread evenly over the interval and run through a bounded number of concurrent
+//! calls that grows with the cluster, so 1,000 nodes make a steady trickle of requests rather
+//! than bursts. A watch on the nodes applies fault annotations at once.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -317,7 +318,9 @@ pub(crate) async fn heartbeats(agent: Arc<Agent>) {
     let step = agent.options.heartbeat_interval / names.len() as u32;
     let mut tick = tokio::time::interval(step.max(Duration::from_millis(1)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let limit = Arc::new(Semaphore::new(agent.options.concurrency.max(1)));
+    let limit = Arc::new(Semaphore::new(
+        agent.options.heartbeats_at_once(names.len()),
+    ));
     let last_status: Arc<Mutex<HashMap<String, tokio::time::Instant>>> = Arc::default();
     let mut tasks = JoinSet::new();
     for name in names.iter().cycle() {
