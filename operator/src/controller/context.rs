@@ -19,10 +19,10 @@ use super::pods::PodSettings;
 use super::snapshot::{Asked, Inflight};
 use super::usage::Usage;
 use super::validate::{PriorityClassValue, Refs};
+use super::waiting::Published;
 use super::watches::{JobTriggers, Stores, Watches};
 use super::workload::{History, WorkloadSettings};
 use crate::api::{Queue, TrainingJob, VirtualCluster};
-use crate::sched::WaitReason;
 
 /// Field manager of every write the operator makes.
 pub const MANAGER: &str = "kubetrain";
@@ -68,8 +68,9 @@ pub struct SchedState {
     pub inflight: BTreeMap<JobKey, Inflight>,
     /// Checkpoint requests the pod cache may not show yet, by the victim's job key.
     pub asked: BTreeMap<JobKey, Asked>,
-    /// Why each waiting job waits, and its place in its queue, from the last cycle.
-    pub waiting: BTreeMap<JobKey, (WaitReason, Option<u32>)>,
+    /// Why each waiting job waits, and its place in its queue, as its status says it
+    /// (`waiting::publish`: the last cycle's, unless too little changed to be worth a write).
+    pub waiting: BTreeMap<JobKey, Published>,
     /// Queue and VirtualCluster numbers from the last cycle.
     pub usage: Usage,
     /// A scheduling cycle is under way: every job it did not see, the next one sees.

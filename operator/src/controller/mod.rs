@@ -31,6 +31,7 @@ pub mod trainingjob;
 pub mod usage;
 pub mod validate;
 pub mod virtualcluster;
+pub mod waiting;
 pub mod watches;
 pub mod workload;
 

@@ -27,6 +27,7 @@ use super::pods::{
 };
 use super::snapshot::{self, Asked, Inflight, World};
 use super::usage;
+use super::waiting::{Published, publish};
 use crate::api::annotations::{PREEMPTED_FOR, PREEMPTION_REASON};
 use crate::api::reasons::EventReason;
 use crate::api::{Phase, TrainingJob};
@@ -180,15 +181,18 @@ pub async fn cycle(ctx: &Arc<Context>) {
     );
     let changed: Vec<JobKey> = {
         let mut state = ctx.state();
-        let waiting: std::collections::BTreeMap<JobKey, (sched::WaitReason, Option<u32>)> =
-            decisions
-                .waiting
-                .iter()
-                .filter_map(|w| Some((w.job.parse().ok()?, (w.reason.clone(), w.position))))
-                .collect();
+        let waiting: std::collections::BTreeMap<JobKey, Published> = decisions
+            .waiting
+            .iter()
+            .filter_map(|w| {
+                let job: JobKey = w.job.parse().ok()?;
+                let said = publish(state.waiting.get(&job), &w.reason, w.position, now);
+                Some((job, said))
+            })
+            .collect();
         let changed = waiting
             .iter()
-            .filter(|(job, wait)| state.waiting.get(*job) != Some(*wait))
+            .filter(|(job, said)| state.waiting.get(*job) != Some(*said))
             .map(|(job, _)| job.clone())
             .chain(
                 state
@@ -206,7 +210,7 @@ pub async fn cycle(ctx: &Arc<Context>) {
         changed
     };
     // A waiting job's status says why it waits and where it stands in its queue: reconcile
-    // those whose reason or place changed now, rather than polling every waiting job.
+    // those whose published wait changed now, rather than polling every waiting job.
     for job in changed {
         ctx.job_triggers.request(job.object_ref());
     }

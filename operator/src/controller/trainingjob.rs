@@ -46,7 +46,10 @@ fn observe(ctx: &Context, job: &TrainingJob, key: &JobKey, gang: &Gang) -> World
     let (wait, admission_in_flight, scheduling) = {
         let state = ctx.state();
         (
-            state.waiting.get(key).cloned(),
+            state
+                .waiting
+                .get(key)
+                .map(|p| (p.reason.clone(), p.position)),
             state.inflight.contains_key(key),
             state.scheduling,
         )

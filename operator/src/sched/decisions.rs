@@ -221,6 +221,36 @@ impl WaitReason {
             WaitReason::WaitingForMinRuntime { .. } => "WaitingForMinRuntime",
         }
     }
+
+    /// Whether `other` says the same thing but for the cluster's counts (GPUs in use, free,
+    /// free on one node), which move with every job that starts or ends anywhere.
+    pub fn same_cause(&self, other: &WaitReason) -> bool {
+        self.without_counts() == other.without_counts()
+    }
+
+    fn without_counts(&self) -> WaitReason {
+        let mut r = self.clone();
+        match &mut r {
+            WaitReason::QuotaExhausted { in_use_gpus, .. }
+            | WaitReason::OverLimit { in_use_gpus, .. }
+            | WaitReason::QueueMaxShare { in_use_gpus, .. }
+            | WaitReason::UserLimit { in_use_gpus, .. } => *in_use_gpus = 0,
+            WaitReason::NoFit {
+                largest_free_on_node,
+                free_gpus,
+                ..
+            } => {
+                *largest_free_on_node = 0;
+                *free_gpus = 0;
+            }
+            WaitReason::Invalid { .. }
+            | WaitReason::NeverFits { .. }
+            | WaitReason::ReservedForCells { .. }
+            | WaitReason::WaitingForPreemption { .. }
+            | WaitReason::WaitingForMinRuntime { .. } => {}
+        }
+        r
+    }
 }
 
 fn list(flavors: &[Flavor]) -> String {
