@@ -715,6 +715,14 @@ impl Step<'_> {
                 fx.requeue(Duration::from_secs(1));
                 return;
             }
+            if self.world.admission_in_flight {
+                // Admitted, its pods being created: their arrival writes the admission.
+                // Rewriting the wait that ended ("waiting for the next cycle") now would be
+                // a status write superseded a moment later.
+                status.queue_position = self.job.status.as_ref().and_then(|s| s.queue_position);
+                fx.requeue(Duration::from_secs(1));
+                return;
+            }
             let wait = self.world.wait.clone();
             status.queue_position = wait
                 .as_ref()

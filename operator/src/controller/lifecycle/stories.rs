@@ -231,6 +231,41 @@ fn a_new_job_enters_its_queue_and_waits_for_the_scheduler() {
     assert_eq!(s.status().queued_at, Some(at(0)));
 }
 
+/// A job that waited in line is admitted: while its pods are being created its status keeps
+/// the wait it had (no write saying it waits for the next cycle), and the pods' arrival writes
+/// the admission.
+#[test]
+fn a_waiting_job_whose_pods_are_being_created_is_written_once_they_exist() {
+    let mut s = Story::new(1);
+    s.world.wait = Some((
+        WaitReason::NeverFits {
+            message: "too big".into(),
+        },
+        Some(1),
+    ));
+    s.tick();
+    assert_eq!(s.says(ConditionType::Admitted).1, "NeverFits");
+    let writes = s.writes;
+    let before = s.status().clone();
+    // The scheduler admitted it: no longer waiting, its pods not yet in the cache.
+    s.world.wait = None;
+    s.world.admission_in_flight = true;
+    let fx = s.after(1).tick();
+    assert_eq!(s.status(), &before);
+    assert_eq!(
+        s.writes, writes,
+        "no write while its pods are being created"
+    );
+    assert_eq!(s.says(ConditionType::Admitted).1, "NeverFits");
+    assert_eq!(fx.requeue, Some(Duration::from_secs(1)));
+    s.world.admission_in_flight = false;
+    s = s.admitted("Pending");
+    s.after(1).tick();
+    assert_eq!(s.writes, writes + 1);
+    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(s.says(ConditionType::Admitted).0, "True");
+}
+
 /// The scheduler admits a new job in its first cycle: the job is written once on its way
 /// to Running (`Queued` and `Admitted` together, the `Queued` Event with it), once more when
 /// its replicas run; never with the "waiting for the next scheduling cycle" that would be
