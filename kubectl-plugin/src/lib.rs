@@ -8,6 +8,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
+use kubetrain::api::trainingjob::EXACT_QUEUE_POSITIONS;
 use kubetrain::api::{Phase, Queue, TrainingJob, VirtualCluster};
 use serde::Serialize;
 
@@ -213,6 +214,15 @@ fn dash<T: ToString>(v: Option<T>) -> String {
     v.map_or_else(|| "-".into(), |v| v.to_string())
 }
 
+/// A place in queue as the tables show it: beyond the first places, where the operator keeps
+/// it exact, `~` says it is approximate (it may read up to a third more than the true place).
+fn place(position: Option<i32>) -> String {
+    match position {
+        Some(p) if u32::try_from(p).is_ok_and(|p| p > EXACT_QUEUE_POSITIONS) => format!("~{p}"),
+        p => dash(p),
+    }
+}
+
 /// Sorts rows as the tables show them: by namespace, queue, place in queue (jobs without one
 /// after), then name.
 pub fn sort_rows(rows: &mut [JobRow]) {
@@ -246,7 +256,7 @@ pub fn jobs_table(rows: &[JobRow], namespaces: bool) -> Table {
             r.name.clone(),
             r.phase.clone(),
             r.queue.clone(),
-            dash(r.position),
+            place(r.position),
             dash(r.gpus),
             r.age.clone(),
             one_line(&r.reason, REASON_WIDTH),
@@ -328,7 +338,7 @@ impl QueueReport {
         let mut t = Table::new(&["position", "namespace", "name", "gpus", "age", "reason"]);
         for r in &self.jobs {
             t.row(vec![
-                dash(r.position),
+                place(r.position),
                 r.namespace.clone(),
                 r.name.clone(),
                 dash(r.gpus),
@@ -462,8 +472,8 @@ impl WhyReport {
             "TrainingJob {}/{}: {} in queue {}",
             self.namespace, self.name, self.phase, self.queue
         );
-        if let Some(p) = self.position {
-            out.push_str(&format!(", position {p}"));
+        if self.position.is_some() {
+            out.push_str(&format!(", position {}", place(self.position)));
         }
         out.push('\n');
         let types = if self.gpu_types.is_empty() {
@@ -645,6 +655,20 @@ mod tests {
         ] {
             assert_eq!(age(s), want, "{s}");
         }
+    }
+
+    #[test]
+    fn a_place_beyond_the_exact_head_of_the_queue_reads_as_approximate() {
+        let exact = i32::try_from(EXACT_QUEUE_POSITIONS).unwrap();
+        assert_eq!(place(None), "-");
+        assert_eq!(place(Some(1)), "1");
+        assert_eq!(place(Some(exact)), exact.to_string());
+        assert_eq!(place(Some(exact + 1)), format!("~{}", exact + 1));
+        let rows = vec![JobRow::of(&waiting("far", 400, QUOTA), now())];
+        let out = jobs_table(&rows, false).render();
+        assert!(out.lines().nth(1).unwrap().contains(" ~400 "), "{out}");
+        let why = WhyReport::of(&waiting("far", 400, QUOTA));
+        assert!(why.render().contains("position ~400\n"), "{}", why.render());
     }
 
     #[test]

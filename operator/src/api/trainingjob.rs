@@ -282,6 +282,10 @@ pub struct TopologySpec {
     pub preferred: Option<TopologyLevel>,
 }
 
+/// The places at the head of a queue where `status.queuePosition` is always exact (see
+/// [`TrainingJobStatus::queue_position`]).
+pub const EXACT_QUEUE_POSITIONS: u32 = 10;
+
 /// Observed state of a TrainingJob, written by the operator.
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -345,8 +349,10 @@ pub struct TrainingJobStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// While the job waits in its queue: its place among the queue's waiting jobs in the
-    /// order the scheduler last offered them (1 is next). Unset once admitted, and for a job
-    /// the scheduler has not ordered (invalid, suspended, in a retry backoff).
+    /// order the scheduler last offered them (1 is next). Exact within the first 10 places;
+    /// further back it is rewritten once it has moved by a quarter, so it may read up to a
+    /// third more than the true place while the queue drains. Unset once admitted, and for a
+    /// job the scheduler has not ordered (invalid, suspended, in a retry backoff).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_position: Option<i32>,
     /// The `metadata.generation` this status describes.

@@ -18,7 +18,7 @@
 use crate::sched::WaitReason;
 
 /// The head of a queue, where every change of place is written.
-pub const EXACT_PLACES: u32 = 10;
+pub const EXACT_PLACES: u32 = crate::api::trainingjob::EXACT_QUEUE_POSITIONS;
 
 /// The longest the counts in a waiting job's message go without a refresh.
 pub const REFRESH_SECONDS: i64 = 120;
