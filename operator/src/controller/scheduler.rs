@@ -48,14 +48,19 @@ const ADMISSION_CONCURRENCY: usize = 32;
 
 /// Runs cycles until the process stops.
 pub async fn run(ctx: Arc<Context>) {
+    let mut last_work = std::time::Duration::ZERO;
     loop {
         tokio::select! {
             _ = ctx.wake.notified() => {}
             _ = tokio::time::sleep(ctx.settings.resync) => {}
         }
-        // Let a burst of changes (a gang's pods, many applied jobs) land before looking.
-        tokio::time::sleep(ctx.settings.debounce).await;
-        cycle(&ctx).instrument(info_span!("cycle")).await;
+        // Let a burst of changes (a gang's pods, many applied jobs) land before looking, and
+        // leave the rest of the operator at least as long as the last cycle's own work took:
+        // every pod and job change wakes the loop, and in a large cluster (a cycle over
+        // 10,000 jobs takes most of a second) cycles would otherwise run back to back on a
+        // core the reconcilers and the API server's other clients need.
+        tokio::time::sleep(ctx.settings.debounce.max(last_work)).await;
+        last_work = cycle(&ctx).instrument(info_span!("cycle")).await;
     }
 }
 
@@ -63,8 +68,9 @@ fn now() -> i64 {
     k8s_openapi::jiff::Timestamp::now().as_second()
 }
 
-/// One scheduling cycle.
-pub async fn cycle(ctx: &Arc<Context>) {
+/// One scheduling cycle; returns how long its own work took (the snapshot, the core and the
+/// usage, without the API calls that carry the decisions out).
+pub async fn cycle(ctx: &Arc<Context>) -> std::time::Duration {
     let started = Instant::now();
     ctx.state().scheduling = true;
     let nodes = ctx.stores.nodes.state();
@@ -135,12 +141,11 @@ pub async fn cycle(ctx: &Arc<Context>) {
             // next cycle (on the next change or resync) tries again.
             error!(error = %e, "scheduling cycle failed; nothing was changed");
             ctx.state().scheduling = false;
-            return;
+            return started.elapsed();
         }
     };
-    ctx.metrics
-        .cycle_seconds
-        .observe(started.elapsed().as_secs_f64());
+    let work = started.elapsed();
+    ctx.metrics.cycle_seconds.observe(work.as_secs_f64());
     let mut by_phase: std::collections::BTreeMap<String, i64> = [
         Phase::Pending,
         Phase::Queued,
@@ -283,6 +288,7 @@ pub async fn cycle(ctx: &Arc<Context>) {
         }
     }
     ctx.state().scheduling = false;
+    work
 }
 
 /// The workload's shapes for the fragmentation score: the supplied ones, else the history
