@@ -59,12 +59,15 @@ pub fn publish(
     fresh()
 }
 
-/// Whether a place changed enough to be written.
+/// Whether a place changed enough to be written. A place that is or was within the head is
+/// always written, so a published place within the first [`EXACT_PLACES`] is exact.
 fn moved(old: Option<u32>, new: Option<u32>) -> bool {
     match (old, new) {
         (Some(old), Some(new)) => {
             old != new
-                && (new <= EXACT_PLACES || u64::from(old.abs_diff(new)) * 4 >= u64::from(old))
+                && (new <= EXACT_PLACES
+                    || old <= EXACT_PLACES
+                    || u64::from(old.abs_diff(new)) * 4 >= u64::from(old))
         }
         (old, new) => old != new,
     }
@@ -132,6 +135,10 @@ mod tests {
         assert_eq!(new.position, Some(EXACT_PLACES));
         let new = publish(Some(&new), &quota(8), Some(EXACT_PLACES - 1), 2);
         assert_eq!(new.position, Some(EXACT_PLACES - 1));
+        // Pushed back out of the head (a job of higher priority arrived): a place that reads
+        // as exact is never left behind.
+        let new = publish(Some(&new), &quota(8), Some(EXACT_PLACES + 1), 3);
+        assert_eq!(new.position, Some(EXACT_PLACES + 1));
     }
 
     #[test]
