@@ -116,16 +116,21 @@ impl SimOptions {
     /// second) fell behind the controller-manager's grace once the API server answered in
     /// more than about 160 ms, and nodes were tainted for the agent's backlog.
     pub fn heartbeats_at_once(&self, nodes: usize) -> usize {
-        let floor = self.concurrency.max(1);
-        (nodes / 10).clamp(floor, MAX_HEARTBEAT_CONCURRENCY.max(floor))
+        self.grown(nodes / 10, MAX_HEARTBEAT_CONCURRENCY)
     }
 
     /// The bound on pods handled at once for a cluster of `nodes` nodes.
     pub fn pods_at_once(&self, nodes: usize) -> usize {
-        let floor = self.concurrency.max(1);
         self.pod_concurrency
-            .unwrap_or_else(|| (nodes / 2).clamp(floor, MAX_POD_CONCURRENCY.max(floor)))
+            .unwrap_or_else(|| self.grown(nodes / 2, MAX_POD_CONCURRENCY))
             .max(1)
+    }
+
+    /// A bound that grows with the cluster (`share` of its nodes): at least `concurrency`,
+    /// at most `max` unless `concurrency` is larger.
+    fn grown(&self, share: usize, max: usize) -> usize {
+        let floor = self.concurrency.max(1);
+        share.clamp(floor, max.max(floor))
     }
 }
 
