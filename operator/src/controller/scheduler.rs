@@ -7,7 +7,7 @@
 //! TrainingJob reconciler's, which reads the same caches.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Pod, Service};
@@ -48,7 +48,7 @@ const ADMISSION_CONCURRENCY: usize = 32;
 
 /// Runs cycles until the process stops.
 pub async fn run(ctx: Arc<Context>) {
-    let mut last_work = std::time::Duration::ZERO;
+    let mut last_work = Duration::ZERO;
     loop {
         tokio::select! {
             _ = ctx.wake.notified() => {}
@@ -70,7 +70,7 @@ fn now() -> i64 {
 
 /// One scheduling cycle; returns how long its own work took (the snapshot, the core and the
 /// usage, without the API calls that carry the decisions out).
-pub async fn cycle(ctx: &Arc<Context>) -> std::time::Duration {
+pub async fn cycle(ctx: &Arc<Context>) -> Duration {
     let started = Instant::now();
     ctx.state().scheduling = true;
     let nodes = ctx.stores.nodes.state();
