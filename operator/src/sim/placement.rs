@@ -30,6 +30,7 @@ use serde::Serialize;
 
 use super::openb::{OpenbNode, OpenbPod};
 use super::rng::SplitMix64;
+use crate::controller::workload::{DEFAULT_HISTORY, History};
 use crate::sched::{
     Flavor, FlavorGuarantee, GpuDemand, Job, Node, Queue, QueuePolicy, Running, Snapshot,
     TopologyConstraint, VirtualCluster, WorkloadShape, schedule,
@@ -222,6 +223,27 @@ pub enum ShapeMix {
     /// The trace's shape distribution, supplied as the snapshot's `workload` (what FGD's
     /// scorer is given).
     Supplied,
+    /// Learned online, as the operator does by default: a rolling history of the last
+    /// arrivals (`controller::workload::History`, [`DEFAULT_HISTORY`] of them unless told
+    /// otherwise), each batch recorded before it is placed, supplied as the snapshot's
+    /// `workload`.
+    History,
+}
+
+/// Where the mix comes from, and how many arrivals a [`ShapeMix::History`] keeps.
+#[derive(Clone, Copy, Debug)]
+pub struct MixSettings {
+    pub mix: ShapeMix,
+    pub history: u32,
+}
+
+impl From<ShapeMix> for MixSettings {
+    fn from(mix: ShapeMix) -> Self {
+        MixSettings {
+            mix,
+            history: DEFAULT_HISTORY,
+        }
+    }
 }
 
 /// The trace's GPU pod shapes with their counts, as a supplied workload.
@@ -252,8 +274,9 @@ pub fn run(
     pods: &[OpenbPod],
     seed: u64,
     target_pct: u32,
-    mix: ShapeMix,
+    mix: impl Into<MixSettings>,
 ) -> PlacementRun {
+    let MixSettings { mix, history } = mix.into();
     let t0 = Instant::now();
     let cap_milli: u64 = nodes.iter().map(|n| u64::from(n.gpus) * 1000).sum();
     let mut per_model: BTreeMap<&str, u32> = BTreeMap::new();
@@ -299,10 +322,13 @@ pub fn run(
         queues: vec![queue],
         jobs: vec![],
         workload: match mix {
-            ShapeMix::Learned => vec![],
+            ShapeMix::Learned | ShapeMix::History => vec![],
             ShapeMix::Supplied => trace.clone(),
         },
     };
+    // Pods never leave in this protocol, so no arrival ages out for being gone: only the
+    // window's length forgets.
+    let mut history = (mix == ShapeMix::History).then(|| History::new(history));
     let node_idx: BTreeMap<String, usize> = snap
         .nodes
         .iter()
@@ -338,6 +364,13 @@ pub fn run(
             next += 1;
         }
         if snap.jobs.len() > first {
+            if let Some(h) = history.as_mut() {
+                // As the leader does each cycle: the batch is recorded, then scored against.
+                for job in &snap.jobs[first..] {
+                    h.record(&job.id, job);
+                }
+                snap.workload = h.shapes();
+            }
             snap.now = step.into();
             let d = schedule(&snap);
             out.cycles += 1;
@@ -487,5 +520,84 @@ mod tests {
         assert_eq!(a, tie_order(100, 42), "same seed, same order");
         assert_ne!(a, tie_order(100, 43), "another seed, another order");
         assert_ne!(a, sorted, "not the trace's own order");
+    }
+
+    fn small_trace() -> (Vec<OpenbNode>, Vec<OpenbPod>) {
+        let nodes = (0..24)
+            .map(|i| OpenbNode {
+                name: format!("node-{i:02}"),
+                cpu_milli: 64_000,
+                memory_mib: 256 << 10,
+                gpus: if i % 3 == 0 { 4 } else { 8 },
+                model: if i % 2 == 0 { "A" } else { "B" }.into(),
+            })
+            .collect();
+        let shapes = [
+            (1, 1000),
+            (1, 500),
+            (1, 250),
+            (2, 1000),
+            (4, 1000),
+            (8, 1000),
+            (0, 0),
+        ];
+        let pods = (0..300)
+            .map(|i| {
+                let (num_gpu, gpu_milli) = shapes[i % shapes.len()];
+                OpenbPod {
+                    name: format!("pod-{i:03}"),
+                    cpu_milli: 2_000 + 1_000 * (i as u64 % 5),
+                    memory_mib: 8 << 10,
+                    num_gpu,
+                    gpu_milli,
+                    gpu_spec: if i % 11 == 0 {
+                        vec!["B".into()]
+                    } else {
+                        vec![]
+                    },
+                }
+            })
+            .collect();
+        (nodes, pods)
+    }
+
+    #[test]
+    fn a_history_of_no_arrivals_leaves_the_core_to_learn_from_the_snapshot() {
+        // as `--workload-history 0` does in the operator
+        let (nodes, pods) = small_trace();
+        let off = MixSettings {
+            mix: ShapeMix::History,
+            history: 0,
+        };
+        for seed in [42, 43] {
+            let learned = run("t", &nodes, &pods, seed, 130, ShapeMix::Learned);
+            let history = run("t", &nodes, &pods, seed, 130, off);
+            assert_eq!(learned.alloc_pct, history.alloc_pct);
+            assert_eq!(learned.gpu_pods_failed, history.gpu_pods_failed);
+        }
+    }
+
+    #[test]
+    fn every_mix_places_each_arrival_once_and_repeats_itself() {
+        let (nodes, pods) = small_trace();
+        let cap: u64 = nodes.iter().map(|n| u64::from(n.gpus) * 1000).sum();
+        for mix in [ShapeMix::Learned, ShapeMix::History, ShapeMix::Supplied] {
+            let a = run("t", &nodes, &pods, 7, 130, mix);
+            let b = run("t", &nodes, &pods, 7, 130, mix);
+            assert_eq!(
+                a.alloc_pct, b.alloc_pct,
+                "{mix:?}: same seed, same placements"
+            );
+            assert_eq!(a.alloc_pct.len(), 131);
+            assert!(
+                a.alloc_pct.windows(2).all(|w| w[0] <= w[1]),
+                "{mix:?}: no pod leaves"
+            );
+            let last = a.alloc_pct[130];
+            assert!(last > 50.0 && last <= 100.0, "{mix:?}: {last}");
+            // arrivals up to 130 % of the GPUs, so some GPU pods must have failed
+            assert!(a.gpu_pods_failed > 0, "{mix:?}");
+            assert_eq!(a.pods_arrived, arrivals(&pods, 7, cap, 130).len());
+        }
     }
 }

@@ -71,82 +71,100 @@ pub fn placement_table(sums: &[PlacementSummary], rows: &[FgdRow]) -> String {
     s
 }
 
-/// Setup A with the shape mix learned from the snapshot against the trace's distribution
-/// supplied (as FGD's scorer gets it), beside FGD.
-pub fn mix_table(
-    learned: &[PlacementSummary],
-    supplied: &[PlacementSummary],
-    rows: &[FgdRow],
+/// One of kubetrain's runs of Setup A, by where its shape mix came from.
+pub struct MixRun<'a> {
+    /// Column label (`snapshot`, `history`, `supplied`).
+    pub label: &'a str,
+    pub sums: &'a [PlacementSummary],
+}
+
+/// `a / b / c` of one value per mix for one trace, `–` where a mix lacks the trace.
+fn per_mix(
+    mixes: &[MixRun],
+    workload: &str,
+    value: impl Fn(&PlacementSummary) -> String,
 ) -> String {
-    let mut s = String::from(
-        "| trace | alloc@100 learned / supplied / FGD | alloc@130 learned / supplied / FGD | Δ@130 supplied vs FGD | frag ratio@80 learned / supplied / FGD | frag ratio@90 learned / supplied / FGD |\n| --- | --- | --- | --- | --- | --- |\n",
+    mixes
+        .iter()
+        .map(|m| {
+            m.sums
+                .iter()
+                .find(|x| x.workload == workload)
+                .map_or("–".to_string(), &value)
+        })
+        .collect::<Vec<_>>()
+        .join(" / ")
+}
+
+fn labels(mixes: &[MixRun]) -> String {
+    mixes
+        .iter()
+        .map(|m| m.label)
+        .collect::<Vec<_>>()
+        .join(" / ")
+}
+
+/// Setup A with each shape mix (learned from the snapshot, learned online from the history
+/// of arrivals, the trace's distribution supplied as FGD's scorer gets it), beside FGD's
+/// published numbers. One row per trace of the first mix.
+pub fn mix_table(mixes: &[MixRun], rows: &[FgdRow]) -> String {
+    let l = labels(mixes);
+    let mut s = format!(
+        "| trace | alloc@100 {l} / FGD | alloc@130 {l} / FGD | Δ@130 {l} vs FGD | frag ratio@80 {l} / FGD | frag ratio@90 {l} / FGD |\n| --- | --- | --- | --- | --- | --- |\n",
     );
     let n = |x: Option<f64>| x.map_or("–".to_string(), |v| format!("{v:.2}"));
-    for p in supplied {
-        let Some(l) = learned.iter().find(|l| l.workload == p.workload) else {
-            continue;
+    let Some(first) = mixes.first() else {
+        return s;
+    };
+    for p in first.sums {
+        let w = p.workload.as_str();
+        let f = fgd(rows, w, "FGD");
+        let delta = |x: &PlacementSummary| {
+            f.map_or("–".to_string(), |f| {
+                format!("{:+.2}", x.alloc_130 - f.alloc_130)
+            })
         };
-        let f = fgd(rows, &p.workload, "FGD");
-        let delta = f.map(|f| p.alloc_130 - f.alloc_130);
         let _ = writeln!(
             s,
-            "| {} | {:.2} / **{:.2}** / {} | {:.2} / **{:.2}** / {} | {} | {:.1} / {:.1} / {} | {:.1} / {:.1} / {} |",
-            p.workload.trim_start_matches("openb_pod_list_"),
-            l.alloc_100,
-            p.alloc_100,
+            "| {} | {} / {} | {} / {} | {} | {} / {} | {} / {} |",
+            w.trim_start_matches("openb_pod_list_"),
+            per_mix(mixes, w, |x| format!("{:.2}", x.alloc_100)),
             n(f.map(|r| r.alloc_100)),
-            l.alloc_130,
-            p.alloc_130,
+            per_mix(mixes, w, |x| format!("{:.2}", x.alloc_130)),
             n(f.map(|r| r.alloc_130)),
-            delta.map_or("–".into(), |d| format!("{d:+.2}")),
-            l.frag_ratio_80,
-            p.frag_ratio_80,
+            per_mix(mixes, w, delta),
+            per_mix(mixes, w, |x| format!("{:.1}", x.frag_ratio_80)),
             n(f.map(|r| r.frag_ratio_80)),
-            l.frag_ratio_90,
-            p.frag_ratio_90,
+            per_mix(mixes, w, |x| format!("{:.1}", x.frag_ratio_90)),
             n(f.map(|r| r.frag_ratio_90)),
         );
     }
     s
 }
 
-/// kubetrain (mix learned and supplied) beside FGD run in the same harness on the same
-/// seeds (`sim::fgd`), and FGD's published numbers.
-pub fn peer_table(
-    learned: &[PlacementSummary],
-    supplied: &[PlacementSummary],
-    peer: &[PlacementSummary],
-    rows: &[FgdRow],
-) -> String {
-    let mut s = String::from(
-        "| trace | alloc@100 learned / supplied / FGD (this run) / FGD (published) | alloc@130 learned / supplied / FGD (this run) / FGD (published) | Δ@130 learned / supplied vs FGD (this run) | frag ratio@90 learned / supplied / FGD (this run) |\n| --- | --- | --- | --- | --- |\n",
+/// kubetrain (each mix) beside FGD run in the same harness on the same seeds (`sim::fgd`),
+/// and FGD's published numbers.
+pub fn peer_table(mixes: &[MixRun], peer: &[PlacementSummary], rows: &[FgdRow]) -> String {
+    let l = labels(mixes);
+    let mut s = format!(
+        "| trace | alloc@100 {l} / FGD (this run) / FGD (published) | alloc@130 {l} / FGD (this run) / FGD (published) | Δ@130 {l} vs FGD (this run) | frag ratio@90 {l} / FGD (this run) |\n| --- | --- | --- | --- | --- |\n",
     );
     let n = |x: Option<f64>| x.map_or("–".to_string(), |v| format!("{v:.2}"));
     for f in peer {
-        let l = learned.iter().find(|x| x.workload == f.workload);
-        let p = supplied.iter().find(|x| x.workload == f.workload);
-        let publ = fgd(rows, &f.workload, "FGD");
-        let d = |x: Option<&PlacementSummary>| {
-            x.map_or("–".to_string(), |x| {
-                format!("{:+.2}", x.alloc_130 - f.alloc_130)
-            })
-        };
+        let w = f.workload.as_str();
+        let publ = fgd(rows, w, "FGD");
         let _ = writeln!(
             s,
-            "| {} | {} / {} / {:.2} / {} | {} / {} / {:.2} / {} | {} / {} | {} / {} / {:.1} |",
-            f.workload.trim_start_matches("openb_pod_list_"),
-            n(l.map(|x| x.alloc_100)),
-            n(p.map(|x| x.alloc_100)),
+            "| {} | {} / {:.2} / {} | {} / {:.2} / {} | {} | {} / {:.1} |",
+            w.trim_start_matches("openb_pod_list_"),
+            per_mix(mixes, w, |x| format!("{:.2}", x.alloc_100)),
             f.alloc_100,
             n(publ.map(|r| r.alloc_100)),
-            n(l.map(|x| x.alloc_130)),
-            n(p.map(|x| x.alloc_130)),
+            per_mix(mixes, w, |x| format!("{:.2}", x.alloc_130)),
             f.alloc_130,
             n(publ.map(|r| r.alloc_130)),
-            d(l),
-            d(p),
-            l.map_or("–".into(), |x| format!("{:.1}", x.frag_ratio_90)),
-            p.map_or("–".into(), |x| format!("{:.1}", x.frag_ratio_90)),
+            per_mix(mixes, w, |x| format!("{:+.2}", x.alloc_130 - f.alloc_130)),
+            per_mix(mixes, w, |x| format!("{:.1}", x.frag_ratio_90)),
             f.frag_ratio_90,
         );
     }
