@@ -28,8 +28,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, PostParams};
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::api::{Api, ListParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kubetrain::api::TrainingJob;
 use kubetrain_e2e::process;
@@ -149,6 +149,46 @@ fn writes_per_job(
     let total: f64 = rows.iter().map(|(_, v)| v).sum();
     let rows: Vec<String> = rows.iter().map(|(k, v)| format!("{k} {v:.2}")).collect();
     format!("{total:.1} API writes per job ({})", rows.join(", "))
+}
+
+/// The Events of the run's namespace by reason, per job, as one line: which writers the
+/// `POST events` of [`writes_per_job`] come from. An Event counts once per occurrence (its
+/// `count`, or its series' count), so aggregated repeats are counted too.
+async fn events_per_job(s: &Scenario, jobs: usize) -> String {
+    let Ok(client) = s.cp.client().await else {
+        return "Events by reason: no client".into();
+    };
+    let api: Api<Event> = Api::namespaced(client, &s.ns);
+    let mut by: BTreeMap<String, f64> = BTreeMap::new();
+    let mut lp = ListParams::default().limit(500);
+    loop {
+        let Ok(page) = api.list(&lp).await else {
+            return "Events by reason: list failed".into();
+        };
+        for e in &page.items {
+            let n = e
+                .series
+                .as_ref()
+                .and_then(|x| x.count)
+                .or(e.count)
+                .unwrap_or(1)
+                .max(1);
+            *by.entry(e.reason.clone().unwrap_or_default()).or_default() += f64::from(n);
+        }
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(c) => lp = lp.continue_token(&c),
+            None => break,
+        }
+    }
+    let mut rows: Vec<(String, f64)> = by
+        .into_iter()
+        .map(|(k, v)| (k, v / jobs as f64))
+        .filter(|(_, v)| *v >= 0.01)
+        .collect();
+    rows.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let total: f64 = rows.iter().map(|(_, v)| v).sum();
+    let rows: Vec<String> = rows.iter().map(|(k, v)| format!("{k} {v:.2}")).collect();
+    format!("{total:.2} Events per job by reason ({})", rows.join(", "))
 }
 
 /// When every pod of each job (its gang: `KUBETRAIN_BENCH_GANG` pods, 1 by default) was first
@@ -350,8 +390,9 @@ async fn submit_to_bound_throughput() {
     );
     s.timing(&line);
     println!("{line}");
+    let events = events_per_job(&s, jobs).await;
     let line = format!(
-        "throughput: {writes}, the simulated kubelet's included{}; {cluster}",
+        "throughput: {writes}, the simulated kubelet's included{}; {events}; {cluster}",
         if run_seconds.is_none() {
             format!(", counted once {settled} of {jobs} jobs showed startedAt")
         } else {
@@ -607,8 +648,9 @@ where
     println!("{line}");
     tokio::time::sleep(Duration::from_secs(3)).await;
     let line = format!(
-        "{what}: {}; {}",
+        "{what}: {}; {}; {}",
         writes_per_job(&writes_before, &api_writes(s), n),
+        events_per_job(s, n).await,
         cluster_cpu(&cpu_cluster_before, &s.cp.component_cpu())
     );
     s.timing(&line);
