@@ -135,20 +135,25 @@ fn writes_per_job(
     after: &BTreeMap<String, f64>,
     jobs: usize,
 ) -> String {
-    let mut rows: Vec<(String, f64)> = after
-        .iter()
-        .map(|(k, v)| {
-            (
-                k.clone(),
-                (v - before.get(k).copied().unwrap_or(0.0)) / jobs as f64,
-            )
-        })
+    let (total, rows) = per_job(
+        after
+            .iter()
+            .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0.0))),
+        jobs,
+    );
+    format!("{total:.1} API writes per job ({rows})")
+}
+
+/// Counts by key, per job: their sum, and `key n.nn` of the keys above 0.01, largest first.
+fn per_job(counts: impl Iterator<Item = (String, f64)>, jobs: usize) -> (f64, String) {
+    let mut rows: Vec<(String, f64)> = counts
+        .map(|(k, v)| (k, v / jobs as f64))
         .filter(|(_, v)| *v >= 0.01)
         .collect();
     rows.sort_by(|a, b| b.1.total_cmp(&a.1));
     let total: f64 = rows.iter().map(|(_, v)| v).sum();
     let rows: Vec<String> = rows.iter().map(|(k, v)| format!("{k} {v:.2}")).collect();
-    format!("{total:.1} API writes per job ({})", rows.join(", "))
+    (total, rows.join(", "))
 }
 
 /// The Events of the run's namespace by reason, per job, as one line: which writers the
@@ -180,15 +185,8 @@ async fn events_per_job(s: &Scenario, jobs: usize) -> String {
             None => break,
         }
     }
-    let mut rows: Vec<(String, f64)> = by
-        .into_iter()
-        .map(|(k, v)| (k, v / jobs as f64))
-        .filter(|(_, v)| *v >= 0.01)
-        .collect();
-    rows.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let total: f64 = rows.iter().map(|(_, v)| v).sum();
-    let rows: Vec<String> = rows.iter().map(|(k, v)| format!("{k} {v:.2}")).collect();
-    format!("{total:.2} Events per job by reason ({})", rows.join(", "))
+    let (total, rows) = per_job(by.into_iter(), jobs);
+    format!("{total:.2} Events per job by reason ({rows})")
 }
 
 /// When every pod of each job (its gang: `KUBETRAIN_BENCH_GANG` pods, 1 by default) was first

@@ -761,6 +761,17 @@ fn losses(p: &PlacementOut, results: &[PolicyResult], ack_delay: i64) -> String 
     s
 }
 
+/// Traces where `sums` allocates more than FGD's published numbers at 130 %.
+fn above_published_fgd(sums: &[PlacementSummary], fgd: &[FgdRow]) -> usize {
+    sums.iter()
+        .filter(|x| {
+            fgd.iter().any(|r| {
+                r.workload == x.workload && r.policy.ends_with("FGD") && x.alloc_130 > r.alloc_130
+            })
+        })
+        .count()
+}
+
 fn setup_a_text(p: &PlacementOut) -> String {
     let mut s = String::from("## Setup A — placement quality (FGD protocol, openb)\n\n");
     s.push_str(
@@ -777,18 +788,9 @@ fn setup_a_text(p: &PlacementOut) -> String {
     );
     s.push_str(&report::placement_table(&p.sums, &p.fgd));
     s.push('\n');
-    let beat: Vec<&PlacementSummary> = p
-        .sums
-        .iter()
-        .filter(|x| {
-            p.fgd.iter().any(|r| {
-                r.workload == x.workload && r.policy.ends_with("FGD") && x.alloc_130 > r.alloc_130
-            })
-        })
-        .collect();
     s.push_str(&format!(
         "**Goal** (allocation above FGD's at 130 % on every trace): met on {} of {} traces run.\n\n",
-        beat.len(),
+        above_published_fgd(&p.sums, &p.fgd),
         p.sums.len()
     ));
     let mixes = p.mixes();
@@ -807,17 +809,7 @@ fn setup_a_text(p: &PlacementOut) -> String {
         s.push_str(&report::mix_table(&mixes, &p.fgd));
         s.push('\n');
         for m in &mixes[1..] {
-            let beat = m
-                .sums
-                .iter()
-                .filter(|x| {
-                    p.fgd.iter().any(|r| {
-                        r.workload == x.workload
-                            && r.policy.ends_with("FGD")
-                            && x.alloc_130 > r.alloc_130
-                    })
-                })
-                .count();
+            let beat = above_published_fgd(m.sums, &p.fgd);
             s.push_str(&format!(
                 "- **Goal** (above FGD's published allocation at 130 %) with the mix {}: met on {beat} of {} traces run.\n",
                 m.label,
