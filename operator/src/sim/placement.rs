@@ -276,7 +276,10 @@ pub fn run(
     target_pct: u32,
     mix: impl Into<MixSettings>,
 ) -> PlacementRun {
-    let MixSettings { mix, history } = mix.into();
+    let MixSettings {
+        mix,
+        history: capacity,
+    } = mix.into();
     let t0 = Instant::now();
     let cap_milli: u64 = nodes.iter().map(|n| u64::from(n.gpus) * 1000).sum();
     let mut per_model: BTreeMap<&str, u32> = BTreeMap::new();
@@ -328,7 +331,7 @@ pub fn run(
     };
     // Pods never leave in this protocol, so no arrival ages out for being gone: only the
     // window's length forgets.
-    let mut history = (mix == ShapeMix::History).then(|| History::new(history));
+    let mut history = (mix == ShapeMix::History).then(|| History::new(capacity));
     let node_idx: BTreeMap<String, usize> = snap
         .nodes
         .iter()
