@@ -364,6 +364,27 @@ fn single_h100_vm_with_not_supported_answers() {
     assert_eq!(matrix.rows[0].numa_affinity, Some(0));
 }
 
+/// The labeler's own `--dry-run --output json` on a second H100 VM of the same kind
+/// (`dry-run.json`, run on real hardware through NVML, 2026-11-25) publishes what the test
+/// builds from the first one's recorded NVML answers: same labels, same topology, only the
+/// GPU's UUID differs. So the recorded answers stand for what the binary reads.
+#[test]
+fn the_binary_on_a_real_h100_publishes_what_the_recorded_answers_build() {
+    let run: serde_json::Value =
+        serde_json::from_str(&fixture("nvml/h100-80gb-hbm3-vm/dry-run.json")).unwrap();
+    let real: NodeTopology = serde_json::from_value(run["topology"].clone()).unwrap();
+    let real_labels: BTreeMap<String, String> =
+        serde_json::from_value(run["labels"].clone()).unwrap();
+    assert_eq!(run["fieldManager"], "kubetrain-node-labeler");
+    assert!(run.get("noGpuReason").is_none());
+
+    let mut built = topology::build(&h100_from_nvml_calls(), None);
+    assert_ne!(built.gpus[0].uuid, real.gpus[0].uuid, "two machines");
+    built.gpus[0].uuid = real.gpus[0].uuid.clone();
+    assert_eq!(built, real);
+    assert_eq!(check_publishable(&built), real_labels);
+}
+
 #[test]
 fn an_unhealthy_gpu_is_published_with_its_reason() {
     let mut inv = machine("dgx-a100-8x", "NVIDIA A100-SXM4-80GB", 81920, "8.0");
