@@ -74,13 +74,20 @@ async fn happy_path_queued_running_succeeded() {
         );
     }
     assert!(s.job_status("train", "{.status.finishedAt}").len() > 10);
-    let events = s.event_reasons("train");
-    for r in ["Queued", "Admitted", "Succeeded"] {
+    // Admitted in its first cycle, it may have no `Queued` Event: `Admitted` names the queue.
+    let events = s.events("train");
+    for r in ["Admitted", "Succeeded"] {
         assert!(
-            events.iter().any(|e| e == r),
+            events.iter().any(|e| e.0 == r),
             "missing event {r}: {events:?}"
         );
     }
+    assert!(
+        events
+            .iter()
+            .any(|e| e.0 == "Admitted" && e.1.contains(&format!("from queue {q}"))),
+        "the Admitted Event names the queue: {events:?}"
+    );
     // GitOps: applying the same manifest again changes nothing and restarts nothing.
     let rv = s.job_status("train", "{.metadata.resourceVersion}");
     let again =
@@ -348,6 +355,14 @@ async fn deleting_a_job_removes_its_pods_and_frees_its_gpus() {
         s.wait_phase(&format!("next-{i}"), "Succeeded", T).await;
     }
     s.wait_phase("next", "Succeeded", T).await;
+    // `next` waited in its queue, so it has a `Queued` Event besides `Admitted`.
+    let events = s.event_reasons("next");
+    for r in ["Queued", "Admitted", "Succeeded"] {
+        assert!(
+            events.iter().any(|e| e == r),
+            "missing event {r} of next: {events:?}"
+        );
+    }
     let deadline = Instant::now() + T;
     while !s.pods_of("big").is_empty() {
         assert!(Instant::now() < deadline, "pods of the deleted job remain");

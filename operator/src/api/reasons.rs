@@ -106,7 +106,8 @@ names! {
     /// The reasons of a TrainingJob's Events (besides the validation reasons, which are
     /// recorded as Warnings under their own names).
     EventReason {
-        /// The job entered its queue.
+        /// The job entered its queue to wait (not posted for a job admitted before it
+        /// waited: its `Admitted` Event names the queue).
         Queued,
         /// The scheduler admitted the gang.
         Admitted,

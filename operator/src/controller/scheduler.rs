@@ -441,7 +441,9 @@ async fn admit(
         let delay = (now() - q.0.as_second()).max(0) as f64;
         ctx.metrics
             .queueing_delay
-            .get_or_create(&QueueLabels { queue })
+            .get_or_create(&QueueLabels {
+                queue: queue.clone(),
+            })
             .observe(delay);
     }
     let nodes: std::collections::BTreeSet<&str> = admission
@@ -451,7 +453,7 @@ async fn admit(
         .collect();
     info!(job = %key, replicas = admission.placement.len(), nodes = nodes.len(), bonus = admission.bonus, "admitted");
     let note = format!(
-        "Admitted{}: {} replica(s) on {} node(s) ({}).",
+        "Admitted from queue {queue}{}: {} replica(s) on {} node(s) ({}).",
         if admission.bonus {
             " on borrowed (bonus) GPUs"
         } else {

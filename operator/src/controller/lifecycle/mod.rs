@@ -637,7 +637,10 @@ impl Step<'_> {
     }
 
     /// Pending → Queued. The scheduler may admit a valid job before its first status write
-    /// (its pods are here): it went through the queue all the same.
+    /// (its pods are here): it went through the queue all the same, and its `Admitted` Event,
+    /// posted at admission, already names the queue. A `Queued` Event then would only repeat
+    /// it, after it (`kubectl describe` listed `Admitted` before `Queued`), so it is posted
+    /// only for a job that enters its queue to wait.
     fn enter_queue(&self, status: &mut TrainingJobStatus, fx: &mut Effects) {
         if status.phase == Phase::Pending
             && (conditions::is_true(&status.conditions, ConditionType::Valid)
@@ -655,11 +658,13 @@ impl Step<'_> {
                 });
             }
             status.message = Some(format!("Waiting in queue {}.", queue_name(status)));
-            fx.event(
-                EventType::Normal,
-                EventReason::Queued,
-                format!("Entered queue {}.", queue_name(status)),
-            );
+            if self.present.is_empty() {
+                fx.event(
+                    EventType::Normal,
+                    EventReason::Queued,
+                    format!("Entered queue {}.", queue_name(status)),
+                );
+            }
         }
     }
 
