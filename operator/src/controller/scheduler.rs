@@ -363,36 +363,27 @@ async fn admit(
         },
     );
     // The Service and the pods go out together: neither waits for the other (pods need no
-    // Service to be created, only to resolve names once running). A failure of either undoes
-    // the pods, so the gang is created whole or not at all.
+    // Service to be created, only to resolve names once running), then the budget. A failure
+    // of any of them undoes the pods, so the gang is created whole or not at all.
     let services: Api<Service> = Api::namespaced(ctx.client.clone(), &ns);
     let service = headless_service(job, &ctx.settings.pods);
     let budgets: Api<PodDisruptionBudget> = Api::namespaced(ctx.client.clone(), &ns);
     let budget = disruption_budget(job);
+    // An object that already exists (409) is this admission's own, from an earlier try.
+    let existing_ok = |r: Result<(), kube::Error>| match r {
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+        r => r,
+    };
     let create_service = async {
-        // The budget keeps `kubectl drain` from evicting the gang outright; kubetrain stops
-        // it with a checkpoint instead (PreemptionReason::Drain). Both are owned by the job.
-        let service = match &service {
-            Some(service) => services
-                .create(&PostParams::default(), service)
-                .await
-                .map(|_| ()),
+        match &service {
+            Some(service) => existing_ok(
+                services
+                    .create(&PostParams::default(), service)
+                    .await
+                    .map(|_| ()),
+            ),
             None => Ok(()),
-        };
-        for created in [
-            service,
-            budgets
-                .create(&PostParams::default(), &budget)
-                .await
-                .map(|_| ()),
-        ] {
-            match created {
-                Ok(()) => {}
-                Err(kube::Error::Api(e)) if e.code == 409 => {}
-                Err(e) => return Err(e),
-            }
         }
-        Ok(())
     };
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
     let create_pods = futures::stream::iter(pods)
@@ -410,7 +401,7 @@ async fn admit(
         .buffer_unordered(16)
         .collect::<Vec<Result<String, kube::Error>>>();
     let (service, results) = futures::join!(create_service, create_pods);
-    let failed = match service {
+    let mut failed = match service {
         Err(e) => Some(AdmitError::Kube(e)),
         Ok(()) => results.iter().find_map(|r| {
             r.as_ref()
@@ -418,6 +409,21 @@ async fn admit(
                 .map(|e| AdmitError::Kube(kube::Error::Service(e.to_string().into())))
         }),
     };
+    // The budget keeps `kubectl drain` from evicting the gang outright; kubetrain stops it
+    // with a checkpoint instead (PreemptionReason::Drain). It is owned by the job. It goes
+    // out after the pods: the disruption controller syncs a new budget at once, and one
+    // created beside its pods found none in a responsive cluster (a `NoPods` Event and one
+    // more status write per job).
+    if failed.is_none()
+        && let Err(e) = existing_ok(
+            budgets
+                .create(&PostParams::default(), &budget)
+                .await
+                .map(|_| ()),
+        )
+    {
+        failed = Some(AdmitError::Kube(e));
+    }
     if let Some(err) = failed {
         for name in results.iter().filter_map(|r| r.as_ref().ok()) {
             let _ = api.delete(name, &DeleteParams::background()).await;
