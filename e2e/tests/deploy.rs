@@ -339,6 +339,9 @@ fn operator_service_account_can_do_what_the_code_does() {
         &["watch", "queues.kubetrain.io"],
         &["list", "virtualclusters.kubetrain.io"],
         &["watch", "virtualclusters.kubetrain.io"],
+        // a job's Queue or VirtualCluster the caches have not seen yet (trainingjob.rs)
+        &["get", "queues.kubetrain.io"],
+        &["get", "virtualclusters.kubetrain.io"],
         // gangs
         &["create", "pods", "-n", team],
         &["patch", "pods", "-n", team],

@@ -30,8 +30,8 @@ use super::lifecycle::{self, PodDeletion, World};
 use super::node_health::NodeState;
 use super::pods::checkpoint_request_patch;
 use super::status;
-use super::validate::{effective_priority, effective_queue, validate};
-use crate::api::TrainingJob;
+use super::validate::{Invalid, effective_priority, effective_queue, validate};
+use crate::api::{Queue, TrainingJob, VirtualCluster};
 
 fn now() -> Time {
     Time(Timestamp::now())
@@ -78,6 +78,27 @@ fn observe(ctx: &Context, job: &TrainingJob, key: &JobKey, gang: &Gang) -> World
     }
 }
 
+/// Whether the Queue or VirtualCluster that `invalid` calls unknown exists on the API server
+/// all the same: the cache is behind. A VirtualCluster, its Queue and a job applied together
+/// (a GitOps sync) reach the operator on separate watches, and under load the job can come
+/// first; it then got an `UnknownVirtualCluster` Warning and a status write for a reference
+/// that was there (0.41 per job in one quick Setup C run). One GET, only on this path; an
+/// error counts as "not there", and the job is reported as before.
+async fn reference_behind(ctx: &Context, invalid: &Invalid) -> bool {
+    let found = match invalid {
+        Invalid::UnknownQueue(name) => Api::<Queue>::all(ctx.client.clone())
+            .get_opt(name)
+            .await
+            .map(|q| q.is_some()),
+        Invalid::UnknownVirtualCluster { vc, .. } => Api::<VirtualCluster>::all(ctx.client.clone())
+            .get_opt(vc)
+            .await
+            .map(|v| v.is_some()),
+        _ => return false,
+    };
+    found.unwrap_or(false)
+}
+
 #[instrument(skip_all, fields(job = %JobKey::of(&job)))]
 pub async fn reconcile(job: Arc<TrainingJob>, ctx: Arc<Context>) -> Result<Action, Error> {
     if job.metadata.deletion_timestamp.is_some() {
@@ -96,6 +117,15 @@ pub async fn reconcile(job: Arc<TrainingJob>, ctx: Arc<Context>) -> Result<Actio
     }
     let gang = Gang::new(ctx.job_pods(&job));
     let world = observe(&ctx, &job, &key, &gang);
+    if let Err(invalid) = &world.validity
+        && reference_behind(&ctx, invalid).await
+    {
+        debug!(
+            reason = invalid.reason(),
+            "a reference is not in the cache yet; retrying"
+        );
+        return Ok(Action::requeue(Duration::from_secs(1)));
+    }
     let old = job.status.clone().unwrap_or_default();
     let t = now();
     let (status, fx) = lifecycle::next(&job, &gang, &world, &t);
