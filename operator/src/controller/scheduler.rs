@@ -391,11 +391,8 @@ async fn admit(
             let api = api.clone();
             async move {
                 let name = pod.name_any();
-                match api.create(&PostParams::default(), &pod).await {
-                    Ok(_) => Ok(name),
-                    Err(kube::Error::Api(e)) if e.code == 409 => Ok(name),
-                    Err(e) => Err(e),
-                }
+                existing_ok(api.create(&PostParams::default(), &pod).await.map(|_| ()))
+                    .map(|()| name)
             }
         })
         .buffer_unordered(16)
