@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use kube::{Client, Resource, ResourceExt};
+use kube::{Api, Client, Resource, ResourceExt};
 use tokio::sync::Notify;
 
 use super::backoff::Failures;
@@ -204,6 +204,25 @@ impl Context {
     /// The job's pods in the cache (any phase, being deleted or not), from the index.
     pub fn job_pods(&self, job: &TrainingJob) -> Vec<Arc<Pod>> {
         self.pod_index.pods_of(&self.stores.pods, &JobKey::of(job))
+    }
+
+    /// Whether the cluster-scoped object `name` (a Queue, a VirtualCluster) exists on the API
+    /// server, for a reference the cache does not show. Objects applied together (a GitOps
+    /// sync) reach the operator on separate watches, and under load the referring one can
+    /// come first: reporting the reference unknown then would be a Warning and a status write
+    /// about an object that is there. One GET, only on that path; an error counts as "not
+    /// there", so the reference is reported as before.
+    pub async fn exists_on_server<K>(&self, name: &str) -> bool
+    where
+        K: Resource<Scope = kube::core::ClusterResourceScope, DynamicType = ()>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+    {
+        Api::<K>::all(self.client.clone())
+            .get_opt(name)
+            .await
+            .is_ok_and(|o| o.is_some())
     }
 
     /// Locks the scheduler state; a panic elsewhere must not wedge the operator.

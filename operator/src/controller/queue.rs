@@ -7,14 +7,14 @@ use std::time::Duration;
 use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
 use kube::{Api, ResourceExt};
-use tracing::instrument;
+use tracing::{debug, instrument};
 
 use super::conditions;
 use super::context::Context;
 use super::error::{self, Error, Reconciler};
 use super::status;
 use super::validate::effective_queue;
-use crate::api::{GpuAmount, Queue, QueueStatus};
+use crate::api::{GpuAmount, Queue, QueueStatus, VirtualCluster};
 
 pub const FINALIZER: &str = "kubetrain.io/queue-jobs";
 
@@ -89,7 +89,14 @@ async fn apply(queue: &Queue, ctx: &Context) -> Result<Action, Error> {
     let t =
         k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
     let vc = &queue.spec.virtual_cluster;
-    let (ok, reason, msg) = if ctx.stores.vcs.state().iter().any(|v| v.name_any() == *vc) {
+    let cached = ctx.stores.vcs.state().iter().any(|v| v.name_any() == *vc);
+    if !cached && ctx.exists_on_server::<VirtualCluster>(vc).await {
+        // Applied together with the queue, its watch event not here yet: nothing to report;
+        // the next look, a second later, finds it in the cache.
+        debug!(virtual_cluster = %vc, "the VirtualCluster is not in the cache yet; retrying");
+        return Ok(Action::requeue(Duration::from_secs(1)));
+    }
+    let (ok, reason, msg) = if cached {
         (
             true,
             "Ready",

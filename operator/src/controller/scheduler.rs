@@ -73,10 +73,6 @@ fn now() -> i64 {
 pub async fn cycle(ctx: &Arc<Context>) -> Duration {
     let started = Instant::now();
     ctx.state().scheduling = true;
-    let nodes = ctx.stores.nodes.state();
-    let pods = ctx.stores.pods.state();
-    let jobs = ctx.stores.jobs.state();
-    let maps = ctx.ref_maps();
     let now = now();
     let (inflight, asked) = {
         let mut state = ctx.state();
@@ -109,6 +105,13 @@ pub async fn cycle(ctx: &Arc<Context>) -> Duration {
         });
         (state.inflight.clone(), state.asked.clone())
     };
+    // The caches are read after the admissions in flight were let go: one let go because the
+    // cache showed its pods is then in this view too. Read before, a pod arriving in between
+    // left the job with neither its pods nor its admission, and it was admitted again.
+    let nodes = ctx.stores.nodes.state();
+    let pods = ctx.stores.pods.state();
+    let jobs = ctx.stores.jobs.state();
+    let maps = ctx.ref_maps();
     // The cycle's own work (20 ms to most of a second at 10,000 jobs) runs on a blocking
     // thread: on a runtime worker it would hold up the watches, the reconcilers and the
     // lease renewal that share it.

@@ -79,24 +79,16 @@ fn observe(ctx: &Context, job: &TrainingJob, key: &JobKey, gang: &Gang) -> World
 }
 
 /// Whether the Queue or VirtualCluster that `invalid` calls unknown exists on the API server
-/// all the same: the cache is behind. A VirtualCluster, its Queue and a job applied together
-/// (a GitOps sync) reach the operator on separate watches, and under load the job can come
-/// first; it then got an `UnknownVirtualCluster` Warning and a status write for a reference
-/// that was there (0.41 per job in one quick Setup C run). One GET, only on this path; an
-/// error counts as "not there", and the job is reported as before.
+/// all the same: the cache is behind ([`Context::exists_on_server`]; 0.41 `UnknownVirtualCluster`
+/// Warnings per job in one quick Setup C run before this check).
 async fn reference_behind(ctx: &Context, invalid: &Invalid) -> bool {
-    let found = match invalid {
-        Invalid::UnknownQueue(name) => Api::<Queue>::all(ctx.client.clone())
-            .get_opt(name)
-            .await
-            .map(|q| q.is_some()),
-        Invalid::UnknownVirtualCluster { vc, .. } => Api::<VirtualCluster>::all(ctx.client.clone())
-            .get_opt(vc)
-            .await
-            .map(|v| v.is_some()),
-        _ => return false,
-    };
-    found.unwrap_or(false)
+    match invalid {
+        Invalid::UnknownQueue(name) => ctx.exists_on_server::<Queue>(name).await,
+        Invalid::UnknownVirtualCluster { vc, .. } => {
+            ctx.exists_on_server::<VirtualCluster>(vc).await
+        }
+        _ => false,
+    }
 }
 
 #[instrument(skip_all, fields(job = %JobKey::of(&job)))]
