@@ -126,6 +126,8 @@ pub use usage::{CellShortfall, FlavorUsage, GuaranteeShortfall, QueueUsage, Usag
 #[cfg(test)]
 mod fixtures;
 #[cfg(test)]
+mod peer_cases;
+#[cfg(test)]
 mod proptests;
 #[cfg(test)]
 mod scenarios;
