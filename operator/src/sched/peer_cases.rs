@@ -7,8 +7,9 @@
 //!
 //! Where kubetrain decides differently on purpose (documented in `docs/concepts.md`,
 //! `docs/reclaim.md` or the code), the test asserts kubetrain's documented behaviour and says
-//! so; where a user would call kubetrain's decision wrong, the test keeps the peer's
-//! expectation and is ignored with the bug in its reason.
+//! so. Where a user would call kubetrain's decision wrong, the test keeps the peer's
+//! expectation: the two KAI preempt cases below found the victim search's greedy order
+//! (`reclaim::in_domain`), since fixed.
 
 use super::fixtures::*;
 use super::*;
@@ -715,7 +716,6 @@ fn kai_gang_does_not_reclaim_beyond_quota() {
 /// GPU 0 and a whole-GPU job holds GPU 1; a 1-GPU job of higher priority preempts the one
 /// whole-GPU job, not both shares (the same work is lost either way: fewer victims wins).
 #[test]
-#[ignore = "kubetrain bug: victim search in a domain is greedy by per-job lost work, so it evicts two jobs where one loses the same work"]
 fn kai_no_need_to_preempt_both_shares() {
     let nodes = vec![node("node0", "A100", 2, None)];
     let mut s0 = share_job("q/running_job0", "queue0", 1, 500);
@@ -750,7 +750,6 @@ fn kai_no_need_to_preempt_both_shares() {
 /// room for a 3-GPU job. kubetrain promises the victims that lose the least work
 /// (docs/concepts.md, "Checkpoint-aware preemption"), so the 3-GPU job alone should go.
 #[test]
-#[ignore = "kubetrain bug: greedy victim choice evicts three jobs losing 1200 GPU-s where one job losing 900 makes the same room"]
 fn kai_one_victim_losing_less_beats_several_cheap_ones() {
     let nodes = vec![node("node0", "A100", 6, None)];
     let small = |id: &str, g: u32| {

@@ -13,6 +13,10 @@
 //!    domain (a real placement on the after-release capacity).
 //! 3. Make the set minimal: try dropping each chosen victim, most expensive first; keep it
 //!    dropped when the gang still fits. No victim can then be removed from the set.
+//! 4. Repeat 2–3 with each of the first few candidates put first (`SEEDS`), skipping those
+//!    that alone lose more than the set in hand, and keep the set that loses the least work,
+//!    then has the fewest victims: one larger job can make the room of several cheap ones
+//!    for less lost work, or for as much with fewer victims.
 //!
 //! The domain whose set loses the least work (then fewest victims, then first in order)
 //! wins. Before anyone is asked to checkpoint the gang is placed on the capacity that will
@@ -106,8 +110,19 @@ fn limits_ok(limits: Limits, victims: &[RunIdx]) -> bool {
     limits.is_none_or(|l| l(victims))
 }
 
-/// Victims in one domain: greedy by cost, then made minimal; a set must make the gang fit
-/// and pass `limits` together. Leaves the cluster unchanged.
+/// Candidates tried first in turn ([`in_domain`]): beyond them the seeds are the jobs that
+/// lose the most and could not beat the set found already. Bounds a domain's cost at about
+/// 1 + `SEEDS` greedy passes.
+const SEEDS: usize = 16;
+
+/// Victims in one domain: the least lost work, then the fewest victims, among the sets the
+/// greedy pass finds from the cost order and from that order with each of the first
+/// [`SEEDS`] candidates put first. The cost order alone takes the cheapest jobs one by one,
+/// so two half-GPU jobs that lose as much as one whole-GPU job went where the one would
+/// have done, and three 1-GPU jobs losing 400 GPU-s each went where one 3-GPU job losing 900
+/// would have (KAI's preempt cases, `peer_cases.rs`). A set must make the gang fit and pass
+/// `limits` together. Without `seeded` (the scattered ablation, a one-list greedy as its
+/// docs describe) only the cost order is tried. Leaves the cluster unchanged.
 fn in_domain(
     c: &mut Cluster,
     runs: &IdVec<RunIdx, RunInfo>,
@@ -115,13 +130,50 @@ fn in_domain(
     domain: &[NodeId],
     cands: &[RunIdx],
     limits: Limits,
+    seeded: bool,
 ) -> Option<(Vec<RunIdx>, u64)> {
     if limits_ok(limits, &[]) && fits(c, req, domain) {
         return Some((Vec::new(), 0));
     }
+    let mut best = greedy(c, runs, req, domain, cands.iter().copied(), limits)?;
+    let seeds = if seeded { SEEDS } else { 0 };
+    for (i, &seed) in cands.iter().enumerate().take(seeds).skip(1) {
+        // A set with this job loses at least its work: it can only win by losing less, or
+        // as much with fewer victims.
+        let (lost, n) = (runs[seed].lost, best.0.len());
+        if lost > best.1 || (lost == best.1 && n == 1) {
+            continue;
+        }
+        let order = std::iter::once(seed).chain(
+            cands
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| j != i)
+                .map(|(_, &r)| r),
+        );
+        if let Some(found) = greedy(c, runs, req, domain, order, limits)
+            && (found.1, found.0.len()) < (best.1, best.0.len())
+        {
+            best = found;
+        }
+    }
+    Some(best)
+}
+
+/// Candidates released in `order` until the gang fits in the domain and `limits` pass,
+/// then the set made minimal (each victim dropped, the last taken first, while the gang
+/// still fits). Leaves the cluster unchanged.
+fn greedy(
+    c: &mut Cluster,
+    runs: &IdVec<RunIdx, RunInfo>,
+    req: &Request,
+    domain: &[NodeId],
+    order: impl Iterator<Item = RunIdx>,
+    limits: Limits,
+) -> Option<(Vec<RunIdx>, u64)> {
     let mut chosen: Vec<RunIdx> = Vec::new();
     let mut ok = false;
-    for &r in cands {
+    for r in order {
         set(c, &runs[r], true);
         chosen.push(r);
         let free: u32 = domain
@@ -365,7 +417,15 @@ pub(crate) fn plan(
                 cands.extend_from_slice(&anywhere);
                 cands.sort_by_key(|&r| key(r));
                 cands.dedup();
-                if let Some((v, lost)) = in_domain(c, runs, req, &d, &cands, limits) {
+                if let Some((v, lost)) = in_domain(
+                    c,
+                    runs,
+                    req,
+                    &d,
+                    &cands,
+                    limits,
+                    selection == VictimSelection::WholeDomain,
+                ) {
                     let k = (lost, v.len());
                     if best.as_ref().is_none_or(|b| k < (b.0, b.1)) {
                         let empty = v.is_empty();
