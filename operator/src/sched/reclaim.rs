@@ -14,7 +14,7 @@
 //! 3. Make the set minimal: try dropping each chosen victim, most expensive first; keep it
 //!    dropped when the gang still fits. No victim can then be removed from the set.
 //! 4. Repeat 2–3 with each of the first few candidates put first (`SEEDS`), skipping those
-//!    that alone lose more than the set in hand, and keep the set that loses the least work,
+//!    already in the set in hand or that alone lose more, and keep the set that loses the least work,
 //!    then has the fewest victims: one larger job can make the room of several cheap ones
 //!    for less lost work, or for as much with fewer victims.
 //!
@@ -139,9 +139,10 @@ fn in_domain(
     let seeds = if seeded { SEEDS } else { 0 };
     for (i, &seed) in cands.iter().enumerate().take(seeds).skip(1) {
         // A set with this job loses at least its work: it can only win by losing less, or
-        // as much with fewer victims.
+        // as much with fewer victims. A job already in the set in hand is no new start (a
+        // full node's jobs all are, and cost nothing more to look at).
         let (lost, n) = (runs[seed].lost, best.0.len());
-        if lost > best.1 || (lost == best.1 && n == 1) {
+        if lost > best.1 || (lost == best.1 && n == 1) || best.0.contains(&seed) {
             continue;
         }
         let order = std::iter::once(seed).chain(
