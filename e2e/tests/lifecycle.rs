@@ -130,6 +130,18 @@ async fn failing_replica_is_retried_then_fails() {
     assert_eq!(reason, "RetriesExhausted");
     let events = s.event_reasons("crash");
     assert!(events.iter().any(|e| e == "Failed"), "{events:?}");
+    // The replica that failed it stays, for `kubectl logs`, after the reconciles that
+    // follow the failure (it used to be deleted with the gang).
+    let failed = msg
+        .split_whitespace()
+        .nth(1)
+        .expect("the message names the replica");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let pod = s.cp.jsonpath(
+        &["pod", failed, "-n", &s.ns],
+        "{.status.phase},{.metadata.deletionTimestamp}",
+    );
+    assert_eq!(pod, "Failed,", "{failed} after the job failed ({msg})");
     // Each retry is an Event of its own that says its attempt and delay (the recorder
     // folds events of one reason and action into a series that keeps only the first note).
     let notes: Vec<String> = s

@@ -92,6 +92,18 @@ pub struct PodDeletion {
     pub force: bool,
 }
 
+/// Which of the gang's present pods the state machine stops.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Stop {
+    #[default]
+    None,
+    /// Those still holding resources. A finished job keeps its finished pods, and with them
+    /// their logs, until it is deleted (`kubectl logs` on the replica that failed it).
+    Live,
+    /// Every one: the gang goes back to its queue and its next attempt reuses the names.
+    All,
+}
+
 /// What the reconciler carries out besides writing the status: the TTL deletion of the job
 /// (started before the status write), then checkpoint requests and pod deletions, then Events; it
 /// looks again after `requeue` (60 s when `None`).
@@ -105,8 +117,8 @@ pub struct Effects {
     pub checkpoint_requests: Vec<String>,
     pub pod_deletions: Vec<PodDeletion>,
     pub requeue: Option<Duration>,
-    /// The state machine stops the gang: every present pod is deleted.
-    stop_gang: bool,
+    /// Which present pods the state machine deletes.
+    stop: Stop,
     request_checkpoint: bool,
 }
 
@@ -177,7 +189,7 @@ pub fn next(
     if fx.request_checkpoint {
         fx.checkpoint_requests = gang.to_ask_checkpoint().map(|m| m.name.clone()).collect();
     }
-    fx.pod_deletions = pod_deletions(gang, world, now, fx.stop_gang);
+    fx.pod_deletions = pod_deletions(gang, world, now, fx.stop);
     (status, fx)
 }
 
@@ -277,17 +289,17 @@ pub fn stop_decided(status: &TrainingJobStatus) -> bool {
         })
 }
 
-/// The pods to delete: every present one when the state machine stops the gang (`all`). In
+/// The pods to delete: the present ones the state machine stops (`stop`). In
 /// every phase, a pod whose graceful deletion is overdue on a node that is lost (NotReady,
 /// unreachable or gone) is deleted with no grace: no kubelet will ever confirm it, and until it
 /// is gone its name, GPUs and rank are blocked, so the gang could never restart. The pod's own
 /// grace period has passed by then, as it would have for a healthy kubelet.
-fn pod_deletions(gang: &Gang, world: &World, now: &Time, all: bool) -> Vec<PodDeletion> {
+fn pod_deletions(gang: &Gang, world: &World, now: &Time, stop: Stop) -> Vec<PodDeletion> {
     gang.members()
         .iter()
         .filter_map(|m| {
             let force = match m.deleting_at {
-                None if all => false,
+                None if stop == Stop::All || (stop == Stop::Live && m.live()) => false,
                 None => return None,
                 Some(at) if at <= now.0 && on_lost_node(world, m) => true,
                 Some(_) => return None,
@@ -560,7 +572,7 @@ impl Step<'_> {
     /// Succeeded or Failed: stop what still runs; delete the job once its TTL has passed.
     fn finished(&self, status: &mut TrainingJobStatus, fx: &mut Effects) {
         if self.gang.active().next().is_some() {
-            fx.stop_gang = true;
+            fx.stop = Stop::Live;
         }
         if let (Some(ttl), Some(done)) = (
             self.job.spec.ttl_seconds_after_finished,
@@ -695,7 +707,7 @@ impl Step<'_> {
                 self.generation,
                 self.t,
             );
-            fx.stop_gang = false;
+            fx.stop = Stop::None;
         }
         if status.phase == Phase::Suspended && !self.job.spec.suspend {
             status.phase = Phase::Queued;
@@ -775,7 +787,7 @@ impl Step<'_> {
             }
             // A gang left half-created (the operator stopped mid-admission): tear it
             // down and queue again; never run part of a gang.
-            fx.stop_gang = true;
+            fx.stop = Stop::All;
             status.infrastructure_retries += 1;
             fx.event(
                 EventType::Warning,
@@ -857,7 +869,7 @@ impl Step<'_> {
                 EventReason::Succeeded,
                 "All replicas succeeded.",
             );
-            fx.stop_gang = self.gang.live().next().is_some();
+            fx.stop = Stop::Live;
             return;
         }
         let missing = self.gang.first_missing(&expected);
@@ -906,7 +918,7 @@ impl Step<'_> {
     /// A running gang stopped: retry (counted or not) or fail for good.
     fn fail(&self, status: &mut TrainingJobStatus, fx: &mut Effects, f: Failure) {
         let (job, t, generation) = (self.job, self.t, self.generation);
-        fx.stop_gang = true;
+        fx.stop = Stop::All;
         let (pod, reason, infra) = match f {
             Failure::Replica { pod, reason } => (pod, reason, false),
             Failure::Infrastructure { pod, reason } => (pod, reason, true),
@@ -996,6 +1008,9 @@ impl Step<'_> {
             );
             status.message = Some(msg.clone());
             fx.event(EventType::Warning, EventReason::Failed, msg);
+            // Nothing runs again: the replicas still running stop, the one that failed
+            // stays for its logs.
+            fx.stop = Stop::Live;
         }
     }
 
@@ -1008,7 +1023,7 @@ impl Step<'_> {
         (pod, node, message): (String, String, String),
     ) {
         let t = self.t;
-        fx.stop_gang = true;
+        fx.stop = Stop::All;
         status.phase = Phase::Retrying;
         status.retry_at = Some(t.clone());
         status
@@ -1042,7 +1057,7 @@ impl Step<'_> {
     fn retrying(&self, status: &mut TrainingJobStatus, fx: &mut Effects) {
         let t = self.t;
         if !self.present.is_empty() {
-            fx.stop_gang = true;
+            fx.stop = Stop::All;
         }
         if !self.gang.is_empty() {
             fx.requeue(Duration::from_secs(1));
@@ -1094,7 +1109,7 @@ impl Step<'_> {
     /// the job runs on, back to Running with its placement and counters as they were.
     fn preemption_withdrawn(&self, status: &mut TrainingJobStatus, fx: &mut Effects) {
         if stop_decided(status) {
-            fx.stop_gang = true;
+            fx.stop = Stop::All;
             fx.requeue(Duration::from_secs(1));
             return;
         }
@@ -1243,7 +1258,7 @@ impl Step<'_> {
             fx.requeue(Duration::from_secs(left));
             return;
         }
-        fx.stop_gang = true;
+        fx.stop = Stop::All;
         let (outcome, why) = if ack.is_some() {
             (
                 PreemptionOutcome::CheckpointSaved,

@@ -566,16 +566,34 @@ fn a_failed_replica_is_retried_after_its_backoff() {
 
 #[test]
 fn a_job_out_of_retries_fails() {
-    let mut s = Story::running(1);
+    let mut s = Story::running(2);
     s.job.status.as_mut().expect("status").retries = 2;
-    s.set_pods_phase("Failed");
+    s.pods[0].status.as_mut().expect("status").phase = Some("Failed".into());
     let fx = s.after(10).tick();
     assert_eq!(s.phase(), Phase::Failed);
     assert_eq!(s.status().finished_at, Some(at(10)));
     assert_eq!(s.says(ConditionType::Failed), ("True", "RetriesExhausted"));
     assert_eq!(s.says(ConditionType::Running), ("False", "ReplicaFailed"));
     assert_eq!(reasons(&fx), ["Failed"]);
-    assert_eq!(deleted(&fx), ["llm-worker-0"]);
+    // The replica still running stops; the one that failed stays for `kubectl logs`.
+    assert_eq!(deleted(&fx), ["llm-worker-1"]);
+    // Looking again deletes nothing more.
+    s.pods.truncate(1);
+    assert!(deleted(&s.after(5).tick()).is_empty());
+}
+
+/// A job that succeeded with a replica of a task not needed for completion still running
+/// (a parameter server) stops that one; the replicas that succeeded keep their logs.
+#[test]
+fn a_finished_job_stops_only_what_still_runs() {
+    let mut s = Story::running(2);
+    s.pods[0].status.as_mut().expect("status").phase = Some("Succeeded".into());
+    s.pods[1].status.as_mut().expect("status").phase = Some("Succeeded".into());
+    s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Succeeded);
+    s.pods[1].status.as_mut().expect("status").phase = Some("Running".into());
+    let fx = s.after(5).tick();
+    assert_eq!(deleted(&fx), ["llm-worker-1"]);
 }
 
 #[test]
