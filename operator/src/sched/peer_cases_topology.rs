@@ -804,11 +804,10 @@ fn kueue_tas_two_tasks_requiring_a_rack_fill_it_exactly() {
 /// (priorities 2 and 1) that lose the same work; a priority-3 gang of 2 × 1 GPU that requires
 /// one node would fit the 2 free GPUs only split over the nodes, so the lower-priority job is
 /// preempted, not the mid-priority one (docs/concepts.md, "Checkpoint-aware preemption":
-/// least lost work, then the lowest priority). kubetrain preempts the mid-priority job: of two
-/// candidate nodes whose victim sets lose as much work, the first node in order wins
-/// (`reclaim::plan`), whatever the victims' priorities.
+/// least lost work, then the lowest priority). This case found that of two candidate nodes
+/// whose victim sets lost as much work the first node in order won, whatever the victims'
+/// priorities (`reclaim::plan`; now `reclaim::set_key` breaks the tie).
 #[test]
-#[ignore = "kubetrain bug: equal-cost victim sets on different nodes are tied by node order, not by the victims' priority"]
 fn kueue_tas_fragmented_capacity_preempts_the_low_priority_job() {
     let nodes = vec![node("x1", "A100", 5, None), node("y1", "A100", 5, None)];
     let mut foo = pjob("t/foo", "q", 2, 1, 3);
@@ -891,10 +890,9 @@ fn kueue_tas_equal_priority_waits_for_room() {
 /// The Kueue case above ("low priority workload is preempted even though there is enough
 /// capacity, but fragmented") mapped onto reclaim: two bonus jobs of another team on two
 /// nodes lose the same work; the owner's 4-GPU job should take back the node of the
-/// lower-priority one (docs/concepts.md, "Checkpoint-aware preemption"). kubetrain takes the
-/// first node's job, the higher-priority one.
+/// lower-priority one (docs/concepts.md, "Checkpoint-aware preemption"); it took the first
+/// node's job, the higher-priority one, before `reclaim::set_key`.
 #[test]
-#[ignore = "kubetrain bug: equal-cost victim sets on different nodes are tied by node order, not by the victims' priority"]
 fn kueue_tas_fragmented_tie_in_a_reclaim_takes_the_low_priority_borrower() {
     let nodes = vec![node("x1", "A100", 4, None), node("y1", "A100", 4, None)];
     let jobs = vec![

@@ -18,8 +18,8 @@
 //!    then has the fewest victims: one larger job can make the room of several cheap ones
 //!    for less lost work, or for as much with fewer victims.
 //!
-//! The domain whose set loses the least work (then fewest victims, then first in order)
-//! wins. Before anyone is asked to checkpoint the gang is placed on the capacity that will
+//! The domain whose set loses the least work wins; then the fewest victims, the lowest
+//! priorities, the most recently started (`set_key`), then the first in order. Before anyone is asked to checkpoint the gang is placed on the capacity that will
 //! be free once all victims are gone, and that capacity is *reserved* for it (nobody else
 //! can take it now, see `cluster`), so the core never evicts for a gang that would not fit.
 //!
@@ -110,6 +110,21 @@ fn limits_ok(limits: Limits, victims: &[RunIdx]) -> bool {
     limits.is_none_or(|l| l(victims))
 }
 
+/// How two victim sets that make the room compare, smaller first: the least lost work, the
+/// fewest victims, then the lowest priorities (the highest of each set first, then the next),
+/// then the most recently started (the oldest victim of each set), as single candidates are
+/// ordered. Without the last two, sets that tie on work went by domain or seed order: of two
+/// nodes whose jobs lose as much, the first node's higher-priority job was taken (Kueue's
+/// topology-aware preemption case, `peer_cases_topology.rs`).
+type SetKey = (u64, usize, Vec<i32>, std::cmp::Reverse<i64>);
+
+fn set_key(runs: &IdVec<RunIdx, RunInfo>, victims: &[RunIdx], lost: u64) -> SetKey {
+    let mut prio: Vec<i32> = victims.iter().map(|&r| runs[r].priority).collect();
+    prio.sort_unstable_by(|a, b| b.cmp(a));
+    let oldest = victims.iter().map(|&r| runs[r].started).min().unwrap_or(0);
+    (lost, victims.len(), prio, std::cmp::Reverse(oldest))
+}
+
 /// Candidates tried first in turn ([`in_domain`]): beyond them the seeds are the jobs that
 /// lose the most and could not beat the set found already. Bounds a domain's cost at about
 /// 1 + `SEEDS` greedy passes.
@@ -153,7 +168,7 @@ fn in_domain(
                 .map(|(_, &r)| r),
         );
         if let Some(found) = greedy(c, runs, req, domain, order, limits)
-            && (found.1, found.0.len()) < (best.1, best.0.len())
+            && set_key(runs, &found.0, found.1) < set_key(runs, &best.0, best.1)
         {
             best = found;
         }
@@ -378,7 +393,7 @@ pub(crate) fn plan(
                 runs[r].job,
             )
         };
-        let mut best: Option<(u64, usize, Vec<RunIdx>, Vec<NodeId>)> = None;
+        let mut best: Option<(SetKey, Vec<RunIdx>, Vec<NodeId>)> = None;
         for level in levels {
             let domains: Vec<Vec<NodeId>> = match level {
                 TopologyLevel::Node => flavor_nodes
@@ -427,10 +442,10 @@ pub(crate) fn plan(
                     limits,
                     selection == VictimSelection::WholeDomain,
                 ) {
-                    let k = (lost, v.len());
-                    if best.as_ref().is_none_or(|b| k < (b.0, b.1)) {
+                    let k = set_key(runs, &v, lost);
+                    if best.as_ref().is_none_or(|b| k < b.0) {
                         let empty = v.is_empty();
-                        best = Some((lost, v.len(), v, d));
+                        best = Some((k, v, d));
                         if empty {
                             break;
                         }
@@ -441,7 +456,7 @@ pub(crate) fn plan(
                 break; // the smallest level with a plan wins
             }
         }
-        best.map(|(lost, _, v, d)| (v, lost, d))
+        best.map(|(k, v, d)| (v, k.0, d))
     };
     if let Some((victims, lost, domain)) = pass(c, runs, false) {
         for &r in &victims {
