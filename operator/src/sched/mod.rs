@@ -128,6 +128,8 @@ mod fixtures;
 #[cfg(test)]
 mod peer_cases;
 #[cfg(test)]
+mod peer_cases_admission;
+#[cfg(test)]
 mod peer_cases_topology;
 #[cfg(test)]
 mod proptests;
