@@ -1140,23 +1140,29 @@ impl<'a> Cycle<'a> {
             heap.push(Reverse((Key(self.t.guaranteed_share(vc)), vc)));
         }
 
-        // Phase 2: bonus admission, VCs in turn by weighted dominant share of borrowed GPUs.
+        // Phase 2: bonus admission, VCs in turn by weighted dominant share of borrowed GPUs;
+        // at equal shares the VC whose next job has waited longest goes first (by the VC's
+        // place in the list, the first team by name won every tie: Kueue's fair-sharing
+        // case "schedule earliest timestamp first", `peer_cases_admission.rs`).
         let mut cursor: IdVec<VcId, usize> = IdVec::filled(0, nv);
         let mut failed: Vec<(JobIdx, bool)> = Vec::new();
-        let mut heap: BinaryHeap<Reverse<(Key, VcId)>> = deferred
+        let turn = |t: &Tenants, vc: VcId, next: JobIdx| {
+            Reverse((Key(t.bonus_share(vc)), snap.job(next).queued_at, vc))
+        };
+        let mut heap: BinaryHeap<Reverse<(Key, i64, VcId)>> = deferred
             .ids()
             .filter(|&v| !deferred[v].is_empty())
-            .map(|v| Reverse((Key(self.t.bonus_share(v)), v)))
+            .map(|v| turn(&self.t, v, deferred[v][0].0))
             .collect();
-        while let Some(Reverse((_, vc))) = heap.pop() {
+        while let Some(Reverse((_, _, vc))) = heap.pop() {
             let (j, within) = deferred[vc][cursor[vc]];
             cursor[vc] += 1;
             let p = pending[j].as_ref().expect("deferred jobs are digested");
             if !self.bonus(p) {
                 failed.push((j, within));
             }
-            if cursor[vc] < deferred[vc].len() {
-                heap.push(Reverse((Key(self.t.bonus_share(vc)), vc)));
+            if let Some(&(next, _)) = deferred[vc].get(cursor[vc]) {
+                heap.push(turn(&self.t, vc, next));
             }
         }
 

@@ -37,8 +37,9 @@
 //!    it waits for is room the next cycle gives it. Jobs beyond their guarantee, or that
 //!    found neither, are deferred.
 //! 4. **Bonus phase.** Deferred jobs borrow idle capacity, VCs taking turns by weighted
-//!    dominant share of borrowed GPUs (dominant-resource fairness over GPU types), up to
-//!    limits. Bonus jobs never cause preemption.
+//!    dominant share of borrowed GPUs (dominant-resource fairness over GPU types), at equal
+//!    shares the VC whose next job has waited longest first, up to limits. Bonus jobs never
+//!    cause preemption.
 //! 5. **Priority preemption** for jobs still waiting in queues that allow it: victims are
 //!    lower-priority jobs of the same queue, chosen like reclaim victims. A job a limit
 //!    blocks (VC limit, queue maxShare, user limit) takes part too: the victims' usage is

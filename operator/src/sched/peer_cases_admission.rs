@@ -15,8 +15,9 @@
 //!
 //! Where kubetrain decides differently on purpose (documented in `docs/` or the code), the
 //! test asserts kubetrain's documented behaviour and says so (`_differs`). Where a user would
-//! call kubetrain's decision wrong, the test keeps the peer's expectation and is ignored with
-//! the bug named.
+//! call kubetrain's decision wrong, the test keeps the peer's expectation: "schedule earliest
+//! timestamp first" found that equal fair-share turns went to the first team by name (fixed
+//! in `cycle.rs`, phase 2).
 
 use super::fixtures::*;
 use super::*;
@@ -384,7 +385,6 @@ fn kueue_fs_turns_by_current_share_not_share_after_admission_differs() {
 /// first": of two teams borrowing equally little, each with a job for the same idle GPUs,
 /// the job that has waited longer gets them.
 #[test]
-#[ignore = "kubetrain bug: equal fair-share turns go to the VirtualCluster listed first, not the job waiting longest"]
 fn kueue_fs_schedule_earliest_timestamp_first() {
     let d = borrowers(
         vec![node("n0", "A100", 10, None)],
