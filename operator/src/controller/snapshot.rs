@@ -457,7 +457,7 @@ mod tests {
     use std::collections::{BTreeMap, BTreeSet};
     use std::sync::Arc;
 
-    use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+    use k8s_openapi::api::core::v1::{Node, Pod};
     use proptest::prelude::*;
     use serde_json::json;
 
@@ -549,6 +549,36 @@ mod tests {
         (state, 0u32..4, any::<bool>(), any::<bool>())
     }
 
+    /// The nodes, pods and jobs a test's world holds.
+    type Objects<'a> = (&'a [Arc<Node>], &'a [Arc<Pod>], &'a [Arc<TrainingJob>]);
+
+    /// The core's decisions on these objects, at a fixed time, with no namespaces and
+    /// [`FLAVOR`] the only GPU type.
+    fn decide(
+        (nodes, pods, jobs): Objects<'_>,
+        queues: &BTreeMap<String, Arc<Queue>>,
+        vcs: &BTreeMap<String, Arc<VirtualCluster>>,
+        asked: &BTreeMap<JobKey, Asked>,
+    ) -> sched::Decisions {
+        let world = World {
+            now: 1_800_000_000,
+            nodes,
+            pods,
+            jobs,
+            refs: Refs {
+                queues,
+                vcs,
+                namespaces: &BTreeMap::new(),
+                flavors: &BTreeSet::from([FLAVOR.to_string()]),
+                volumes: &Default::default(),
+                priority_classes: &Default::default(),
+            },
+            inflight: &BTreeMap::new(),
+            asked,
+        };
+        sched::schedule(&build(&world))
+    }
+
     /// Without a device plugin (no `nvidia.com/gpu` in allocatable, the
     /// `NVIDIA_VISIBLE_DEVICES` setup) the GPUs are those the labeler published; where the
     /// plugin advertises the resource, its count wins, even 0.
@@ -616,8 +646,6 @@ mod tests {
             ("own".to_string(), vc("own", "own", GPUS)),
             ("lend".to_string(), vc("lend", "team", 0)),
         ]);
-        let namespaces: BTreeMap<String, Namespace> = BTreeMap::new();
-        let flavors = BTreeSet::from([FLAVOR.to_string()]);
         // Every GPU borrowed by a 1-GPU bonus job; the owner's 8-GPU job arrives.
         let mut jobs = Vec::new();
         let mut pods = Vec::new();
@@ -635,26 +663,8 @@ mod tests {
         owner.metadata.namespace = Some("own".into());
         jobs.push(Arc::new(owner));
         let nodes = vec![node()];
-        let inflight = BTreeMap::new();
-        let decide = |asked: &BTreeMap<JobKey, Asked>| {
-            let world = World {
-                now: 1_800_000_000,
-                nodes: &nodes,
-                pods: &pods,
-                jobs: &jobs,
-                refs: Refs {
-                    queues: &queues,
-                    vcs: &vcs,
-                    namespaces: &namespaces,
-                    flavors: &flavors,
-                    volumes: &Default::default(),
-                    priority_classes: &Default::default(),
-                },
-                inflight: &inflight,
-                asked,
-            };
-            sched::schedule(&build(&world))
-        };
+        let decide =
+            |asked: &BTreeMap<JobKey, Asked>| decide((&nodes, &pods, &jobs), &queues, &vcs, asked);
         let first = decide(&BTreeMap::new());
         let victims: Vec<String> = first
             .preemptions
@@ -710,10 +720,7 @@ mod tests {
         );
         let queues = BTreeMap::from([("q".to_string(), queue)]);
         let vcs = BTreeMap::from([("vc".to_string(), vc)]);
-        let namespaces: BTreeMap<String, Namespace> = BTreeMap::new();
-        let flavors = BTreeSet::from([FLAVOR.to_string()]);
         let nodes = vec![node()];
-        let (inflight, asked) = (BTreeMap::new(), BTreeMap::new());
         let finished = |name: &str, phase: &str, terminating: bool| {
             let mut p = (*pod(name, &[0], None, terminating)).clone();
             p.status.as_mut().expect("status").phase = Some(phase.into());
@@ -726,27 +733,12 @@ mod tests {
         ] {
             let jobs = vec![job("short", "q", 1, phase), job("fresh", "q", 1, "Pending")];
             let pods = vec![finished("short", pod_phase, terminating)];
-            let world = World {
-                now: 1_800_000_000,
-                nodes: &nodes,
-                pods: &pods,
-                jobs: &jobs,
-                refs: Refs {
-                    queues: &queues,
-                    vcs: &vcs,
-                    namespaces: &namespaces,
-                    flavors: &flavors,
-                    volumes: &Default::default(),
-                    priority_classes: &Default::default(),
-                },
-                inflight: &inflight,
-                asked: &asked,
-            };
-            let admitted: Vec<String> = sched::schedule(&build(&world))
-                .admissions
-                .into_iter()
-                .map(|a| a.job)
-                .collect();
+            let admitted: Vec<String> =
+                decide((&nodes, &pods, &jobs), &queues, &vcs, &BTreeMap::new())
+                    .admissions
+                    .into_iter()
+                    .map(|a| a.job)
+                    .collect();
             assert_eq!(
                 admitted,
                 vec!["team/fresh".to_string()],
@@ -776,8 +768,6 @@ mod tests {
                 .expect("vc"));
             let queues = BTreeMap::from([("q".to_string(), queue)]);
             let vcs = BTreeMap::from([("vc".to_string(), vc)]);
-            let namespaces: BTreeMap<String, Namespace> = BTreeMap::new();
-            let flavors = BTreeSet::from([FLAVOR.to_string()]);
 
             // Lay the holders' GPUs out without overlap, as the node really has them.
             let mut next = 0u32;
@@ -812,18 +802,7 @@ mod tests {
                 pods.push(pod(&name, &gpus, share, terminating));
             }
             let nodes = vec![node()];
-            let inflight = BTreeMap::new();
-            let asked = BTreeMap::new();
-            let world = World {
-                now: 1_800_000_000,
-                nodes: &nodes,
-                pods: &pods,
-                jobs: &jobs,
-                refs: Refs { queues: &queues, vcs: &vcs, namespaces: &namespaces, flavors: &flavors, volumes: &Default::default(), priority_classes: &Default::default() },
-                inflight: &inflight,
-                asked: &asked,
-            };
-            let decisions = sched::schedule(&build(&world));
+            let decisions = decide((&nodes, &pods, &jobs), &queues, &vcs, &BTreeMap::new());
             for a in &decisions.admissions {
                 for r in &a.placement {
                     let amount = r.share.map_or(1000, |s| s.0);

@@ -1,6 +1,6 @@
 //! Builders for tests: small clusters, tenants and jobs in a few lines.
 
-use super::decisions::Admission;
+use super::decisions::{Admission, Decisions};
 use super::model::*;
 
 pub const GIB: u64 = 1 << 30;
@@ -155,4 +155,30 @@ pub fn snapshot(
         jobs,
         workload: vec![],
     }
+}
+
+/// A queue whose higher-priority jobs may preempt its lower-priority ones.
+pub fn pqueue(name: &str, vc: &str) -> Queue {
+    let mut q = queue(name, vc);
+    q.priority_preemption = true;
+    q.policy = QueuePolicy::Priority;
+    q
+}
+
+/// A job of `replicas` × `gpus` with a priority.
+pub fn pjob(id: &str, queue: &str, replicas: u32, gpus: u32, priority: i32) -> Job {
+    let mut j = job(id, queue, replicas, gpus);
+    j.priority = priority;
+    j
+}
+
+/// Every victim, sorted, for comparisons that do not depend on decision order.
+pub fn victims(d: &Decisions) -> Vec<String> {
+    let mut v: Vec<String> = d.victims().map(str::to_string).collect();
+    v.sort();
+    v
+}
+
+pub fn strings(xs: &[&str]) -> Vec<String> {
+    xs.iter().map(|s| s.to_string()).collect()
 }

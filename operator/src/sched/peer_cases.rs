@@ -14,32 +14,6 @@
 use super::fixtures::*;
 use super::*;
 
-/// A queue whose higher-priority jobs may preempt its lower-priority ones.
-fn pqueue(name: &str, vc: &str) -> Queue {
-    let mut q = queue(name, vc);
-    q.priority_preemption = true;
-    q.policy = QueuePolicy::Priority;
-    q
-}
-
-/// A job of `replicas` × `gpus` with a priority.
-fn pjob(id: &str, queue: &str, replicas: u32, gpus: u32, priority: i32) -> Job {
-    let mut j = job(id, queue, replicas, gpus);
-    j.priority = priority;
-    j
-}
-
-/// Every victim, sorted, for comparisons that do not depend on decision order.
-fn victims(d: &Decisions) -> Vec<String> {
-    let mut v: Vec<String> = d.victims().map(str::to_string).collect();
-    v.sort();
-    v
-}
-
-fn strings(xs: &[&str]) -> Vec<String> {
-    xs.iter().map(|s| s.to_string()).collect()
-}
-
 const NOW: i64 = 10_000;
 /// Every running job of a case starts at 0 and checkpointed here, so they lose the same work
 /// per GPU unless a case says otherwise.

@@ -23,32 +23,6 @@ const NOW: i64 = 10_000;
 /// Every running job of a case checkpointed here unless a case says otherwise.
 const CKPT: Option<i64> = Some(NOW - 1000);
 
-/// A queue whose higher-priority jobs may preempt its lower-priority ones.
-fn pqueue(name: &str, vc: &str) -> Queue {
-    let mut q = queue(name, vc);
-    q.priority_preemption = true;
-    q.policy = QueuePolicy::Priority;
-    q
-}
-
-/// A job of `replicas` × `gpus` with a priority.
-fn pjob(id: &str, queue: &str, replicas: u32, gpus: u32, priority: i32) -> Job {
-    let mut j = job(id, queue, replicas, gpus);
-    j.priority = priority;
-    j
-}
-
-/// Every victim, sorted.
-fn victims(d: &Decisions) -> Vec<String> {
-    let mut v: Vec<String> = d.victims().map(str::to_string).collect();
-    v.sort();
-    v
-}
-
-fn strings(xs: &[&str]) -> Vec<String> {
-    xs.iter().map(|s| s.to_string()).collect()
-}
-
 /// The distinct nodes of a job's admission, sorted.
 fn nodes_of(d: &Decisions, job: &str) -> Vec<String> {
     let a = d
