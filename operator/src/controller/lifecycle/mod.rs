@@ -30,6 +30,8 @@ use crate::api::{Phase, TrainingJob, TrainingJobStatus};
 use crate::sched::WaitReason;
 
 #[cfg(test)]
+mod peer_stories;
+#[cfg(test)]
 mod stories;
 
 /// The operator's settings the lifecycle obeys.

@@ -21,17 +21,17 @@ use crate::controller::pods::pod_name;
 
 const T0: i64 = 1_800_000_000;
 
-fn at(seconds: i64) -> Time {
+pub(super) fn at(seconds: i64) -> Time {
     Time(Timestamp::from_second(T0 + seconds).expect("time"))
 }
 
-fn stamp(seconds: i64) -> String {
+pub(super) fn stamp(seconds: i64) -> String {
     at(seconds).0.to_string()
 }
 
 /// A job `llm` in namespace `team`, queue `q`: one task `worker` of `replicas` pods with one
 /// GPU each, 2 retries with a 10 s backoff, a 30 s checkpoint grace period.
-fn job(replicas: u32) -> TrainingJob {
+pub(super) fn job(replicas: u32) -> TrainingJob {
     serde_json::from_value(json!({
         "apiVersion": "kubetrain.io/v1alpha1", "kind": "TrainingJob",
         "metadata": {"name": "llm", "namespace": "team", "uid": "u-1", "generation": 1},
@@ -48,7 +48,7 @@ fn job(replicas: u32) -> TrainingJob {
 }
 
 /// Replica `index`, placed on `node` (GPU `index`), in pod phase `phase`.
-fn replica(index: u32, node: &str, phase: &str) -> Pod {
+pub(super) fn replica(index: u32, node: &str, phase: &str) -> Pod {
     serde_json::from_value(json!({
         "metadata": {
             "name": pod_name("llm", "worker", index), "namespace": "team",
@@ -62,31 +62,31 @@ fn replica(index: u32, node: &str, phase: &str) -> Pod {
     .expect("pod")
 }
 
-fn annotate(pod: &mut Pod, key: &str, value: &str) {
+pub(super) fn annotate(pod: &mut Pod, key: &str, value: &str) {
     pod.metadata
         .annotations
         .get_or_insert_with(Default::default)
         .insert(key.into(), value.into());
 }
 
-fn up() -> NodeState {
+pub(super) fn up() -> NodeState {
     NodeState::Up {
         unhealthy_gpus: BTreeSet::new(),
     }
 }
 
 /// A job and the world around it, moved along by `tick`.
-struct Story {
-    job: TrainingJob,
-    pods: Vec<Pod>,
-    world: World,
-    now: i64,
+pub(super) struct Story {
+    pub(super) job: TrainingJob,
+    pub(super) pods: Vec<Pod>,
+    pub(super) world: World,
+    pub(super) now: i64,
     /// Status writes so far: the reconciler writes only a changed status.
-    writes: u32,
+    pub(super) writes: u32,
 }
 
 impl Story {
-    fn new(replicas: u32) -> Self {
+    pub(super) fn new(replicas: u32) -> Self {
         Story {
             job: job(replicas),
             pods: Vec::new(),
@@ -110,33 +110,33 @@ impl Story {
     }
 
     /// A job as the API server holds it: created at t = 0.
-    fn created(replicas: u32) -> Self {
+    pub(super) fn created(replicas: u32) -> Self {
         let mut s = Story::new(replicas);
         s.job.metadata.creation_timestamp = Some(at(0));
         s
     }
 
     /// The scheduler admitted the job: its whole gang exists on node n1, in pod phase `phase`.
-    fn admitted(mut self, phase: &str) -> Self {
+    pub(super) fn admitted(mut self, phase: &str) -> Self {
         let replicas = self.job.spec.tasks[0].replicas() as u32;
         self.pods = (0..replicas).map(|i| replica(i, "n1", phase)).collect();
         self
     }
 
-    fn set_pods_phase(&mut self, phase: &str) {
+    pub(super) fn set_pods_phase(&mut self, phase: &str) {
         for p in &mut self.pods {
             p.status.get_or_insert_with(Default::default).phase = Some(phase.into());
         }
     }
 
-    fn annotate_all(&mut self, key: &str, value: &str) {
+    pub(super) fn annotate_all(&mut self, key: &str, value: &str) {
         for p in &mut self.pods {
             annotate(p, key, value);
         }
     }
 
     /// The reconcile at `now`: the job takes its new status, as the status write does.
-    fn tick(&mut self) -> Effects {
+    pub(super) fn tick(&mut self) -> Effects {
         let gang = Gang::new(self.pods.iter().cloned().map(Arc::new));
         let (status, fx) = next(&self.job, &gang, &self.world, &at(self.now));
         if status != self.job.status.clone().unwrap_or_default() {
@@ -147,24 +147,24 @@ impl Story {
     }
 
     /// The reconciler carried out the deletions: the pods are gone.
-    fn pods_gone(&mut self) {
+    pub(super) fn pods_gone(&mut self) {
         self.pods.clear();
     }
 
-    fn after(&mut self, seconds: i64) -> &mut Self {
+    pub(super) fn after(&mut self, seconds: i64) -> &mut Self {
         self.now += seconds;
         self
     }
 
-    fn status(&self) -> &TrainingJobStatus {
+    pub(super) fn status(&self) -> &TrainingJobStatus {
         self.job.status.as_ref().expect("status")
     }
 
-    fn phase(&self) -> Phase {
+    pub(super) fn phase(&self) -> Phase {
         self.status().phase
     }
 
-    fn condition(&self, t: ConditionType) -> &Condition {
+    pub(super) fn condition(&self, t: ConditionType) -> &Condition {
         self.status()
             .conditions
             .iter()
@@ -173,13 +173,13 @@ impl Story {
     }
 
     /// Status and reason of the condition.
-    fn says(&self, t: ConditionType) -> (&str, &str) {
+    pub(super) fn says(&self, t: ConditionType) -> (&str, &str) {
         let c = self.condition(t);
         (c.status.as_str(), c.reason.as_str())
     }
 
     /// From Pending to Running, all replicas running, at t = 0.
-    fn running(replicas: u32) -> Self {
+    pub(super) fn running(replicas: u32) -> Self {
         let mut s = Story::new(replicas);
         s.tick();
         s = s.admitted("Running");
@@ -191,11 +191,11 @@ impl Story {
     }
 }
 
-fn reasons(fx: &Effects) -> Vec<&str> {
+pub(super) fn reasons(fx: &Effects) -> Vec<&str> {
     fx.events.iter().map(|e| e.reason).collect()
 }
 
-fn deleted(fx: &Effects) -> Vec<&str> {
+pub(super) fn deleted(fx: &Effects) -> Vec<&str> {
     fx.pod_deletions.iter().map(|d| d.pod.as_str()).collect()
 }
 
