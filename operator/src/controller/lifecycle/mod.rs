@@ -391,6 +391,24 @@ fn pod_failure(m: &Member) -> Option<Failure> {
     let status = m.pod.status.as_ref()?;
     let name = m.name.clone();
     let reason = status.reason.clone().unwrap_or_default();
+    // Kubernetes marks a pod it stops for reasons of its own (the pod garbage collector on a
+    // deleted node, the taint manager, the kubelet under node pressure, an eviction) with
+    // `DisruptionTarget=True` before it fails: not the job's fault.
+    if let Some(c) = status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == "DisruptionTarget" && c.status == "True")
+    {
+        let why = c.reason.as_deref().unwrap_or("DisruptionTarget");
+        return Some(Failure::Infrastructure {
+            pod: name,
+            reason: match c.message.as_deref() {
+                Some(msg) if !msg.is_empty() => format!("pod disrupted ({why}): {msg}"),
+                _ => format!("pod disrupted ({why})"),
+            },
+        });
+    }
     if is_infrastructure_reason(&reason) {
         let detail = status.message.as_deref().unwrap_or_default();
         return Some(Failure::Infrastructure {
@@ -433,12 +451,27 @@ fn unhealthy_gpu(world: &World, m: &Member) -> Option<(u32, String)> {
 }
 
 /// A replica that failed on a GPU the labeler reports unhealthy failed because of the GPU
-/// (an XID error kills the process): not the job's fault.
-fn blame_sick_gpu(world: &World, m: &Member, f: Failure) -> Failure {
-    match (&f, unhealthy_gpu(world, m)) {
-        (Failure::Replica { pod: name, reason }, Some((gpu, node))) => Failure::Infrastructure {
+/// (an XID error kills the process), and one that failed on a node that is gone or not ready
+/// went down with it: not the job's fault.
+fn blame_infrastructure(world: &World, m: &Member, f: Failure) -> Failure {
+    let Failure::Replica { pod: name, reason } = &f else {
+        return f;
+    };
+    if let Some((gpu, node)) = unhealthy_gpu(world, m) {
+        return Failure::Infrastructure {
             pod: name.clone(),
             reason: format!("{reason}, on GPU {gpu} of node {node}, which turned unhealthy"),
+        };
+    }
+    let node = m.bound_node.as_deref().unwrap_or_default();
+    match world.node(node) {
+        NodeState::Gone if !node.is_empty() => Failure::Infrastructure {
+            pod: name.clone(),
+            reason: format!("{reason}, on node {node}, which is gone"),
+        },
+        NodeState::Lost => Failure::Infrastructure {
+            pod: name.clone(),
+            reason: format!("{reason}, on node {node}, which is not ready"),
         },
         _ => f,
     }
@@ -682,14 +715,39 @@ impl Step<'_> {
         }
     }
 
+    /// Success: every replica of every deciding task (`requiredForCompletion`) succeeded.
+    fn deciding_succeeded(&self) -> bool {
+        let job = self.job;
+        let mut deciding = job
+            .spec
+            .tasks
+            .iter()
+            .filter(|task| task.required_for_completion())
+            .flat_map(|task| {
+                (0..task.replicas().max(1) as u32)
+                    .map(|i| super::pods::pod_name(&job.name_any(), &task.name, i))
+            })
+            .peekable();
+        deciding.peek().is_some()
+            && deciding.all(|n| self.gang.present_named(&n).is_some_and(Member::succeeded))
+    }
+
     /// Suspension: stop the gang (checkpoint first, as for a preemption), keep the job
-    /// queued. Resumption: back to Queued.
+    /// queued. Resumption: back to Queued. A running job whose work is done when it is
+    /// suspended succeeds instead (`running`): there is nothing left to checkpoint, and its
+    /// finished pods keep their logs (as a Job's completion goes before its suspension).
     fn suspension(&self, status: &mut TrainingJobStatus, fx: &mut Effects) -> Flow {
+        if self.job.spec.suspend && status.phase == Phase::Running && self.deciding_succeeded() {
+            return Flow::Continue;
+        }
         if self.job.spec.suspend && !matches!(status.phase, Phase::Preempting) {
             if self.present.is_empty() {
                 if status.phase != Phase::Suspended {
                     status.phase = Phase::Suspended;
                     status.placement.clear();
+                    // A backoff or drain settle in progress ends here: resumed, the job
+                    // starts a new wait, and a stale time would cut a later drain's settle.
+                    status.retry_at = None;
                     status.message = Some("Suspended: spec.suspend is true.".into());
                     fx.event(
                         EventType::Normal,
@@ -805,6 +863,7 @@ impl Step<'_> {
         status.phase = Phase::Running;
         status.admitted_at = Some(t.clone());
         status.started_at = None;
+        status.retry_at = None;
         status.bonus = self.gang.bonus();
         status.placement = self.gang.recorded_placement();
         let msg = admitted(status, gang_size, generation, t);
@@ -831,20 +890,7 @@ impl Step<'_> {
         }
         let expected = expected_pod_names(job);
         let gang_size = expected.len();
-        // Success: every replica of every deciding task succeeded.
-        let deciding: Vec<String> = job
-            .spec
-            .tasks
-            .iter()
-            .filter(|task| task.required_for_completion())
-            .flat_map(|task| {
-                (0..task.replicas().max(1) as u32)
-                    .map(|i| super::pods::pod_name(&job.name_any(), &task.name, i))
-                    .collect::<Vec<_>>()
-            })
-            .collect();
-        let succeeded = |n: &String| self.gang.present_named(n).is_some_and(Member::succeeded);
-        if !deciding.is_empty() && deciding.iter().all(succeeded) {
+        if self.deciding_succeeded() {
             status.phase = Phase::Succeeded;
             status.finished_at = Some(t.clone());
             status.message = Some("All replicas succeeded.".into());
@@ -877,7 +923,7 @@ impl Step<'_> {
         let missing = self.gang.first_missing(&expected);
         let failure = present
             .iter()
-            .find_map(|m| pod_failure(m).map(|f| blame_sick_gpu(self.world, m, f)))
+            .find_map(|m| pod_failure(m).map(|f| blame_infrastructure(self.world, m, f)))
             .or_else(|| {
                 missing.map(|m| Failure::Infrastructure {
                     pod: m.clone(),
@@ -1236,16 +1282,22 @@ impl Step<'_> {
             .last_preemption
             .as_ref()
             .is_some_and(|r| r.at.0 >= requested);
+        // A suspension keeps its own reason, as the condition table documents.
+        let (reason, asked) = if job.spec.suspend {
+            (
+                Reason::Suspended,
+                "Asked to checkpoint because the job was suspended",
+            )
+        } else {
+            (Reason::CheckpointRequested, "Asked to checkpoint")
+        };
         let newly = !stopping
             && conditions::set(
                 &mut status.conditions,
                 ConditionType::Preempting,
                 true,
-                Reason::CheckpointRequested,
-                format!(
-                    "Asked to checkpoint; the pods are deleted after the acknowledgement or \
-                     {grace} s."
-                ),
+                reason,
+                format!("{asked}; the pods are deleted after the acknowledgement or {grace} s."),
                 generation,
                 t,
             );

@@ -269,7 +269,6 @@ fn k8s_suspending_a_running_job_stops_its_pods_without_counting_a_failure() {
 /// `Preempting=True`, "asked to checkpoint because `spec.suspend` is true"), so `kubectl
 /// describe` tells a suspension from a preemption while the gang checkpoints.
 #[test]
-#[ignore = "kubetrain bug: a suspended running job shows Preempting=True reason CheckpointRequested, never the documented reason Suspended (stop_preempted overwrites it in the same step)"]
 fn k8s_a_running_job_being_suspended_says_so() {
     let mut s = Story::running(2);
     s.job.spec.suspend = true;
@@ -287,7 +286,6 @@ fn k8s_a_running_job_being_suspended_says_so() {
 /// replica has exited 0 when `spec.suspend` turns true before the next reconcile should
 /// succeed: its work is done, and there is nothing left to checkpoint.
 #[test]
-#[ignore = "kubetrain bug: a job whose replicas all succeeded is suspended (and its finished pods deleted) instead of succeeding when spec.suspend turns true before the lifecycle sees the success"]
 fn k8s_a_job_whose_pods_all_succeeded_completes_even_if_suspended() {
     let mut s = Story::running(2);
     s.set_pods_phase("Succeeded");
@@ -338,7 +336,6 @@ fn k8s_ttl_after_finished_deletes_succeeded_and_failed_jobs_only() {
 /// as not the job's fault (docs/user-guide.md, `maxRetries`): the replica's failure on a gone
 /// node must restart the gang without counting a retry.
 #[test]
-#[ignore = "kubetrain bug: a pod the pod GC marked Failed (DisruptionTarget, DeletionByPodGC) after its node was deleted counts as a replica failure against maxRetries"]
 fn k8s_a_pod_failed_by_pod_gc_on_a_deleted_node_is_not_counted() {
     let mut s = Story::running(2);
     // The node is deleted; the pod GC marks its pods Failed before deleting them.
@@ -523,7 +520,6 @@ fn kubeflow_a_resumed_job_runs_again_with_a_new_start() {
 /// waits the drain's settle before requeueing (`requeue_preempted` keeps its settle time in
 /// `retryAt`).
 #[test]
-#[ignore = "kubetrain bug: suspending a job in Retrying keeps status.retryAt; once resumed the stale time stays while Queued/Running and makes a later drain skip its settle"]
 fn k8s_a_job_suspended_during_its_backoff_forgets_the_backoff() {
     let mut s = Story::running(1);
     exits(&mut s.pods[0], 1);
