@@ -715,8 +715,9 @@ impl Step<'_> {
         }
     }
 
-    /// Success: every replica of every deciding task (`requiredForCompletion`) succeeded.
-    fn deciding_succeeded(&self) -> bool {
+    /// Success: every replica of every deciding task (`requiredForCompletion`) succeeded:
+    /// its pod did, or it is recorded as done (`status.succeededReplicas`).
+    fn deciding_succeeded(&self, done: &[String]) -> bool {
         let job = self.job;
         let mut deciding = job
             .spec
@@ -729,7 +730,9 @@ impl Step<'_> {
             })
             .peekable();
         deciding.peek().is_some()
-            && deciding.all(|n| self.gang.present_named(&n).is_some_and(Member::succeeded))
+            && deciding.all(|n| {
+                done.contains(&n) || self.gang.present_named(&n).is_some_and(Member::succeeded)
+            })
     }
 
     /// Suspension: stop the gang (checkpoint first, as for a preemption), keep the job
@@ -737,7 +740,10 @@ impl Step<'_> {
     /// suspended succeeds instead (`running`): there is nothing left to checkpoint, and its
     /// finished pods keep their logs (as a Job's completion goes before its suspension).
     fn suspension(&self, status: &mut TrainingJobStatus, fx: &mut Effects) -> Flow {
-        if self.job.spec.suspend && status.phase == Phase::Running && self.deciding_succeeded() {
+        if self.job.spec.suspend
+            && status.phase == Phase::Running
+            && self.deciding_succeeded(&status.succeeded_replicas)
+        {
             return Flow::Continue;
         }
         if self.job.spec.suspend && !matches!(status.phase, Phase::Preempting) {
@@ -864,6 +870,7 @@ impl Step<'_> {
         status.admitted_at = Some(t.clone());
         status.started_at = None;
         status.retry_at = None;
+        status.succeeded_replicas.clear();
         status.bonus = self.gang.bonus();
         status.placement = self.gang.recorded_placement();
         let msg = admitted(status, gang_size, generation, t);
@@ -890,7 +897,13 @@ impl Step<'_> {
         }
         let expected = expected_pod_names(job);
         let gang_size = expected.len();
-        if self.deciding_succeeded() {
+        for m in present.iter().filter(|m| m.succeeded()) {
+            if !status.succeeded_replicas.contains(&m.name) {
+                status.succeeded_replicas.push(m.name.clone());
+                status.succeeded_replicas.sort();
+            }
+        }
+        if self.deciding_succeeded(&status.succeeded_replicas) {
             status.phase = Phase::Succeeded;
             status.finished_at = Some(t.clone());
             status.message = Some("All replicas succeeded.".into());
@@ -920,7 +933,13 @@ impl Step<'_> {
             fx.stop = Stop::Live;
             return;
         }
-        let missing = self.gang.first_missing(&expected);
+        // A replica recorded as done is not missing when its finished pod is removed.
+        let awaited: Vec<String> = expected
+            .iter()
+            .filter(|n| !status.succeeded_replicas.contains(n))
+            .cloned()
+            .collect();
+        let missing = self.gang.first_missing(&awaited);
         let failure = present
             .iter()
             .find_map(|m| pod_failure(m).map(|f| blame_infrastructure(self.world, m, f)))

@@ -383,7 +383,6 @@ fn k8s_a_pod_deleted_while_running_is_not_a_counted_failure_differs() {
 /// run, and whose finished pod is then removed (the pod GC after its idle node was scaled
 /// down), has done its part: the job runs on, and succeeds when the others do.
 #[test]
-#[ignore = "kubetrain bug: the removal of a replica's pod after it succeeded restarts the whole gang (and its success is forgotten), as if the running pod had been removed"]
 fn k8s_a_succeeded_replica_whose_pod_is_removed_stays_succeeded() {
     let mut s = Story::running(2);
     set_phase(&mut s.pods[0], "Succeeded");
