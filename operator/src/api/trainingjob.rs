@@ -318,9 +318,10 @@ pub struct TrainingJobStatus {
     /// Where each replica runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub placement: Vec<ReplicaPlacement>,
-    /// The replicas of this run that exited 0, by pod name. A replica that has done its
-    /// part stays done when its finished pod is removed (the pod garbage collector, after
-    /// the node it ran on was scaled down); cleared when the job is admitted again.
+    /// The replicas of this run that exited 0, by pod name, recorded 30 s after they
+    /// finished. A replica that has done its part stays done when its finished pod is
+    /// removed (the pod garbage collector, after the node it ran on was scaled down);
+    /// cleared when the job is admitted again.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub succeeded_replicas: Vec<String>,
     /// When the job entered its queue (kept across preemptions: its place in line).

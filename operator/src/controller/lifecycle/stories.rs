@@ -582,6 +582,33 @@ fn a_job_out_of_retries_fails() {
     assert!(deleted(&s.after(5).tick()).is_empty());
 }
 
+/// A replica that finished while the others run is recorded in `status.succeededReplicas`
+/// only once it has been done a while: a gang whose replicas finish together succeeds with
+/// no write for each that finished first. Its pod's removal after that is no failure.
+#[test]
+fn a_replica_done_is_recorded_after_a_while_and_survives_its_pod() {
+    let mut s = Story::running(2);
+    s.pods[0].status = Some(
+        serde_json::from_value(json!({"phase": "Succeeded", "containerStatuses": [{
+            "name": "trainer", "ready": false, "restartCount": 0, "image": "i", "imageID": "",
+            "state": {"terminated": {"exitCode": 0, "finishedAt": stamp(10)}}}]}))
+        .expect("pod status"),
+    );
+    let writes = s.writes;
+    s.after(15).tick();
+    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(
+        s.writes, writes,
+        "nothing to write 5 s after the replica finished"
+    );
+    s.after(30).tick();
+    assert_eq!(s.status().succeeded_replicas, ["llm-worker-0"]);
+    s.pods.remove(0);
+    let fx = s.after(5).tick();
+    assert_eq!(s.phase(), Phase::Running);
+    assert!(fx.pod_deletions.is_empty(), "{fx:?}");
+}
+
 /// A job that succeeded with a replica of a task not needed for completion still running
 /// (a parameter server) stops that one; the replicas that succeeded keep their logs.
 #[test]
