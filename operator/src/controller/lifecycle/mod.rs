@@ -315,9 +315,17 @@ fn pod_deletions(gang: &Gang, world: &World, now: &Time, stop: Stop) -> Vec<PodD
 }
 
 fn on_lost_node(world: &World, m: &Member) -> bool {
-    m.bound_node
-        .as_deref()
-        .is_some_and(|n| !matches!(world.node(n), NodeState::Up { .. }))
+    node_down(world, m).is_some()
+}
+
+/// The pod's node, when it is gone or not ready, as a failure message says it.
+fn node_down(world: &World, m: &Member) -> Option<String> {
+    let node = m.bound_node.as_deref()?;
+    match world.node(node) {
+        NodeState::Gone => Some(format!("node {node} is gone")),
+        NodeState::Lost => Some(format!("node {node} is not ready")),
+        NodeState::Up { .. } => None,
+    }
 }
 
 /// The GPUs the job asks for, in total.
@@ -463,44 +471,24 @@ fn blame_infrastructure(world: &World, m: &Member, f: Failure) -> Failure {
             reason: format!("{reason}, on GPU {gpu} of node {node}, which turned unhealthy"),
         };
     }
-    let node = m.bound_node.as_deref().unwrap_or_default();
-    match world.node(node) {
-        NodeState::Gone if !node.is_empty() => Failure::Infrastructure {
+    match node_down(world, m) {
+        Some(down) => Failure::Infrastructure {
             pod: name.clone(),
-            reason: format!("{reason}, on node {node}, which is gone"),
+            reason: format!("{reason}; {down}"),
         },
-        NodeState::Lost => Failure::Infrastructure {
-            pod: name.clone(),
-            reason: format!("{reason}, on node {node}, which is not ready"),
-        },
-        _ => f,
+        None => f,
     }
 }
 
 /// An infrastructure problem under a running pod: its node gone or NotReady. (A GPU turned
 /// unhealthy under a running pod is a preemption with a checkpoint, decided by the core.)
 fn infrastructure_failure(world: &World, gang: &Gang) -> Option<Failure> {
-    for m in gang.active() {
-        let Some(node_name) = m.bound_node.as_deref() else {
-            continue;
-        };
-        match world.node(node_name) {
-            NodeState::Gone => {
-                return Some(Failure::Infrastructure {
-                    pod: m.name.clone(),
-                    reason: format!("node {node_name} is gone"),
-                });
-            }
-            NodeState::Lost => {
-                return Some(Failure::Infrastructure {
-                    pod: m.name.clone(),
-                    reason: format!("node {node_name} is not ready"),
-                });
-            }
-            NodeState::Up { .. } => {}
-        }
-    }
-    None
+    gang.active().find_map(|m| {
+        node_down(world, m).map(|reason| Failure::Infrastructure {
+            pod: m.name.clone(),
+            reason,
+        })
+    })
 }
 
 /// A pod the cluster's scheduler has not bound for longer than `deadline` (its
