@@ -549,6 +549,30 @@ mod tests {
         (state, 0u32..4, any::<bool>(), any::<bool>())
     }
 
+    /// Queue `q` of VirtualCluster `vc`, which owns namespace `team` and every GPU of n0.
+    fn one_team() -> (
+        BTreeMap<String, Arc<Queue>>,
+        BTreeMap<String, Arc<VirtualCluster>>,
+    ) {
+        let queue: Arc<Queue> = Arc::new(
+            serde_json::from_value(json!({
+            "apiVersion": "kubetrain.io/v1alpha1", "kind": "Queue",
+            "metadata": {"name": "q"}, "spec": {"virtualCluster": "vc"}}))
+            .expect("queue"),
+        );
+        let vc: Arc<VirtualCluster> = Arc::new(
+            serde_json::from_value(json!({
+            "apiVersion": "kubetrain.io/v1alpha1", "kind": "VirtualCluster",
+            "metadata": {"name": "vc"},
+            "spec": {"namespaces": ["team"], "guarantee": [{"flavor": FLAVOR, "gpus": GPUS}]}}))
+            .expect("vc"),
+        );
+        (
+            BTreeMap::from([("q".to_string(), queue)]),
+            BTreeMap::from([("vc".to_string(), vc)]),
+        )
+    }
+
     /// The nodes, pods and jobs a test's world holds.
     type Objects<'a> = (&'a [Arc<Node>], &'a [Arc<Pod>], &'a [Arc<TrainingJob>]);
 
@@ -705,21 +729,7 @@ mod tests {
     /// admitted again over pods of the same names, on a node with every GPU free.
     #[test]
     fn a_job_whose_pods_already_finished_is_not_admitted_again() {
-        let queue: Arc<Queue> = Arc::new(
-            serde_json::from_value(json!({
-            "apiVersion": "kubetrain.io/v1alpha1", "kind": "Queue",
-            "metadata": {"name": "q"}, "spec": {"virtualCluster": "vc"}}))
-            .expect("queue"),
-        );
-        let vc: Arc<VirtualCluster> = Arc::new(
-            serde_json::from_value(json!({
-            "apiVersion": "kubetrain.io/v1alpha1", "kind": "VirtualCluster",
-            "metadata": {"name": "vc"},
-            "spec": {"namespaces": ["team"], "guarantee": [{"flavor": FLAVOR, "gpus": GPUS}]}}))
-            .expect("vc"),
-        );
-        let queues = BTreeMap::from([("q".to_string(), queue)]);
-        let vcs = BTreeMap::from([("vc".to_string(), vc)]);
+        let (queues, vcs) = one_team();
         let nodes = vec![node()];
         let finished = |name: &str, phase: &str, terminating: bool| {
             let mut p = (*pod(name, &[0], None, terminating)).clone();
@@ -758,16 +768,7 @@ mod tests {
             holders in proptest::collection::vec(holder(), 1..5),
             wanted in 1u32..=GPUS,
         ) {
-            let queue: Arc<Queue> = Arc::new(serde_json::from_value(json!({
-                "apiVersion": "kubetrain.io/v1alpha1", "kind": "Queue",
-                "metadata": {"name": "q"}, "spec": {"virtualCluster": "vc"}})).expect("queue"));
-            let vc: Arc<VirtualCluster> = Arc::new(serde_json::from_value(json!({
-                "apiVersion": "kubetrain.io/v1alpha1", "kind": "VirtualCluster",
-                "metadata": {"name": "vc"},
-                "spec": {"namespaces": ["team"], "guarantee": [{"flavor": FLAVOR, "gpus": GPUS}]}}))
-                .expect("vc"));
-            let queues = BTreeMap::from([("q".to_string(), queue)]);
-            let vcs = BTreeMap::from([("vc".to_string(), vc)]);
+            let (queues, vcs) = one_team();
 
             // Lay the holders' GPUs out without overlap, as the node really has them.
             let mut next = 0u32;
