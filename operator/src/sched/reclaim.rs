@@ -14,14 +14,15 @@
 //! 3. Make the set minimal: try dropping each chosen victim, most expensive first; keep it
 //!    dropped when the gang still fits. No victim can then be removed from the set.
 //! 4. Repeat 2–3 with each of the first few candidates put first (`SEEDS`), skipping those
-//!    already in the set in hand or that alone lose more, and keep the set that loses the least work,
-//!    then has the fewest victims: one larger job can make the room of several cheap ones
-//!    for less lost work, or for as much with fewer victims.
+//!    already in the set in hand or that alone lose more, and keep the set that loses the
+//!    least work, then has the fewest victims: one larger job can make the room of several
+//!    cheap ones for less lost work, or for as much with fewer victims.
 //!
 //! The domain whose set loses the least work wins; then the fewest victims, the lowest
-//! priorities, the most recently started (`set_key`), then the first in order. Before anyone is asked to checkpoint the gang is placed on the capacity that will
-//! be free once all victims are gone, and that capacity is *reserved* for it (nobody else
-//! can take it now, see `cluster`), so the core never evicts for a gang that would not fit.
+//! priorities, the most recently started (`set_key`), then the first in order. Before
+//! anyone is asked to checkpoint the gang is placed on the capacity that will be free once
+//! all victims are gone, and that capacity is *reserved* for it (nobody else can take it
+//! now, see `cluster`), so the core never evicts for a gang that would not fit.
 //!
 //! Minimum runtime: victims that ran less than their minimum runtime are left out while
 //! another victim set exists; when only sets with such jobs exist, nothing is evicted and the
@@ -137,7 +138,8 @@ const SEEDS: usize = 16;
 /// have done, and three 1-GPU jobs losing 400 GPU-s each went where one 3-GPU job losing 900
 /// would have (KAI's preempt cases, `peer_cases.rs`). A set must make the gang fit and pass
 /// `limits` together. Without `seeded` (the scattered ablation, a one-list greedy as its
-/// docs describe) only the cost order is tried. Leaves the cluster unchanged.
+/// docs describe) only the cost order is tried. Returns the set and its [`set_key`]; leaves
+/// the cluster unchanged.
 fn in_domain(
     c: &mut Cluster,
     runs: &IdVec<RunIdx, RunInfo>,
@@ -146,18 +148,19 @@ fn in_domain(
     cands: &[RunIdx],
     limits: Limits,
     seeded: bool,
-) -> Option<(Vec<RunIdx>, u64)> {
+) -> Option<(Vec<RunIdx>, SetKey)> {
     if limits_ok(limits, &[]) && fits(c, req, domain) {
-        return Some((Vec::new(), 0));
+        return Some((Vec::new(), set_key(runs, &[], 0)));
     }
     let mut best = greedy(c, runs, req, domain, cands.iter().copied(), limits)?;
+    let mut best_key = set_key(runs, &best.0, best.1);
     let seeds = if seeded { SEEDS } else { 0 };
     for (i, &seed) in cands.iter().enumerate().take(seeds).skip(1) {
         // A set with this job loses at least its work: it can only win by losing less, or
         // as much with fewer victims. A job already in the set in hand is no new start (a
         // full node's jobs all are, and cost nothing more to look at).
-        let (lost, n) = (runs[seed].lost, best.0.len());
-        if lost > best.1 || (lost == best.1 && n == 1) || best.0.contains(&seed) {
+        let lost = runs[seed].lost;
+        if lost > best.1 || (lost == best.1 && best.0.len() == 1) || best.0.contains(&seed) {
             continue;
         }
         let order = std::iter::once(seed).chain(
@@ -167,13 +170,14 @@ fn in_domain(
                 .filter(|&(j, _)| j != i)
                 .map(|(_, &r)| r),
         );
-        if let Some(found) = greedy(c, runs, req, domain, order, limits)
-            && set_key(runs, &found.0, found.1) < set_key(runs, &best.0, best.1)
-        {
-            best = found;
+        if let Some(found) = greedy(c, runs, req, domain, order, limits) {
+            let key = set_key(runs, &found.0, found.1);
+            if key < best_key {
+                (best, best_key) = (found, key);
+            }
         }
     }
-    Some(best)
+    Some((best.0, best_key))
 }
 
 /// Candidates released in `order` until the gang fits in the domain and `limits` pass,
@@ -433,7 +437,7 @@ pub(crate) fn plan(
                 cands.extend_from_slice(&anywhere);
                 cands.sort_by_key(|&r| key(r));
                 cands.dedup();
-                if let Some((v, lost)) = in_domain(
+                if let Some((v, k)) = in_domain(
                     c,
                     runs,
                     req,
@@ -441,14 +445,12 @@ pub(crate) fn plan(
                     &cands,
                     limits,
                     selection == VictimSelection::WholeDomain,
-                ) {
-                    let k = set_key(runs, &v, lost);
-                    if best.as_ref().is_none_or(|b| k < b.0) {
-                        let empty = v.is_empty();
-                        best = Some((k, v, d));
-                        if empty {
-                            break;
-                        }
+                ) && best.as_ref().is_none_or(|b| k < b.0)
+                {
+                    let empty = v.is_empty();
+                    best = Some((k, v, d));
+                    if empty {
+                        break;
                     }
                 }
             }
