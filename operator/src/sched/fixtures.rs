@@ -1,5 +1,6 @@
 //! Builders for tests: small clusters, tenants and jobs in a few lines.
 
+use super::GuaranteeShortfall;
 use super::decisions::{Admission, Decisions};
 use super::model::*;
 
@@ -181,4 +182,22 @@ pub fn victims(d: &Decisions) -> Vec<String> {
 
 pub fn strings(xs: &[&str]) -> Vec<String> {
     xs.iter().map(|s| s.to_string()).collect()
+}
+
+/// The distinct nodes of a job's admission, sorted; panics when the job is not admitted.
+pub fn nodes_of(d: &Decisions, job: &str) -> Vec<String> {
+    let a = d
+        .admission(job)
+        .unwrap_or_else(|| panic!("{job} is not admitted: {d:?}"));
+    let mut n: Vec<String> = a.placement.iter().map(|p| p.node.clone()).collect();
+    n.sort();
+    n.dedup();
+    n
+}
+
+/// What the VirtualCluster's guarantee of that GPU type lacks, if anything.
+pub fn at_risk(d: &Decisions, vc: &str, flavor: &str) -> Option<GuaranteeShortfall> {
+    d.usage.virtual_clusters[vc].flavors[&Flavor::new(flavor)]
+        .at_risk
+        .clone()
 }

@@ -23,17 +23,6 @@ const NOW: i64 = 10_000;
 /// Every running job of a case checkpointed here unless a case says otherwise.
 const CKPT: Option<i64> = Some(NOW - 1000);
 
-/// The distinct nodes of a job's admission, sorted.
-fn nodes_of(d: &Decisions, job: &str) -> Vec<String> {
-    let a = d
-        .admission(job)
-        .unwrap_or_else(|| panic!("{job} is not admitted: {d:?}"));
-    let mut n: Vec<String> = a.placement.iter().map(|p| p.node.clone()).collect();
-    n.sort();
-    n.dedup();
-    n
-}
-
 /// GPUs a job's admission takes on `node`, sorted.
 fn gpus_on(d: &Decisions, job: &str, node: &str) -> Vec<u32> {
     let mut g: Vec<u32> = d
@@ -82,12 +71,6 @@ fn cells_vc(
         count: cells,
     }];
     v
-}
-
-fn at_risk(d: &Decisions, vc: &str, flavor: &str) -> Option<GuaranteeShortfall> {
-    d.usage.virtual_clusters[vc].flavors[&Flavor::new(flavor)]
-        .at_risk
-        .clone()
 }
 
 // ---------------------------------------------------------------------------------------

@@ -1094,16 +1094,6 @@ fn a_reclaim_with_nothing_to_wait_for_is_no_plan() {
     assert!(a.bonus, "{a:?}");
 }
 
-fn nodes_of(d: &Decisions, job: &str) -> Vec<String> {
-    let mut v: Vec<String> = d
-        .admission(job)
-        .map(|a| a.placement.iter().map(|p| p.node.clone()).collect())
-        .unwrap_or_default();
-    v.sort();
-    v.dedup();
-    v
-}
-
 fn gpu_taint() -> constraints::Taint {
     constraints::Taint {
         key: "nvidia.com/gpu".into(),
@@ -1827,12 +1817,6 @@ fn owner_of_two_nodes() -> (Vec<Node>, Vec<VirtualCluster>, Vec<Queue>, Vec<Job>
     )
 }
 
-fn at_risk(d: &Decisions, vc: &str) -> Option<GuaranteeShortfall> {
-    d.usage.virtual_clusters[vc].flavors[&Flavor::new("A100")]
-        .at_risk
-        .clone()
-}
-
 /// An owner of 2 nodes whose node's GPUs go unhealthy is told its guarantee is at risk,
 /// with the numbers: its job there must leave, 16 of 24 GPUs are healthy and team b's 8
 /// are set aside, so 8 GPUs and 1 node can be obtained. Team b, which holds none of its 8,
@@ -1848,10 +1832,10 @@ fn an_owner_whose_gpus_go_unhealthy_is_told_its_guarantee_is_at_risk() {
         queues.clone(),
         jobs.clone(),
     ));
-    assert_eq!(at_risk(&d, "a"), None, "all healthy: {d:?}");
+    assert_eq!(at_risk(&d, "a", "A100"), None, "all healthy: {d:?}");
     nodes[1].unhealthy_gpus = (0..8).map(GpuIndex).collect();
     let d = schedule(&snapshot(10, nodes, vcs, queues, jobs));
-    let s = at_risk(&d, "a").expect("a's guarantee is at risk");
+    let s = at_risk(&d, "a", "A100").expect("a's guarantee is at risk");
     assert_eq!(
         (s.guaranteed_gpus, s.obtainable_gpus, s.usable_gpus),
         (16, 8, 16)
@@ -1870,7 +1854,7 @@ fn an_owner_whose_gpus_go_unhealthy_is_told_its_guarantee_is_at_risk() {
             .starts_with("8 of 16 guaranteed A100 GPUs can be obtained now"),
         "{s}"
     );
-    let b = at_risk(&d, "b").expect("b competes for the same 8");
+    let b = at_risk(&d, "b", "A100").expect("b competes for the same 8");
     assert_eq!((b.guaranteed_gpus, b.obtainable_gpus), (8, 0));
 }
 
@@ -1886,13 +1870,13 @@ fn a_cordoned_or_lost_node_puts_a_guarantee_at_risk() {
         queues.clone(),
         jobs.clone(),
     ));
-    let s = at_risk(&d, "a").expect("cordoned");
+    let s = at_risk(&d, "a", "A100").expect("cordoned");
     assert_eq!((s.obtainable_gpus, s.usable_gpus), (8, 16));
     assert_eq!((s.cells[0].obtainable, s.cells[0].usable), (1, 2));
     // the node gone altogether: the same numbers
     nodes.remove(0);
     let d = schedule(&snapshot(0, nodes, vcs, queues, jobs));
-    let s = at_risk(&d, "a").expect("gone");
+    let s = at_risk(&d, "a", "A100").expect("gone");
     assert_eq!((s.obtainable_gpus, s.usable_gpus), (8, 16));
 }
 
@@ -1909,8 +1893,8 @@ fn capacity_borrowed_by_others_is_not_a_risk() {
         run(job("b/y", "qb", 1, 8), &[("n1", all)], true, 0, None),
     ];
     let d = schedule(&snapshot(0, nodes, vcs, queues, jobs));
-    assert_eq!(at_risk(&d, "a"), None, "{:?}", d.usage);
-    assert_eq!(at_risk(&d, "b"), None);
+    assert_eq!(at_risk(&d, "a", "A100"), None, "{:?}", d.usage);
+    assert_eq!(at_risk(&d, "b", "A100"), None);
 }
 
 /// Team C (8 GPUs guaranteed) runs a low-priority experiment within its guarantee and later
