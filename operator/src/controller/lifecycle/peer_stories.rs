@@ -11,28 +11,13 @@
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::json;
 
-use super::stories::{Story, annotate, at, deleted, reasons, replica, stamp};
+use super::stories::{Story, annotate, at, deleted, exits, reasons, replica, set_phase, stamp};
 use super::*;
 use crate::api::annotations::{
     CHECKPOINT_DONE, CHECKPOINT_REQUESTED, GPUS_ANNOTATION, INDEX_LABEL, PREEMPTION_REASON,
     RANK_ANNOTATION, TASK_LABEL,
 };
 use crate::controller::pods::pod_name;
-
-/// The replica's container exited with `code`: the pod failed.
-fn exits(pod: &mut Pod, code: i32) {
-    pod.status = Some(
-        serde_json::from_value(json!({"phase": "Failed", "containerStatuses": [
-            {"name": "c", "ready": false, "restartCount": 0, "image": "x", "imageID": "",
-             "state": {"terminated": {"exitCode": code}}}
-        ]}))
-        .expect("pod status"),
-    );
-}
-
-fn set_phase(pod: &mut Pod, phase: &str) {
-    pod.status.get_or_insert_with(Default::default).phase = Some(phase.into());
-}
 
 /// A job `llm` of several tasks `(name, replicas, requiredForCompletion)`, one GPU a replica.
 fn gang_job(tasks: &[(&str, u32, bool)]) -> TrainingJob {

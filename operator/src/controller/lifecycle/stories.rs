@@ -69,6 +69,21 @@ pub(super) fn annotate(pod: &mut Pod, key: &str, value: &str) {
         .insert(key.into(), value.into());
 }
 
+/// The replica's container exited with `code`: the pod failed.
+pub(super) fn exits(pod: &mut Pod, code: i32) {
+    pod.status = Some(
+        serde_json::from_value(json!({"phase": "Failed", "containerStatuses": [
+            {"name": "c", "ready": false, "restartCount": 0, "image": "x", "imageID": "",
+             "state": {"terminated": {"exitCode": code}}}
+        ]}))
+        .expect("pod status"),
+    );
+}
+
+pub(super) fn set_phase(pod: &mut Pod, phase: &str) {
+    pod.status.get_or_insert_with(Default::default).phase = Some(phase.into());
+}
+
 pub(super) fn up() -> NodeState {
     NodeState::Up {
         unhealthy_gpus: BTreeSet::new(),
@@ -521,13 +536,7 @@ fn a_finished_job_is_deleted_once_its_ttl_passes() {
 #[test]
 fn a_failed_replica_is_retried_after_its_backoff() {
     let mut s = Story::running(2);
-    s.pods[1].status = Some(
-        serde_json::from_value(json!({"phase": "Failed", "containerStatuses": [
-            {"name": "c", "ready": false, "restartCount": 0, "image": "x", "imageID": "",
-             "state": {"terminated": {"exitCode": 3}}}
-        ]}))
-        .expect("pod status"),
-    );
+    exits(&mut s.pods[1], 3);
     let fx = s.after(50).tick();
     assert_eq!(s.phase(), Phase::Retrying);
     assert_eq!(s.status().retries, 1);
@@ -568,7 +577,7 @@ fn a_failed_replica_is_retried_after_its_backoff() {
 fn a_job_out_of_retries_fails() {
     let mut s = Story::running(2);
     s.job.status.as_mut().expect("status").retries = 2;
-    s.pods[0].status.as_mut().expect("status").phase = Some("Failed".into());
+    set_phase(&mut s.pods[0], "Failed");
     let fx = s.after(10).tick();
     assert_eq!(s.phase(), Phase::Failed);
     assert_eq!(s.status().finished_at, Some(at(10)));
@@ -614,11 +623,11 @@ fn a_replica_done_is_recorded_after_a_while_and_survives_its_pod() {
 #[test]
 fn a_finished_job_stops_only_what_still_runs() {
     let mut s = Story::running(2);
-    s.pods[0].status.as_mut().expect("status").phase = Some("Succeeded".into());
-    s.pods[1].status.as_mut().expect("status").phase = Some("Succeeded".into());
+    set_phase(&mut s.pods[0], "Succeeded");
+    set_phase(&mut s.pods[1], "Succeeded");
     s.after(10).tick();
     assert_eq!(s.phase(), Phase::Succeeded);
-    s.pods[1].status.as_mut().expect("status").phase = Some("Running".into());
+    set_phase(&mut s.pods[1], "Running");
     let fx = s.after(5).tick();
     assert_eq!(deleted(&fx), ["llm-worker-1"]);
 }
