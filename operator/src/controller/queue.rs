@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{Error as FinalizerError, Event as Finalizer, finalizer};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 use tracing::{debug, instrument};
 
@@ -108,7 +109,7 @@ async fn apply(queue: &Queue, ctx: &Context) -> Result<Action, Error> {
     let t =
         k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
     let vc = &queue.spec.virtual_cluster;
-    let cached = ctx.stores.vcs.state().iter().any(|v| v.name_any() == *vc);
+    let cached = ctx.stores.vcs.get(&ObjectRef::new(vc)).is_some();
     if !cached && ctx.exists_on_server::<VirtualCluster>(vc).await {
         // Applied together with the queue, its watch event not here yet: nothing to report;
         // the next look, a second later, finds it in the cache.
