@@ -28,8 +28,7 @@ down() {
     local pf="$d/$name.pid"
     [ -f "$pf" ] || continue
     local pid; pid=$(cat "$pf")
-    # The watchdog runs this very script (bash execs the last command of `bash -c`).
-    if [ "$pid" != "$$" ] && kill -0 "$pid" 2>/dev/null; then
+    if kill -0 "$pid" 2>/dev/null; then
       kill "$pid" 2>/dev/null || true
       for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
       kill -9 "$pid" 2>/dev/null || true
@@ -161,8 +160,10 @@ echo $! > "$dir/kube-scheduler.pid"
 if [ -n "$owner" ]; then
   # Detached watchdog: tears everything down once the owner process is gone.
   # Its state directory goes too, unless KUBETRAIN_KEEP_STATE is set (to read the logs).
+  # It drops its own pid file first: `down` would otherwise kill the watchdog (its parent)
+  # before the `rm -rf`, and every test binary would leave its etcd data in the temp dir.
   keep=${KUBETRAIN_KEEP_STATE:-}
-  setsid bash -c "while kill -0 $owner 2>/dev/null; do sleep 1; done; '$here/control-plane.sh' down '$dir'; [ -n '$keep' ] || rm -rf '$dir'" \
+  setsid bash -c "while kill -0 $owner 2>/dev/null; do sleep 1; done; rm -f '$dir/watchdog.pid'; '$here/control-plane.sh' down '$dir'; [ -n '$keep' ] || rm -rf '$dir'" \
     >/dev/null 2>&1 < /dev/null &
   echo $! > "$dir/watchdog.pid"
 fi
