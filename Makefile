@@ -9,6 +9,10 @@ CARGO ?= cargo
 # checks that).
 VERSION := $(shell awk -F'"' '/^\[workspace.package\]/{p=1} p && $$1 ~ /^version *= */{print $$2; exit}' Cargo.toml)
 KUBETRAIN_CACHE ?= $(HOME)/.cache/kubetrain
+# CI builds once from a clean clone: incremental state would only cost disk (cargo's advice).
+ifeq ($(CI),true)
+export CARGO_INCREMENTAL := 0
+endif
 # Setup C's control-plane benchmarks, one test at a time, in a release build
 THROUGHPUT = $(CARGO) test --release -p kubetrain-e2e --test throughput -- --ignored --nocapture --test-threads 1
 
