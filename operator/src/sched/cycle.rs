@@ -870,8 +870,10 @@ impl<'a> Cycle<'a> {
         let (vc, queue, prio) = (p.vc, p.queue, job.priority);
         let eligible = move |r: &RunInfo| match reason {
             PreemptionReason::Reclaim => r.bonus && r.vc.is_some() && r.vc != Some(vc),
+            // A job that runs as bonus displaces only bonus work on its own: guaranteed work
+            // goes only in a combined plan that leaves the job within its guarantee (`credit`).
             PreemptionReason::Priority => {
-                (r.queue == Some(queue) && r.priority < prio)
+                (r.queue == Some(queue) && r.priority < prio && (r.bonus || !bonus || combined))
                     || (combined && r.bonus && r.vc.is_some() && r.vc != Some(vc))
             }
             // Decided in `drain`, never planned for a pending job.
@@ -887,10 +889,14 @@ impl<'a> Cycle<'a> {
         } else {
             IdVec::new()
         };
-        let own_guaranteed: IdVec<RunIdx, bool> = if combined {
+        // (any flavor, on `f`) per run of the job's own VC that runs guaranteed
+        let own_guaranteed: IdVec<RunIdx, (bool, bool)> = if combined {
             self.runs
                 .iter()
-                .map(|r| r.vc == Some(vc) && !r.bonus && r.flavor == f)
+                .map(|r| {
+                    let g = r.vc == Some(vc) && !r.bonus;
+                    (g, g && r.flavor == f)
+                })
                 .collect()
         } else {
             IdVec::new()
@@ -914,11 +920,13 @@ impl<'a> Cycle<'a> {
                     return false;
                 }
             }
-            if combined && vs.iter().any(|&v| others[v]) {
-                // reclaiming from others: the job must end within its guarantee
+            if combined && vs.iter().any(|&v| others[v] || own_guaranteed[v].0) {
+                // reclaiming from others, or evicting guaranteed work: the job must end
+                // within its guarantee (Kueue: "only eligible to do preemptions if it fits
+                // fully within nominal quota"), or both could be reclaimed at once
                 let own: u64 = vs
                     .iter()
-                    .filter(|&&v| own_guaranteed[v])
+                    .filter(|&&v| own_guaranteed[v].1)
                     .map(|&v| freed[v].2)
                     .sum();
                 let used = t.guar_used[vc][f].saturating_sub(own);
@@ -951,8 +959,7 @@ impl<'a> Cycle<'a> {
             victims: vs, trial, ..
         } = &outcome
         {
-            let guaranteed =
-                !bonus || (combined && vs.iter().any(|&v| self.runs[v].vc != Some(p.vc)));
+            let guaranteed = !bonus || (combined && self.ends_guaranteed(p, vs));
             if guaranteed && !self.cells.accepts(&self.c, &self.t, trial, p.vc, p.milli) {
                 let Outcome::Plan {
                     victims: vs, trial, ..
@@ -1008,11 +1015,10 @@ impl<'a> Cycle<'a> {
                     .as_deref()
                     .and_then(|v| self.leaving_by(v))
                     .unwrap_or(reason);
-                // a plan that reclaims from others leaves the job within its guarantee
+                let bonus = bonus && !(combined && self.ends_guaranteed(p, &victims));
                 let (own, theirs): (Vec<RunIdx>, Vec<RunIdx>) = victims
                     .iter()
                     .partition(|&&v| self.runs[v].vc == Some(p.vc));
-                let bonus = bonus && theirs.is_empty();
                 if !bonus {
                     self.cells.bind(&self.c, &trial, p.vc);
                 }
@@ -1074,6 +1080,14 @@ impl<'a> Cycle<'a> {
                 false
             }
         }
+    }
+
+    /// Whether a combined plan with `victims` leaves `p` within its guarantee: it does when
+    /// it reclaims from other VCs or evicts guaranteed work (its `credit` demands it).
+    fn ends_guaranteed(&self, p: &Pending, victims: &[RunIdx]) -> bool {
+        victims
+            .iter()
+            .any(|&v| self.runs[v].vc != Some(p.vc) || !self.runs[v].bonus)
     }
 
     fn no_fit_reason(&self, p: &Pending, within: bool) -> WaitReason {

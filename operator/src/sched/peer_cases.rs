@@ -225,15 +225,13 @@ fn kueue_not_enough_workloads_borrowing() {
 }
 
 /// Kueue pkg/scheduler/scheduler_test.go, case "A workload is only eligible to do
-/// preemptions if it fits fully within nominal quota". Kueue refuses to preempt the
-/// team's own lower-priority job for a job that would then borrow. Deliberate difference:
-/// kubetrain's priority preemption is not bound to the guarantee (docs/concepts.md,
-/// `priorityPreemption`: a higher-priority job may preempt lower-priority jobs of its queue;
-/// only the *combined* plan must end within the guarantee), so the lower-priority job of the
-/// queue is preempted and the job starts as bonus on the room it frees plus the idle GPUs.
-/// The other team's job within its guarantee is never touched.
+/// preemptions if it fits fully within nominal quota". The team's own lower-priority job
+/// runs within the guarantee; the higher-priority job would run beyond it, as bonus. Evicting
+/// guaranteed work for bonus work is refused: the bonus job could be reclaimed at once, and
+/// both would have lost their run. The job runs on idle GPUs when there are enough, else
+/// waits. (kubetrain once preempted here.)
 #[test]
-fn kueue_preemption_only_within_nominal_quota_differs() {
+fn kueue_preemption_only_within_nominal_quota() {
     let nodes = vec![node("n0", "A100", 4, None)];
     let vcs = vec![vc("alpha", "A100", 2), vc("beta", "A100", 2)];
     let queues = vec![pqueue("qa", "alpha"), queue("qb", "beta")];
@@ -255,9 +253,88 @@ fn kueue_preemption_only_within_nominal_quota_differs() {
         pjob("alpha/in", "qa", 1, 3, 1),
     ];
     let d = schedule(&snapshot(NOW, nodes, vcs, queues, jobs));
+    assert!(d.preemptions.is_empty(), "{d:?}");
+    assert!(d.admissions.is_empty(), "{d:?}");
+    assert!(d.waiting_reason("alpha/in").is_some(), "{d:?}");
+}
+
+/// The same team, its lower-priority job running as bonus beyond the guarantee: a
+/// higher-priority job that would run as bonus too may take its place (bonus for bonus,
+/// nothing guaranteed is lost), as priority orders a queue's jobs.
+#[test]
+fn a_bonus_job_may_displace_lower_priority_bonus_work_of_its_queue() {
+    let nodes = vec![node("n0", "A100", 4, None)];
+    let vcs = vec![vc("alpha", "A100", 1), vc("beta", "A100", 1)];
+    let queues = vec![pqueue("qa", "alpha"), queue("qb", "beta")];
+    let jobs = vec![
+        run(
+            pjob("alpha/a0", "qa", 1, 1, -1),
+            &[("n0", &[0])],
+            false,
+            0,
+            CKPT,
+        ),
+        run(
+            pjob("alpha/a1", "qa", 1, 2, -1),
+            &[("n0", &[1, 2])],
+            true,
+            0,
+            CKPT,
+        ),
+        run(
+            pjob("beta/b1", "qb", 1, 1, -1),
+            &[("n0", &[3])],
+            false,
+            0,
+            CKPT,
+        ),
+        pjob("alpha/in", "qa", 1, 2, 1),
+    ];
+    let d = schedule(&snapshot(NOW, nodes, vcs, queues, jobs));
     assert_eq!(d.preemptions.len(), 1, "{d:?}");
     assert_eq!(d.preemptions[0].reason, PreemptionReason::Priority);
     assert_eq!(victims(&d), strings(&["alpha/a1"]));
+}
+
+/// The other side of Kueue's rule: a job beyond the guarantee *now* may evict its queue's
+/// guaranteed lower-priority jobs when it then runs within the guarantee.
+#[test]
+fn kueue_preemption_that_ends_within_nominal_quota_goes_ahead() {
+    let nodes = vec![node("n0", "A100", 4, None), node("n1", "A100", 4, None)];
+    let vcs = vec![vc("alpha", "A100", 4), vc("beta", "A100", 4)];
+    let queues = vec![pqueue("qa", "alpha"), queue("qb", "beta")];
+    let jobs = vec![
+        run(
+            pjob("alpha/a1", "qa", 1, 2, -1),
+            &[("n0", &[0, 1])],
+            false,
+            0,
+            CKPT,
+        ),
+        run(
+            pjob("alpha/a2", "qa", 1, 2, -1),
+            &[("n0", &[2, 3])],
+            false,
+            0,
+            CKPT,
+        ),
+        run(
+            pjob("beta/b1", "qb", 1, 4, -1),
+            &[("n1", &[0, 1, 2, 3])],
+            false,
+            0,
+            CKPT,
+        ),
+        pjob("alpha/in", "qa", 1, 4, 1),
+    ];
+    let d = schedule(&snapshot(NOW, nodes, vcs, queues, jobs));
+    assert_eq!(victims(&d), strings(&["alpha/a1", "alpha/a2"]), "{d:?}");
+    assert!(
+        d.preemptions
+            .iter()
+            .all(|p| p.reason == PreemptionReason::Priority),
+        "{d:?}"
+    );
 }
 
 /// Kueue pkg/scheduler/scheduler_test.go, case "prefer reclamation over cq priority based
