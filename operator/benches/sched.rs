@@ -117,6 +117,7 @@ fn world(nodes: usize, pending: usize) -> Snapshot {
                     QueuePolicy::Priority
                 },
                 priority_preemption: false,
+                strict: false,
             })
         })
         .collect();

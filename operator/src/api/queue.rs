@@ -20,6 +20,7 @@ use super::common::GpuAmount;
     status = "QueueStatus",
     printcolumn = r#"{"name":"VirtualCluster","type":"string","jsonPath":".spec.virtualCluster"}"#,
     printcolumn = r#"{"name":"Policy","type":"string","jsonPath":".spec.policy"}"#,
+    printcolumn = r#"{"name":"Strategy","type":"string","jsonPath":".spec.queueingStrategy","priority":1}"#,
     printcolumn = r#"{"name":"Pending","type":"integer","jsonPath":".status.pending"}"#,
     printcolumn = r#"{"name":"Running","type":"integer","jsonPath":".status.running"}"#,
     printcolumn = r#"{"name":"GPUs","type":"number","jsonPath":".status.gpusInUse"}"#,
@@ -74,6 +75,22 @@ pub struct QueueSpec {
     /// queue (with a checkpoint request) when it cannot otherwise run.
     #[serde(default)]
     pub priority_preemption: bool,
+
+    /// What a job that cannot start does to the jobs behind it in the queue's order.
+    /// `BestEffort` (the default): nothing, each job gets its turn and a smaller one behind
+    /// may start first. `Strict`: it holds them back until it starts, so a large job is not
+    /// overtaken for ever by small ones (Kueue's StrictFIFO, for any `policy`). A job that
+    /// can never start (larger than the cluster or than one of its limits) holds back nobody.
+    #[serde(default)]
+    pub queueing_strategy: QueueingStrategy,
+}
+
+/// See `QueueSpec::queueing_strategy`.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum QueueingStrategy {
+    #[default]
+    BestEffort,
+    Strict,
 }
 
 fn default_share() -> i32 {

@@ -16,7 +16,7 @@ use super::node_health::NodeHealth;
 use super::resources::{GPU_RESOURCE, cpu_milli, pod_demand, whole};
 use super::validate::{Refs, validate};
 use crate::api::annotations::{JOB_LABEL, PRODUCT_LABEL, RACK_LABEL};
-use crate::api::{Phase, QueuePolicy, TopologyLevel, TrainingJob};
+use crate::api::{Phase, QueuePolicy, QueueingStrategy, TopologyLevel, TrainingJob};
 use crate::sched;
 
 /// An admission whose pods the cache may not show yet.
@@ -236,6 +236,7 @@ pub fn build(world: &World<'_>) -> sched::Snapshot {
             user_limit: q.spec.user_limit.map(|u| u.max(0) as u32),
             policy: policy(q.spec.policy),
             priority_preemption: q.spec.priority_preemption,
+            strict: q.spec.queueing_strategy == QueueingStrategy::Strict,
         })
         .collect();
 

@@ -156,6 +156,7 @@ mod tests {
             user_limit: None,
             policy: sched::QueuePolicy::Fifo,
             priority_preemption: false,
+            strict: false,
         };
         let snapshot = sched::Snapshot {
             now: 1_000,

@@ -3,6 +3,7 @@
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use std::rc::Rc;
 
@@ -1082,6 +1083,13 @@ impl<'a> Cycle<'a> {
         }
     }
 
+    /// Whether `p`, not started, holds back the jobs behind it: in a strict queue, unless no
+    /// preemption could ever make room for it (larger than a limit; one larger than the
+    /// cluster never gets here).
+    fn holds_back(&self, p: &Pending) -> bool {
+        self.snap.queue(p.queue).strict && !self.t.above_a_limit(self.snap, p.queue, p.milli)
+    }
+
     /// Whether a combined plan with `victims` leaves `p` within its guarantee: it does when
     /// it reclaims from other VCs or evicts guaranteed work (its `credit` demands it).
     fn ends_guaranteed(&self, p: &Pending, victims: &[RunIdx]) -> bool {
@@ -1144,13 +1152,35 @@ impl<'a> Cycle<'a> {
             .ids()
             .map(|v| Reverse((Key(self.t.guaranteed_share(v)), v)))
             .collect();
+        // Per strict queue, the job that did not start and holds back the jobs behind it
+        // (those offered after it: one ahead of it that holds back nobody is not behind it).
+        let mut blocker: HashMap<QueueId, JobIdx> = HashMap::new();
+        let mut place: IdVec<JobIdx, usize> = IdVec::filled(usize::MAX, pending.len());
         while let Some(Reverse((_, vc))) = heap.pop() {
             let Some(j) = lines[vc].next(&self.t) else {
                 continue;
             };
+            place[j] = offered.len();
             offered.push(j);
             let p = pending[j].as_ref().expect("lines hold digested jobs");
-            self.guaranteed(p, &mut deferred[vc]);
+            match blocker.entry(p.queue) {
+                Entry::Occupied(_) => {
+                    // behind a head that has not started: phase 2 tells it why, unless the
+                    // head starts as bonus there and this job may go on
+                    let within = p
+                        .flavors
+                        .iter()
+                        .any(|&f| self.t.within_guarantee(p.vc, f, p.milli));
+                    deferred[vc].push((j, within));
+                }
+                Entry::Vacant(slot) => {
+                    let admitted = self.out.admissions.len();
+                    self.guaranteed(p, &mut deferred[vc]);
+                    if self.out.admissions.len() == admitted && self.holds_back(p) {
+                        slot.insert(j);
+                    }
+                }
+            }
             heap.push(Reverse((Key(self.t.guaranteed_share(vc)), vc)));
         }
 
@@ -1172,8 +1202,25 @@ impl<'a> Cycle<'a> {
             let (j, within) = deferred[vc][cursor[vc]];
             cursor[vc] += 1;
             let p = pending[j].as_ref().expect("deferred jobs are digested");
-            if !self.bonus(p) {
-                failed.push((j, within));
+            match blocker.get(&p.queue) {
+                Some(&head) if place[head] < place[j] => {
+                    let reason = WaitReason::BehindQueueHead {
+                        queue: snap.queue(p.queue).name.clone(),
+                        head: snap.job(head).id.clone(),
+                    };
+                    self.wait(j, reason);
+                }
+                _ if self.bonus(p) => {
+                    if blocker.get(&p.queue) == Some(&j) {
+                        blocker.remove(&p.queue);
+                    }
+                }
+                _ => {
+                    failed.push((j, within));
+                    if self.holds_back(p) {
+                        blocker.entry(p.queue).or_insert(j);
+                    }
+                }
             }
             if let Some(&(next, _)) = deferred[vc].get(cursor[vc]) {
                 heap.push(turn(&self.t, vc, next));

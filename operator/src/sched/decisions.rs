@@ -203,6 +203,8 @@ pub enum WaitReason {
     /// Only victims that have not yet run their minimum runtime could make room; the
     /// preemption happens at `until` (seconds) at the latest.
     WaitingForMinRuntime { until: i64, victims: Vec<String> },
+    /// The queue keeps a strict order and `head`, ahead of this job, has not started.
+    BehindQueueHead { queue: String, head: String },
 }
 
 impl WaitReason {
@@ -219,6 +221,7 @@ impl WaitReason {
             WaitReason::ReservedForCells { .. } => "ReservedForCells",
             WaitReason::WaitingForPreemption { .. } => "WaitingForPreemption",
             WaitReason::WaitingForMinRuntime { .. } => "WaitingForMinRuntime",
+            WaitReason::BehindQueueHead { .. } => "BehindQueueHead",
         }
     }
 
@@ -247,7 +250,8 @@ impl WaitReason {
             | WaitReason::NeverFits { .. }
             | WaitReason::ReservedForCells { .. }
             | WaitReason::WaitingForPreemption { .. }
-            | WaitReason::WaitingForMinRuntime { .. } => {}
+            | WaitReason::WaitingForMinRuntime { .. }
+            | WaitReason::BehindQueueHead { .. } => {}
         }
         r
     }
@@ -363,6 +367,10 @@ impl fmt::Display for WaitReason {
                 f,
                 "Room can only be made by preempting job(s) that have not yet run their minimum runtime ({}); they will be preempted at time {until} at the latest.",
                 victims.join(", ")
+            ),
+            WaitReason::BehindQueueHead { queue, head } => write!(
+                f,
+                "Queue {queue} keeps a strict order (queueingStrategy: Strict): job {head}, ahead of this one, has not started yet, and the jobs behind it wait until it does."
             ),
         }
     }

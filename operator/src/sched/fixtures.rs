@@ -51,6 +51,7 @@ pub fn queue(name: &str, vc: &str) -> Queue {
         user_limit: None,
         policy: QueuePolicy::Fifo,
         priority_preemption: false,
+        strict: false,
     }
 }
 

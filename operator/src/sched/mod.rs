@@ -35,7 +35,10 @@
 //!    placed on the capacity free once they are gone and that capacity is reserved. A plan
 //!    placing the job guaranteed keeps other VCs' cell guarantees obtainable too, so the room
 //!    it waits for is room the next cycle gives it. Jobs beyond their guarantee, or that
-//!    found neither, are deferred.
+//!    found neither, are deferred. In a strict queue (`Queue::strict`) the first job that
+//!    does not start holds back the jobs behind it: they are deferred untried, and wait with
+//!    `BehindQueueHead` unless it starts in the bonus phase (a job larger than a limit holds
+//!    back nobody).
 //! 4. **Bonus phase.** Deferred jobs borrow idle capacity, VCs taking turns by weighted
 //!    dominant share of borrowed GPUs (dominant-resource fairness over GPU types), at equal
 //!    shares the VC whose next job has waited longest first, up to limits. Bonus jobs never
@@ -53,7 +56,7 @@
 //! 6. Everything else waits with a typed reason: limits (VC limit, queue maxShare, user
 //!    limit), `QuotaExhausted` (beyond guarantee, nothing idle), `NoFit` (within quota, with the
 //!    largest free block), `ReservedForCells`, `WaitingForPreemption`, `WaitingForMinRuntime`,
-//!    `NeverFits`, `Invalid`.
+//!    `NeverFits`, `Invalid`, `BehindQueueHead`.
 //! 7. **Usage report** (`usage`): per VirtualCluster and GPU type guaranteed, in use, bonus
 //!    and lent, per queue in use and bonus, with this cycle's promotions; the controller
 //!    only formats it for the Queue and VirtualCluster status and the metrics. A guarantee
@@ -79,8 +82,9 @@
 //! its guarantee with a fitting pending job gets an admission or a reclaim plan; only other
 //! VCs' bonus jobs that have run their minimum runtime are reclaim victims; each beneficiary
 //! fits once its victims are gone; only unacknowledged reclaim and priority victims whose
-//! beneficiary no longer waits are withdrawn, and all of them; decisions are deterministic
-//! (see `proptests`).
+//! beneficiary no longer waits are withdrawn, and all of them; a strict queue has at most one
+//! job that holds back the others, and those name it; decisions are deterministic (see
+//! `proptests`).
 //!
 //! # Options
 //!

@@ -247,6 +247,9 @@ pub struct Queue {
     pub policy: QueuePolicy,
     /// Whether a higher-priority job may preempt lower-priority jobs of this queue.
     pub priority_preemption: bool,
+    /// Strict order: the first job of the queue that does not start holds back the jobs
+    /// behind it (Kueue's StrictFIFO), instead of each job trying in turn (BestEffort).
+    pub strict: bool,
 }
 
 /// What each replica of a task asks of GPUs.

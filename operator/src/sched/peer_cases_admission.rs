@@ -442,31 +442,133 @@ fn kueue_waiting_for_preemption_does_not_block_borrowing_elsewhere() {
     assert!(b.placement.iter().all(|p| p.node == "n1"), "{d:?}");
 }
 
-/// Kueue's StrictFIFO queueing strategy (pkg/cache/queue/cluster_queue_test.go, TestStrictFIFO,
-/// and the `sales` ClusterQueue of pkg/scheduler/scheduler_test.go): the head of a StrictFIFO
-/// queue that does not fit blocks the jobs behind it. Deliberate difference: kubetrain's FIFO
-/// is best effort (Kueue's BestEffortFIFO): each job of the queue gets its turn in order, one
-/// that cannot start waits with its reason and the next is offered (`sched` module docs,
-/// steps 3 and 6; scenario `one_gpu_jobs_pack_and_leave_whole_nodes_for_big_jobs`), so the
-/// smaller job behind the head starts.
-#[test]
-fn kueue_strict_fifo_head_does_not_block_the_queue_differs() {
+/// A strict queue of team `t` (limit 8 on two 8-GPU nodes, 4 GPUs in use) and `jobs`.
+fn strict_team(strict: bool, policy: QueuePolicy, jobs: Vec<Job>) -> Decisions {
     let mut t = vc("t", "A100", 8);
     t.limit_gpus = Some(8);
-    let d = schedule(&snapshot(
+    let mut q = queue("q", "t");
+    q.strict = strict;
+    q.policy = policy;
+    let mut all = vec![running("t/r", "q", &[("n0", 0, 4)], false)];
+    all.extend(jobs);
+    schedule(&snapshot(
         NOW,
         vec![node("n0", "A100", 8, None), node("n1", "A100", 8, None)],
         vec![t],
-        vec![queue("q", "t")],
-        vec![
-            running("t/r", "q", &[("n0", 0, 4)], false),
-            ones("t/head", "q", 6, 0),
-            ones("t/next", "q", 2, 1),
-        ],
-    ));
+        vec![q],
+        all,
+    ))
+}
+
+/// Kueue's BestEffortFIFO (pkg/cache/queue/cluster_queue_test.go, and the ClusterQueues of
+/// pkg/scheduler/scheduler_test.go without a strategy): the head that does not fit does not
+/// block the queue; each job of the queue gets its turn in order, and the smaller job behind
+/// the head starts. kubetrain's default (`queueingStrategy: BestEffort`).
+#[test]
+fn kueue_best_effort_fifo_head_does_not_block_the_queue() {
+    let d = strict_team(
+        false,
+        QueuePolicy::Fifo,
+        vec![ones("t/head", "q", 6, 0), ones("t/next", "q", 2, 1)],
+    );
     assert!(waits_with(&d, "t/head", "OverLimit"), "{d:?}");
     assert_eq!(d.position("t/head"), Some(1));
     assert!(d.admission("t/next").is_some(), "{d:?}");
+}
+
+/// Kueue's StrictFIFO (pkg/cache/queue/cluster_queue_test.go, TestStrictFIFO, and the `sales`
+/// ClusterQueue of pkg/scheduler/scheduler_test.go): the head that does not fit blocks the
+/// jobs behind it, which say which job they wait behind.
+#[test]
+fn kueue_strict_fifo_head_blocks_the_queue() {
+    let d = strict_team(
+        true,
+        QueuePolicy::Fifo,
+        vec![ones("t/head", "q", 6, 0), ones("t/next", "q", 2, 1)],
+    );
+    assert!(waits_with(&d, "t/head", "OverLimit"), "{d:?}");
+    assert!(waits_with(&d, "t/next", "BehindQueueHead"), "{d:?}");
+    assert!(d.admissions.is_empty(), "{d:?}");
+    let w = d.waiting.iter().find(|w| w.job == "t/next").expect("waits");
+    assert!(w.reason.to_string().contains("t/head"), "{w:?}");
+    assert_eq!(d.position("t/next"), Some(2));
+}
+
+/// Kueue StrictFIFO orders by priority first (TestStrictFIFO, "w1.priority is higher than
+/// w2.priority"): in a strict Priority queue the highest-priority job is the head, whatever
+/// its age.
+#[test]
+fn kueue_strict_fifo_higher_priority_is_the_head() {
+    let mut young = ones("t/urgent", "q", 6, 5);
+    young.priority = 10;
+    let d = strict_team(
+        true,
+        QueuePolicy::Priority,
+        vec![ones("t/old", "q", 2, 0), young],
+    );
+    assert!(waits_with(&d, "t/urgent", "OverLimit"), "{d:?}");
+    assert!(waits_with(&d, "t/old", "BehindQueueHead"), "{d:?}");
+}
+
+/// A job larger than its limit by itself can never start until an admin raises the limit:
+/// it holds back nobody, even in a strict queue (Kueue's StrictFIFO would block behind it for
+/// ever).
+#[test]
+fn a_strict_queue_is_not_blocked_by_a_job_that_can_never_start() {
+    let d = strict_team(
+        true,
+        QueuePolicy::Fifo,
+        vec![ones("t/huge", "q", 9, 0), ones("t/next", "q", 2, 1)],
+    );
+    assert!(waits_with(&d, "t/huge", "OverLimit"), "{d:?}");
+    assert!(d.admission("t/next").is_some(), "{d:?}");
+}
+
+/// A strict head beyond the guarantee that starts as bonus lets the jobs behind it go on in
+/// the same cycle; a strict queue holds back only its own jobs, not its team's other queues.
+#[test]
+fn a_strict_head_that_starts_as_bonus_lets_the_queue_go_on() {
+    let mut strict = queue("s", "t");
+    strict.strict = true;
+    strict.share = 50;
+    let mut other = queue("o", "t");
+    other.share = 50;
+    let d = schedule(&snapshot(
+        NOW,
+        vec![node("n0", "A100", 8, None), node("n1", "A100", 8, None)],
+        vec![vc("t", "A100", 4), vc("u", "A100", 12)],
+        vec![strict, other, queue("uq", "u")],
+        vec![
+            ones("t/head", "s", 6, 0),
+            ones("t/next", "s", 2, 1),
+            ones("t/other", "o", 1, 2),
+        ],
+    ));
+    assert!(d.admission("t/head").is_some_and(|a| a.bonus), "{d:?}");
+    assert!(d.admission("t/next").is_some(), "{d:?}");
+    assert!(d.admission("t/other").is_some(), "{d:?}");
+
+    // with no idle GPUs to borrow, the head waits and holds back only its own queue
+    let mut strict = queue("s", "t");
+    strict.strict = true;
+    strict.share = 50;
+    let mut other = queue("o", "t");
+    other.share = 50;
+    let d = schedule(&snapshot(
+        NOW,
+        vec![node("n0", "A100", 8, None), node("n1", "A100", 8, None)],
+        vec![vc("t", "A100", 4), vc("u", "A100", 12)],
+        vec![strict, other, queue("uq", "u")],
+        vec![
+            running("u/big", "uq", &[("n1", 0, 8), ("n0", 4, 4)], false),
+            ones("t/head", "s", 6, 0),
+            ones("t/next", "s", 2, 1),
+            ones("t/other", "o", 1, 2),
+        ],
+    ));
+    assert!(d.admission("t/head").is_none(), "{d:?}");
+    assert!(waits_with(&d, "t/next", "BehindQueueHead"), "{d:?}");
+    assert!(d.admission("t/other").is_some(), "{d:?}");
 }
 
 /// Kueue pkg/cache/queue/cluster_queue_test.go, TestStrictFIFO, case "w1.priority equals

@@ -136,7 +136,8 @@ fn world(simple: bool) -> impl Strategy<Value = World> {
     );
     let queues = prop::collection::vec(
         (
-            0usize..4,
+            // the policy, and from 4 on a strict queue
+            0usize..8,
             prop::option::weighted(0.15, 1u32..6),
             prop_oneof![3 => Just(100u32), 1 => 20u32..=100],
             any::<bool>(),
@@ -234,7 +235,8 @@ fn world(simple: bool) -> impl Strategy<Value = World> {
                         QueuePolicy::Priority,
                         QueuePolicy::ShortestPredictedFirst,
                         QueuePolicy::UserFair,
-                    ][policy];
+                    ][policy % 4];
+                    q.strict = policy >= 4;
                     q.priority_preemption = pp;
                     if !simple {
                         q.user_limit = user_limit;
@@ -340,7 +342,75 @@ fn withdrawable(s: &Snapshot, j: &Job) -> bool {
 }
 
 /// Check every invariant that holds for any snapshot.
+/// A strict queue has at most one job that holds back the others, and every job that waits
+/// behind a head names that one, of its own queue.
+fn check_strict_order(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
+    let jobs: BTreeMap<&str, &Job> = s.jobs.iter().map(|j| (j.id.as_str(), j)).collect();
+    let waiting: BTreeMap<&str, &WaitReason> = d
+        .waiting
+        .iter()
+        .map(|w| (w.job.as_str(), &w.reason))
+        .collect();
+    for q in s.queues.iter().filter(|q| q.strict) {
+        let mut heads = BTreeSet::new();
+        for (&id, &r) in &waiting {
+            if jobs[id].queue != q.name {
+                continue;
+            }
+            match r {
+                WaitReason::BehindQueueHead { queue, head } => {
+                    prop_assert_eq!(queue, &q.name);
+                    prop_assert_eq!(jobs[head.as_str()].queue.as_str(), q.name.as_str());
+                    prop_assert!(
+                        waiting
+                            .get(head.as_str())
+                            .is_some_and(|h| !matches!(h, WaitReason::BehindQueueHead { .. })),
+                        "{} waits behind {}, which does not wait for a reason of its own: {:?} {:?}",
+                        id,
+                        head,
+                        waiting.get(head.as_str()),
+                        d.admissions.iter().find(|a| &a.job == head)
+                    );
+                    heads.insert(head.as_str());
+                }
+                // decided before any turn, or larger than a limit: they hold back nobody
+                // (the reasons round GPUs, so a job as large as its limit may be larger)
+                WaitReason::Invalid { .. } | WaitReason::NeverFits { .. } => {}
+                WaitReason::OverLimit {
+                    limit_gpus: l,
+                    needed_gpus: n,
+                    ..
+                }
+                | WaitReason::QueueMaxShare {
+                    max_gpus: l,
+                    needed_gpus: n,
+                    ..
+                }
+                | WaitReason::UserLimit {
+                    limit_gpus: l,
+                    needed_gpus: n,
+                    ..
+                } if n >= l => {}
+                _ => {
+                    heads.insert(id);
+                }
+            }
+        }
+        prop_assert!(
+            heads.len() <= 1,
+            "strict queue {} held back by several jobs: {:?}",
+            q.name,
+            heads
+                .iter()
+                .map(|h| (h, waiting.get(h)))
+                .collect::<Vec<_>>()
+        );
+    }
+    Ok(())
+}
+
 fn check_invariants(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
+    check_strict_order(s, d)?;
     let jobs: BTreeMap<&str, &Job> = s.jobs.iter().map(|j| (j.id.as_str(), j)).collect();
     let nodes: BTreeMap<&str, &Node> = s.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
     // determinism
@@ -684,6 +754,8 @@ proptest! {
         }).collect();
         let g = &s.virtual_clusters[vc].guarantee;
         let Some(fg) = g.iter().find(|fg| used[fg.flavor.as_str()] < fg.gpus) else { return Ok(()) };
+        // a strict queue's head that cannot start holds the probe back on purpose
+        s.queues[vc * 2].strict = false;
         let mut probe = job("ns/probe", &format!("q{}", vc * 2), 1, 1);
         probe.gpu_types = vec![fg.flavor.clone()];
         probe.queued_at = -1;
@@ -1186,6 +1258,12 @@ fn generators_reach_interesting_cases() {
             d.waiting
                 .iter()
                 .any(|w| matches!(w.reason, WaitReason::NoFit { .. })),
+        );
+        hit(
+            "behind-head",
+            d.waiting
+                .iter()
+                .any(|w| matches!(w.reason, WaitReason::BehindQueueHead { .. })),
         );
         hit(
             "waiting-in-flight",

@@ -308,6 +308,7 @@ pub fn run(
         user_limit: None,
         policy: QueuePolicy::Fifo,
         priority_preemption: false,
+        strict: false,
     };
     let trace = workload_of(pods);
     let rank = tie_order(nodes.len(), seed);

@@ -405,6 +405,7 @@ impl<'a> Sim<'a> {
                 user_limit: None,
                 policy: QueuePolicy::Fifo,
                 priority_preemption: false,
+                strict: false,
             })
             .collect();
         let capacity = nodes.iter().map(|n| u64::from(n.allocatable.gpus)).sum();
