@@ -215,6 +215,45 @@ async fn user_fair_queue_serves_the_user_holding_fewer_gpus() {
     s.finish().await;
 }
 
+/// A strict queue (`queueingStrategy: Strict`): a head that does not fit holds back a small
+/// job behind it although GPUs are free for the small one; the small job says why, and runs
+/// after the head. `kubectl get queues -o wide` shows the strategy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_strict_queue_holds_jobs_behind_a_head_that_cannot_start() {
+    let s = Scenario::new("strict", 1, 8, 1).await;
+    let q = s.tenant("strict", 8, "FIFO\n  queueingStrategy: Strict", "");
+    s.cp.apply(&s.job("holder", &q, 1, 4, &[("run-seconds", "8")], ""));
+    s.wait_phase("holder", "Running", T).await;
+    s.cp.apply(&s.job("head", &q, 1, 8, &[("run-seconds", "1")], ""));
+    s.wait_phase("head", "Queued", T).await;
+    s.cp.apply(&s.job("small", &q, 1, 2, &[("run-seconds", "1")], ""));
+    let admitted = "{.status.conditions[?(@.type==\"Admitted\")].reason}";
+    let deadline = Instant::now() + T;
+    while s.job_status("small", admitted) != "BehindQueueHead" {
+        assert!(
+            Instant::now() < deadline,
+            "small: {}",
+            s.job_status("small", "{.status}")
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let message = s.job_status(
+        "small",
+        "{.status.conditions[?(@.type==\"Admitted\")].message}",
+    );
+    assert!(message.contains("head"), "{message}");
+    let wide =
+        s.cp.kubectl_ok(&["get", "queue", &q, "-o", "wide"])
+            .expect("get queue -o wide");
+    assert!(
+        wide.contains("STRATEGY") && wide.contains("Strict"),
+        "{wide}"
+    );
+    let order = admission_order(&s, &["head", "small"]).await;
+    assert_eq!(order, vec!["head", "small"]);
+    s.finish().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_queues_and_vcs_show_live_numbers() {
     let s = Scenario::new("numbers", 2, 8, 1).await;
