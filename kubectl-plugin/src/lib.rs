@@ -396,6 +396,7 @@ pub fn blocking_resource(code: &str) -> Option<&'static str> {
         "ReservedForCells" => "free GPUs kept as whole cells for other teams' guarantees",
         "WaitingForPreemption" => "GPUs still held by jobs being preempted for this one",
         "WaitingForMinRuntime" => "GPUs held by jobs still within their minimum runtime",
+        "BehindQueueHead" => "a job ahead of it in its strict queue that has not started",
         "Invalid" => "the job's spec",
         "Waiting" => "nothing yet: the next scheduling cycle decides",
         _ => return None,

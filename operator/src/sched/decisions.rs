@@ -370,7 +370,7 @@ impl fmt::Display for WaitReason {
             ),
             WaitReason::BehindQueueHead { queue, head } => write!(
                 f,
-                "Queue {queue} keeps a strict order (queueingStrategy: Strict): job {head}, ahead of this one, has not started yet, and the jobs behind it wait until it does."
+                "Queue {queue} keeps a strict order (queueingStrategy: Strict) and job {head}, ahead of this one, has not started yet. This job starts after {head} does, or once {head} is deleted."
             ),
         }
     }
