@@ -124,6 +124,56 @@ fn invalid_manifests_are_rejected_naming_the_field() {
     }
 }
 
+/// A running job's gang shape (task names, replicas) is refused a change at `kubectl apply`,
+/// naming the field and the way out; its pod template may change (the next attempt runs it),
+/// its status writes go on, and once it no longer runs the shape may change too. No operator
+/// runs here: the test writes the status phase itself.
+#[test]
+fn a_running_jobs_tasks_cannot_change() {
+    let cp = cp();
+    let manifest = |replicas: u32, image: &str| {
+        format!(
+            "apiVersion: kubetrain.io/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: reshape\n  namespace: default\nspec:\n  queue: any\n  tasks:\n  - name: worker\n    replicas: {replicas}\n    template:\n      spec:\n        containers:\n        - name: trainer\n          image: {image}\n          resources:\n            limits:\n              nvidia.com/gpu: 1\n"
+        )
+    };
+    let phase = |phase: &str| {
+        cp.kubectl_ok(&[
+            "patch",
+            "tj",
+            "reshape",
+            "-n",
+            "default",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &format!("{{\"status\":{{\"phase\":\"{phase}\"}}}}"),
+        ])
+        .expect("status patch")
+    };
+    cp.apply(&manifest(2, "trainer:1"));
+    phase("Running");
+    let out = cp
+        .kubectl_stdin(&["apply", "-f", "-"], &manifest(4, "trainer:1"))
+        .expect("kubectl runs");
+    assert!(!out.success, "a running gang was resized: {}", out.stdout);
+    assert!(
+        out.stderr.contains("spec.tasks") && out.stderr.contains("spec.suspend"),
+        "{}",
+        out.stderr
+    );
+    cp.apply(&manifest(2, "trainer:2"));
+    phase("Preempting");
+    phase("Queued");
+    cp.apply(&manifest(4, "trainer:2"));
+    let replicas = cp.jsonpath(
+        &["tj", "reshape", "-n", "default"],
+        "{.spec.tasks[0].replicas}",
+    );
+    assert_eq!(replicas, "4");
+    cp.kubectl_ok(&["delete", "tj", "reshape", "-n", "default"])
+        .expect("delete");
+}
+
 /// The control plane the tests run against, printed once so a test log names it.
 #[test]
 fn server_is_the_pinned_release() {

@@ -121,6 +121,24 @@ pub fn rules() -> Vec<Rule> {
         },
         Rule {
             crd: "trainingjobs",
+            // At the top, where the status is visible. Only the gang's shape (task names,
+            // replicas) is compared: its pods are named and counted by it, so a change under
+            // a running gang would leave strays or holes. A template change takes effect at
+            // the next attempt.
+            at: &[],
+            rule: "!has(oldSelf.status) || !has(oldSelf.status.phase) \
+                   || !(oldSelf.status.phase in ['Running', 'Preempting']) \
+                   || (self.spec.tasks.map(t, t.name) == oldSelf.spec.tasks.map(t, t.name) \
+                   && self.spec.tasks.map(t, has(t.replicas) ? t.replicas : 1) \
+                   == oldSelf.spec.tasks.map(t, has(t.replicas) ? t.replicas : 1))",
+            message: "spec.tasks: tasks and replicas cannot change while the job runs: set \
+                      spec.suspend: true first (the job checkpoints and stops), change \
+                      them, then set it back; or delete and re-create the job",
+            field_path: ".spec.tasks",
+            reason: "FieldValueForbidden",
+        },
+        Rule {
+            crd: "trainingjobs",
             at: &["spec", "tasks", "[]"],
             rule: "!has(self.gpuShare) || self.template.spec.containers.all(c, \
                    !has(c.resources) \

@@ -27,8 +27,8 @@ use kube::ResourceExt;
 use super::job_key::JobKey;
 use crate::api::annotations::{
     ATTEMPT_ANNOTATION, BONUS_ANNOTATION, CHECKPOINT_DONE, CHECKPOINT_REQUESTED,
-    GPU_ASSIGNMENT_ANNOTATION, GPU_SHARE_ANNOTATION, GPUS_ANNOTATION, INDEX_LABEL, NODE_ANNOTATION,
-    PREEMPTED_FOR, PREEMPTION_REASON, RANK_ANNOTATION, TASK_LABEL,
+    GANG_SIZE_ANNOTATION, GPU_ASSIGNMENT_ANNOTATION, GPU_SHARE_ANNOTATION, GPUS_ANNOTATION,
+    INDEX_LABEL, NODE_ANNOTATION, PREEMPTED_FOR, PREEMPTION_REASON, RANK_ANNOTATION, TASK_LABEL,
 };
 use crate::api::trainingjob::{GpuAssignment, ReplicaPlacement as RecordedPlacement};
 use crate::sched::{GpuIndex, MilliGpu, ReplicaPlacement};
@@ -79,6 +79,8 @@ pub struct Member {
     pub bonus: bool,
     /// The admission of the job that created it (`kubetrain.io/attempt`).
     pub attempt: Option<i32>,
+    /// The gang's size when it was created (`kubetrain.io/gang-size`).
+    pub gang_size: Option<usize>,
     pub checkpoint_request: Option<CheckpointRequest>,
     /// When the job acknowledged a checkpoint (`kubetrain.io/checkpoint-done`, a readable time).
     pub checkpoint_done: Option<Timestamp>,
@@ -103,6 +105,7 @@ impl Member {
             gpus_assigned_by: get(GPU_ASSIGNMENT_ANNOTATION).and_then(GpuAssignment::parse),
             bonus: get(BONUS_ANNOTATION).is_some_and(|b| b.trim() == "true"),
             attempt: get(ATTEMPT_ANNOTATION).and_then(|a| a.trim().parse().ok()),
+            gang_size: get(GANG_SIZE_ANNOTATION).and_then(|a| a.trim().parse().ok()),
             checkpoint_request: get(CHECKPOINT_REQUESTED).map(|_| CheckpointRequest {
                 at: time(CHECKPOINT_REQUESTED),
                 reason: get(PREEMPTION_REASON).map(str::to_string),

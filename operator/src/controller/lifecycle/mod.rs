@@ -955,9 +955,25 @@ impl Step<'_> {
             .cloned()
             .collect();
         let missing = self.gang.first_missing(&awaited);
-        let failure = present
+        // Pods of another shape of the job: its tasks changed after they were created (the
+        // CRD refuses that while the job runs, so only an admission racing the change gets
+        // here). Not the job's fault; the next attempt runs the new shape.
+        let reshaped = present
             .iter()
-            .find_map(|m| pod_failure(m).map(|f| blame_infrastructure(self.world, m, f)))
+            .find(|m| !expected.contains(&m.name) || m.gang_size.is_some_and(|g| g != gang_size))
+            .map(|m| Failure::Infrastructure {
+                pod: m.name.clone(),
+                reason: format!(
+                    "the job's tasks changed after its pods were created ({gang_size} \
+                     replica(s) now)"
+                ),
+            });
+        let failure = reshaped
+            .or_else(|| {
+                present
+                    .iter()
+                    .find_map(|m| pod_failure(m).map(|f| blame_infrastructure(self.world, m, f)))
+            })
             .or_else(|| {
                 missing.map(|m| Failure::Infrastructure {
                     pod: m.clone(),

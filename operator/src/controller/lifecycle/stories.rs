@@ -13,8 +13,8 @@ use serde_json::json;
 
 use super::*;
 use crate::api::annotations::{
-    BONUS_ANNOTATION, CHECKPOINT_DONE, CHECKPOINT_REQUESTED, GPUS_ANNOTATION, INDEX_LABEL,
-    NODE_ANNOTATION, PREEMPTION_REASON, RANK_ANNOTATION, TASK_LABEL,
+    BONUS_ANNOTATION, CHECKPOINT_DONE, CHECKPOINT_REQUESTED, GANG_SIZE_ANNOTATION, GPUS_ANNOTATION,
+    INDEX_LABEL, NODE_ANNOTATION, PREEMPTION_REASON, RANK_ANNOTATION, TASK_LABEL,
 };
 use crate::api::trainingjob::PreemptionOutcome;
 use crate::controller::pods::pod_name;
@@ -1084,4 +1084,25 @@ fn failures_are_classified() {
     ));
     let running = pod(json!({"metadata": {"name": "e"}, "status": {"phase": "Running"}}));
     assert_eq!(pod_failure(&running), None);
+}
+
+/// The job's tasks changed while its pods ran (an admission racing the change: the CRD
+/// refuses it while the job runs). Fewer replicas: the pod no task has any more is no stray
+/// that keeps its GPUs; more: the missing replicas are no "removed" pods. Either way the gang
+/// restarts in its new shape, not counted against `maxRetries`.
+#[test]
+fn a_gang_whose_tasks_changed_restarts_in_the_new_shape() {
+    for now in [1, 4] {
+        let mut s = Story::running(2);
+        for p in &mut s.pods {
+            annotate(p, GANG_SIZE_ANNOTATION, "2");
+        }
+        s.job.spec.tasks[0].replicas = Some(now);
+        let fx = s.after(5).tick();
+        assert_eq!(s.phase(), Phase::Retrying, "{now} replicas");
+        assert_eq!(s.status().retries, 0);
+        assert_eq!(fx.stop, Stop::All);
+        let message = s.status().message.clone().unwrap_or_default();
+        assert!(message.contains("tasks changed"), "{message}");
+    }
 }
