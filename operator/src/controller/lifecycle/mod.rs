@@ -32,6 +32,8 @@ use crate::sched::WaitReason;
 #[cfg(test)]
 mod peer_stories;
 #[cfg(test)]
+mod peer_stories_more;
+#[cfg(test)]
 mod stories;
 
 /// The operator's settings the lifecycle obeys.

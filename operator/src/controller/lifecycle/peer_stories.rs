@@ -59,7 +59,7 @@ fn task_pod(task: &str, index: u32, rank: u32, phase: &str) -> Pod {
 }
 
 /// A job of several tasks, admitted at t = 0, every replica running.
-fn running_gang(tasks: &[(&str, u32, bool)]) -> Story {
+pub(super) fn running_gang(tasks: &[(&str, u32, bool)]) -> Story {
     let mut s = Story::new(1);
     s.job = gang_job(tasks);
     s.tick();
@@ -77,19 +77,19 @@ fn running_gang(tasks: &[(&str, u32, bool)]) -> Story {
     s
 }
 
-fn pod<'a>(s: &'a mut Story, name: &str) -> &'a mut Pod {
+pub(super) fn pod<'a>(s: &'a mut Story, name: &str) -> &'a mut Pod {
     s.pods
         .iter_mut()
         .find(|p| p.metadata.name.as_deref() == Some(name))
         .unwrap_or_else(|| panic!("pod {name}"))
 }
 
-fn message(s: &Story) -> &str {
+pub(super) fn message(s: &Story) -> &str {
     s.status().message.as_deref().unwrap_or_default()
 }
 
 /// The scheduler admits the job again: its whole gang is back on n1, running.
-fn readmitted(s: &mut Story, replicas: u32) {
+pub(super) fn readmitted(s: &mut Story, replicas: u32) {
     s.pods = (0..replicas).map(|i| replica(i, "n1", "Running")).collect();
     s.tick();
     s.tick();
