@@ -135,6 +135,8 @@ mod peer_cases;
 #[cfg(test)]
 mod peer_cases_admission;
 #[cfg(test)]
+mod peer_cases_batch;
+#[cfg(test)]
 mod peer_cases_topology;
 #[cfg(test)]
 mod proptests;
