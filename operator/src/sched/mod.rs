@@ -137,6 +137,8 @@ mod peer_cases_admission;
 #[cfg(test)]
 mod peer_cases_batch;
 #[cfg(test)]
+mod peer_cases_kueue2;
+#[cfg(test)]
 mod peer_cases_topology;
 #[cfg(test)]
 mod proptests;
