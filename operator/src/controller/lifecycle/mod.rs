@@ -430,10 +430,12 @@ fn pod_failure(m: &Member) -> Option<Failure> {
             },
         });
     }
+    // An init container that failed stops the pod before its containers start.
     let terminated = status
-        .container_statuses
+        .init_container_statuses
         .iter()
         .flatten()
+        .chain(status.container_statuses.iter().flatten())
         .filter_map(|c| c.state.as_ref().and_then(|s| s.terminated.as_ref()))
         .find(|t| t.exit_code != 0);
     let why = match terminated {
@@ -1056,13 +1058,23 @@ impl Step<'_> {
                 job.spec.backoff.max_seconds,
                 status.retries,
             );
+            // The backoff runs from when the replica failed (its containers' finishedAt), not
+            // from when the operator saw it (after a restart, say), and never into the past.
+            let failed_at = self
+                .gang
+                .members()
+                .iter()
+                .find(|m| m.name == pod)
+                .and_then(finished_at)
+                .filter(|f| *f < t.0)
+                .unwrap_or(t.0);
+            let due = (failed_at + SignedDuration::from_secs(wait.as_secs() as i64)).max(t.0);
+            let left = due.as_second() - t.0.as_second();
             status.phase = Phase::Retrying;
-            status.retry_at = Some(Time(t.0 + SignedDuration::from_secs(wait.as_secs() as i64)));
+            status.retry_at = Some(Time(due));
             let msg = format!(
-                "Replica {pod} failed: {reason}. Retry {} of {} in {} s.",
-                status.retries,
-                job.spec.max_retries,
-                wait.as_secs()
+                "Replica {pod} failed: {reason}. Retry {} of {} in {left} s.",
+                status.retries, job.spec.max_retries,
             );
             conditions::set(
                 &mut status.conditions,
