@@ -751,9 +751,12 @@ impl Step<'_> {
     /// suspended succeeds instead (`running`): there is nothing left to checkpoint, and its
     /// finished pods keep their logs (as a Job's completion goes before its suspension).
     fn suspension(&self, status: &mut TrainingJobStatus, fx: &mut Effects) -> Flow {
+        // What happened before the suspension was seen goes first: a job done succeeds, a
+        // replica failed counts (or the job would run again, its failure forgotten).
         if self.job.spec.suspend
             && status.phase == Phase::Running
-            && self.deciding_succeeded(&status.succeeded_replicas)
+            && (self.deciding_succeeded(&status.succeeded_replicas)
+                || self.present.iter().any(|m| pod_failure(m).is_some()))
         {
             return Flow::Continue;
         }

@@ -273,7 +273,6 @@ fn k8s_resuming_before_the_suspension_is_done_is_no_preemption() {
 /// same way a job with no retries left whose replica has failed when it is suspended should
 /// fail, not be suspended with its failure forgotten (and run again, uncounted, once resumed).
 #[test]
-#[ignore = "kubetrain: suspending a job whose replica already failed forgets the failure"]
 fn k8s_a_failure_before_the_suspension_still_counts() {
     let mut s = Story::running(2);
     s.job.spec.max_retries = 0;
