@@ -911,15 +911,30 @@ impl Step<'_> {
         }
         let expected = expected_pod_names(job);
         let gang_size = expected.len();
+        // Finished pods someone is deleting (`kubectl delete pod`, the pod garbage collector)
+        // still say how their replica ended, as a Job controller counts them: a failure is
+        // the job's, a success is done (recorded at once, its pod is going).
+        let finished_leaving: Vec<&Member> = self
+            .gang
+            .members()
+            .iter()
+            .filter(|m| !m.present() && matches!(m.phase.as_deref(), Some("Succeeded" | "Failed")))
+            .collect();
         // The replicas done: those recorded, and those whose pods say so. A replica is
         // recorded once it has been done a while (`RECORD_SUCCESS_AFTER_SECONDS`).
         let mut done = status.succeeded_replicas.clone();
-        for m in present.iter().filter(|m| m.succeeded()) {
+        for m in present
+            .iter()
+            .chain(&finished_leaving)
+            .filter(|m| m.succeeded())
+        {
             if !done.contains(&m.name) {
                 done.push(m.name.clone());
             }
-            let settled = finished_at(m)
-                .is_none_or(|f| t.0 >= f + SignedDuration::from_secs(RECORD_SUCCESS_AFTER_SECONDS));
+            let settled = !m.present()
+                || finished_at(m).is_none_or(|f| {
+                    t.0 >= f + SignedDuration::from_secs(RECORD_SUCCESS_AFTER_SECONDS)
+                });
             if settled && !status.succeeded_replicas.contains(&m.name) {
                 status.succeeded_replicas.push(m.name.clone());
                 status.succeeded_replicas.sort();
@@ -979,6 +994,7 @@ impl Step<'_> {
             .or_else(|| {
                 present
                     .iter()
+                    .chain(&finished_leaving)
                     .find_map(|m| pod_failure(m).map(|f| blame_infrastructure(self.world, m, f)))
             })
             .or_else(|| {

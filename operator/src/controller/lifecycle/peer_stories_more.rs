@@ -155,7 +155,6 @@ fn k8s_the_backoff_counts_from_when_the_replica_failed() {
 /// look failed by the job's fault: a counted retry, after the backoff, its exit code in the
 /// message, not "the pod was removed, not the job's fault".
 #[test]
-#[ignore = "kubetrain: a failed replica whose pod is being deleted is taken as removed by the platform and not counted"]
 fn k8s_a_failed_replica_whose_pod_is_being_deleted_still_counts() {
     let mut s = Story::running(2);
     exits(&mut s.pods[1], 1);
@@ -175,7 +174,6 @@ fn k8s_a_failed_replica_whose_pod_is_being_deleted_still_counts() {
 /// records it (within 30 s), has done its part all the same: its pod still says `Succeeded`.
 /// The job runs on and succeeds when the others do; nothing restarts.
 #[test]
-#[ignore = "kubetrain: a succeeded replica whose pod is being deleted is taken as removed, and the whole gang restarts"]
 fn k8s_a_succeeded_replica_whose_pod_is_being_deleted_still_counts() {
     let mut s = Story::running(2);
     status(
