@@ -94,6 +94,8 @@ names! {
         PodsExited,
         /// `Preempting=True`: the grace period ended without an acknowledgement.
         CheckpointLost,
+        /// `Preempting=True`: the gang had not started, so there was nothing to save.
+        NotStarted,
         /// `Preempting=False`: the pods are gone and the job is back in its queue.
         Requeued,
         /// `Preempting=False`: the checkpoint request was withdrawn before it was
@@ -130,6 +132,8 @@ names! {
         PodsExited,
         /// The grace period ended without an acknowledgement.
         CheckpointLost,
+        /// The gang had not started: stopped at once, nothing to save.
+        NotStarted,
         /// Back in the queue (after a preemption or a retry's backoff).
         Requeued,
         /// Suspended (`spec.suspend`).

@@ -405,6 +405,8 @@ pub enum PreemptionOutcome {
     CheckpointSaved,
     PodsExited,
     CheckpointLost,
+    /// The gang had not started (not every replica was running yet): nothing to save.
+    NotStarted,
 }
 
 /// Where one replica runs.

@@ -287,6 +287,7 @@ pub fn stop_decided(status: &TrainingJobStatus) -> bool {
                     Reason::CheckpointSaved,
                     Reason::PodsExited,
                     Reason::CheckpointLost,
+                    Reason::NotStarted,
                 ]
                 .iter()
                 .any(|r| c.reason == r.as_str())
@@ -1390,7 +1391,10 @@ impl Step<'_> {
         if let Some(a) = ack {
             status.last_checkpoint_time = Some(Time(a));
         }
-        if !(ack.is_some() || exited || t.0 >= deadline) {
+        // A gang not yet started (a replica still pulling its image, say) has done no work
+        // and cannot acknowledge: waiting out the grace period would only hold its GPUs.
+        let not_started = status.started_at.is_none();
+        if !(ack.is_some() || exited || not_started || t.0 >= deadline) {
             let left = (deadline.as_second() - t.0.as_second()).clamp(1, 2) as u64;
             fx.requeue(Duration::from_secs(left));
             return;
@@ -1405,6 +1409,11 @@ impl Step<'_> {
             (
                 PreemptionOutcome::PodsExited,
                 "the pods exited on their own",
+            )
+        } else if not_started {
+            (
+                PreemptionOutcome::NotStarted,
+                "the gang had not started, nothing to save",
             )
         } else {
             (
@@ -1448,6 +1457,7 @@ impl Step<'_> {
                 PreemptionOutcome::CheckpointLost => {
                     (Reason::CheckpointLost, EventReason::CheckpointLost)
                 }
+                PreemptionOutcome::NotStarted => (Reason::NotStarted, EventReason::NotStarted),
             };
             let msg = match outcome {
                 PreemptionOutcome::CheckpointLost => format!(

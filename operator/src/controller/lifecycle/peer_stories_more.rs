@@ -200,7 +200,6 @@ fn k8s_a_succeeded_replica_whose_pod_is_being_deleted_still_counts() {
 /// images) has nothing to save and cannot acknowledge: it should be stopped without waiting
 /// out `checkpoint.gracePeriodSeconds`, and no work should be reported lost.
 #[test]
-#[ignore = "kubetrain: a suspended gang that never started waits the whole grace period, then reports GPU-seconds of work lost"]
 fn k8s_suspending_a_gang_that_never_started_loses_no_work() {
     let mut s = Story::new(2);
     s.tick();
