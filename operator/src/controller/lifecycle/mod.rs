@@ -556,6 +556,9 @@ fn finished_at(m: &Member) -> Option<Timestamp> {
         .max()
 }
 
+/// `status.lastPreemption.reason` of a stop caused by `spec.suspend`.
+const SUSPEND: &str = "Suspend";
+
 /// How long a node the scheduler refused stays out of a job's placement.
 const REFUSED_NODE_TTL: i64 = 600;
 
@@ -1289,7 +1292,16 @@ impl Step<'_> {
         } else {
             Phase::Queued
         };
-        status.preemptions += if job.spec.suspend { 0 } else { 1 };
+        // A stop the owner's suspension caused is no preemption, even when the owner resumed
+        // the job before it was done.
+        let suspension = job.spec.suspend
+            || status
+                .last_preemption
+                .as_ref()
+                .is_some_and(|r| r.reason.as_deref() == Some(SUSPEND));
+        if !suspension {
+            status.preemptions += 1;
+        }
         status.placement.clear();
         status.bonus = false;
         status.started_at = None;
@@ -1299,6 +1311,11 @@ impl Step<'_> {
             .as_ref()
             .filter(|r| r.outcome == PreemptionOutcome::CheckpointLost);
         let msg = match (job.spec.suspend, lost) {
+            _ if suspension && !job.spec.suspend => format!(
+                "Resumed while it stopped for its suspension; back in queue {}, keeping its \
+                 place in line.",
+                queue_name(status)
+            ),
             (true, None) => "Suspended after its checkpoint.".to_string(),
             (true, Some(r)) => format!(
                 "Suspended without a checkpoint (about {} GPU-seconds of work lost).",
@@ -1339,16 +1356,14 @@ impl Step<'_> {
             t,
         );
         status.message = Some(msg.clone());
-        fx.event_nth(
-            kind,
-            if job.spec.suspend {
-                EventReason::Suspended
-            } else {
-                EventReason::Requeued
-            },
-            status.preemptions,
-            msg,
-        );
+        let event = if job.spec.suspend {
+            EventReason::Suspended
+        } else if suspension {
+            EventReason::Resumed
+        } else {
+            EventReason::Requeued
+        };
+        fx.event_nth(kind, event, status.preemptions, msg);
     }
 
     /// Preempting with its pods present: once the checkpoint is acknowledged, the pods exited
@@ -1438,11 +1453,13 @@ impl Step<'_> {
             } else {
                 0
             };
-            let reason = if job.spec.suspend {
-                Some("Suspend".to_string())
-            } else {
-                self.gang.preemption_reason().map(str::to_string)
+            // The pods name the scheduler's reason; the lifecycle's own request for a
+            // suspension names none (the owner may have resumed the job since).
+            let reason = match self.gang.preemption_reason() {
+                Some(r) if !job.spec.suspend => r.to_string(),
+                _ => SUSPEND.to_string(),
             };
+            let reason = Some(reason);
             status.last_preemption = Some(PreemptionRecord {
                 outcome,
                 at: t.clone(),

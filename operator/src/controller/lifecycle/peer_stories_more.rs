@@ -242,7 +242,6 @@ fn k8s_suspending_a_gang_that_never_started_loses_no_work() {
 /// owner changed their mind) may still stop, but it was not preempted: `preemptions` stays 0,
 /// it gets no `Requeued` (preemption) Event and its message does not say it was preempted.
 #[test]
-#[ignore = "kubetrain: a suspension withdrawn before the acknowledgement ends as a counted preemption"]
 fn k8s_resuming_before_the_suspension_is_done_is_no_preemption() {
     let mut s = Story::running(2);
     s.job.spec.suspend = true;

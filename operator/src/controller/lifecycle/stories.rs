@@ -840,6 +840,8 @@ fn a_preemption_without_acknowledgement_loses_the_work_since_the_start() {
     let mut s = Story::running(2);
     s.job.status.as_mut().expect("status").gpus = Some(2.0);
     s.annotate_all(CHECKPOINT_REQUESTED, &stamp(100));
+    // the scheduler names its reason (a request without one is the lifecycle's suspension)
+    s.annotate_all(PREEMPTION_REASON, "Reclaim");
     s.after(100).tick();
     // Within the grace period (30 s): keep waiting.
     let fx = s.after(29).tick();
