@@ -890,14 +890,11 @@ impl<'a> Cycle<'a> {
         } else {
             IdVec::new()
         };
-        // (any flavor, on `f`) per run of the job's own VC that runs guaranteed
-        let own_guaranteed: IdVec<RunIdx, (bool, bool)> = if combined {
+        // per run: the job's own VC's, running guaranteed
+        let own_guaranteed: IdVec<RunIdx, bool> = if combined {
             self.runs
                 .iter()
-                .map(|r| {
-                    let g = r.vc == Some(vc) && !r.bonus;
-                    (g, g && r.flavor == f)
-                })
+                .map(|r| r.vc == Some(vc) && !r.bonus)
                 .collect()
         } else {
             IdVec::new()
@@ -906,6 +903,21 @@ impl<'a> Cycle<'a> {
             self.runs.iter().map(|r| r.vc != Some(vc)).collect()
         } else {
             IdVec::new()
+        };
+        let lower_guaranteed: u64 = if combined {
+            self.runs
+                .iter()
+                .filter(|r| {
+                    !r.gone
+                        && !r.bonus
+                        && r.flavor == f
+                        && r.queue == Some(queue)
+                        && r.priority < prio
+                })
+                .map(|r| r.milli)
+                .sum()
+        } else {
+            0
         };
         let (t, snap) = (&self.t, self.snap);
         let credit = |vs: &[RunIdx]| {
@@ -921,16 +933,14 @@ impl<'a> Cycle<'a> {
                     return false;
                 }
             }
-            if combined && vs.iter().any(|&v| others[v] || own_guaranteed[v].0) {
+            if combined && vs.iter().any(|&v| others[v] || own_guaranteed[v]) {
                 // reclaiming from others, or evicting guaranteed work: the job must end
                 // within its guarantee (Kueue: "only eligible to do preemptions if it fits
-                // fully within nominal quota"), or both could be reclaimed at once
-                let own: u64 = vs
-                    .iter()
-                    .filter(|&&v| own_guaranteed[v].1)
-                    .map(|&v| freed[v].2)
-                    .sum();
-                let used = t.guar_used[vc][f].saturating_sub(own);
+                // fully within nominal quota"), or both could be reclaimed at once. It is
+                // judged as the next cycle fills the guarantee, by priority: the queue's
+                // lower-priority guaranteed jobs that stay are demoted, victims or not (else
+                // a bonus victim beside them was refused, and a higher-priority one taken).
+                let used = t.guar_used[vc][f].saturating_sub(lower_guaranteed);
                 if used + p.milli > t.guarantee[vc][f] {
                     return false;
                 }

@@ -274,11 +274,11 @@ fn cohort_three(jobs: Vec<Job>) -> Decisions {
 /// preempts a's two priority -2 jobs (the lowest, and no more than needed), nothing of b's.
 /// It then runs within a's guarantee: it outranks the remaining priority -1 job, which the
 /// priority-ordered fill demotes (docs/concepts.md, "Which jobs are bonus follows
-/// priority"). kubetrain preempts a1 and a3 instead, sparing a2: the same lost work, but a
-/// priority -1 job evicted while a priority -2 job runs on (against "then the lowest
-/// priority", docs/concepts.md, "Checkpoint-aware preemption").
+/// priority"). kubetrain once preempted a1 and a3 instead, sparing a2: the same lost work, but
+/// a priority -1 job evicted while a priority -2 job ran on (against "then the lowest
+/// priority", docs/concepts.md, "Checkpoint-aware preemption"); its combined plan judged the
+/// guarantee by the jobs' standing now, not as the next cycle's priority fill would.
 #[test]
-#[ignore = "kubetrain: combined plan checks 'ends within guarantee' against current standing, so it evicts a3 (prio -1) and spares a2 (prio -2)"]
 fn kueue_minimal_preemptions_when_target_queue_is_exhausted() {
     let d = cohort_three(vec![
         on("a/a1", "qa", -2, "n0", &[0], false),
