@@ -1156,17 +1156,28 @@ impl<'a> Cycle<'a> {
         // The order jobs are offered in phase 1: every digested job with a VC, once.
         let mut offered: Vec<JobIdx> = Vec::with_capacity(list.len());
 
-        // Phase 1: guaranteed admission, VCs in turn by dominant share of guarantee used.
+        // Phase 1: guaranteed admission, VCs in turn by dominant share of guarantee used; at
+        // equal shares the VC whose next job has waited longest first, as in phase 2 (by the
+        // VC's place in the list, the first team by name won: KAI's allocate case "Both
+        // queues has the same share", `peer_cases_batch.rs`). VCs with nothing left drop out.
         let mut deferred: IdVec<VcId, Vec<(JobIdx, bool)>> = IdVec::filled(Vec::new(), nv);
-        let mut heap: BinaryHeap<Reverse<(Key, VcId)>> = deferred
+        let guaranteed_turn = |t: &Tenants, lines: &IdVec<VcId, order::VcLines>, vc: VcId| {
+            let next = lines[vc].peek(t)?;
+            Some(Reverse((
+                Key(t.guaranteed_share(vc)),
+                snap.job(next).queued_at,
+                vc,
+            )))
+        };
+        let mut heap: BinaryHeap<Reverse<(Key, i64, VcId)>> = deferred
             .ids()
-            .map(|v| Reverse((Key(self.t.guaranteed_share(v)), v)))
+            .filter_map(|v| guaranteed_turn(&self.t, &lines, v))
             .collect();
         // Per strict queue, the job that did not start and holds back the jobs behind it
         // (those offered after it: one ahead of it that holds back nobody is not behind it).
         let mut blocker: HashMap<QueueId, JobIdx> = HashMap::new();
         let mut place: IdVec<JobIdx, usize> = IdVec::filled(usize::MAX, pending.len());
-        while let Some(Reverse((_, vc))) = heap.pop() {
+        while let Some(Reverse((_, _, vc))) = heap.pop() {
             let Some(j) = lines[vc].next(&self.t) else {
                 continue;
             };
@@ -1191,7 +1202,7 @@ impl<'a> Cycle<'a> {
                     }
                 }
             }
-            heap.push(Reverse((Key(self.t.guaranteed_share(vc)), vc)));
+            heap.extend(guaranteed_turn(&self.t, &lines, vc));
         }
 
         // Phase 2: bonus admission, VCs in turn by weighted dominant share of borrowed GPUs;

@@ -25,7 +25,7 @@
 //!    leave another VC's cell guarantee unobtainable (`cells`): then it stays bonus,
 //!    reclaimable. A guaranteed job that no longer gets in is *demoted*.
 //! 3. **Guaranteed phase.** VCs take turns by weighted dominant share of their guarantee in
-//!    use; a VC offers jobs from its queues (`order`: the queue furthest below its share
+//!    use (at equal shares the VC whose next job has waited longest first); a VC offers jobs from its queues (`order`: the queue furthest below its share
 //!    first, the queue's policy inside it). A job within its VC's guarantee for a flavor of
 //!    its preference list is placed (`placement`: the candidate node that adds the least
 //!    fragmentation for the shape mix; a job accepting any GPU type tries the types in the

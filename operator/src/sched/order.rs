@@ -33,8 +33,55 @@ pub(crate) struct VcLines {
 }
 
 impl VcLines {
+    /// The job `next` would return, left in its line.
+    pub fn peek(&self, t: &Tenants) -> Option<JobIdx> {
+        let i = self.line_to_serve(t)?;
+        let l = &self.lines[i];
+        match &l.line {
+            Line::Ordered(v) => v.front().copied(),
+            Line::UserFair(m) => m
+                .get(&Self::user_to_serve(m, l.queue, t)?)?
+                .front()
+                .copied(),
+        }
+    }
+
     /// The next job to consider, or None when every queue is empty.
     pub fn next(&mut self, t: &Tenants) -> Option<JobIdx> {
+        let i = self.line_to_serve(t)?;
+        let l = &mut self.lines[i];
+        match &mut l.line {
+            Line::Ordered(v) => v.pop_front(),
+            Line::UserFair(m) => {
+                let user = Self::user_to_serve(m, l.queue, t)?;
+                let v = m.get_mut(&user)?;
+                let j = v.pop_front();
+                if v.is_empty() {
+                    m.remove(&user);
+                }
+                j
+            }
+        }
+    }
+
+    /// The user a UserFair line serves next: the one holding the fewest GPUs in the queue.
+    fn user_to_serve(
+        m: &BTreeMap<String, VecDeque<JobIdx>>,
+        q: QueueId,
+        t: &Tenants,
+    ) -> Option<String> {
+        m.keys()
+            .min_by_key(|u| {
+                (
+                    t.user_used.get(&(q, (*u).clone())).copied().unwrap_or(0),
+                    (*u).clone(),
+                )
+            })
+            .cloned()
+    }
+
+    /// The non-empty line with the lowest usage against its entitlement.
+    fn line_to_serve(&self, t: &Tenants) -> Option<usize> {
         let mut best: Option<((u64, u64), usize)> = None;
         for (i, l) in self.lines.iter().enumerate() {
             let empty = match &l.line {
@@ -49,29 +96,7 @@ impl VcLines {
                 best = Some((key, i));
             }
         }
-        let (_, i) = best?;
-        let l = &mut self.lines[i];
-        match &mut l.line {
-            Line::Ordered(v) => v.pop_front(),
-            Line::UserFair(m) => {
-                let q = l.queue;
-                let user = m
-                    .keys()
-                    .min_by_key(|u| {
-                        (
-                            t.user_used.get(&(q, (*u).clone())).copied().unwrap_or(0),
-                            (*u).clone(),
-                        )
-                    })?
-                    .clone();
-                let v = m.get_mut(&user)?;
-                let j = v.pop_front();
-                if v.is_empty() {
-                    m.remove(&user);
-                }
-                j
-            }
-        }
+        best.map(|(_, i)| i)
     }
 }
 

@@ -665,7 +665,6 @@ fn kai_guaranteed_turns_go_to_the_team_using_least_of_its_guarantee() {
 /// listed first, whatever its job's size or wait, so queue0's job takes both GPUs and
 /// queue1's job, within its guarantee, waits with nothing to reclaim.
 #[test]
-#[ignore = "kubetrain: guaranteed-phase turns that tie on share go to the first VC by index, not the smaller or longer-waiting job"]
 fn kai_equal_share_tie_goes_to_the_smaller_job() {
     let jobs = vec![
         on(
