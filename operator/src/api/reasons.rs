@@ -254,6 +254,7 @@ mod tests {
             // Pod-level reasons of the kubelet and kube-scheduler.
             "OOMKilled",
             "Unschedulable",
+            "ImagePullBackOff",
         ]
         .into_iter()
         .collect();

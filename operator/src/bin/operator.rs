@@ -34,6 +34,11 @@ struct Args {
     /// admission is rolled back and the job placed again elsewhere.
     #[arg(long, env = "KUBETRAIN_UNSCHEDULABLE_TIMEOUT", default_value = "20s", value_parser = parse_duration)]
     unschedulable_timeout: Duration,
+    /// How long an admitted gang may take until every replica runs (pulling images,
+    /// starting containers); then it stops and retries, counted against maxRetries. `0`
+    /// waits for ever.
+    #[arg(long, env = "KUBETRAIN_START_TIMEOUT", default_value = "10m", value_parser = parse_duration)]
+    start_timeout: Duration,
     /// How the chosen GPU indices reach the containers.
     #[arg(long, env = "KUBETRAIN_GPU_BINDING", value_enum, default_value_t = GpuBinding::Auto)]
     gpu_binding: GpuBinding,
@@ -151,6 +156,7 @@ async fn main() -> anyhow::Result<()> {
                 .unwrap_or(args.resync)
                 .max(Duration::from_secs(1)),
             unschedulable_timeout: args.unschedulable_timeout,
+            start_timeout: (!args.start_timeout.is_zero()).then_some(args.start_timeout),
             workload: WorkloadSettings {
                 supplied,
                 history: args.workload_history,

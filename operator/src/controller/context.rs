@@ -42,6 +42,8 @@ pub struct Settings {
     /// A pod the cluster's scheduler reports `Unschedulable` this long rolls its gang's
     /// admission back (`--binding scheduler`).
     pub unschedulable_timeout: Duration,
+    /// An admitted gang not running in full this long stops and retries (`None`: never).
+    pub start_timeout: Option<Duration>,
     /// The workload's shape distribution for the fragmentation score: supplied, or learned.
     pub workload: WorkloadSettings,
 }
@@ -55,6 +57,7 @@ impl Default for Settings {
             max_infrastructure_retries: 10,
             incomplete_gang_timeout: Duration::from_secs(30),
             unschedulable_timeout: Duration::from_secs(20),
+            start_timeout: Some(Duration::from_secs(600)),
             workload: WorkloadSettings::default(),
         }
     }

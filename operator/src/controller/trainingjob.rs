@@ -74,6 +74,7 @@ fn observe(ctx: &Context, job: &TrainingJob, key: &JobKey, gang: &Gang) -> World
             max_infrastructure_retries: ctx.settings.max_infrastructure_retries,
             incomplete_gang_timeout: ctx.settings.incomplete_gang_timeout,
             unschedulable_timeout: ctx.settings.unschedulable_timeout,
+            start_timeout: ctx.settings.start_timeout,
         },
     }
 }

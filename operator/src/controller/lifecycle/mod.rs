@@ -46,6 +46,9 @@ pub struct Settings {
     /// How long the cluster's scheduler may keep a pod `Unschedulable` before the admission is
     /// rolled back.
     pub unschedulable_timeout: Duration,
+    /// How long an admitted gang may take until every replica runs (`None`: for ever); then
+    /// it stops and retries, counted (an image that cannot be pulled holds GPUs otherwise).
+    pub start_timeout: Option<Duration>,
 }
 
 /// What the reconciler observed around the job: everything the lifecycle needs besides the job
@@ -556,6 +559,25 @@ fn finished_at(m: &Member) -> Option<Timestamp> {
         .max()
 }
 
+/// Why a replica's pod is not running yet, from its containers' waiting states
+/// (`ImagePullBackOff: Back-off pulling image "x"`), if they say.
+fn not_running_because(m: &Member) -> Option<String> {
+    let status = m.pod.status.as_ref()?;
+    status
+        .init_container_statuses
+        .iter()
+        .flatten()
+        .chain(status.container_statuses.iter().flatten())
+        .filter_map(|c| c.state.as_ref()?.waiting.as_ref())
+        .find_map(|w| {
+            let reason = w.reason.as_deref()?;
+            Some(match w.message.as_deref() {
+                Some(msg) if !msg.is_empty() => format!("{reason}: {msg}"),
+                _ => reason.to_string(),
+            })
+        })
+}
+
 /// `status.lastPreemption.reason` of a stop caused by `spec.suspend`.
 const SUSPEND: &str = "Suspend";
 
@@ -1022,6 +1044,32 @@ impl Step<'_> {
                 .and_then(|m| m.phase.as_deref())
                 .is_some_and(|ph| ph == "Running" || ph == "Succeeded")
         });
+        if !all_running
+            && status.started_at.is_none()
+            && let (Some(limit), Some(admitted)) = (
+                self.world.settings.start_timeout,
+                status.admitted_at.as_ref(),
+            )
+            && t.0.as_second() - admitted.0.as_second() >= limit.as_secs() as i64
+            && let Some(m) = present
+                .iter()
+                .find(|m| !matches!(m.phase.as_deref(), Some("Running" | "Succeeded")))
+        {
+            let waiting = not_running_because(m);
+            let reason = format!(
+                "not running {} s after admission{}",
+                limit.as_secs(),
+                waiting.map_or(String::new(), |w| format!(" ({w})"))
+            );
+            return self.fail(
+                status,
+                fx,
+                Failure::Replica {
+                    pod: m.name.clone(),
+                    reason,
+                },
+            );
+        }
         if all_running && status.started_at.is_none() {
             status.started_at = Some(t.clone());
             let msg = format!("All {gang_size} replica(s) are running.");

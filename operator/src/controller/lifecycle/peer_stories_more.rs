@@ -464,7 +464,6 @@ fn jobset_a_suspended_or_retrying_job_is_not_finished_for_its_ttl() {
 /// whose replicas cannot start (its image cannot be pulled) holds its GPUs; ten minutes on it
 /// should have been stopped and sent back to its queue (or its backoff), not kept `Running`.
 #[test]
-#[ignore = "kubetrain: a gang whose replica never starts (ImagePullBackOff) holds its GPUs forever"]
 fn kueue_a_gang_whose_pods_never_become_ready_is_requeued() {
     let mut s = Story::new(2);
     s.tick();
@@ -487,6 +486,12 @@ fn kueue_a_gang_whose_pods_never_become_ready_is_requeued() {
     assert_eq!(s.now, 600);
     assert_ne!(s.phase(), Phase::Running, "{}", message(&s));
     assert_ne!(s.phase(), Phase::Failed);
+    assert_eq!(
+        s.status().retries,
+        1,
+        "counted: the image may never be pulled"
+    );
+    assert!(message(&s).contains("ImagePullBackOff"), "{}", message(&s));
     assert!(stopped.contains(&"llm-worker-0".to_string()));
     assert!(stopped.contains(&"llm-worker-1".to_string()));
 }

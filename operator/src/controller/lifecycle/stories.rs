@@ -117,6 +117,7 @@ impl Story {
                     max_infrastructure_retries: 3,
                     incomplete_gang_timeout: Duration::from_secs(30),
                     unschedulable_timeout: Duration::from_secs(60),
+                    start_timeout: Some(Duration::from_secs(600)),
                 },
             },
             now: 0,
