@@ -101,6 +101,10 @@
 //! Jobs already being preempted count as free for planning, whoever they were preempted
 //! for. Foreign pods' GPUs are assumed to be the highest-numbered free ones. Cell guarantees
 //! are per flavor and level, bound lazily (see `cells`), not a full HiveD cell hierarchy.
+//! Running jobs are never moved to make room (no consolidation, as KAI has): a job within its
+//! guarantee whose GPUs are free but scattered waits with `NoFit` until jobs end. A queue's
+//! share orders admission but is not taken back from its siblings by preemption. The ignored
+//! peer cases in `peer_cases_batch` track both.
 
 mod cancel;
 mod cells;
