@@ -813,6 +813,9 @@ impl Step<'_> {
                 self.generation,
                 self.t,
             );
+            // `stop_preempted` words the message only when it sets the condition itself
+            let grace = self.job.spec.checkpoint.grace_period_seconds.max(0);
+            status.message = Some(format!("Suspending: asked to checkpoint within {grace} s."));
             fx.stop = Stop::None;
         }
         if status.phase == Phase::Suspended && !self.job.spec.suspend {

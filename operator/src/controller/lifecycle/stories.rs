@@ -1109,3 +1109,14 @@ fn a_gang_whose_tasks_changed_restarts_in_the_new_shape() {
         assert!(message.contains("tasks changed"), "{message}");
     }
 }
+
+/// While a suspended job saves its checkpoint, its message says so (it kept "Admitted: ...").
+#[test]
+fn a_suspending_job_says_it_is_suspending() {
+    let mut s = Story::running(2);
+    s.job.spec.suspend = true;
+    s.after(5).tick();
+    assert_eq!(s.phase(), Phase::Preempting);
+    let message = s.status().message.clone().unwrap_or_default();
+    assert!(message.starts_with("Suspending"), "{message}");
+}
