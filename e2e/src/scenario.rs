@@ -125,12 +125,17 @@ impl Scenario {
         self.cp.jsonpath(&["tj", job, "-n", &self.ns], path)
     }
 
-    /// Waits for a job to reach `phase`, failing with its status after `timeout`.
+    /// Waits for a job to reach `phase`, failing with its status after `timeout`. `Running`
+    /// waits until every replica runs too (`status.startedAt`): the phase begins at
+    /// admission, and a gang preempted before it started is stopped at once, with nothing
+    /// to checkpoint (`NotStarted`).
     pub async fn wait_phase(&self, job: &str, phase: &str, timeout: Duration) {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let now = self.job_status(job, "{.status.phase}");
-            if now == phase {
+            if now == phase
+                && (phase != "Running" || !self.job_status(job, "{.status.startedAt}").is_empty())
+            {
                 return;
             }
             if tokio::time::Instant::now() > deadline {
