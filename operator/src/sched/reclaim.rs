@@ -18,7 +18,8 @@
 //!    least work, then has the fewest victims: one larger job can make the room of several
 //!    cheap ones for less lost work, or for as much with fewer victims.
 //!
-//! The domain whose set loses the least work wins; then the fewest victims, the lowest
+//! The smallest level with a plan decides (a node before a rack before the whole type); in
+//! it, the domain whose set loses the least work wins; then the fewest victims, the lowest
 //! priorities, the most recently started (`set_key`), then the first in order. Before
 //! anyone is asked to checkpoint the gang is placed on the capacity that will be free once
 //! all victims are gone, and that capacity is *reserved* for it (nobody else can take it
