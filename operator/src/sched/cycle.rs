@@ -881,8 +881,8 @@ impl<'a> Cycle<'a> {
             PreemptionReason::Drain | PreemptionReason::UnhealthyGpu => false,
         };
         let victims = self.opts.victims;
-        // what each run would free against the limits and the guarantee
-        let freed: IdVec<RunIdx, (Option<QueueId>, &str, u64)> = if limited || combined {
+        // what each run would free against the limits
+        let freed: IdVec<RunIdx, (Option<QueueId>, &str, u64)> = if limited {
             self.runs
                 .iter()
                 .map(|r| (r.queue, self.snap.job(r.job).user.as_str(), r.milli))
@@ -890,34 +890,18 @@ impl<'a> Cycle<'a> {
         } else {
             IdVec::new()
         };
-        // per run: the job's own VC's, running guaranteed
-        let own_guaranteed: IdVec<RunIdx, bool> = if combined {
+        // A combined plan that reclaims from other VCs or evicts guaranteed work must leave
+        // the job within its guarantee (Kueue: "only eligible to do preemptions if it fits
+        // fully within nominal quota"), or both could be reclaimed at once. That is judged
+        // as the next cycle fills the guarantee, by priority (`combined_may_fit`).
+        let fits_within = combined && self.combined_may_fit(p, f);
+        let demands: IdVec<RunIdx, bool> = if combined {
             self.runs
-                .iter()
-                .map(|r| r.vc == Some(vc) && !r.bonus)
+                .ids()
+                .map(|r| self.demands_guarantee(p, r))
                 .collect()
         } else {
             IdVec::new()
-        };
-        let others: IdVec<RunIdx, bool> = if combined {
-            self.runs.iter().map(|r| r.vc != Some(vc)).collect()
-        } else {
-            IdVec::new()
-        };
-        let lower_guaranteed: u64 = if combined {
-            self.runs
-                .iter()
-                .filter(|r| {
-                    !r.gone
-                        && !r.bonus
-                        && r.flavor == f
-                        && r.queue == Some(queue)
-                        && r.priority < prio
-                })
-                .map(|r| r.milli)
-                .sum()
-        } else {
-            0
         };
         let (t, snap) = (&self.t, self.snap);
         let credit = |vs: &[RunIdx]| {
@@ -933,19 +917,7 @@ impl<'a> Cycle<'a> {
                     return false;
                 }
             }
-            if combined && vs.iter().any(|&v| others[v] || own_guaranteed[v]) {
-                // reclaiming from others, or evicting guaranteed work: the job must end
-                // within its guarantee (Kueue: "only eligible to do preemptions if it fits
-                // fully within nominal quota"), or both could be reclaimed at once. It is
-                // judged as the next cycle fills the guarantee, by priority: the queue's
-                // lower-priority guaranteed jobs that stay are demoted, victims or not (else
-                // a bonus victim beside them was refused, and a higher-priority one taken).
-                let used = t.guar_used[vc][f].saturating_sub(lower_guaranteed);
-                if used + p.milli > t.guarantee[vc][f] {
-                    return false;
-                }
-            }
-            true
+            !(combined && !fits_within && vs.iter().any(|&v| demands[v]))
         };
         let limits: reclaim::Limits = if limited || combined {
             Some(&credit)
@@ -1100,12 +1072,16 @@ impl<'a> Cycle<'a> {
         self.snap.queue(p.queue).strict && !self.t.above_a_limit(self.snap, p.queue, p.milli)
     }
 
+    /// Whether evicting run `r` in a combined plan for `p` demands that `p` end within its
+    /// guarantee: another VC's job (a reclaim), or guaranteed work.
+    fn demands_guarantee(&self, p: &Pending, r: RunIdx) -> bool {
+        self.runs[r].vc != Some(p.vc) || !self.runs[r].bonus
+    }
+
     /// Whether a combined plan with `victims` leaves `p` within its guarantee: it does when
-    /// it reclaims from other VCs or evicts guaranteed work (its `credit` demands it).
+    /// one of them demands it (its `credit` refused the plan otherwise).
     fn ends_guaranteed(&self, p: &Pending, victims: &[RunIdx]) -> bool {
-        victims
-            .iter()
-            .any(|&v| self.runs[v].vc != Some(p.vc) || !self.runs[v].bonus)
+        victims.iter().any(|&v| self.demands_guarantee(p, v))
     }
 
     fn no_fit_reason(&self, p: &Pending, within: bool) -> WaitReason {
@@ -1313,7 +1289,9 @@ impl<'a> Cycle<'a> {
     }
 
     /// Whether evicting every lower-priority guaranteed job of `p`'s queue on flavor `f` would
-    /// bring `p` within its VC's guarantee there (else a combined plan cannot exist).
+    /// bring `p` within its VC's guarantee there (else a combined plan cannot exist). It is
+    /// also how a combined plan's end is judged: the next cycle fills the guarantee by
+    /// priority, so those jobs are demoted once `p` runs, evicted or not.
     fn combined_may_fit(&self, p: &Pending, f: FlavorId) -> bool {
         let g = self.t.guarantee[p.vc][f];
         if g == 0 {
