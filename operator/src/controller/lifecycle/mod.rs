@@ -13,6 +13,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::{ContainerState, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
@@ -435,12 +436,8 @@ fn pod_failure(m: &Member) -> Option<Failure> {
         });
     }
     // An init container that failed stops the pod before its containers start.
-    let terminated = status
-        .init_container_statuses
-        .iter()
-        .flatten()
-        .chain(status.container_statuses.iter().flatten())
-        .filter_map(|c| c.state.as_ref().and_then(|s| s.terminated.as_ref()))
+    let terminated = container_states(status)
+        .filter_map(|s| s.terminated.as_ref())
         .find(|t| t.exit_code != 0);
     let why = match terminated {
         Some(t) if t.reason.as_deref() == Some("OOMKilled") => "OOMKilled".to_string(),
@@ -559,16 +556,21 @@ fn finished_at(m: &Member) -> Option<Timestamp> {
         .max()
 }
 
-/// Why a replica's pod is not running yet, from its containers' waiting states
-/// (`ImagePullBackOff: Back-off pulling image "x"`), if they say.
-fn not_running_because(m: &Member) -> Option<String> {
-    let status = m.pod.status.as_ref()?;
+/// The states of a pod's init containers, then of its containers.
+fn container_states(status: &PodStatus) -> impl Iterator<Item = &ContainerState> {
     status
         .init_container_statuses
         .iter()
         .flatten()
         .chain(status.container_statuses.iter().flatten())
-        .filter_map(|c| c.state.as_ref()?.waiting.as_ref())
+        .filter_map(|c| c.state.as_ref())
+}
+
+/// Why a replica's pod is not running yet, from its containers' waiting states
+/// (`ImagePullBackOff: Back-off pulling image "x"`), if they say.
+fn not_running_because(m: &Member) -> Option<String> {
+    container_states(m.pod.status.as_ref()?)
+        .filter_map(|s| s.waiting.as_ref())
         .find_map(|w| {
             let reason = w.reason.as_deref()?;
             Some(match w.message.as_deref() {
