@@ -248,6 +248,7 @@ mod tests {
             // Preemption causes (the `kubetrain.io/preemption-reason` annotation).
             "Reclaim",
             "Priority",
+            "QueueShare",
             "Drain",
             "UnhealthyGpu",
             "Suspend",

@@ -480,11 +480,7 @@ async fn admit(
 async fn request_checkpoint(ctx: &Arc<Context>, job: &Arc<TrainingJob>, p: &sched::Preemption) {
     let stamp = k8s_openapi::jiff::Timestamp::now().to_string();
     // Only a preemption for a job has a beneficiary that can stop waiting (see `preemption`).
-    let beneficiary = matches!(
-        p.reason,
-        sched::PreemptionReason::Reclaim | sched::PreemptionReason::Priority
-    )
-    .then_some(p.beneficiary.as_str());
+    let beneficiary = p.reason.for_a_job().then_some(p.beneficiary.as_str());
     let mut asked = 0;
     let gang = Gang::new(ctx.job_pods(job));
     for m in gang.live().filter(|m| m.checkpoint_request.is_some()) {

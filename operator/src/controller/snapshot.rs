@@ -36,7 +36,7 @@ pub struct Inflight {
 #[derive(Clone, Debug)]
 pub struct Asked {
     pub reason: sched::PreemptionReason,
-    /// The job the room is for, as the pods' annotation names it (`Reclaim`, `Priority`).
+    /// The job the room is for, as the pods' annotation names it (`Reclaim`, `Priority`, `QueueShare`).
     pub beneficiary: Option<String>,
     pub at: i64,
     /// The job's attempt whose pods were asked.

@@ -1,5 +1,5 @@
-//! Preemptions that outlive their reason. A victim of a reclaim or a priority preemption
-//! leaves for one job; when that job is no longer pending (deleted, suspended, finished, or
+//! Preemptions that outlive their reason. A victim of a reclaim, a priority or a queue-share
+//! preemption leaves for one job; when that job is no longer pending (deleted, suspended, finished, or
 //! placed elsewhere) before the victim acknowledged its checkpoint, the preemption is
 //! withdrawn and the victim runs on, charged like any running job from this very cycle. A
 //! drain or an unhealthy GPU needs the job gone whoever waits, and a victim that acknowledged
@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::decisions::{Cancellation, Decisions, PreemptionReason};
+use super::decisions::{Cancellation, Decisions};
 use super::ids::JobIdx;
 use super::model::Snapshot;
 
@@ -25,10 +25,7 @@ pub(super) fn stale(snap: &Snapshot) -> BTreeMap<JobIdx, Cancellation> {
         let Some(req) = r.checkpoint_request.as_ref().filter(|_| r.preempting) else {
             continue;
         };
-        let for_a_job = matches!(
-            req.reason,
-            PreemptionReason::Reclaim | PreemptionReason::Priority
-        );
+        let for_a_job = req.reason.for_a_job();
         let Some(beneficiary) = req.beneficiary.as_deref() else {
             continue;
         };

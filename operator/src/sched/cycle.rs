@@ -69,6 +69,51 @@ type ShapeKey = (
     Option<usize>,
 );
 
+/// What a preemption plan may take, and what it must leave.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// Other VCs' bonus jobs, for a job within its VC's guarantee.
+    Reclaim,
+    /// The job's queue's lower-priority jobs (only bonus ones when the job would run as
+    /// `bonus`); `combined`: with other VCs' bonus jobs, when the job then ends within its
+    /// VC's guarantee.
+    Priority { bonus: bool, combined: bool },
+    /// Its team's jobs of no higher priority in sibling queues that use more than their firm
+    /// share, when the job then runs within its own share and its VC's guarantee.
+    QueueShare,
+}
+
+impl Kind {
+    fn reason(self) -> PreemptionReason {
+        match self {
+            Kind::Reclaim => PreemptionReason::Reclaim,
+            Kind::Priority { .. } => PreemptionReason::Priority,
+            Kind::QueueShare => PreemptionReason::QueueShare,
+        }
+    }
+}
+
+/// Whether a queue-share plan freeing `freed` (queue, milli) for a job of `q` takes from each
+/// queue line no more than it uses beyond its share. So the line stays at or above its share,
+/// each victim would put it beyond again were it to come back, and the room a plan frees is
+/// not offered to the victims' queue before the job's in the next cycle (the queue furthest
+/// below its share goes first). Volcano takes one victim more (while the queue is still
+/// above its share); the property `queue_share_reclaims_settle` found that taking a large
+/// job that way puts its queue below its share, first in line for the room, and the same
+/// two plans then alternate for ever.
+fn share_taken_only_beyond(t: &Tenants, q: QueueId, freed: &[(QueueId, u64)]) -> bool {
+    let mut by_side: BTreeMap<QueueId, u64> = BTreeMap::new();
+    for &(fq, milli) in freed {
+        let Some(side) = t.parting(q, fq) else {
+            return false;
+        };
+        *by_side.entry(side).or_insert(0) += milli;
+    }
+    by_side
+        .iter()
+        .all(|(&side, &sum)| sum <= t.beyond_share(side))
+}
+
 struct Cycle<'a> {
     snap: &'a Snapshot,
     opts: Options,
@@ -840,56 +885,55 @@ impl<'a> Cycle<'a> {
     /// Plan a preemption for `p` on flavor `f`. Returns true when the job's fate is decided
     /// (a plan, or a wait for minimum runtime).
     /// `limited`: a limit blocks the job, so victims must free it too (see
-    /// [`reclaim::plan`]). `combined` (priority preemption only): other VCs' bonus jobs may
-    /// be victims too, in one plan with the job's own lower-priority jobs, when the job then
-    /// ends within its VC's guarantee.
-    fn preempt(
-        &mut self,
-        p: &Pending,
-        f: FlavorId,
-        reason: PreemptionReason,
-        bonus: bool,
-        limited: bool,
-        combined: bool,
-    ) -> bool {
+    /// [`reclaim::plan`]). What the plan may take is `kind`'s (see [`Kind`]).
+    fn preempt(&mut self, p: &Pending, f: FlavorId, kind: Kind, limited: bool) -> bool {
         let job = &self.snap.job(p.job);
-        let claimant = match reason {
-            PreemptionReason::Reclaim => Claimant::Vc(p.vc),
-            PreemptionReason::Priority
-            | PreemptionReason::Drain
-            | PreemptionReason::UnhealthyGpu => Claimant::Queue(p.queue),
+        let reason = kind.reason();
+        let (bonus, combined) = match kind {
+            Kind::Priority { bonus, combined } => (bonus, combined),
+            Kind::Reclaim | Kind::QueueShare => (false, false),
         };
-        let memo = (
-            claimant,
-            reason == PreemptionReason::Priority,
-            self.shape(p, f),
-        );
-        if reason == PreemptionReason::Reclaim && self.no_victims.contains(&memo) {
+        let claimant = match kind {
+            Kind::Reclaim => Claimant::Vc(p.vc),
+            Kind::Priority { .. } | Kind::QueueShare => Claimant::Queue(p.queue),
+        };
+        let priority = matches!(kind, Kind::Priority { .. });
+        let memo = (claimant, priority, self.shape(p, f));
+        if !priority && self.no_victims.contains(&memo) {
             return false;
         }
         let req = self.request(p, f);
         let (vc, queue, prio) = (p.vc, p.queue, job.priority);
-        let eligible = move |r: &RunInfo| match reason {
-            PreemptionReason::Reclaim => r.bonus && r.vc.is_some() && r.vc != Some(vc),
+        let t = &self.t;
+        let eligible = move |r: &RunInfo| match kind {
+            Kind::Reclaim => r.bonus && r.vc.is_some() && r.vc != Some(vc),
             // A job that runs as bonus displaces only bonus work on its own: guaranteed work
             // goes only in a combined plan that leaves the job within its guarantee (`credit`).
-            PreemptionReason::Priority => {
+            Kind::Priority { bonus, combined } => {
                 (r.queue == Some(queue) && r.priority < prio && (r.bonus || !bonus || combined))
                     || (combined && r.bonus && r.vc.is_some() && r.vc != Some(vc))
             }
-            // Decided in `drain`, never planned for a pending job.
-            PreemptionReason::Drain | PreemptionReason::UnhealthyGpu => false,
+            // Within the team: jobs of no higher priority whose queue line, where it parts
+            // from the job's, uses more than its firm share, by at least the job's GPUs.
+            Kind::QueueShare => {
+                r.vc == Some(vc)
+                    && r.priority <= prio
+                    && r.queue
+                        .and_then(|rq| t.parting(queue, rq))
+                        .is_some_and(|s| r.milli <= t.beyond_share(s))
+            }
         };
         let victims = self.opts.victims;
-        // what each run would free against the limits
-        let freed: IdVec<RunIdx, (Option<QueueId>, &str, u64)> = if limited {
-            self.runs
-                .iter()
-                .map(|r| (r.queue, self.snap.job(r.job).user.as_str(), r.milli))
-                .collect()
-        } else {
-            IdVec::new()
-        };
+        // what each run would free against the limits and the shares
+        let freed: IdVec<RunIdx, (Option<QueueId>, &str, u64)> =
+            if limited || kind == Kind::QueueShare {
+                self.runs
+                    .iter()
+                    .map(|r| (r.queue, self.snap.job(r.job).user.as_str(), r.milli))
+                    .collect()
+            } else {
+                IdVec::new()
+            };
         // A combined plan that reclaims from other VCs or evicts guaranteed work must leave
         // the job within its guarantee (Kueue: "only eligible to do preemptions if it fits
         // fully within nominal quota"), or both could be reclaimed at once. That is judged
@@ -903,23 +947,47 @@ impl<'a> Cycle<'a> {
         } else {
             IdVec::new()
         };
-        let (t, snap) = (&self.t, self.snap);
+        // what each run holds of its VC's guarantee on `f` (a queue-share plan must end
+        // within it)
+        let guaranteed_on_f: IdVec<RunIdx, u64> = if kind == Kind::QueueShare {
+            self.runs
+                .iter()
+                .map(|r| {
+                    if !r.bonus && r.flavor == f {
+                        r.milli
+                    } else {
+                        0
+                    }
+                })
+                .collect()
+        } else {
+            IdVec::new()
+        };
+        let snap = self.snap;
         let credit = |vs: &[RunIdx]| {
-            if limited {
-                let fr: Vec<(QueueId, &str, u64)> = vs
-                    .iter()
+            let fr: Vec<(QueueId, &str, u64)> = if limited || kind == Kind::QueueShare {
+                vs.iter()
                     .filter_map(|&v| {
                         let (q, user, milli) = freed[v];
                         Some((q?, user, milli))
                     })
-                    .collect();
-                if !t.limits_pass_after(snap, queue, &job.user, p.milli, &fr) {
-                    return false;
-                }
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            if limited && !t.limits_pass_after(snap, queue, &job.user, p.milli, &fr) {
+                return false;
+            }
+            if kind == Kind::QueueShare {
+                let held: u64 = vs.iter().map(|&v| guaranteed_on_f[v]).sum();
+                let by_queue: Vec<(QueueId, u64)> = fr.iter().map(|x| (x.0, x.2)).collect();
+                return t.guar_used[vc][f].saturating_sub(held) + p.milli <= t.guarantee[vc][f]
+                    && t.within_share_after(queue, p.milli, &by_queue)
+                    && share_taken_only_beyond(t, queue, &by_queue);
             }
             !(combined && !fits_within && vs.iter().any(|&v| demands[v]))
         };
-        let limits: reclaim::Limits = if limited || combined {
+        let limits: reclaim::Limits = if limited || combined || kind == Kind::QueueShare {
             Some(&credit)
         } else {
             None
@@ -1233,9 +1301,12 @@ impl<'a> Cycle<'a> {
                 .t
                 .check_limits(snap, p.queue, &snap.job(j).user, p.milli)
                 .err();
-            let preemptible = snap.queue(p.queue).priority_preemption
-                && !(limit.is_some() && self.t.above_a_limit(snap, p.queue, p.milli));
+            let never = limit.is_some() && self.t.above_a_limit(snap, p.queue, p.milli);
+            let preemptible = snap.queue(p.queue).priority_preemption && !never;
             if preemptible && self.priority_plan(p, limit.is_some()) {
+                continue;
+            }
+            if !never && self.share_plan(p, limit.is_some()) {
                 continue;
             }
             let r = limit.unwrap_or_else(|| self.no_fit_reason(p, within));
@@ -1269,7 +1340,11 @@ impl<'a> Cycle<'a> {
         for flavors in tiers {
             for &f in &flavors {
                 let bonus = !self.t.within_guarantee(p.vc, f, p.milli);
-                if self.preempt(p, f, PreemptionReason::Priority, bonus, limited, false) {
+                let kind = Kind::Priority {
+                    bonus,
+                    combined: false,
+                };
+                if self.preempt(p, f, kind, limited) {
                     return true;
                 }
             }
@@ -1280,12 +1355,43 @@ impl<'a> Cycle<'a> {
                     continue;
                 }
                 let bonus = !self.t.within_guarantee(p.vc, f, p.milli);
-                if self.preempt(p, f, PreemptionReason::Priority, bonus, limited, true) {
+                let kind = Kind::Priority {
+                    bonus,
+                    combined: true,
+                };
+                if self.preempt(p, f, kind, limited) {
                     return true;
                 }
             }
         }
         false
+    }
+
+    /// Phase 3 for a job whose queue is below its share of its VC's guarantee: take it back
+    /// from sibling queues that use more than theirs (Volcano's capacity reclaim, YuniKorn's
+    /// guaranteed queues), on a flavor where the job then runs within the guarantee. Returns
+    /// true when the job's fate is decided.
+    fn share_plan(&mut self, p: &Pending, limited: bool) -> bool {
+        if !self.may_take_share(p) {
+            return false;
+        }
+        for &f in &p.flavors {
+            if self.t.guarantee[p.vc][f] >= p.milli && self.preempt(p, f, Kind::QueueShare, limited)
+            {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Whether a queue-share plan may exist for `p`: its queue is entitled to it, and another
+    /// queue line of its VC uses more than its firm share.
+    fn may_take_share(&self, p: &Pending) -> bool {
+        let t = &self.t;
+        t.entitlement[p.queue] >= t.queue_used[p.queue] + p.milli
+            && t.queue_vc.iter_enumerated().any(|(q, vc)| {
+                *vc == Some(p.vc) && !t.chain[p.queue].contains(&q) && t.beyond_share(q) > 0
+            })
     }
 
     /// Whether evicting every lower-priority guaranteed job of `p`'s queue on flavor `f` would
@@ -1344,8 +1450,9 @@ impl<'a> Cycle<'a> {
             .t
             .check_limits(snap, p.queue, &snap.job(p.job).user, p.milli)
         {
-            if snap.queue(p.queue).priority_preemption {
-                // may still preempt lower-priority jobs in the limit's scope (phase 3)
+            if snap.queue(p.queue).priority_preemption || self.may_take_share(p) {
+                // may still preempt lower-priority jobs, or take its queue's share back, in
+                // the limit's scope (phase 3)
                 deferred.push((p.job, false));
             } else {
                 self.wait(p.job, r);
@@ -1370,7 +1477,7 @@ impl<'a> Cycle<'a> {
             }
         }
         for &f in &head {
-            if self.preempt(p, f, PreemptionReason::Reclaim, false, false, false) {
+            if self.preempt(p, f, Kind::Reclaim, false) {
                 return;
             }
         }

@@ -77,6 +77,9 @@ pub enum PreemptionReason {
     Reclaim,
     /// A higher-priority job of the same queue (with priority preemption on) needs them.
     Priority,
+    /// The job's queue uses more than its share of its VirtualCluster's guarantee, and a job
+    /// of a sibling queue below its own share (of no lower priority) needs it back.
+    QueueShare,
     /// A node under the job is being drained (cordoned while Ready): the job checkpoints and
     /// leaves so the drain can finish, and returns to its queue.
     Drain,
@@ -91,11 +94,32 @@ impl PreemptionReason {
         [
             PreemptionReason::Reclaim,
             PreemptionReason::Priority,
+            PreemptionReason::QueueShare,
             PreemptionReason::Drain,
             PreemptionReason::UnhealthyGpu,
         ]
         .into_iter()
         .find(|r| r.to_string() == name)
+    }
+
+    /// Whether it makes room for one job, which may stop needing it (see `cancel`); a drain
+    /// or an unhealthy GPU needs the job gone whoever waits.
+    pub fn for_a_job(self) -> bool {
+        matches!(
+            self,
+            PreemptionReason::Reclaim | PreemptionReason::Priority | PreemptionReason::QueueShare
+        )
+    }
+
+    /// The reason in a sentence: "after a queue-share preemption".
+    pub fn noun(self) -> &'static str {
+        match self {
+            PreemptionReason::Reclaim => "reclaim",
+            PreemptionReason::Priority => "priority",
+            PreemptionReason::QueueShare => "queue-share",
+            PreemptionReason::Drain => "drain",
+            PreemptionReason::UnhealthyGpu => "unhealthy-GPU",
+        }
     }
 }
 
@@ -104,6 +128,7 @@ impl fmt::Display for PreemptionReason {
         f.write_str(match self {
             PreemptionReason::Reclaim => "Reclaim",
             PreemptionReason::Priority => "Priority",
+            PreemptionReason::QueueShare => "QueueShare",
             PreemptionReason::Drain => "Drain",
             PreemptionReason::UnhealthyGpu => "UnhealthyGpu",
         })
@@ -124,8 +149,8 @@ pub struct Preemption {
 
 /// A preemption withdrawn from one victim: the job it made room for is no longer pending
 /// (deleted, suspended, finished or placed elsewhere) and the victim has not acknowledged its
-/// checkpoint, so it runs on. Only `Reclaim` and `Priority` preemptions are withdrawn: a
-/// drain or an unhealthy GPU still needs the job gone.
+/// checkpoint, so it runs on. Only `Reclaim`, `Priority` and `QueueShare` preemptions are
+/// withdrawn: a drain or an unhealthy GPU still needs the job gone.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cancellation {
     /// The victim.
@@ -361,7 +386,7 @@ impl fmt::Display for WaitReason {
                 "Waiting for {} job(s) to checkpoint and leave ({}) after a {} preemption; the job starts once they are gone.",
                 victims.len(),
                 victims.join(", "),
-                reason.to_string().to_lowercase()
+                reason.noun()
             ),
             WaitReason::WaitingForMinRuntime { until, victims } => write!(
                 f,

@@ -14,7 +14,7 @@
 //!    index buckets nodes by free whole GPUs per flavor (and racks by free GPUs, partly used
 //!    GPUs by room left), so finding candidate nodes is a B-tree range walk, not a cluster
 //!    scan. The workload's shape mix (`frag`) is learned from the snapshot's jobs.
-//!    A victim of a reclaim or priority preemption whose beneficiary is no longer pending and
+//!    A victim of a reclaim, priority or queue-share preemption whose beneficiary is no longer pending and
 //!    that has not acknowledged its checkpoint is no longer leaving: the preemption is
 //!    withdrawn (`cancel`) and the job counts as running from here on.
 //! 2. **Usage and standing** (`tenants`). Running jobs are charged to their VC, queue (and
@@ -53,6 +53,13 @@
 //!    A job a limit blocks plans on the types within its guarantee first (both kinds of
 //!    plan), then on the others, as the guaranteed and bonus phases would once the limit is
 //!    freed: so its plan is the one the next cycle keeps.
+//!    Then, for any queue, a **queue-share** preemption: a job whose queue stays within its
+//!    share of the VC's guarantee takes it back from its VC's sibling queue lines that use
+//!    more than theirs, where the shares at that level are firm (add up to at most 100 %;
+//!    `Tenants::firm`). Victims are jobs of no higher priority, taken from a line only while
+//!    it is beyond its share (Volcano's rule, so a victim never reclaims in turn), and the
+//!    job must end within its own share and its VC's guarantee, credited against limits
+//!    like a priority plan.
 //! 6. Everything else waits with a typed reason: limits (VC limit, queue maxShare, user
 //!    limit), `QuotaExhausted` (beyond guarantee, nothing idle), `NoFit` (within quota, with the
 //!    largest free block), `ReservedForCells`, `WaitingForPreemption`, `WaitingForMinRuntime`,
@@ -80,7 +87,8 @@
 //! No GPU (or fraction of one) is given twice and fractions never exceed 1000 milli; a gang
 //! is whole or absent, with ranks contiguous per node; no VC goes above its limit; a VC below
 //! its guarantee with a fitting pending job gets an admission or a reclaim plan; only other
-//! VCs' bonus jobs that have run their minimum runtime are reclaim victims; each beneficiary
+//! VCs' bonus jobs that have run their minimum runtime are reclaim victims, and only its own
+//! VC's jobs of other queues and no higher priority are queue-share victims; each beneficiary
 //! fits once its victims are gone; only unacknowledged reclaim and priority victims whose
 //! beneficiary no longer waits are withdrawn, and all of them; a strict queue has at most one
 //! job that holds back the others, and those name it; decisions are deterministic (see
@@ -102,9 +110,8 @@
 //! for. Foreign pods' GPUs are assumed to be the highest-numbered free ones. Cell guarantees
 //! are per flavor and level, bound lazily (see `cells`), not a full HiveD cell hierarchy.
 //! Running jobs are never moved to make room (no consolidation, as KAI has): a job within its
-//! guarantee whose GPUs are free but scattered waits with `NoFit` until jobs end. A queue's
-//! share orders admission but is not taken back from its siblings by preemption. The ignored
-//! peer cases in `peer_cases_batch` track both.
+//! guarantee whose GPUs are free but scattered waits with `NoFit` until jobs end. The
+//! ignored peer case in `peer_cases_batch` tracks it.
 
 mod cancel;
 mod cells;

@@ -240,7 +240,6 @@ fn volcano_ancestor_capability_blocks_the_child_queue() {
 /// 2-GPU job is within its share of its team's guarantee, so Volcano evicts the q31 job beyond
 /// q31's share (the preemptable p7) to give q32 its share back.
 #[test]
-#[ignore = "kubetrain: a queue below its share never takes it back from a sibling queue that uses it; the job waits"]
 fn volcano_queue_below_its_share_reclaims_from_its_sibling() {
     let mut a = vc("a", "A100", 4);
     a.limit_gpus = Some(4);
@@ -959,7 +958,6 @@ fn yunikorn_no_preemption_for_an_ask_larger_than_any_node() {
 /// high-priority one is spared. Here the parent is a VirtualCluster with a limit of 18 and a
 /// guarantee of 15 that is child2's by share; its siblings use it.
 #[test]
-#[ignore = "kubetrain: a queue below its share never takes it back from sibling queues; it waits on the VC limit"]
 fn yunikorn_queue_below_its_guarantee_preempts_siblings_under_the_parent_max() {
     let mut parent = vc("parent", "A100", 15);
     parent.limit_gpus = Some(18);

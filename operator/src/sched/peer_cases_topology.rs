@@ -521,6 +521,10 @@ fn volcano_gang_starts_nothing_when_one_task_cannot_be_placed() {
 /// not block others": a job of one queue that does not fit now (3 GPUs on one node, where
 /// no node has more than 2 free) does not hold back a smaller job of another queue of the
 /// same team, which starts on the free GPUs.
+///
+/// c1 is entitled to half of the guarantee (4) and uses none, while c2 with the new job uses
+/// 5: one GPU beyond its share, less than any of its jobs holds, so nothing is taken back
+/// (a queue-share preemption takes from a queue only what it uses beyond its share).
 #[test]
 fn volcano_a_blocked_queue_does_not_block_others() {
     let mut c1 = queue("c1", "t");

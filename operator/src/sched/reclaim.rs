@@ -153,15 +153,22 @@ fn in_domain(
     if limits_ok(limits, &[]) && fits(c, req, domain) {
         return Some((Vec::new(), set_key(runs, &[], 0)));
     }
-    let mut best = greedy(c, runs, req, domain, cands.iter().copied(), limits)?;
-    let mut best_key = set_key(runs, &best.0, best.1);
+    // The cost order can fail where another finds a set: `limits` need not pass for a
+    // superset of a set that passes (a queue-share plan may take only so much from one
+    // queue), so the seeds are tried even then.
+    let mut best = greedy(c, runs, req, domain, cands.iter().copied(), limits).map(|b| {
+        let key = set_key(runs, &b.0, b.1);
+        (b, key)
+    });
     let seeds = if seeded { SEEDS } else { 0 };
     for (i, &seed) in cands.iter().enumerate().take(seeds).skip(1) {
         // A set with this job loses at least its work: it can only win by losing less, or
         // as much with fewer victims. A job already in the set in hand is no new start (a
         // full node's jobs all are, and cost nothing more to look at).
         let lost = runs[seed].lost;
-        if lost > best.1 || (lost == best.1 && best.0.len() == 1) || best.0.contains(&seed) {
+        if let Some(((set, set_lost), _)) = &best
+            && (lost > *set_lost || (lost == *set_lost && set.len() == 1) || set.contains(&seed))
+        {
             continue;
         }
         let order = std::iter::once(seed).chain(
@@ -173,12 +180,12 @@ fn in_domain(
         );
         if let Some(found) = greedy(c, runs, req, domain, order, limits) {
             let key = set_key(runs, &found.0, found.1);
-            if key < best_key {
-                (best, best_key) = (found, key);
+            if best.as_ref().is_none_or(|(_, best_key)| key < *best_key) {
+                best = Some((found, key));
             }
         }
     }
-    Some((best.0, best_key))
+    best.map(|((set, _), key)| (set, key))
 }
 
 /// Candidates released in `order` until the gang fits in the domain and `limits` pass,

@@ -2038,3 +2038,216 @@ fn a_cell_owner_does_not_pack_into_the_node_a_count_guarantee_needs() {
     assert!(!adm.bonus);
     assert_eq!(adm.placement[0].node, "n0");
 }
+
+// ---------------------------------------------------------------------------------------
+// Queue shares taken back
+// ---------------------------------------------------------------------------------------
+
+const SHARE_NOW: i64 = 10_000;
+
+/// Team t (8 GPUs guaranteed, one 8-GPU node) splits into queues `research` and `dev` with
+/// the given shares. dev runs four 2-GPU jobs of `dev_priority` (the node is full), each
+/// checkpointed at a different time, so the one saved last (dev/d4) loses the least work.
+/// `pending` are the jobs waiting.
+fn share_world(shares: (u32, u32), dev_priority: [i32; 4], pending: Vec<Job>) -> Snapshot {
+    let mut research = queue("research", "t");
+    research.share = shares.0;
+    let mut dev = queue("dev", "t");
+    dev.share = shares.1;
+    let mut jobs: Vec<Job> = (0..4u32)
+        .map(|i| {
+            run(
+                pjob(
+                    &format!("t/d{}", i + 1),
+                    "dev",
+                    1,
+                    2,
+                    dev_priority[i as usize],
+                ),
+                &[("n1", &[2 * i, 2 * i + 1])],
+                false,
+                0,
+                Some(SHARE_NOW - 4000 + 1000 * i64::from(i)),
+            )
+        })
+        .collect();
+    jobs.extend(pending);
+    snapshot(
+        SHARE_NOW,
+        vec![node("n1", "A100", 8, None)],
+        vec![vc("t", "A100", 8)],
+        vec![research, dev],
+        jobs,
+    )
+}
+
+fn waits_on_share(d: &Decisions, job: &str) -> bool {
+    matches!(
+        d.waiting_reason(job),
+        Some(WaitReason::WaitingForPreemption {
+            reason: PreemptionReason::QueueShare,
+            ..
+        })
+    )
+}
+
+/// research (50 %) uses nothing of its 4 GPUs while dev uses all 8: research's job takes its
+/// share back from dev's job that loses the least work, and waits for it.
+#[test]
+fn a_queue_below_its_share_takes_it_back_from_a_sibling_beyond_its_own() {
+    let d = schedule(&share_world(
+        (50, 50),
+        [0; 4],
+        vec![job("t/r1", "research", 1, 2)],
+    ));
+    assert_eq!(d.preemptions.len(), 1, "{d:?}");
+    assert_eq!(d.preemptions[0].reason, PreemptionReason::QueueShare);
+    assert_eq!(d.preemptions[0].beneficiary, "t/r1");
+    assert_eq!(victims(&d), strings(&["t/d4"]), "{d:?}");
+    assert!(waits_on_share(&d, "t/r1"), "{d:?}");
+}
+
+/// With the default shares (100 % each) every queue may use the whole guarantee: the shares
+/// overlap, so they only order admission and nothing is taken back.
+#[test]
+fn overlapping_shares_only_order_admission() {
+    let d = schedule(&share_world(
+        (100, 100),
+        [0; 4],
+        vec![job("t/r1", "research", 1, 2)],
+    ));
+    assert!(d.preemptions.is_empty(), "{d:?}");
+    assert!(d.admission("t/r1").is_none());
+    // 60 + 50 = 110 %: overlapping too
+    let d = schedule(&share_world(
+        (60, 50),
+        [0; 4],
+        vec![job("t/r1", "research", 1, 2)],
+    ));
+    assert!(d.preemptions.is_empty(), "{d:?}");
+}
+
+/// A sibling's more important jobs keep running: a share is taken back only from jobs of no
+/// higher priority than the job that needs it.
+#[test]
+fn a_share_is_not_taken_back_from_more_important_jobs() {
+    let d = schedule(&share_world(
+        (50, 50),
+        [5; 4],
+        vec![job("t/r1", "research", 1, 2)],
+    ));
+    assert!(d.preemptions.is_empty(), "{d:?}");
+    // one of them as important as the job: that one goes, although d4 would lose less
+    let d = schedule(&share_world(
+        (50, 50),
+        [5, 0, 5, 5],
+        vec![job("t/r1", "research", 1, 2)],
+    ));
+    assert_eq!(victims(&d), strings(&["t/d2"]), "{d:?}");
+}
+
+/// A share is taken from a sibling only while the sibling is beyond its own: dev (4 GPUs of
+/// share) uses 6 when research runs 2 of its own, so research's job of 4 more would need two
+/// of dev's jobs, and the second would put dev below its share: nothing is taken. A job of 2
+/// more (research then at its share exactly) takes one.
+#[test]
+fn a_share_is_taken_back_only_while_the_sibling_is_beyond_its_own() {
+    let mut w = share_world((50, 50), [0; 4], vec![job("t/r2", "research", 1, 4)]);
+    // research already runs d1's GPUs: dev is down to three jobs
+    w.jobs[0].queue = "research".into();
+    w.jobs[0].id = "t/r1".into();
+    let d = schedule(&w);
+    assert!(d.preemptions.is_empty(), "{d:?}");
+    assert!(d.admission("t/r2").is_none());
+
+    let mut w = share_world((50, 50), [0; 4], vec![job("t/r2", "research", 1, 2)]);
+    w.jobs[0].queue = "research".into();
+    w.jobs[0].id = "t/r1".into();
+    let d = schedule(&w);
+    assert_eq!(victims(&d), strings(&["t/d4"]), "{d:?}");
+    assert!(waits_on_share(&d, "t/r2"), "{d:?}");
+}
+
+/// Once research has its share, dev's preempted job waits for room like any other: it is
+/// beyond dev's share, so it takes nothing back in turn, and no cycle undoes the last.
+#[test]
+fn a_share_reclaim_victim_does_not_take_it_back_in_turn() {
+    let first = schedule(&share_world(
+        (50, 50),
+        [0; 4],
+        vec![job("t/r1", "research", 1, 2)],
+    ));
+    assert_eq!(victims(&first), strings(&["t/d4"]), "{first:?}");
+    // d4 is gone and back in its queue: r1 starts on its GPUs
+    let mut w = share_world((50, 50), [0; 4], vec![job("t/r1", "research", 1, 2)]);
+    w.jobs[3].running = None;
+    let second = schedule(&w);
+    let a = second.admission("t/r1").expect("r1 starts").clone();
+    assert!(!a.bonus, "{second:?}");
+    assert!(second.preemptions.is_empty(), "{second:?}");
+    // r1 runs, d4 waits: nothing is taken back
+    w.jobs.pop();
+    w.jobs
+        .push(run_admitted(job("t/r1", "research", 1, 2), &a, SHARE_NOW));
+    let third = schedule(&w);
+    assert!(third.preemptions.is_empty(), "{third:?}");
+    assert!(third.admission("t/d4").is_none(), "{third:?}");
+}
+
+/// Hierarchy: the team's guarantee splits 50/50 between `vision` and `nlp`, and vision's
+/// half between its children 50/50 too. vision-a uses nothing while nlp holds most of the
+/// node: vision-a's job takes back from nlp (beyond its half), not from vision-b's job,
+/// which would lose less but is within vision's half.
+#[test]
+fn a_share_is_taken_back_where_the_queue_lines_part() {
+    let mut vision = queue("vision", "t");
+    vision.share = 50;
+    let mut nlp = queue("nlp", "t");
+    nlp.share = 50;
+    let mut a = queue("vision-a", "t");
+    a.parent = Some("vision".into());
+    a.share = 50;
+    let mut b = queue("vision-b", "t");
+    b.parent = Some("vision".into());
+    b.share = 50;
+    let jobs = vec![
+        run(
+            job("t/b1", "vision-b", 1, 2),
+            &[("n1", &[0, 1])],
+            false,
+            0,
+            Some(SHARE_NOW - 10),
+        ),
+        run(
+            job("t/n1", "nlp", 1, 2),
+            &[("n1", &[2, 3])],
+            false,
+            0,
+            Some(SHARE_NOW - 4000),
+        ),
+        run(
+            job("t/n2", "nlp", 1, 2),
+            &[("n1", &[4, 5])],
+            false,
+            0,
+            Some(SHARE_NOW - 3000),
+        ),
+        run(
+            job("t/n3", "nlp", 1, 2),
+            &[("n1", &[6, 7])],
+            false,
+            0,
+            Some(SHARE_NOW - 4000),
+        ),
+        job("t/a1", "vision-a", 1, 2),
+    ];
+    let d = schedule(&snapshot(
+        SHARE_NOW,
+        vec![node("n1", "A100", 8, None)],
+        vec![vc("t", "A100", 8)],
+        vec![vision, nlp, a, b],
+        jobs,
+    ));
+    assert_eq!(victims(&d), strings(&["t/n2"]), "{d:?}");
+    assert!(waits_on_share(&d, "t/a1"), "{d:?}");
+}

@@ -31,6 +31,11 @@ pub(crate) struct Tenants {
     pub chain: IdVec<QueueId, Vec<QueueId>>,
     pub queue_max: IdVec<QueueId, Option<u64>>,
     pub entitlement: IdVec<QueueId, u64>,
+    /// Per queue: whether its share and its siblings' add up to at most 100 %, so that each
+    /// is a firm part of their parent's entitlement, which a queue below it may take back
+    /// (see [`Tenants::parting`]). Overlapping shares (the default, 100 each) only order
+    /// admission.
+    pub firm: IdVec<QueueId, bool>,
     /// `[vc][flavor]` guaranteed milli-GPUs.
     pub guarantee: IdVec<VcId, IdVec<FlavorId, u64>>,
     pub limit: IdVec<VcId, Option<u64>>,
@@ -133,7 +138,58 @@ impl Tenants {
             t.queue_vc[i] = Some(vc);
             t.chain[i] = chain;
         }
+        // siblings: the usable queues of one VC with the same parent (or none)
+        let mut shares: BTreeMap<(VcId, Option<QueueId>), u64> = BTreeMap::new();
+        let sibling_group = |t: &Tenants, q: QueueId| {
+            let vc = t.queue_vc[q]?;
+            Some((vc, t.chain[q].get(1).copied()))
+        };
+        for (i, q) in snap.queues.iter().enumerate() {
+            if let Some(g) = sibling_group(&t, QueueId(i as u32)) {
+                *shares.entry(g).or_insert(0) += u64::from(q.share.min(100));
+            }
+        }
+        t.firm = (0..nq)
+            .map(|i| sibling_group(&t, QueueId(i as u32)).is_some_and(|g| shares[&g] <= 100))
+            .collect();
         t
+    }
+
+    /// Where the queue lines of `q` and `r` part: the top-most queue of `r`'s line that is
+    /// not in `q`'s. A share reclaim for a job of `q` takes from what that queue uses beyond
+    /// its entitlement. None when `r` is `q` or one of its ancestors, or of another VC.
+    pub fn parting(&self, q: QueueId, r: QueueId) -> Option<QueueId> {
+        if self.queue_vc[q].is_none() || self.queue_vc[q] != self.queue_vc[r] {
+            return None;
+        }
+        self.chain[r]
+            .iter()
+            .rev()
+            .find(|s| !self.chain[q].contains(s))
+            .copied()
+    }
+
+    /// Milli-GPUs `q` uses beyond its entitlement, when its share is firm (else 0: nothing
+    /// of it can be taken back).
+    pub fn beyond_share(&self, q: QueueId) -> u64 {
+        if !self.firm[q] {
+            return 0;
+        }
+        self.queue_used[q].saturating_sub(self.entitlement[q])
+    }
+
+    /// Whether `need` more keeps `q` and each of its ancestors within its entitlement, once
+    /// `freed` (queue, milli of jobs leaving) is credited to the queues that hold it.
+    pub fn within_share_after(&self, q: QueueId, need: u64, freed: &[(QueueId, u64)]) -> bool {
+        self.queue_vc[q].is_some()
+            && self.chain[q].iter().all(|&qi| {
+                let f: u64 = freed
+                    .iter()
+                    .filter(|(fq, _)| self.chain[*fq].contains(&qi))
+                    .map(|x| x.1)
+                    .sum();
+                self.queue_used[qi].saturating_sub(f) + need <= self.entitlement[qi]
+            })
     }
 
     /// Whether `need` more fits the VC's guarantee for a flavor.
