@@ -254,6 +254,56 @@ async fn a_strict_queue_holds_jobs_behind_a_head_that_cannot_start() {
     s.finish().await;
 }
 
+/// Two queues of one team, 50 % of its guarantee each: `dev` holds the whole node; a job of
+/// `research` takes research's share back (a `QueueShare` preemption of one dev job, which
+/// checkpoints and returns to its queue) and runs; the victim says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_below_its_share_takes_it_back() {
+    let s = Scenario::new("qshare", 1, 8, 1).await;
+    let research = s.tenant("qshare", 8, "FIFO\n  share: 50", "");
+    let dev = format!("{research}-dev");
+    s.cp.apply(&format!(
+        "apiVersion: kubetrain.io/v1alpha1\nkind: Queue\nmetadata:\n  name: {dev}\nspec:\n  virtualCluster: {research}\n  share: 50\n"
+    ));
+    let long = [("run-seconds", "120"), ("checkpoint-delay-seconds", "1")];
+    s.cp.apply(&s.job("d1", &dev, 1, 4, &long, ""));
+    s.cp.apply(&s.job("d2", &dev, 1, 4, &long, ""));
+    s.wait_phase("d1", "Running", T).await;
+    s.wait_phase("d2", "Running", T).await;
+    s.cp.apply(&s.job("r1", &research, 1, 4, &[("run-seconds", "60")], ""));
+    s.wait_phase("r1", "Running", T).await;
+    let reason = "{.status.lastPreemption.reason}";
+    let victims: Vec<&str> = ["d1", "d2"]
+        .into_iter()
+        .filter(|j| s.job_status(j, reason) == "QueueShare")
+        .collect();
+    assert_eq!(
+        victims.len(),
+        1,
+        "d1: {} d2: {}",
+        s.job_status("d1", "{.status}"),
+        s.job_status("d2", "{.status}")
+    );
+    let v = victims[0];
+    assert_eq!(s.job_status(v, "{.status.phase}"), "Queued");
+    assert_eq!(
+        s.job_status(v, "{.status.lastPreemption.outcome}"),
+        "CheckpointSaved"
+    );
+    assert_eq!(s.job_status(v, "{.status.retries}"), "0");
+    let asked = s
+        .events(v)
+        .into_iter()
+        .find(|(r, _)| r == "Preempting")
+        .map(|(_, m)| m)
+        .unwrap_or_default();
+    assert!(
+        asked.contains("QueueShare") && asked.contains("r1"),
+        "{asked}"
+    );
+    s.finish().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_queues_and_vcs_show_live_numbers() {
     let s = Scenario::new("numbers", 2, 8, 1).await;
