@@ -249,6 +249,7 @@ mod tests {
             "Reclaim",
             "Priority",
             "QueueShare",
+            "Consolidation",
             "Drain",
             "UnhealthyGpu",
             "Suspend",

@@ -353,7 +353,13 @@ fn run_tenants(a: &TenantArgs) -> Result<TenantOut> {
     let ablate = a.ablation && policies.contains(&Policy::Kubetrain);
     if ablate {
         for victims in [VictimSelection::Scattered, VictimSelection::CountOnly] {
-            runs.push((Policy::Kubetrain, Options { victims }));
+            runs.push((
+                Policy::Kubetrain,
+                Options {
+                    victims,
+                    ..Options::default()
+                },
+            ));
         }
     }
     let mut results = parallel(&runs, &|&(p, o)| {

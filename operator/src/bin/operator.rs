@@ -39,6 +39,10 @@ struct Args {
     /// waits for ever.
     #[arg(long, env = "KUBETRAIN_START_TIMEOUT", default_value = "10m", value_parser = parse_duration)]
     start_timeout: Duration,
+    /// Whether a job within its team's guarantee whose GPUs are free but scattered over
+    /// nodes may move the team's smaller jobs (they checkpoint and start again elsewhere).
+    #[arg(long, env = "KUBETRAIN_CONSOLIDATION", default_value_t = true, action = clap::ArgAction::Set)]
+    consolidation: bool,
     /// How the chosen GPU indices reach the containers.
     #[arg(long, env = "KUBETRAIN_GPU_BINDING", value_enum, default_value_t = GpuBinding::Auto)]
     gpu_binding: GpuBinding,
@@ -161,6 +165,10 @@ async fn main() -> anyhow::Result<()> {
                 supplied,
                 history: args.workload_history,
                 ..WorkloadSettings::default()
+            },
+            sched: kubetrain::sched::Options {
+                consolidation: args.consolidation,
+                ..Default::default()
             },
             ..Settings::default()
         },

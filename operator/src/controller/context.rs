@@ -46,6 +46,8 @@ pub struct Settings {
     pub start_timeout: Option<Duration>,
     /// The workload's shape distribution for the fragmentation score: supplied, or learned.
     pub workload: WorkloadSettings,
+    /// What the scheduling core may do (`--consolidation`).
+    pub sched: crate::sched::Options,
 }
 
 impl Default for Settings {
@@ -59,6 +61,7 @@ impl Default for Settings {
             unschedulable_timeout: Duration::from_secs(20),
             start_timeout: Some(Duration::from_secs(600)),
             workload: WorkloadSettings::default(),
+            sched: crate::sched::Options::default(),
         }
     }
 }

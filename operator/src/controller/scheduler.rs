@@ -130,7 +130,7 @@ pub async fn cycle(ctx: &Arc<Context>) -> Duration {
             };
             let mut snap = snapshot::build(&world);
             snap.workload = workload_shapes(&ctx, &snap, &jobs);
-            let decisions = sched::schedule(&snap);
+            let decisions = sched::schedule_with(&snap, &ctx.settings.sched);
             let usage = usage::compute(&snap, &decisions.usage, &jobs, &world.refs);
             let sizes = (snap.nodes.len(), snap.jobs.len());
             (decisions, usage, jobs, sizes)

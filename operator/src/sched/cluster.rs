@@ -553,6 +553,11 @@ impl Cluster {
         self.apply(t, false);
     }
 
+    /// Applies again a take that was undone.
+    pub fn redo(&mut self, t: &Take) {
+        self.apply(t, true);
+    }
+
     /// Move a running replica's resources to (or back from) `releasing`.
     pub fn set_releasing(
         &mut self,

@@ -18,7 +18,7 @@ use super::model::{Flavor, GpuDemand, Job, Snapshot, TopologyLevel};
 use super::options::Options;
 use super::order;
 use super::placement::{Demand, NodeFilter, NodeMask, Request, Scope, Trial, place};
-use super::reclaim::{self, Outcome, RunInfo};
+use super::reclaim::{self, Credit, Outcome, RunInfo};
 use super::risk;
 use super::tenants::{Tenants, gpus};
 use super::usage;
@@ -81,6 +81,9 @@ enum Kind {
     /// Its team's jobs of no higher priority in sibling queues that use more than their firm
     /// share, when the job then runs within its own share and its VC's guarantee.
     QueueShare,
+    /// Its team's smaller jobs of no higher priority, for a job within its VC's guarantee
+    /// that free GPUs would hold but are scattered, when each victim fits at once elsewhere.
+    Consolidate,
 }
 
 impl Kind {
@@ -89,6 +92,17 @@ impl Kind {
             Kind::Reclaim => PreemptionReason::Reclaim,
             Kind::Priority { .. } => PreemptionReason::Priority,
             Kind::QueueShare => PreemptionReason::QueueShare,
+            Kind::Consolidate => PreemptionReason::Consolidation,
+        }
+    }
+
+    /// Which victim searches found nothing this cycle (`Cycle::no_victims`) it shares.
+    fn memo(self) -> u8 {
+        match self {
+            Kind::Reclaim => 0,
+            Kind::Priority { .. } => 1,
+            Kind::QueueShare => 2,
+            Kind::Consolidate => 3,
         }
     }
 }
@@ -128,7 +142,7 @@ struct Cycle<'a> {
     /// Shapes that did not fit a flavor now: capacity only shrinks within a cycle.
     no_fit: BTreeSet<ShapeKey>,
     /// (who asked, reason kind, shape) whose victim search found nothing.
-    no_victims: BTreeSet<(Claimant, bool, ShapeKey)>,
+    no_victims: BTreeSet<(Claimant, u8, ShapeKey)>,
     /// Jobs a cell guarantee kept from capacity that would otherwise fit.
     cells_blocked: BTreeSet<JobIdx>,
     /// Whether any node has a taint that keeps pods out (then every job is checked).
@@ -891,14 +905,17 @@ impl<'a> Cycle<'a> {
         let reason = kind.reason();
         let (bonus, combined) = match kind {
             Kind::Priority { bonus, combined } => (bonus, combined),
-            Kind::Reclaim | Kind::QueueShare => (false, false),
+            Kind::Reclaim | Kind::QueueShare | Kind::Consolidate => (false, false),
         };
         let claimant = match kind {
             Kind::Reclaim => Claimant::Vc(p.vc),
-            Kind::Priority { .. } | Kind::QueueShare => Claimant::Queue(p.queue),
+            Kind::Priority { .. } | Kind::QueueShare | Kind::Consolidate => {
+                Claimant::Queue(p.queue)
+            }
         };
+        // Priority plans depend on the job's priority and limits: not shared between jobs.
         let priority = matches!(kind, Kind::Priority { .. });
-        let memo = (claimant, priority, self.shape(p, f));
+        let memo = (claimant, kind.memo(), self.shape(p, f));
         if !priority && self.no_victims.contains(&memo) {
             return false;
         }
@@ -922,6 +939,9 @@ impl<'a> Cycle<'a> {
                         .and_then(|rq| t.parting(queue, rq))
                         .is_some_and(|s| r.milli <= t.beyond_share(s))
             }
+            // Its team's smaller jobs of no higher priority: moving them is the team's own
+            // trade, and only ever for a larger job, so no two jobs move each other in turn.
+            Kind::Consolidate => r.vc == Some(vc) && r.priority <= prio && r.milli < p.milli,
         };
         let victims = self.opts.victims;
         // what each run would free against the limits and the shares
@@ -975,17 +995,26 @@ impl<'a> Cycle<'a> {
             } else {
                 Vec::new()
             };
+            // rules no further victim can mend first
+            if combined && !fits_within && vs.iter().any(|&v| demands[v]) {
+                return Credit::Never;
+            }
+            let by_queue: Vec<(QueueId, u64)> = fr.iter().map(|x| (x.0, x.2)).collect();
+            if kind == Kind::QueueShare && !share_taken_only_beyond(t, queue, &by_queue) {
+                return Credit::Never;
+            }
             if limited && !t.limits_pass_after(snap, queue, &job.user, p.milli, &fr) {
-                return false;
+                return Credit::Short;
             }
             if kind == Kind::QueueShare {
                 let held: u64 = vs.iter().map(|&v| guaranteed_on_f[v]).sum();
-                let by_queue: Vec<(QueueId, u64)> = fr.iter().map(|x| (x.0, x.2)).collect();
-                return t.guar_used[vc][f].saturating_sub(held) + p.milli <= t.guarantee[vc][f]
-                    && t.within_share_after(queue, p.milli, &by_queue)
-                    && share_taken_only_beyond(t, queue, &by_queue);
+                if t.guar_used[vc][f].saturating_sub(held) + p.milli > t.guarantee[vc][f]
+                    || !t.within_share_after(queue, p.milli, &by_queue)
+                {
+                    return Credit::Short;
+                }
             }
-            !(combined && !fits_within && vs.iter().any(|&v| demands[v]))
+            Credit::Pass
         };
         let limits: reclaim::Limits = if limited || combined || kind == Kind::QueueShare {
             Some(&credit)
@@ -1031,6 +1060,25 @@ impl<'a> Cycle<'a> {
                     Some(&allowed),
                 );
             }
+        }
+        // A move is one only if every victim fits at once elsewhere: it then starts again
+        // there when its pods are gone (its room is held for the rest of this cycle).
+        if kind == Kind::Consolidate
+            && let Outcome::Plan {
+                victims: vs, trial, ..
+            } = &outcome
+            && !vs.is_empty()
+            && !self.a_move(p, f, vs, trial)
+        {
+            let Outcome::Plan {
+                victims: vs, trial, ..
+            } = outcome
+            else {
+                unreachable!("matched above")
+            };
+            reclaim::unplan(&mut self.c, &mut self.runs, &vs, trial);
+            self.no_victims.insert(memo);
+            return false;
         }
         match outcome {
             Outcome::Plan {
@@ -1309,6 +1357,9 @@ impl<'a> Cycle<'a> {
             if !never && self.share_plan(p, limit.is_some()) {
                 continue;
             }
+            if self.opts.consolidation && limit.is_none() && within && self.consolidation_plan(p) {
+                continue;
+            }
             let r = limit.unwrap_or_else(|| self.no_fit_reason(p, within));
             self.wait(j, r);
         }
@@ -1382,6 +1433,108 @@ impl<'a> Cycle<'a> {
             }
         }
         false
+    }
+
+    /// Phase 3 for a job within its VC's guarantee that does not fit although enough whole
+    /// GPUs of its type are free, scattered over nodes: move smaller jobs of its own team (of
+    /// no higher priority) that fit at once elsewhere, so that the job's GPUs come together
+    /// (KAI's consolidation). Returns true when the job's fate is decided.
+    fn consolidation_plan(&mut self, p: &Pending) -> bool {
+        if p.whole == 0 {
+            return false;
+        }
+        for &f in &p.flavors {
+            if !self.t.within_guarantee(p.vc, f, p.milli) || self.c.free_summary(&[f]).1 < p.whole {
+                continue;
+            }
+            if self.preempt(p, f, Kind::Consolidate, false) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Whether evicting `victims` for `p` (placed by `planned` on `f`) is a move: each victim
+    /// fits again whichever goes first in the next cycle, the job or its victims. Victims
+    /// first: placed as the next cycle would place them (the job's room and their own free),
+    /// they must leave the job room; otherwise one would go back where the job's room is and
+    /// the same move would be planned again. Job first: each fits on capacity neither held
+    /// nor reserved now, and that room stays taken for the rest of this cycle. Otherwise the
+    /// cluster is left as it was.
+    fn a_move(&mut self, p: &Pending, f: FlavorId, victims: &[RunIdx], planned: &Trial) -> bool {
+        // each victim as a job to place again: its own type, and guaranteed as it is now (a
+        // guaranteed placement keeps other VCs' cells whole, as `try_place`)
+        let digests: Option<Vec<(Pending, FlavorId, bool)>> = victims
+            .iter()
+            .map(|&v| {
+                let r = &self.runs[v];
+                let (job, vf, guaranteed) = (r.job, r.flavor, !r.bonus);
+                self.digest_one(job, &[vf], &[vf])
+                    .ok()
+                    .map(|pv| (pv, vf, guaranteed))
+            })
+            .collect();
+        let Some(digests) = digests else {
+            return false;
+        };
+        // victims first, on the capacity free once they are gone, the job's room included
+        planned.lift(&mut self.c);
+        let mut placed: Vec<Trial> = Vec::new();
+        let mut fits = true;
+        // capacity that is leaving is not in the free index: search the nodes themselves
+        let nodes_of = |c: &Cluster, q: &Pending, f: FlavorId| -> Vec<NodeId> {
+            match scope(q) {
+                Scope::Nodes(ns) => ns.to_vec(),
+                Scope::Flavor => c.facts[f].nodes.clone(),
+            }
+        };
+        for (pv, vf, guaranteed) in &digests {
+            let req = self.request(pv, *vf);
+            let nodes = nodes_of(&self.c, pv, *vf);
+            match place(&mut self.c, &req, Mode::AfterRelease, Scope::Nodes(&nodes)) {
+                Some(t) => {
+                    let kept =
+                        !guaranteed || self.cells.accepts(&self.c, &self.t, &t, pv.vc, pv.milli);
+                    placed.push(t);
+                    if !kept {
+                        fits = false;
+                        break;
+                    }
+                }
+                None => {
+                    fits = false;
+                    break;
+                }
+            }
+        }
+        if fits {
+            let req = self.request(p, f);
+            let nodes = nodes_of(&self.c, p, f);
+            match place(&mut self.c, &req, Mode::AfterRelease, Scope::Nodes(&nodes)) {
+                Some(t) => t.undo(&mut self.c),
+                None => fits = false,
+            }
+        }
+        for t in placed.drain(..).rev() {
+            t.undo(&mut self.c);
+        }
+        planned.restore(&mut self.c);
+        if !fits {
+            return false;
+        }
+        // the job first: the victims on what is free now
+        for (pv, vf, guaranteed) in &digests {
+            match self.try_place(pv, *vf, *guaranteed) {
+                Some(t) => placed.push(t),
+                None => {
+                    for t in placed.into_iter().rev() {
+                        t.undo(&mut self.c);
+                    }
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     /// Whether a queue-share plan may exist for `p`: its queue is entitled to it, and another

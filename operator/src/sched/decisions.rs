@@ -80,6 +80,10 @@ pub enum PreemptionReason {
     /// The job's queue uses more than its share of its VirtualCluster's guarantee, and a job
     /// of a sibling queue below its own share (of no lower priority) needs it back.
     QueueShare,
+    /// A job of its own team, no less important, needs GPUs together on one node (or rack)
+    /// where only scattered ones are free: the job moves, to GPUs that are free for it now
+    /// (KAI's consolidation).
+    Consolidation,
     /// A node under the job is being drained (cordoned while Ready): the job checkpoints and
     /// leaves so the drain can finish, and returns to its queue.
     Drain,
@@ -95,6 +99,7 @@ impl PreemptionReason {
             PreemptionReason::Reclaim,
             PreemptionReason::Priority,
             PreemptionReason::QueueShare,
+            PreemptionReason::Consolidation,
             PreemptionReason::Drain,
             PreemptionReason::UnhealthyGpu,
         ]
@@ -107,7 +112,10 @@ impl PreemptionReason {
     pub fn for_a_job(self) -> bool {
         matches!(
             self,
-            PreemptionReason::Reclaim | PreemptionReason::Priority | PreemptionReason::QueueShare
+            PreemptionReason::Reclaim
+                | PreemptionReason::Priority
+                | PreemptionReason::QueueShare
+                | PreemptionReason::Consolidation
         )
     }
 
@@ -117,6 +125,7 @@ impl PreemptionReason {
             PreemptionReason::Reclaim => "reclaim",
             PreemptionReason::Priority => "priority",
             PreemptionReason::QueueShare => "queue-share",
+            PreemptionReason::Consolidation => "consolidation",
             PreemptionReason::Drain => "drain",
             PreemptionReason::UnhealthyGpu => "unhealthy-GPU",
         }
@@ -129,6 +138,7 @@ impl fmt::Display for PreemptionReason {
             PreemptionReason::Reclaim => "Reclaim",
             PreemptionReason::Priority => "Priority",
             PreemptionReason::QueueShare => "QueueShare",
+            PreemptionReason::Consolidation => "Consolidation",
             PreemptionReason::Drain => "Drain",
             PreemptionReason::UnhealthyGpu => "UnhealthyGpu",
         })
@@ -149,8 +159,8 @@ pub struct Preemption {
 
 /// A preemption withdrawn from one victim: the job it made room for is no longer pending
 /// (deleted, suspended, finished or placed elsewhere) and the victim has not acknowledged its
-/// checkpoint, so it runs on. Only `Reclaim`, `Priority` and `QueueShare` preemptions are
-/// withdrawn: a drain or an unhealthy GPU still needs the job gone.
+/// checkpoint, so it runs on. Only preemptions for a job (`Reclaim`, `Priority`, `QueueShare`,
+/// `Consolidation`) are withdrawn: a drain or an unhealthy GPU still needs the job gone.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cancellation {
     /// The victim.

@@ -60,6 +60,11 @@
 //!    it is beyond its share (Volcano's rule, so a victim never reclaims in turn), and the
 //!    job must end within its own share and its VC's guarantee, credited against limits
 //!    like a priority plan.
+//!    Last, a **consolidation**: a job within its VC's guarantee that does not fit although
+//!    enough whole GPUs of its type are free, scattered, moves smaller jobs of its own VC
+//!    (no more important than itself) out of the way, chosen like reclaim victims, provided each
+//!    victim fits at once on capacity free now elsewhere (that room is held for the rest of
+//!    the cycle); victims checkpoint, return to their queue and start again there.
 //! 6. Everything else waits with a typed reason: limits (VC limit, queue maxShare, user
 //!    limit), `QuotaExhausted` (beyond guarantee, nothing idle), `NoFit` (within quota, with the
 //!    largest free block), `ReservedForCells`, `WaitingForPreemption`, `WaitingForMinRuntime`,
@@ -88,7 +93,8 @@
 //! is whole or absent, with ranks contiguous per node; no VC goes above its limit; a VC below
 //! its guarantee with a fitting pending job gets an admission or a reclaim plan; only other
 //! VCs' bonus jobs that have run their minimum runtime are reclaim victims, and only its own
-//! VC's jobs of other queues and no higher priority are queue-share victims; each beneficiary
+//! VC's jobs of other queues and no higher priority are queue-share victims, and its own VC's
+//! smaller jobs of no higher priority consolidation victims; each beneficiary
 //! fits once its victims are gone; only unacknowledged reclaim and priority victims whose
 //! beneficiary no longer waits are withdrawn, and all of them; a strict queue has at most one
 //! job that holds back the others, and those name it; decisions are deterministic (see
@@ -109,9 +115,9 @@
 //! Jobs already being preempted count as free for planning, whoever they were preempted
 //! for. Foreign pods' GPUs are assumed to be the highest-numbered free ones. Cell guarantees
 //! are per flavor and level, bound lazily (see `cells`), not a full HiveD cell hierarchy.
-//! Running jobs are never moved to make room (no consolidation, as KAI has): a job within its
-//! guarantee whose GPUs are free but scattered waits with `NoFit` until jobs end. The
-//! ignored peer case in `peer_cases_batch` tracks it.
+//! A move (consolidation) checks only that each victim fits at once elsewhere; the next
+//! cycle admits it again like any waiting job, so a job that arrives meanwhile may take
+//! that room first (KAI moves its victims within the same session).
 
 mod cancel;
 mod cells;

@@ -1,5 +1,6 @@
-//! Knobs of the scheduling core that the operator leaves at their defaults; the simulator
-//! turns them to measure what a design choice is worth (an ablation), on the same code.
+//! Knobs of the scheduling core. The simulator turns them to measure what a design choice
+//! is worth (an ablation), on the same code; the operator leaves them at their defaults
+//! except consolidation, which an admin may turn off (`--consolidation=false`).
 
 /// How reclaim and priority preemption choose victims.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -21,7 +22,19 @@ pub enum VictimSelection {
 }
 
 /// Options of one [`schedule_with`](super::schedule_with) call.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Options {
     pub victims: VictimSelection,
+    /// Whether a job within its guarantee whose GPUs are free but scattered may move its
+    /// team's smaller jobs (`PreemptionReason::Consolidation`). On by default.
+    pub consolidation: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            victims: VictimSelection::default(),
+            consolidation: true,
+        }
+    }
 }

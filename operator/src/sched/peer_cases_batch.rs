@@ -836,7 +836,6 @@ fn kai_shares_fill_gpus_and_a_later_small_share_still_starts() {
 /// 3-GPU job fits. Here the team is guaranteed all 8 GPUs, so the job is within its guarantee
 /// with 4 GPUs idle, and kubetrain leaves it waiting (NoFit) for as long as both jobs run.
 #[test]
-#[ignore = "kubetrain: no consolidation; a job within its guarantee waits indefinitely on idle GPUs fragmented by its own team's jobs"]
 fn kai_consolidation_makes_room_for_a_job_within_its_guarantee() {
     let jobs = vec![
         on(

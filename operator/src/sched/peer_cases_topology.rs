@@ -524,7 +524,10 @@ fn volcano_gang_starts_nothing_when_one_task_cannot_be_placed() {
 ///
 /// c1 is entitled to half of the guarantee (4) and uses none, while c2 with the new job uses
 /// 5: one GPU beyond its share, less than any of its jobs holds, so nothing is taken back
-/// (a queue-share preemption takes from a queue only what it uses beyond its share).
+/// (a queue-share preemption takes from a queue only what it uses beyond its share). But the
+/// big job is within the team's guarantee and 3 GPUs are free, scattered: kubetrain moves
+/// one of c2's running jobs (as KAI's consolidation would; Volcano's allocate action does
+/// not), and the big job waits for it.
 #[test]
 fn volcano_a_blocked_queue_does_not_block_others() {
     let mut c1 = queue("c1", "t");
@@ -561,9 +564,20 @@ fn volcano_a_blocked_queue_does_not_block_others() {
     ));
     assert!(d.admission("t/p2").is_some(), "{d:?}");
     assert!(d.admission("t/p1").is_none());
-    assert!(d.preemptions.is_empty());
+    assert_eq!(d.preemptions.len(), 1, "{d:?}");
+    assert_eq!(d.preemptions[0].reason, PreemptionReason::Consolidation);
     assert!(
-        matches!(d.waiting_reason("t/p1"), Some(WaitReason::NoFit { .. })),
+        d.preemptions[0].victims[0].starts_with("t/running-"),
+        "{d:?}"
+    );
+    assert!(
+        matches!(
+            d.waiting_reason("t/p1"),
+            Some(WaitReason::WaitingForPreemption {
+                reason: PreemptionReason::Consolidation,
+                ..
+            })
+        ),
         "{d:?}"
     );
 }

@@ -137,8 +137,20 @@ pub(crate) struct Trial {
 
 impl Trial {
     pub fn undo(self, c: &mut Cluster) {
+        self.lift(c);
+    }
+
+    /// Takes the placement off the cluster for a while, to be [`Self::restore`]d.
+    pub fn lift(&self, c: &mut Cluster) {
         for (_, t) in self.takes.iter().rev() {
             c.undo(t);
+        }
+    }
+
+    /// Applies a [`Self::lift`]ed placement again.
+    pub fn restore(&self, c: &mut Cluster) {
+        for (_, t) in &self.takes {
+            c.redo(t);
         }
     }
 

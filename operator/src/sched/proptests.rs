@@ -604,6 +604,13 @@ fn check_invariants(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
                     prop_assert_eq!(&vj.queue, &b.queue);
                     prop_assert!(vj.priority < b.priority);
                 }
+                PreemptionReason::Consolidation => {
+                    prop_assert_eq!(
+                        vc_of_queue.get(vj.queue.as_str()),
+                        vc_of_queue.get(b.queue.as_str())
+                    );
+                    prop_assert!(vj.priority <= b.priority);
+                }
                 PreemptionReason::QueueShare => {
                     prop_assert_eq!(
                         vc_of_queue.get(vj.queue.as_str()),
@@ -798,6 +805,7 @@ fn check_beneficiary_fits(w: &World, scattered: bool) -> Result<(), TestCaseErro
         } else {
             VictimSelection::WholeDomain
         },
+        ..Options::default()
     };
     let d = schedule_with(&s, &opts);
     for p in &d.preemptions {
@@ -1760,6 +1768,9 @@ struct ShareWorld {
     nodes: u32,
     shares: [u32; 3],
     running: Vec<(usize, u32, i32, i64)>,
+    /// Per running job, the node it goes to first (first fit when it does not fit there or
+    /// none is given): scattered jobs leave free GPUs scattered.
+    node_pick: Vec<u32>,
     pending: Vec<(usize, u32, i32)>,
 }
 
@@ -1774,8 +1785,9 @@ fn share_world_s() -> impl Strategy<Value = ShareWorld> {
         (0u32..=100, 0u32..=100, 0u32..=100),
         prop::collection::vec((job.clone(), 0i64..3000), 1..16),
         prop::collection::vec(job, 1..8),
+        prop::collection::vec(0u32..3, 0..16),
     )
-        .prop_map(|(nodes, (a, b, c), running, pending)| {
+        .prop_map(|(nodes, (a, b, c), running, pending, node_pick)| {
             let a = a.min(100);
             let b = b.min(100 - a);
             let c = c.min(100 - a - b);
@@ -1786,6 +1798,7 @@ fn share_world_s() -> impl Strategy<Value = ShareWorld> {
                     .into_iter()
                     .map(|((q, g, p), age)| (q, g, p, age))
                     .collect(),
+                node_pick,
                 pending,
             }
         })
@@ -1855,16 +1868,18 @@ fn check_share_plans(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
 proptest! {
     #![proptest_config(cases(1000))]
 
-    /// Queue shares taken back settle: with no job ending, a team whose queues' shares are
-    /// firm stops preempting within a few cycles (no victim takes its share back in turn),
-    /// and every plan on the way is legitimate.
+    /// Queue shares taken back and consolidations settle: with no job ending, a team whose
+    /// queues' shares are firm stops preempting within a few cycles (no victim takes its
+    /// share back in turn, no moved job moves back), and every plan on the way is
+    /// legitimate.
     #[test]
     fn queue_share_reclaims_settle(w in share_world_s()) {
         check_share_world(&w)?;
     }
 }
 
-fn check_share_world(w: &ShareWorld) -> Result<(), TestCaseError> {
+/// The team of a [`ShareWorld`], its running jobs placed, its waiting jobs queued.
+fn share_snapshot(w: &ShareWorld) -> Snapshot {
     let nodes: Vec<Node> = (0..w.nodes)
         .map(|i| node(&format!("n{i}"), "A100", 8, None))
         .collect();
@@ -1875,11 +1890,16 @@ fn check_share_world(w: &ShareWorld) -> Result<(), TestCaseError> {
             q
         })
         .collect();
-    // running jobs, first fit, as long as they fit
+    // running jobs on their picked node, else first fit, as long as they fit
     let mut free: Vec<u32> = vec![0; w.nodes as usize];
     let mut jobs = Vec::new();
     for (k, &(q, g, prio, age)) in w.running.iter().enumerate() {
-        let Some(n) = free.iter().position(|&used| used + g <= 8) else {
+        let picked = w
+            .node_pick
+            .get(k)
+            .map(|&n| (n % w.nodes) as usize)
+            .filter(|&n| free[n] + g <= 8);
+        let Some(n) = picked.or_else(|| free.iter().position(|&used| used + g <= 8)) else {
             continue;
         };
         let gpus: Vec<u32> = (free[n]..free[n] + g).collect();
@@ -1897,13 +1917,17 @@ fn check_share_world(w: &ShareWorld) -> Result<(), TestCaseError> {
         j.queued_at = k as i64;
         jobs.push(j);
     }
-    let mut s = snapshot(
+    snapshot(
         4000,
         nodes,
         vec![vc("t", "A100", 8 * w.nodes)],
         queues,
         jobs,
-    );
+    )
+}
+
+fn check_share_world(w: &ShareWorld) -> Result<(), TestCaseError> {
+    let mut s = share_snapshot(w);
     let mut last = Decisions::default();
     for _ in 0..12 {
         last = schedule(&s);
@@ -1943,7 +1967,42 @@ fn queue_share_plan_passes_over_the_cheapest_victims_when_they_break_the_share()
             (1, 1, 2, 0),
             (0, 4, 0, 0),
         ],
+        node_pick: vec![],
         pending: vec![(2, 1, 0)],
     };
+    check_share_world(&w).unwrap();
+}
+
+/// Found by `queue_share_reclaims_settle`: a queue-share plan exists (two small jobs of one
+/// sibling, one of another), but every victim order the search tried put one job too many
+/// of a sibling in the set early, and adding more never mended it; the job waited until
+/// time reordered the candidates (12 cycles). Victims that no set could include are now
+/// passed over (`reclaim::Credit::Never`), and the plan is found at once.
+#[test]
+fn queue_share_plan_passes_over_victims_no_set_can_take() {
+    let w = ShareWorld {
+        nodes: 2,
+        shares: [75, 1, 13],
+        running: vec![
+            (2, 1, 0, 0),
+            (1, 2, 0, 397),
+            (2, 2, 0, 0),
+            (0, 4, 0, 0),
+            (0, 2, 0, 0),
+            (1, 2, 0, 358),
+            (2, 1, 0, 1816),
+            (1, 1, 0, 1716),
+        ],
+        node_pick: vec![0, 0, 0, 0, 2, 0, 1],
+        pending: vec![(0, 4, 0)],
+    };
+    let s = share_snapshot(&w);
+    let d = schedule(&s);
+    assert!(
+        d.preemptions
+            .iter()
+            .any(|p| p.reason == PreemptionReason::QueueShare && p.beneficiary == "t/p0"),
+        "{d:?}"
+    );
     check_share_world(&w).unwrap();
 }

@@ -106,10 +106,26 @@ fn fits(c: &mut Cluster, req: &Request, domain: &[NodeId]) -> bool {
 
 /// Whether the limits that blocked the job pass once `victims` are gone (always, when no
 /// limit blocked it).
-pub(crate) type Limits<'a> = Option<&'a dyn Fn(&[RunIdx]) -> bool>;
+pub(crate) type Limits<'a> = Option<&'a dyn Fn(&[RunIdx]) -> Credit>;
+
+/// What a plan's rules say of a victim set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Credit {
+    /// The set passes.
+    Pass,
+    /// Not yet: more victims may make it pass (a limit not freed yet).
+    Short,
+    /// No superset passes either (a queue giving back more than it uses beyond its share):
+    /// the last victim added is no answer.
+    Never,
+}
 
 fn limits_ok(limits: Limits, victims: &[RunIdx]) -> bool {
-    limits.is_none_or(|l| l(victims))
+    limits.is_none_or(|l| l(victims) == Credit::Pass)
+}
+
+fn never(limits: Limits, victims: &[RunIdx]) -> bool {
+    limits.is_some_and(|l| l(victims) == Credit::Never)
 }
 
 /// How two victim sets that make the room compare, smaller first: the least lost work, the
@@ -202,8 +218,13 @@ fn greedy(
     let mut chosen: Vec<RunIdx> = Vec::new();
     let mut ok = false;
     for r in order {
-        set(c, &runs[r], true);
         chosen.push(r);
+        if never(limits, &chosen) {
+            // no set with it passes: pass over it
+            chosen.pop();
+            continue;
+        }
+        set(c, &runs[r], true);
         let free: u32 = domain
             .iter()
             .map(|&n| c.nodes[n].whole_avail(Mode::AfterRelease))

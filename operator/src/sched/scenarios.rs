@@ -191,8 +191,22 @@ fn one_gpu_jobs_pack_and_leave_whole_nodes_for_big_jobs() {
     assert_eq!(gpus_of(&d, "t/big")[0].0, "n2");
 
     // with no whole node free, the big job waits and says why, the small ones still run
-    jobs.push(run(job("t/r2", "q", 1, 1), &[("n2", &[0])], false, 0, None));
-    let d = schedule(&snapshot(100, nodes, vcs, queues, jobs));
+    // (the job that splits n2 is more important than the big one, so it does not move)
+    let mut moving = jobs.clone();
+    jobs.push(run(
+        pjob("t/r2", "q", 1, 1, 5),
+        &[("n2", &[0])],
+        false,
+        0,
+        None,
+    ));
+    let d = schedule(&snapshot(
+        100,
+        nodes.clone(),
+        vcs.clone(),
+        queues.clone(),
+        jobs,
+    ));
     match d.waiting_reason("t/big") {
         Some(
             r @ WaitReason::NoFit {
@@ -206,6 +220,49 @@ fn one_gpu_jobs_pack_and_leave_whole_nodes_for_big_jobs() {
         r => panic!("unexpected {r:?}"),
     }
     assert_eq!(d.admissions.len(), 4);
+
+    // as important as the big job, it moves to one of the two GPUs left free elsewhere
+    moving.push(run(job("t/r2", "q", 1, 1), &[("n2", &[0])], false, 0, None));
+    let d = schedule(&snapshot(
+        100,
+        nodes.clone(),
+        vcs.clone(),
+        queues.clone(),
+        moving.clone(),
+    ));
+    assert_eq!(d.admissions.len(), 4);
+    assert_eq!(victims(&d), strings(&["t/r2"]), "{d:?}");
+    assert_eq!(d.preemptions[0].reason, PreemptionReason::Consolidation);
+    // an admin who turned consolidation off (`--consolidation=false`): it waits
+    let off = Options {
+        consolidation: false,
+        ..Options::default()
+    };
+    let kept = schedule_with(
+        &snapshot(
+            100,
+            nodes.clone(),
+            vcs.clone(),
+            queues.clone(),
+            moving.clone(),
+        ),
+        &off,
+    );
+    assert!(kept.preemptions.is_empty(), "{kept:?}");
+    assert!(
+        matches!(kept.waiting_reason("t/big"), Some(WaitReason::NoFit { .. })),
+        "{kept:?}"
+    );
+    assert!(
+        matches!(
+            d.waiting_reason("t/big"),
+            Some(WaitReason::WaitingForPreemption {
+                reason: PreemptionReason::Consolidation,
+                ..
+            })
+        ),
+        "{d:?}"
+    );
 }
 
 /// Fractions of one GPU share it up to 1000 milli; whole-GPU replicas avoid shared GPUs.
@@ -1036,6 +1093,7 @@ fn whole_domain_reclaim_loses_less_than_scattered_selection() {
 
     let scattered = Options {
         victims: VictimSelection::Scattered,
+        ..Options::default()
     };
     let d = schedule_with(&snap, &scattered);
     assert_eq!(d.preemptions.len(), 1);
@@ -1047,6 +1105,7 @@ fn whole_domain_reclaim_loses_less_than_scattered_selection() {
     // still does not fit, so it waits and will ask for more
     let count = Options {
         victims: VictimSelection::CountOnly,
+        ..Options::default()
     };
     let d = schedule_with(&snap, &count);
     assert_eq!(d.preemptions.len(), 1);
