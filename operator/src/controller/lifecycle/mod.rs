@@ -937,6 +937,12 @@ impl Step<'_> {
             admitted(status, expected_pod_names(job).len(), generation, t);
         }
         if self.gang.checkpoint_requested() {
+            // A replica that failed before the request failed on its own: the scheduler
+            // asked from a cache that did not show it yet. The crash is the job's, counted,
+            // not hidden as a preemption.
+            if let Some(f) = self.failed_before_request() {
+                return self.fail(status, fx, f);
+            }
             status.phase = Phase::Preempting;
             return self.preempting(status, fx);
         }
@@ -1091,6 +1097,16 @@ impl Step<'_> {
             fx.event(EventType::Normal, EventReason::Running, msg);
         }
         fx.requeue(Duration::from_secs(if all_running { 30 } else { 2 }));
+    }
+
+    /// The first replica whose pod failed before the gang was asked to checkpoint, as the
+    /// failure it is.
+    fn failed_before_request(&self) -> Option<Failure> {
+        let asked = self.gang.checkpoint_requested_at()?;
+        self.present.iter().find_map(|m| {
+            let f = pod_failure(m)?;
+            (finished_at(m)? < asked).then(|| blame_infrastructure(self.world, m, f))
+        })
     }
 
     /// A running gang stopped: retry (counted or not) or fail for good.

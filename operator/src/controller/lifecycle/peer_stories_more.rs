@@ -12,7 +12,7 @@ use serde_json::json;
 use super::peer_stories::{message, pod, readmitted, running_gang};
 use super::stories::{Story, annotate, at, deleted, exits, reasons, set_phase, stamp};
 use super::*;
-use crate::api::annotations::{CHECKPOINT_DONE, CHECKPOINT_REQUESTED};
+use crate::api::annotations::{CHECKPOINT_DONE, CHECKPOINT_REQUESTED, PREEMPTION_REASON};
 
 /// The pod's status, from its JSON.
 fn status(pod: &mut Pod, value: serde_json::Value) {
@@ -525,4 +525,32 @@ fn volcano_a_replica_failing_before_the_gang_starts_restarts_it() {
     assert_eq!(s.status().retry_at, Some(at(15)));
     assert!(message(&s).contains("llm-worker-1 failed: exit code 128"));
     assert_eq!(deleted(&fx), ["llm-worker-0", "llm-worker-1"]);
+}
+
+/// Kueue and the Job controller count a pod that failed as a failure, whatever comes after.
+/// In kubetrain, a replica crashed and, before the job's reconcile saw it, the scheduler
+/// (from a cache that did not show the crash yet) asked the gang to checkpoint for a
+/// reclaim: the crash is still the job's, a counted retry, not a preemption that would
+/// hide it. A replica that exits after the request is the gang stopping as asked.
+#[test]
+fn a_crash_before_a_checkpoint_request_is_a_failure_not_a_preemption() {
+    let mut s = running_gang(&[("worker", 2, false)]);
+    exits_at(pod(&mut s, "llm-worker-0"), 1, 95);
+    s.annotate_all(CHECKPOINT_REQUESTED, &stamp(100));
+    s.annotate_all(PREEMPTION_REASON, "Reclaim");
+    let fx = s.after(100).tick();
+    assert_eq!(s.phase(), Phase::Retrying, "{}", message(&s));
+    assert_eq!(s.status().retries, 1);
+    assert_eq!(s.status().preemptions, 0);
+    assert!(message(&s).contains("exit code 1"), "{}", message(&s));
+    assert_eq!(reasons(&fx), ["ReplicaFailed"]);
+
+    // the same exit after the request: the gang stopping as asked
+    let mut s = running_gang(&[("worker", 2, false)]);
+    exits_at(pod(&mut s, "llm-worker-0"), 1, 101);
+    s.annotate_all(CHECKPOINT_REQUESTED, &stamp(100));
+    s.annotate_all(PREEMPTION_REASON, "Reclaim");
+    s.after(102).tick();
+    assert_eq!(s.phase(), Phase::Preempting, "{}", message(&s));
+    assert_eq!(s.status().retries, 0);
 }
