@@ -1051,13 +1051,7 @@ impl<'a> Cycle<'a> {
         {
             let guaranteed = !bonus || (combined && self.ends_guaranteed(p, vs));
             if guaranteed && !self.cells.accepts(&self.c, &self.t, trial, p.vc, p.milli) {
-                let Outcome::Plan {
-                    victims: vs, trial, ..
-                } = outcome
-                else {
-                    unreachable!("matched above")
-                };
-                reclaim::unplan(&mut self.c, &mut self.runs, &vs, trial);
+                reclaim::drop_plan(&mut self.c, &mut self.runs, outcome);
                 let allowed = self.cells.allowed_nodes(&self.c, f, p.vc);
                 outcome = reclaim::plan(
                     &mut self.c,
@@ -1080,13 +1074,7 @@ impl<'a> Cycle<'a> {
             && !vs.is_empty()
             && !self.a_move(p, f, vs, trial)
         {
-            let Outcome::Plan {
-                victims: vs, trial, ..
-            } = outcome
-            else {
-                unreachable!("matched above")
-            };
-            reclaim::unplan(&mut self.c, &mut self.runs, &vs, trial);
+            reclaim::drop_plan(&mut self.c, &mut self.runs, outcome);
             self.no_victims.insert(memo);
             return false;
         }

@@ -337,6 +337,13 @@ fn count_only(
     }
 }
 
+/// Undo `outcome` when it is a plan (see [`unplan`]).
+pub(crate) fn drop_plan(c: &mut Cluster, runs: &mut IdVec<RunIdx, RunInfo>, outcome: Outcome) {
+    if let Outcome::Plan { victims, trial, .. } = outcome {
+        unplan(c, runs, &victims, trial);
+    }
+}
+
 /// Undo an [`Outcome::Plan`]: its victims stay and its reservation is dropped.
 pub(crate) fn unplan(
     c: &mut Cluster,
