@@ -20,7 +20,7 @@ use super::order;
 use super::placement::{Demand, NodeFilter, NodeMask, Request, Scope, Trial, place};
 use super::reclaim::{self, Credit, Outcome, RunInfo};
 use super::risk;
-use super::tenants::{Tenants, gpus};
+use super::tenants::{Freed, Tenants, gpus};
 use super::usage;
 
 /// A pending job, digested.
@@ -122,9 +122,9 @@ impl Kind {
 /// above its share); the property `queue_share_reclaims_settle` found that taking a large
 /// job that way puts its queue below its share, first in line for the room, and the same
 /// two plans then alternate for ever.
-fn share_taken_only_beyond(t: &Tenants, q: QueueId, freed: &[(QueueId, u64)]) -> bool {
+fn share_taken_only_beyond(t: &Tenants, q: QueueId, freed: &[Freed]) -> bool {
     let mut by_side: BTreeMap<QueueId, u64> = BTreeMap::new();
-    for &(fq, milli) in freed {
+    for &(fq, _, milli) in freed {
         let Some(side) = t.parting(q, fq) else {
             return false;
         };
@@ -995,7 +995,7 @@ impl<'a> Cycle<'a> {
         };
         let snap = self.snap;
         let credit = |vs: &[RunIdx]| {
-            let fr: Vec<(QueueId, &str, u64)> = if limited || kind == Kind::QueueShare {
+            let fr: Vec<Freed> = if limited || kind == Kind::QueueShare {
                 vs.iter()
                     .filter_map(|&v| {
                         let (q, user, milli) = freed[v];
@@ -1009,8 +1009,7 @@ impl<'a> Cycle<'a> {
             if combined && !fits_within && vs.iter().any(|&v| demands[v]) {
                 return Credit::Never;
             }
-            let by_queue: Vec<(QueueId, u64)> = fr.iter().map(|x| (x.0, x.2)).collect();
-            if kind == Kind::QueueShare && !share_taken_only_beyond(t, queue, &by_queue) {
+            if kind == Kind::QueueShare && !share_taken_only_beyond(t, queue, &fr) {
                 return Credit::Never;
             }
             if limited && !t.limits_pass_after(snap, queue, &job.user, p.milli, &fr) {
@@ -1019,7 +1018,7 @@ impl<'a> Cycle<'a> {
             if kind == Kind::QueueShare {
                 let held: u64 = vs.iter().map(|&v| guaranteed_on_f[v]).sum();
                 if t.guar_used[vc][f].saturating_sub(held) + p.milli > t.guarantee[vc][f]
-                    || !t.within_share_after(queue, p.milli, &by_queue)
+                    || !t.within_share_after(queue, p.milli, &fr)
                 {
                     return Credit::Short;
                 }

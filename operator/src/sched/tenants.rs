@@ -49,6 +49,9 @@ pub(crate) struct Tenants {
     pub user_used: BTreeMap<(QueueId, String), u64>,
 }
 
+/// What a leaving job frees: its queue, its user, its milli-GPUs.
+pub(crate) type Freed<'a> = (QueueId, &'a str, u64);
+
 pub(crate) fn gpus(milli: u64) -> u32 {
     milli.div_ceil(1000).min(u64::from(u32::MAX)) as u32
 }
@@ -180,16 +183,21 @@ impl Tenants {
 
     /// Whether `need` more keeps `q` and each of its ancestors within its entitlement, once
     /// `freed` (queue, milli of jobs leaving) is credited to the queues that hold it.
-    pub fn within_share_after(&self, q: QueueId, need: u64, freed: &[(QueueId, u64)]) -> bool {
+    pub fn within_share_after(&self, q: QueueId, need: u64, freed: &[Freed]) -> bool {
         self.queue_vc[q].is_some()
             && self.chain[q].iter().all(|&qi| {
-                let f: u64 = freed
-                    .iter()
-                    .filter(|(fq, _)| self.chain[*fq].contains(&qi))
-                    .map(|x| x.1)
-                    .sum();
-                self.queue_used[qi].saturating_sub(f) + need <= self.entitlement[qi]
+                self.queue_used[qi].saturating_sub(self.freed_under(qi, freed)) + need
+                    <= self.entitlement[qi]
             })
+    }
+
+    /// Of `freed`, what queue `qi` (itself or one of its descendants) holds.
+    fn freed_under(&self, qi: QueueId, freed: &[Freed]) -> u64 {
+        freed
+            .iter()
+            .filter(|(fq, _, _)| self.chain[*fq].contains(&qi))
+            .map(|x| x.2)
+            .sum()
     }
 
     /// Whether `need` more fits the VC's guarantee for a flavor.
@@ -262,7 +270,7 @@ impl Tenants {
         q: QueueId,
         user: &str,
         need: u64,
-        freed: &[(QueueId, &str, u64)],
+        freed: &[Freed],
     ) -> bool {
         let Some(vc) = self.queue_vc[q] else {
             return true;
@@ -282,7 +290,7 @@ impl Tenants {
         }
         for &qi in &self.chain[q] {
             if let Some(m) = self.queue_max[qi] {
-                let f = sum(&|fq, _| self.chain[fq].contains(&qi));
+                let f = self.freed_under(qi, freed);
                 if self.queue_used[qi].saturating_sub(f) + need > m {
                     return false;
                 }
