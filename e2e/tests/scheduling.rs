@@ -254,6 +254,62 @@ async fn a_strict_queue_holds_jobs_behind_a_head_that_cannot_start() {
     s.finish().await;
 }
 
+/// Deleting a queue: it admits nothing new (its waiting job says `QueueTerminating`), its
+/// running job runs on, and it goes once that job has finished. The waiting job stays,
+/// `UnknownQueue` then, and runs when the queue is applied again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_queue_admits_nothing_new_and_goes_after_its_admitted_jobs() {
+    let s = Scenario::new("qdel", 1, 8, 1).await;
+    let q = s.tenant("qdel", 8, "FIFO", "");
+    s.cp.apply(&s.job("running", &q, 1, 4, &[("run-seconds", "12")], ""));
+    s.wait_phase("running", "Running", T).await;
+    s.cp.apply(&s.job("waiting", &q, 1, 8, &[("run-seconds", "1")], ""));
+    s.wait_phase("waiting", "Queued", T).await;
+    s.cp.kubectl_ok(&["delete", "queue", &q, "--wait=false"])
+        .expect("delete queue");
+    let admitted = "{.status.conditions[?(@.type==\"Admitted\")].reason}";
+    let valid = "{.status.conditions[?(@.type==\"Valid\")].reason}";
+    let deadline = Instant::now() + T;
+    while s.job_status("waiting", admitted) != "QueueTerminating" {
+        assert!(
+            Instant::now() < deadline,
+            "waiting: {}",
+            s.job_status("waiting", "{.status}")
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let terminating = s.cp.jsonpath(
+        &["queue", &q],
+        "{.status.conditions[?(@.type==\"Terminating\")].message}",
+    );
+    assert!(terminating.contains("1 admitted"), "{terminating}");
+    assert_eq!(s.job_status("running", "{.status.phase}"), "Running");
+    // The running job finishes; the queue then goes, and the waiting job is still there.
+    s.wait_phase("running", "Succeeded", T).await;
+    let deadline = Instant::now() + T;
+    while s.cp.kubectl(&["get", "queue", &q]).is_ok_and(|o| o.success) {
+        assert!(Instant::now() < deadline, "queue {q} is still there");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let deadline = Instant::now() + T;
+    while s.job_status("waiting", valid) != "UnknownQueue" {
+        assert!(
+            Instant::now() < deadline,
+            "waiting: {}",
+            s.job_status("waiting", "{.status}")
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(s.job_status("waiting", "{.status.phase}"), "Pending");
+    assert!(s.job_status("waiting", "{.status.admittedAt}").is_empty());
+    s.cp.apply(&format!(
+        "apiVersion: kubetrain.io/v1alpha1\nkind: Queue\nmetadata:\n  name: {q}\nspec:\n  virtualCluster: {q}\n"
+    ));
+    s.wait_phase("waiting", "Succeeded", T).await;
+    let _ = s.cp.kubectl(&["delete", "queue", &q, "--wait=false"]);
+    s.finish().await;
+}
+
 /// Two queues of one team, 50 % of its guarantee each: `dev` holds the whole node; a job of
 /// `research` takes research's share back (a `QueueShare` preemption of one dev job, which
 /// checkpoints and returns to its queue) and runs; the victim says why.

@@ -397,6 +397,7 @@ pub fn blocking_resource(code: &str) -> Option<&'static str> {
         "WaitingForPreemption" => "GPUs still held by jobs being preempted for this one",
         "WaitingForMinRuntime" => "GPUs held by jobs still within their minimum runtime",
         "BehindQueueHead" => "a job ahead of it in its strict queue that has not started",
+        "QueueTerminating" => "its queue, which was deleted and admits nothing new",
         "Invalid" => "the job's spec",
         "Waiting" => "nothing yet: the next scheduling cycle decides",
         _ => return None,

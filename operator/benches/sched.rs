@@ -118,6 +118,7 @@ fn world(nodes: usize, pending: usize) -> Snapshot {
                 },
                 priority_preemption: false,
                 strict: false,
+                terminating: false,
             })
         })
         .collect();

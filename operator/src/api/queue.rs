@@ -144,7 +144,7 @@ pub struct QueueStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// `Ready` when the queue and its VirtualCluster are valid; `Terminating` while a deleted
-    /// queue waits for its jobs to finish.
+    /// queue, admitting nothing new, waits for its admitted jobs to finish.
     #[serde(default)]
     pub conditions: Vec<Condition>,
 }

@@ -20,8 +20,8 @@ pub enum Error {
     /// Adding or removing a finalizer failed, or the object cannot carry one.
     #[error("finalizer: {0}")]
     Finalizer(String),
-    /// A Queue being deleted waits for its jobs: not a failure, nothing is counted.
-    #[error("queue {queue} still has {jobs} unfinished job(s)")]
+    /// A Queue being deleted waits for its admitted jobs: not a failure, nothing is counted.
+    #[error("queue {queue} still has {jobs} admitted job(s)")]
     QueueNotEmpty { queue: String, jobs: i32 },
     /// The operator cannot start: a cache's watch stopped before its first list.
     #[error("a cache stopped before it synced")]

@@ -15,7 +15,7 @@ use super::context::Context;
 use super::error::{self, Error, Reconciler};
 use super::status;
 use super::validate::effective_queue;
-use crate::api::{GpuAmount, Queue, QueueStatus, VirtualCluster};
+use crate::api::{GpuAmount, Phase, Queue, QueueStatus, VirtualCluster};
 
 pub const FINALIZER: &str = "kubetrain.io/queue-jobs";
 
@@ -55,21 +55,25 @@ async fn has_finalizer(api: &Api<Queue>, name: &str) -> bool {
         .is_some_and(|q| q.finalizers().iter().any(|f| f == FINALIZER))
 }
 
-/// Unfinished jobs in the queue, named in `spec.queue` or through a VirtualCluster's
-/// `defaultQueue` (`validate::effective_queue`).
-fn unfinished_jobs(queue: &Queue, ctx: &Context) -> i32 {
+/// The queue's unfinished jobs, named in `spec.queue` or through a VirtualCluster's
+/// `defaultQueue` (`validate::effective_queue`): how many were admitted (they hold or are
+/// about to hold GPUs) and how many wait.
+fn unfinished_jobs(queue: &Queue, ctx: &Context) -> (i32, i32) {
     let name = queue.name_any();
     let maps = ctx.ref_maps();
     let refs = maps.refs();
-    ctx.stores
-        .jobs
-        .state()
-        .iter()
-        .filter(|j| {
-            !j.status.as_ref().is_some_and(|s| s.phase.is_finished())
-                && effective_queue(j, &refs).is_ok_and(|q| q == name)
-        })
-        .count() as i32
+    let (mut admitted, mut waiting) = (0, 0);
+    for j in ctx.stores.jobs.state() {
+        let phase = j.status.as_ref().map(|s| s.phase).unwrap_or_default();
+        if phase.is_finished() || !effective_queue(&j, &refs).is_ok_and(|q| q == name) {
+            continue;
+        }
+        match phase {
+            Phase::Running | Phase::Preempting => admitted += 1,
+            _ => waiting += 1,
+        }
+    }
+    (admitted, waiting)
 }
 
 async fn write_status(queue: &Queue, ctx: &Context, status: QueueStatus) -> Result<(), Error> {
@@ -143,16 +147,21 @@ async fn apply(queue: &Queue, ctx: &Context) -> Result<Action, Error> {
     Ok(Action::requeue(Duration::from_secs(5)))
 }
 
+/// A deleted queue admits nothing new (the core's `QueueTerminating`) and goes once its
+/// admitted jobs are done, as Kueue's ClusterQueue does. Its waiting jobs stay: they are
+/// `UnknownQueue` once it is gone and start again if a queue of that name comes back.
+/// Waiting for them too would hold the queue in `Terminating` until someone deletes them.
 async fn cleanup(queue: &Queue, ctx: &Context) -> Result<Action, Error> {
-    let jobs = unfinished_jobs(queue, ctx);
-    if jobs == 0 {
+    let (admitted, waiting) = unfinished_jobs(queue, ctx);
+    if admitted == 0 {
         return Ok(Action::await_change());
     }
     let mut status = computed_status(queue, ctx);
     let t =
         k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
     let msg = format!(
-        "Deletion waits for {jobs} unfinished job(s) of this queue to finish or be deleted."
+        "Deletion waits for {admitted} admitted job(s) of this queue to finish or be deleted; \
+         its {waiting} waiting job(s) are not admitted and stay when it goes."
     );
     conditions::set(
         &mut status.conditions,
@@ -166,7 +175,7 @@ async fn cleanup(queue: &Queue, ctx: &Context) -> Result<Action, Error> {
     write_status(queue, ctx, status).await?;
     Err(Error::QueueNotEmpty {
         queue: queue.name_any(),
-        jobs,
+        jobs: admitted,
     })
 }
 

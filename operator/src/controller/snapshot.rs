@@ -237,6 +237,7 @@ pub fn build(world: &World<'_>) -> sched::Snapshot {
             policy: policy(q.spec.policy),
             priority_preemption: q.spec.priority_preemption,
             strict: q.spec.queueing_strategy == QueueingStrategy::Strict,
+            terminating: q.metadata.deletion_timestamp.is_some(),
         })
         .collect();
 

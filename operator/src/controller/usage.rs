@@ -157,6 +157,7 @@ mod tests {
             policy: sched::QueuePolicy::Fifo,
             priority_preemption: false,
             strict: false,
+            terminating: false,
         };
         let snapshot = sched::Snapshot {
             now: 1_000,

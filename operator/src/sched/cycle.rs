@@ -452,6 +452,14 @@ impl<'a> Cycle<'a> {
                 job.queue
             ));
         };
+        if let Some(&closed) = self.t.chain[queue]
+            .iter()
+            .find(|&&q| self.snap.queue(q).terminating)
+        {
+            return Err(WaitReason::QueueTerminating {
+                queue: self.snap.queue(closed).name.clone(),
+            });
+        }
         if job.tasks.is_empty() || job.tasks.iter().all(|t| t.replicas == 0) {
             return invalid("it has no replicas".into());
         }

@@ -240,6 +240,9 @@ pub enum WaitReason {
     WaitingForMinRuntime { until: i64, victims: Vec<String> },
     /// The queue keeps a strict order and `head`, ahead of this job, has not started.
     BehindQueueHead { queue: String, head: String },
+    /// The job's queue (or one above it) was deleted: it admits nothing new while its
+    /// admitted jobs finish.
+    QueueTerminating { queue: String },
 }
 
 impl WaitReason {
@@ -257,6 +260,7 @@ impl WaitReason {
             WaitReason::WaitingForPreemption { .. } => "WaitingForPreemption",
             WaitReason::WaitingForMinRuntime { .. } => "WaitingForMinRuntime",
             WaitReason::BehindQueueHead { .. } => "BehindQueueHead",
+            WaitReason::QueueTerminating { .. } => "QueueTerminating",
         }
     }
 
@@ -286,7 +290,8 @@ impl WaitReason {
             | WaitReason::ReservedForCells { .. }
             | WaitReason::WaitingForPreemption { .. }
             | WaitReason::WaitingForMinRuntime { .. }
-            | WaitReason::BehindQueueHead { .. } => {}
+            | WaitReason::BehindQueueHead { .. }
+            | WaitReason::QueueTerminating { .. } => {}
         }
         r
     }
@@ -406,6 +411,10 @@ impl fmt::Display for WaitReason {
             WaitReason::BehindQueueHead { queue, head } => write!(
                 f,
                 "Queue {queue} keeps a strict order (queueingStrategy: Strict) and job {head}, ahead of this one, has not started yet. This job starts after {head} does, or once {head} is deleted."
+            ),
+            WaitReason::QueueTerminating { queue } => write!(
+                f,
+                "Queue {queue} is being deleted: it admits no new jobs while its admitted jobs finish. Move this job to another queue (spec.queue), or re-create the queue once it is gone."
             ),
         }
     }

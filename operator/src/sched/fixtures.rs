@@ -52,6 +52,7 @@ pub fn queue(name: &str, vc: &str) -> Queue {
         policy: QueuePolicy::Fifo,
         priority_preemption: false,
         strict: false,
+        terminating: false,
     }
 }
 

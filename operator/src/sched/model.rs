@@ -250,6 +250,9 @@ pub struct Queue {
     /// Strict order: the first job of the queue that does not start holds back the jobs
     /// behind it (Kueue's StrictFIFO), instead of each job trying in turn (BestEffort).
     pub strict: bool,
+    /// Deleted and waiting for its admitted jobs to finish (Kueue's terminating
+    /// ClusterQueue): it, and every queue below it, admits nothing new.
+    pub terminating: bool,
 }
 
 /// What each replica of a task asks of GPUs.

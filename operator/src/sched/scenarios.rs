@@ -427,6 +427,48 @@ fn limits_stop_admissions_with_their_own_reason() {
     assert_eq!(d.admissions.len(), 5);
 }
 
+/// A deleted queue admits nothing new, nor does any queue below it; its running job runs on,
+/// and the team's other queue takes the room.
+#[test]
+fn a_terminating_queue_admits_nothing_new() {
+    let nodes = vec![node("n0", "A100", 8, None)];
+    let mut old = queue("old", "t");
+    old.terminating = true;
+    let mut child = queue("child", "t");
+    child.parent = Some("old".into());
+    let jobs = vec![
+        run(
+            job("t/running", "old", 1, 2),
+            &[("n0", &[0, 1])],
+            false,
+            0,
+            None,
+        ),
+        job("t/old-next", "old", 1, 2),
+        job("t/child-next", "child", 1, 2),
+        job("t/new", "new", 1, 2),
+    ];
+    let d = schedule(&snapshot(
+        10,
+        nodes,
+        vec![vc("t", "A100", 8)],
+        vec![old, child, queue("new", "t")],
+        jobs,
+    ));
+    for (j, closed) in [("t/old-next", "old"), ("t/child-next", "old")] {
+        assert!(
+            matches!(
+                d.waiting_reason(j),
+                Some(WaitReason::QueueTerminating { queue }) if queue == closed
+            ),
+            "{j}: {d:?}"
+        );
+    }
+    assert_eq!(nodes_of(&d, "t/new"), ["n0"]);
+    assert!(victims(&d).is_empty(), "{d:?}");
+    assert_eq!(d.admissions.len(), 1, "{d:?}");
+}
+
 /// Queue policies order admissions when only one job fits.
 #[test]
 fn queue_policies_pick_the_right_job() {

@@ -309,6 +309,7 @@ pub fn run(
         policy: QueuePolicy::Fifo,
         priority_preemption: false,
         strict: false,
+        terminating: false,
     };
     let trace = workload_of(pods);
     let rank = tie_order(nodes.len(), seed);

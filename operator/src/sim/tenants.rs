@@ -406,6 +406,7 @@ impl<'a> Sim<'a> {
                 policy: QueuePolicy::Fifo,
                 priority_preemption: false,
                 strict: false,
+                terminating: false,
             })
             .collect();
         let capacity = nodes.iter().map(|n| u64::from(n.allocatable.gpus)).sum();
