@@ -134,9 +134,10 @@ pub struct VirtualClusterStatus {
     pub observed_generation: Option<i64>,
     /// `Ready` (False with reason `DefaultQueueInvalid` when `spec.defaultQueue` names a
     /// queue that does not exist or belongs to another VirtualCluster), `OverCommitted`
-    /// when guarantees exceed what the cluster has, and `GuaranteeAtRisk` (True with reason
-    /// `CapacityLost` and the numbers when unhealthy GPUs, cordoned or gone nodes leave part
-    /// of the guarantee unobtainable even by reclaim; False with reason `Obtainable`).
+    /// when guarantees exceed what the cluster has, and `GuaranteeAtRisk` (True with the
+    /// numbers when part of the guarantee cannot be obtained even by reclaim: reason
+    /// `CapacityLost` for unhealthy GPUs or cordoned nodes, `GuaranteesExceedCapacity` when
+    /// the guarantees add up to more than the cluster has; False with reason `Obtainable`).
     #[serde(default)]
     pub conditions: Vec<Condition>,
 }

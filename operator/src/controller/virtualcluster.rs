@@ -19,11 +19,11 @@ use super::status;
 use super::validate;
 use crate::api::virtualcluster::FlavorUsage;
 use crate::api::{GpuAmount, VirtualCluster};
+use crate::sched;
 
 /// Condition type: part of the guarantee cannot be obtained now, even by reclaim.
 pub const GUARANTEE_AT_RISK: &str = "GuaranteeAtRisk";
-/// `GuaranteeAtRisk=True`: unhealthy GPUs, cordoned or gone nodes leave too little.
-pub const CAPACITY_LOST: &str = "CapacityLost";
+// `GuaranteeAtRisk=True`'s reasons are the core's `ShortfallCause`.
 /// `GuaranteeAtRisk=False`.
 pub const OBTAINABLE: &str = "Obtainable";
 
@@ -111,13 +111,21 @@ pub async fn reconcile(vc: Arc<VirtualCluster>, ctx: Arc<Context>) -> Result<Act
             &t,
         );
     }
-    // GuaranteeAtRisk: lost capacity (unhealthy GPUs, cordoned or gone nodes) leaves part of
-    // the guarantee unobtainable, even by reclaim (the core's numbers).
-    let at_risk: Vec<String> = u
+    // GuaranteeAtRisk: lost capacity (unhealthy GPUs, cordoned or gone nodes) or guarantees
+    // beyond the cluster leave part of the guarantee unobtainable, even by reclaim (the
+    // core's numbers). Lost capacity names the reason when both apply: it is the one an
+    // admin did not choose.
+    let shortfalls: Vec<&sched::GuaranteeShortfall> = u
         .flavors
         .values()
-        .filter_map(|f| f.at_risk.as_ref().map(ToString::to_string))
+        .filter_map(|f| f.at_risk.as_ref())
         .collect();
+    let at_risk: Vec<String> = shortfalls.iter().map(ToString::to_string).collect();
+    let cause = shortfalls
+        .iter()
+        .map(|s| s.cause())
+        .min_by_key(|c| *c != sched::ShortfallCause::CapacityLost)
+        .unwrap_or(sched::ShortfallCause::CapacityLost);
     if at_risk.is_empty() {
         conditions::set(
             &mut status.conditions,
@@ -133,7 +141,7 @@ pub async fn reconcile(vc: Arc<VirtualCluster>, ctx: Arc<Context>) -> Result<Act
             &mut status.conditions,
             GUARANTEE_AT_RISK,
             true,
-            CAPACITY_LOST,
+            cause.as_str(),
             at_risk.join(" "),
             generation,
             &t,

@@ -144,7 +144,9 @@ pub use decisions::{
 };
 pub use model::*;
 pub use options::{Options, VictimSelection};
-pub use usage::{CellShortfall, FlavorUsage, GuaranteeShortfall, QueueUsage, Usage, VcUsage};
+pub use usage::{
+    CellShortfall, FlavorUsage, GuaranteeShortfall, QueueUsage, ShortfallCause, Usage, VcUsage,
+};
 
 #[cfg(test)]
 mod fixtures;

@@ -67,6 +67,19 @@ pub(crate) fn shortfalls(
             }
             let f = c.flavor_by_name.get(g.flavor.as_str()).copied();
             let usable = f.map_or(0, |f| c.facts[f].total_gpus);
+            let in_cluster: u32 = snap
+                .nodes
+                .iter()
+                .filter(|n| n.flavor == g.flavor)
+                .map(|n| n.allocatable.gpus)
+                .sum();
+            let all_guaranteed: u32 = snap
+                .virtual_clusters
+                .iter()
+                .flat_map(|w| &w.guarantee)
+                .filter(|w| w.flavor == g.flavor)
+                .map(|w| w.gpus)
+                .fold(0, u32::saturating_add);
             // Milli-GPUs v may claim beyond what it holds.
             let mut claimable = 0;
             let obtainable = match f {
@@ -127,6 +140,8 @@ pub(crate) fn shortfalls(
                         guaranteed_gpus: g.gpus,
                         obtainable_gpus: obtainable.min(g.gpus),
                         usable_gpus: usable,
+                        cluster_gpus: in_cluster,
+                        all_guaranteed_gpus: all_guaranteed,
                         cells: cell_rows,
                     },
                 );

@@ -1955,6 +1955,11 @@ fn an_owner_whose_gpus_go_unhealthy_is_told_its_guarantee_is_at_risk() {
             .starts_with("8 of 16 guaranteed A100 GPUs can be obtained now"),
         "{s}"
     );
+    assert_eq!(s.cause(), ShortfallCause::CapacityLost);
+    assert!(
+        s.to_string().contains("16 of the 24 A100 GPUs are healthy"),
+        "{s}"
+    );
     let b = at_risk(&d, "b", "A100").expect("b competes for the same 8");
     assert_eq!((b.guaranteed_gpus, b.obtainable_gpus), (8, 0));
 }
@@ -1974,11 +1979,35 @@ fn a_cordoned_or_lost_node_puts_a_guarantee_at_risk() {
     let s = at_risk(&d, "a", "A100").expect("cordoned");
     assert_eq!((s.obtainable_gpus, s.usable_gpus), (8, 16));
     assert_eq!((s.cells[0].obtainable, s.cells[0].usable), (1, 2));
-    // the node gone altogether: the same numbers
+    assert_eq!(s.cause(), ShortfallCause::CapacityLost);
+    // the node gone altogether: the same numbers, but nothing tells a node gone from one
+    // never there, so it reads as guarantees beyond the cluster's 16
     nodes.remove(0);
     let d = schedule(&snapshot(0, nodes, vcs, queues, jobs));
     let s = at_risk(&d, "a", "A100").expect("gone");
     assert_eq!((s.obtainable_gpus, s.usable_gpus), (8, 16));
+    assert_eq!(s.cause(), ShortfallCause::GuaranteesExceedCapacity);
+}
+
+/// Guarantees beyond the cluster, with every GPU healthy: both teams are told, and why.
+#[test]
+fn guarantees_beyond_the_cluster_are_at_risk_for_that_reason() {
+    let nodes = vec![node("n0", "A100", 8, None), node("n1", "A100", 8, None)];
+    let vcs = vec![vc("a", "A100", 16), vc("b", "A100", 8)];
+    let queues = vec![queue("qa", "a"), queue("qb", "b")];
+    let d = schedule(&snapshot(0, nodes, vcs, queues, vec![]));
+    let s = at_risk(&d, "a", "A100").expect("a's 16 and b's 8 do not fit 16");
+    assert_eq!(
+        (s.obtainable_gpus, s.cluster_gpus, s.all_guaranteed_gpus),
+        (8, 16, 24)
+    );
+    assert_eq!(s.cause(), ShortfallCause::GuaranteesExceedCapacity);
+    assert!(
+        s.to_string()
+            .ends_with("add up to 24 A100 GPUs, more than the 16 in the cluster, and other VirtualClusters' guarantees take their part."),
+        "{s}"
+    );
+    assert!(at_risk(&d, "b", "A100").is_some());
 }
 
 /// Capacity borrowed by others is not a risk: team b runs bonus jobs on all of team a's

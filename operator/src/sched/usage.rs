@@ -31,9 +31,10 @@ pub struct FlavorUsage {
 }
 
 /// A guarantee the cluster cannot currently honour, even by reclaiming every borrowed GPU:
-/// GPUs of the type are unhealthy, on cordoned nodes or gone, and what is left does not
-/// cover this VirtualCluster's guarantee once other VirtualClusters' guarantees are set
-/// aside (what a VirtualCluster's guaranteed jobs hold is its own). See `risk`.
+/// GPUs of the type are unhealthy, on cordoned nodes or gone, or the guarantees of all
+/// VirtualClusters add up to more than the cluster has, and what is left does not cover this
+/// VirtualCluster's guarantee once other VirtualClusters' guarantees are set aside (what a
+/// VirtualCluster's guaranteed jobs hold is its own). See `risk`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GuaranteeShortfall {
     pub flavor: Flavor,
@@ -42,8 +43,41 @@ pub struct GuaranteeShortfall {
     pub obtainable_gpus: u32,
     /// Healthy GPUs of the type on schedulable nodes.
     pub usable_gpus: u32,
+    /// GPUs of the type on the cluster's nodes, usable or not.
+    pub cluster_gpus: u32,
+    /// What the guarantees of all VirtualClusters for the type add up to.
+    pub all_guaranteed_gpus: u32,
     /// One entry per topology level the guarantee has cells of.
     pub cells: Vec<CellShortfall>,
+}
+
+/// Why a guarantee cannot be obtained: the reason of a VirtualCluster's `GuaranteeAtRisk`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShortfallCause {
+    /// GPUs of the type are unhealthy or on cordoned nodes (a node that is gone only
+    /// lowers what the cluster has).
+    CapacityLost,
+    /// Every GPU of the type is usable, but the guarantees add up to more.
+    GuaranteesExceedCapacity,
+}
+
+impl ShortfallCause {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ShortfallCause::CapacityLost => "CapacityLost",
+            ShortfallCause::GuaranteesExceedCapacity => "GuaranteesExceedCapacity",
+        }
+    }
+}
+
+impl GuaranteeShortfall {
+    pub fn cause(&self) -> ShortfallCause {
+        if self.usable_gpus >= self.cluster_gpus && self.all_guaranteed_gpus > self.cluster_gpus {
+            ShortfallCause::GuaranteesExceedCapacity
+        } else {
+            ShortfallCause::CapacityLost
+        }
+    }
 }
 
 /// Cells of one level: guaranteed, and obtainable now (owned, or clean and not needed by
@@ -73,12 +107,20 @@ impl fmt::Display for GuaranteeShortfall {
                 c.obtainable, c.guaranteed, c.level, c.usable
             )?;
         }
-        write!(
-            f,
-            ": {} {flavor} GPUs are healthy on schedulable nodes, the rest are unhealthy, \
-             cordoned or gone, and other VirtualClusters' guarantees take their part.",
-            self.usable_gpus
-        )
+        match self.cause() {
+            ShortfallCause::CapacityLost => write!(
+                f,
+                ": {} of the {} {flavor} GPUs are healthy on schedulable nodes, the rest are \
+                 unhealthy or cordoned, and other VirtualClusters' guarantees take their part.",
+                self.usable_gpus, self.cluster_gpus
+            ),
+            ShortfallCause::GuaranteesExceedCapacity => write!(
+                f,
+                ": the guarantees of all VirtualClusters add up to {} {flavor} GPUs, more than \
+                 the {} in the cluster, and other VirtualClusters' guarantees take their part.",
+                self.all_guaranteed_gpus, self.cluster_gpus
+            ),
+        }
     }
 }
 
