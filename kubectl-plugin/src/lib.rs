@@ -386,7 +386,7 @@ pub struct WhyReport {
 pub fn blocking_resource(code: &str) -> Option<&'static str> {
     Some(match code {
         "QuotaExhausted" => {
-            "the VirtualCluster's guaranteed GPUs (in use), with no idle GPUs to borrow"
+            "the VirtualCluster's guaranteed GPUs (in use), with too few idle GPUs to borrow"
         }
         "OverLimit" => "the VirtualCluster's hard GPU limit",
         "QueueMaxShare" => "the queue's maxShare of GPUs",
@@ -613,7 +613,7 @@ mod tests {
         )
     }
 
-    const QUOTA: &str = "VirtualCluster a has 0 of its 8 guaranteed GPUs left (8 in use); this job needs 8, 8 more than are left, and no idle GPUs can be borrowed. It starts when the team's own jobs free 8, or idle GPUs appear.";
+    const QUOTA: &str = "VirtualCluster a has 0 of its 8 guaranteed GPUs left (8 in use); this job needs 8, 8 more than are left, and it does not fit on the idle GPUs it may borrow. It starts when the team's own jobs free 8, or enough idle GPUs appear.";
 
     fn now() -> Timestamp {
         "2026-01-01T00:05:30Z".parse().expect("time")
@@ -733,7 +733,7 @@ mod tests {
         assert_eq!(w.admitted_reason.as_deref(), Some("QuotaExhausted"));
         assert_eq!(
             w.unblocks_when.as_deref(),
-            Some("It starts when the team's own jobs free 8, or idle GPUs appear.")
+            Some("It starts when the team's own jobs free 8, or enough idle GPUs appear.")
         );
         let text = w.render();
         assert!(text.starts_with("TrainingJob team-a/first: Queued in queue q, position 1\n"));

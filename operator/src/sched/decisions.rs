@@ -186,7 +186,8 @@ pub struct Waiting {
 pub enum WaitReason {
     /// The spec cannot be scheduled as written (unknown queue, zero replicas, ...).
     Invalid { message: String },
-    /// The VC's guarantee for the job's GPU types is in use and no idle GPUs can be borrowed.
+    /// The VC's guarantee for the job's GPU types is in use and the job does not fit on the
+    /// idle GPUs it may borrow.
     QuotaExhausted {
         virtual_cluster: String,
         guaranteed_gpus: u32,
@@ -324,7 +325,7 @@ impl fmt::Display for WaitReason {
                 let left = guaranteed_gpus.saturating_sub(*in_use_gpus);
                 write!(
                     f,
-                    "VirtualCluster {virtual_cluster} has {left} of its {guaranteed_gpus} guaranteed GPUs left ({in_use_gpus} in use); this job needs {needed_gpus}, {} more than are left, and no idle GPUs can be borrowed. It starts when the team's own jobs free {}, or idle GPUs appear.",
+                    "VirtualCluster {virtual_cluster} has {left} of its {guaranteed_gpus} guaranteed GPUs left ({in_use_gpus} in use); this job needs {needed_gpus}, {} more than are left, and it does not fit on the idle GPUs it may borrow. It starts when the team's own jobs free {}, or enough idle GPUs appear.",
                     needed_gpus.saturating_sub(left),
                     needed_gpus.saturating_sub(left),
                 )
