@@ -215,6 +215,119 @@ fn bench(c: &mut Criterion) {
         }
     }
     g.finish();
+    fragmented(c);
+}
+
+/// A cluster whose one team holds 7 of every node's 8 GPUs with 1-GPU jobs, and waits with
+/// 1,000 8-GPU jobs within its guarantee: every one fits nowhere although thousands of GPUs
+/// are free, one per node. With consolidation each cycle moves the 1-GPU jobs off a few
+/// nodes (a victim search over the team's running jobs per move, at most
+/// `CONSOLIDATION_SEARCHES`); without, it only finds that nothing fits. The difference is
+/// what consolidation costs a cycle where it is most often tried.
+fn fragmented(c: &mut Criterion) {
+    let mut g = c.benchmark_group("sched_cycle_fragmented");
+    g.sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    for nodes in [1_000usize, 15_000] {
+        let mut snap = Snapshot {
+            now: 100_000,
+            nodes: (0..nodes).map(node).collect(),
+            virtual_clusters: vec![VirtualCluster {
+                name: "team".into(),
+                guarantee: ["H100", "A100"]
+                    .into_iter()
+                    .map(|f| FlavorGuarantee {
+                        flavor: Flavor::new(f),
+                        gpus: (nodes * 8) as u32,
+                        cells: vec![],
+                    })
+                    .collect(),
+                limit_gpus: None,
+                weight: 1,
+            }],
+            queues: vec![Queue {
+                name: "q".into(),
+                virtual_cluster: "team".into(),
+                parent: None,
+                share: 100,
+                max_share: 100,
+                user_limit: None,
+                policy: QueuePolicy::Fifo,
+                priority_preemption: false,
+                strict: false,
+                terminating: false,
+            }],
+            jobs: vec![],
+            workload: vec![],
+        };
+        let one = |id: String, gpus: u32, queued_at: i64| Job {
+            id,
+            queue: "q".into(),
+            priority: 0,
+            queued_at,
+            user: "u".into(),
+            tasks: vec![Task {
+                name: "worker".into(),
+                replicas: 1,
+                cpu_milli: 1000,
+                memory_bytes: 1 << 30,
+                gpus: GpuDemand::Whole(gpus),
+                ..Default::default()
+            }],
+            gpu_types: vec![],
+            topology: TopologyConstraint::default(),
+            retries: 0,
+            preemptions: 0,
+            predicted_duration_seconds: None,
+            running: None,
+        };
+        for n in 0..nodes {
+            for gpu in 0..7u32 {
+                let mut j = one(format!("team/run-{n:05}-{gpu}"), 1, 0);
+                j.running = Some(Running {
+                    placement: vec![ReplicaPlacement {
+                        task: "worker".into(),
+                        index: 0,
+                        rank: 0,
+                        node: snap.nodes[n].name.clone(),
+                        gpus: vec![GpuIndex(gpu)],
+                        share: None,
+                    }],
+                    bonus: false,
+                    started_at: 1000,
+                    last_checkpoint: Some(90_000 + (n as i64 * 7 + i64::from(gpu)) % 9_000),
+                    checkpoint_grace_seconds: 120,
+                    min_runtime_seconds: 0,
+                    preempting: false,
+                    checkpoint_request: None,
+                });
+                snap.jobs.push(j);
+            }
+        }
+        for p in 0..1_000 {
+            snap.jobs
+                .push(one(format!("team/wait-{p:04}"), 8, 50_000 + p as i64));
+        }
+        for consolidation in [true, false] {
+            let opts = Options {
+                consolidation,
+                ..Options::default()
+            };
+            let t = Instant::now();
+            let d = schedule_with(&snap, &opts);
+            eprintln!(
+                "fragmented, {nodes} nodes, 1,000 pending 8-GPU jobs, consolidation {consolidation}: cycle {:.1} ms, {} preemptions",
+                t.elapsed().as_secs_f64() * 1e3,
+                d.preemptions.len(),
+            );
+            g.bench_function(
+                format!("{nodes}_nodes_consolidation_{consolidation}"),
+                |b| b.iter(|| black_box(schedule_with(black_box(&snap), &opts))),
+            );
+        }
+    }
+    g.finish();
 }
 
 criterion_group!(benches, bench);

@@ -112,7 +112,17 @@ impl Kind {
             Kind::Consolidate => 3,
         }
     }
+
+    /// Whether the victims it may take depend on the claiming job's priority (no higher).
+    fn by_priority(self) -> bool {
+        !matches!(self, Kind::Reclaim)
+    }
 }
+
+/// A victim search that found nothing: who asked, the kind, the claiming job's priority
+/// where the kind depends on it, whether a limit blocked the job, and the shape. Victims
+/// and capacity only shrink within a cycle, so an equal search finds nothing either.
+type NoVictims = (Claimant, u8, i32, bool, ShapeKey);
 
 /// Whether a queue-share plan freeing `freed` (queue, milli) for a job of `q` takes from each
 /// queue line no more than it uses beyond its share. So the line stays at or above its share,
@@ -149,7 +159,7 @@ struct Cycle<'a> {
     /// Shapes that did not fit a flavor now: capacity only shrinks within a cycle.
     no_fit: BTreeSet<ShapeKey>,
     /// (who asked, reason kind, shape) whose victim search found nothing.
-    no_victims: BTreeSet<(Claimant, u8, ShapeKey)>,
+    no_victims: BTreeSet<NoVictims>,
     /// Jobs a cell guarantee kept from capacity that would otherwise fit.
     cells_blocked: BTreeSet<JobIdx>,
     /// Consolidation searches left this cycle ([`CONSOLIDATION_SEARCHES`]).
@@ -925,15 +935,9 @@ impl<'a> Cycle<'a> {
             Kind::Priority { bonus, combined } => (bonus, combined),
             Kind::Reclaim | Kind::QueueShare | Kind::Consolidate => (false, false),
         };
-        let claimant = match kind {
-            Kind::Reclaim => Claimant::Vc(p.vc),
-            Kind::Priority { .. } | Kind::QueueShare | Kind::Consolidate => {
-                Claimant::Queue(p.queue)
-            }
-        };
-        // Priority plans depend on the job's priority and limits: not shared between jobs.
+        // Priority plans depend on the job's own limits and usage too: not shared between jobs.
         let priority = matches!(kind, Kind::Priority { .. });
-        let memo = (claimant, kind.memo(), self.shape(p, f));
+        let memo = self.no_victims_key(p, f, kind, limited);
         if !priority && self.no_victims.contains(&memo) {
             return false;
         }
@@ -1184,6 +1188,21 @@ impl<'a> Cycle<'a> {
                 false
             }
         }
+    }
+
+    fn no_victims_key(&self, p: &Pending, f: FlavorId, kind: Kind, limited: bool) -> NoVictims {
+        let claimant = match kind {
+            Kind::Reclaim => Claimant::Vc(p.vc),
+            Kind::Priority { .. } | Kind::QueueShare | Kind::Consolidate => {
+                Claimant::Queue(p.queue)
+            }
+        };
+        let priority = if kind.by_priority() {
+            self.snap.job(p.job).priority
+        } else {
+            0
+        };
+        (claimant, kind.memo(), priority, limited, self.shape(p, f))
     }
 
     /// Whether `p`, not started, holds back the jobs behind it: in a strict queue, unless no
@@ -1452,7 +1471,13 @@ impl<'a> Cycle<'a> {
             if self.consolidations_left == 0 {
                 return false;
             }
-            if !self.t.within_guarantee(p.vc, f, p.milli) || self.c.free_summary(&[f]).1 < p.whole {
+            // a search known to find nothing (`no_victims`) is skipped and not counted
+            if !self.t.within_guarantee(p.vc, f, p.milli)
+                || self.c.free_summary(&[f]).1 < p.whole
+                || self
+                    .no_victims
+                    .contains(&self.no_victims_key(p, f, Kind::Consolidate, false))
+            {
                 continue;
             }
             self.consolidations_left -= 1;

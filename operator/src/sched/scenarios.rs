@@ -265,6 +265,57 @@ fn one_gpu_jobs_pack_and_leave_whole_nodes_for_big_jobs() {
     );
 }
 
+/// Two 8-GPU jobs of one FIFO queue wait for a whole node, the first too unimportant to
+/// move the 1-GPU job in the way, the second important enough: the first's failed search
+/// does not stand for the second's, and the second moves it.
+#[test]
+fn a_consolidation_too_unimportant_for_one_job_is_still_tried_for_a_more_important_one() {
+    let nodes = vec![
+        node("n0", "A100", 8, None),
+        node("n1", "A100", 8, None),
+        node("n2", "A100", 8, None),
+    ];
+    let jobs = vec![
+        run(
+            pjob("t/in-the-way", "q", 1, 1, 1),
+            &[("n0", &[0])],
+            false,
+            0,
+            None,
+        ),
+        run(
+            pjob("t/six", "q", 1, 6, 9),
+            &[("n1", &[0, 1, 2, 3, 4, 5])],
+            false,
+            0,
+            None,
+        ),
+        run(
+            pjob("t/seven", "q", 1, 7, 9),
+            &[("n2", &[0, 1, 2, 3, 4, 5, 6])],
+            false,
+            0,
+            None,
+        ),
+        pjob("t/low", "q", 1, 8, 0),
+        {
+            let mut j = pjob("t/high", "q", 1, 8, 2);
+            j.queued_at = 1;
+            j
+        },
+    ];
+    let d = schedule(&snapshot(
+        100,
+        nodes,
+        vec![vc("t", "A100", 24)],
+        vec![queue("q", "t")],
+        jobs,
+    ));
+    assert_eq!(victims(&d), strings(&["t/in-the-way"]), "{d:?}");
+    assert_eq!(d.preemptions[0].beneficiary, "t/high");
+    assert_eq!(d.preemptions[0].reason, PreemptionReason::Consolidation);
+}
+
 /// Fractions of one GPU share it up to 1000 milli; whole-GPU replicas avoid shared GPUs.
 #[test]
 fn gpu_shares_pack_and_never_exceed_one_gpu() {
@@ -416,15 +467,47 @@ fn limits_stop_admissions_with_their_own_reason() {
         ),
         "{d:?}"
     );
-    // 3 + 2 in use, 8 more would exceed the limit of 10
+    // 3 + 2 in use, 8 more would exceed the VC's limit of 10 now; but 8 is more than the
+    // queue's userLimit of 3 for ever, and that is what bob is told
     assert!(
         matches!(
             d.waiting_reason("t/bob-big"),
-            Some(WaitReason::OverLimit { .. })
+            Some(WaitReason::UserLimit {
+                limit_gpus: 3,
+                needed_gpus: 8,
+                ..
+            })
         ),
         "{d:?}"
     );
     assert_eq!(d.admissions.len(), 5);
+
+    // without a userLimit, the VC's limit it exceeds now
+    let nodes = vec![node("n0", "A100", 8, None), node("n1", "A100", 8, None)];
+    let mut t = vc("t", "A100", 16);
+    t.limit_gpus = Some(10);
+    let jobs = vec![
+        run(
+            job("t/five", "q", 1, 5),
+            &[("n0", &[0, 1, 2, 3, 4])],
+            false,
+            0,
+            None,
+        ),
+        job("t/six", "q", 1, 6),
+    ];
+    let d = schedule(&snapshot(0, nodes, vec![t], vec![queue("q", "t")], jobs));
+    assert!(
+        matches!(
+            d.waiting_reason("t/six"),
+            Some(WaitReason::OverLimit {
+                limit_gpus: 10,
+                in_use_gpus: 5,
+                ..
+            })
+        ),
+        "{d:?}"
+    );
 }
 
 /// A deleted queue admits nothing new, nor does any queue below it; its running job runs on,

@@ -209,7 +209,10 @@ impl Tenants {
         }
     }
 
-    /// Limits that would stop `need` more: VC limit, queue maxShare, user limit.
+    /// Limits that would stop `need` more: VC limit, queue maxShare, user limit. The reason
+    /// is the first limit the job is larger than, where there is one: the job never starts
+    /// under it (and holds back nobody in a strict queue), which the user must be told rather
+    /// than a limit it would pass once others' jobs end. Else the first limit it exceeds now.
     pub fn check_limits(
         &self,
         snap: &Snapshot,
@@ -220,26 +223,35 @@ impl Tenants {
         let Some(vc) = self.queue_vc[q] else {
             return Ok(());
         };
+        let mut exceeded: Option<WaitReason> = None;
         if let Some(l) = self.limit[vc]
             && self.vc_used[vc] + need > l
         {
-            return Err(WaitReason::OverLimit {
+            let r = WaitReason::OverLimit {
                 virtual_cluster: self.vc_names[vc].clone(),
                 limit_gpus: gpus(l),
                 in_use_gpus: gpus(self.vc_used[vc]),
                 needed_gpus: gpus(need),
-            });
+            };
+            if need > l {
+                return Err(r);
+            }
+            exceeded.get_or_insert(r);
         }
         for &qi in &self.chain[q] {
             if let Some(m) = self.queue_max[qi]
                 && self.queue_used[qi] + need > m
             {
-                return Err(WaitReason::QueueMaxShare {
+                let r = WaitReason::QueueMaxShare {
                     queue: snap.queue(qi).name.clone(),
                     max_gpus: gpus(m),
                     in_use_gpus: gpus(self.queue_used[qi]),
                     needed_gpus: gpus(need),
-                });
+                };
+                if need > m {
+                    return Err(r);
+                }
+                exceeded.get_or_insert(r);
             }
         }
         if let Some(l) = snap.queue(q).user_limit {
@@ -248,17 +260,22 @@ impl Tenants {
                 .get(&(q, user.to_string()))
                 .copied()
                 .unwrap_or(0);
-            if used + need > u64::from(l) * 1000 {
-                return Err(WaitReason::UserLimit {
+            let l = u64::from(l) * 1000;
+            if used + need > l {
+                let r = WaitReason::UserLimit {
                     user: user.to_string(),
                     queue: snap.queue(q).name.clone(),
-                    limit_gpus: l,
+                    limit_gpus: gpus(l),
                     in_use_gpus: gpus(used),
                     needed_gpus: gpus(need),
-                });
+                };
+                if need > l {
+                    return Err(r);
+                }
+                exceeded.get_or_insert(r);
             }
         }
-        Ok(())
+        exceeded.map_or(Ok(()), Err)
     }
 
     /// Whether `need` more passes every limit once `freed` (queue, user, milli of jobs
