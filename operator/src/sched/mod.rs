@@ -159,6 +159,8 @@ mod peer_cases_batch;
 #[cfg(test)]
 mod peer_cases_kueue2;
 #[cfg(test)]
+mod peer_cases_more;
+#[cfg(test)]
 mod peer_cases_topology;
 #[cfg(test)]
 mod proptests;
