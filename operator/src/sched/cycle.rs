@@ -86,7 +86,8 @@ enum Kind {
     /// VC's guarantee.
     Priority { bonus: bool, combined: bool },
     /// Its team's jobs of no higher priority in sibling queues that use more than their firm
-    /// share, when the job then runs within its own share and its VC's guarantee.
+    /// share, with other VCs' bonus jobs, when the job then runs within its own share and its
+    /// VC's guarantee.
     QueueShare,
     /// Its team's smaller jobs of no higher priority, for a job within its VC's guarantee
     /// that free GPUs would hold but are scattered, when each victim fits at once elsewhere.
@@ -131,10 +132,14 @@ type NoVictims = (Claimant, u8, i32, bool, ShapeKey);
 /// below its share goes first). Volcano takes one victim more (while the queue is still
 /// above its share); the property `queue_share_reclaims_settle` found that taking a large
 /// job that way puts its queue below its share, first in line for the room, and the same
-/// two plans then alternate for ever.
+/// two plans then alternate for ever. Other teams' bonus jobs reclaimed in the same plan take
+/// nothing from a line of the job's team.
 fn share_taken_only_beyond(t: &Tenants, q: QueueId, freed: &[Freed]) -> bool {
     let mut by_side: BTreeMap<QueueId, u64> = BTreeMap::new();
     for &(fq, _, milli) in freed {
+        if t.queue_vc[fq] != t.queue_vc[q] {
+            continue;
+        }
         let Some(side) = t.parting(q, fq) else {
             return false;
         };
@@ -953,13 +958,17 @@ impl<'a> Cycle<'a> {
                     || (combined && r.bonus && r.vc.is_some() && r.vc != Some(vc))
             }
             // Within the team: jobs of no higher priority whose queue line, where it parts
-            // from the job's, uses more than its firm share, by at least the job's GPUs.
+            // from the job's, uses more than its firm share, by at least the job's GPUs; and
+            // other teams' bonus jobs, reclaimed in the same plan (KAI takes a department's
+            // quota back from a sibling project and from a borrowing department at once).
+            // The plan must leave the job within its VC's guarantee either way (`credit`).
             Kind::QueueShare => {
-                r.vc == Some(vc)
+                (r.vc == Some(vc)
                     && r.priority <= prio
                     && r.queue
                         .and_then(|rq| t.parting(queue, rq))
-                        .is_some_and(|s| r.milli <= t.beyond_share(s))
+                        .is_some_and(|s| r.milli <= t.beyond_share(s)))
+                    || (r.bonus && r.vc.is_some() && r.vc != Some(vc))
             }
             // Its team's smaller jobs of no higher priority: moving them is the team's own
             // trade, and only ever for a larger job, so no two jobs move each other in turn.
@@ -989,13 +998,13 @@ impl<'a> Cycle<'a> {
         } else {
             IdVec::new()
         };
-        // what each run holds of its VC's guarantee on `f` (a queue-share plan must end
-        // within it)
-        let guaranteed_on_f: IdVec<RunIdx, u64> = if kind == Kind::QueueShare {
+        // what each run of the job's VC holds on `f`, guaranteed or bonus (a queue-share plan
+        // must end within the guarantee)
+        let own_on_f: IdVec<RunIdx, u64> = if kind == Kind::QueueShare {
             self.runs
                 .iter()
                 .map(|r| {
-                    if !r.bonus && r.flavor == f {
+                    if r.vc == Some(vc) && r.flavor == f {
                         r.milli
                     } else {
                         0
@@ -1028,8 +1037,14 @@ impl<'a> Cycle<'a> {
                 return Credit::Short;
             }
             if kind == Kind::QueueShare {
-                let held: u64 = vs.iter().map(|&v| guaranteed_on_f[v]).sum();
-                if t.guar_used[vc][f].saturating_sub(held) + p.milli > t.guarantee[vc][f]
+                // The next cycle fills the guarantee with the team's running jobs first, its
+                // bonus ones too, and offers the job what is left: so the job must fit beside
+                // all of them, not only beside those guaranteed now. (Counting only these, a
+                // team beyond its guarantee freed room that its bonus jobs took back, and the
+                // victims returned to their queue ahead of the job: the same plan for ever.)
+                let held: u64 = vs.iter().map(|&v| own_on_f[v]).sum();
+                let used = t.guar_used[vc][f] + t.bonus_used[vc][f];
+                if used.saturating_sub(held) + p.milli > t.guarantee[vc][f]
                     || !t.within_share_after(queue, p.milli, &fr)
                 {
                     return Credit::Short;
@@ -1131,11 +1146,12 @@ impl<'a> Cycle<'a> {
                     self.cells.bind(&self.c, &trial, p.vc);
                 }
                 self.t.charge(p.queue, &job.user, f, p.milli, bonus, true);
+                self.t.promise(p.queue, p.milli);
                 let waiting_on = match leaving {
                     Some(v) => v,
-                    None if combined && !theirs.is_empty() => {
-                        // one plan, recorded per kind: own jobs by priority, others' bonus
-                        // jobs by reclaim
+                    None if (combined || kind == Kind::QueueShare) && !theirs.is_empty() => {
+                        // one plan, recorded per kind: own jobs by priority or by queue
+                        // share, others' bonus jobs by reclaim
                         let cost = |vs: &[RunIdx]| vs.iter().map(|&v| self.runs[v].lost).sum();
                         let (lo, lt) = (cost(&own), cost(&theirs));
                         let mut names = Vec::new();

@@ -19,12 +19,11 @@
 //!
 //! Where kubetrain decides differently on purpose (a rule of `docs/concepts.md`,
 //! `docs/reclaim.md` or the `sched` module docs), the test asserts kubetrain's behaviour,
-//! cites the rule and ends in `_differs`. Where a user would call kubetrain's decision wrong,
-//! the test keeps the peer's expectation and is `#[ignore]`d with the reason: KAI's "Reclaim
-//! from different department and same department" found that a job within its team's
-//! guarantee and its queue's firm share waits for ever when the room it is owed is held
-//! partly by a sibling queue beyond its share and partly by another team's bonus job, since
-//! no plan takes a queue-share victim and a reclaim victim together.
+//! cites the rule and ends in `_differs`. KAI's "Reclaim from different department and same
+//! department" found that a job within its team's guarantee and its queue's firm share waited
+//! for ever when the room it is owed was held partly by a sibling queue beyond its share and
+//! partly by another team's bonus job: no plan took a queue-share victim and a reclaim victim
+//! together. A queue-share plan now may (docs/reclaim.md §7).
 
 use super::fixtures::*;
 use super::*;
@@ -716,15 +715,10 @@ fn kai_department_does_not_reclaim_beyond_its_quota() {
 /// from different department and same department": a 4-GPU node; department d1 (none
 /// deserved) borrows 2; d2 (4 deserved) holds 2 in queue1 (none deserved) and queue2 (all 4
 /// deserved) asks for 4. KAI evicts both jobs: d1's borrowed one and queue1's, which uses
-/// its department's quota beyond its own share. kubetrain finds no plan: counting queue1's
-/// 2 GPUs, queue2's job would be beyond d2's guarantee, so it may not reclaim d1's bonus job
-/// alone; a queue-share plan may take only d2's own jobs (`cycle.rs`, `preempt`,
-/// `Kind::QueueShare`), and queue1's job alone frees too little; no plan combines the two
-/// (the combined plan, docs/reclaim.md §6, joins priority and reclaim victims only). The job
-/// waits with `QuotaExhausted` while its team's guarantee is held by a queue with no share
-/// and by a team with no guarantee.
+/// its department's quota beyond its own share. So does kubetrain, in one queue-share plan
+/// that reclaims the other team's bonus job too (docs/reclaim.md §7); ported as a gap (no
+/// plan combined the two, and the job waited with `QuotaExhausted`), fixed since.
 #[test]
-#[ignore = "kubetrain gap: no plan combines a queue-share victim with another team's bonus job"]
 fn kai_reclaim_from_different_department_and_same_department() {
     let d = schedule(&snapshot(
         NOW,

@@ -1772,6 +1772,11 @@ struct ShareWorld {
     /// none is given): scattered jobs leave free GPUs scattered.
     node_pick: Vec<u32>,
     pending: Vec<(usize, u32, i32)>,
+    /// GPUs of the cluster outside the team's guarantee (at most all but one).
+    unguaranteed: u32,
+    /// Another team's jobs (GPUs, node picked), with no guarantee: bonus, placed after the
+    /// team's own, where they fit.
+    borrowers: Vec<(u32, u32)>,
 }
 
 fn share_world_s() -> impl Strategy<Value = ShareWorld> {
@@ -1786,22 +1791,28 @@ fn share_world_s() -> impl Strategy<Value = ShareWorld> {
         prop::collection::vec((job.clone(), 0i64..3000), 1..16),
         prop::collection::vec(job, 1..8),
         prop::collection::vec(0u32..3, 0..16),
+        prop_oneof![Just(0u32), Just(2), Just(4), Just(8)],
+        prop::collection::vec((prop_oneof![Just(1u32), Just(2)], 0u32..3), 0..4),
     )
-        .prop_map(|(nodes, (a, b, c), running, pending, node_pick)| {
-            let a = a.min(100);
-            let b = b.min(100 - a);
-            let c = c.min(100 - a - b);
-            ShareWorld {
-                nodes,
-                shares: [a, b, c],
-                running: running
-                    .into_iter()
-                    .map(|((q, g, p), age)| (q, g, p, age))
-                    .collect(),
-                node_pick,
-                pending,
-            }
-        })
+        .prop_map(
+            |(nodes, (a, b, c), running, pending, node_pick, unguaranteed, borrowers)| {
+                let a = a.min(100);
+                let b = b.min(100 - a);
+                let c = c.min(100 - a - b);
+                ShareWorld {
+                    nodes,
+                    shares: [a, b, c],
+                    running: running
+                        .into_iter()
+                        .map(|((q, g, p), age)| (q, g, p, age))
+                        .collect(),
+                    node_pick,
+                    pending,
+                    unguaranteed: unguaranteed.min(8 * nodes - 1),
+                    borrowers,
+                }
+            },
+        )
 }
 
 /// Applies a cycle's decisions at once: admissions run, victims are back in their queues.
@@ -1834,6 +1845,15 @@ fn check_share_plans(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
         }
     }
     let used_of = |used: &BTreeMap<&str, u64>, q: &str| used.get(q).copied().unwrap_or(0);
+    let team = &s.virtual_clusters[0].name;
+    let of_team = |q: &str| {
+        s.queues
+            .iter()
+            .any(|x| x.name == q && &x.virtual_cluster == team)
+    };
+    // a plan that also reclaims another team's bonus jobs is recorded as two preemptions
+    // for one beneficiary
+    let mut placed: BTreeSet<&str> = BTreeSet::new();
     for p in &d.preemptions {
         let b = jobs[p.beneficiary.as_str()];
         let mut freed: BTreeMap<&str, u64> = BTreeMap::new();
@@ -1847,7 +1867,7 @@ fn check_share_plans(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
                 "{} beyond its share once it runs",
                 b.id
             );
-            for (&q, &sum) in &freed {
+            for (&q, &sum) in freed.iter().filter(|(q, _)| of_team(q)) {
                 prop_assert!(
                     sum <= used_of(&used, q).saturating_sub(ent(q)),
                     "queue {} loses {} milli-GPUs of its share for {}",
@@ -1860,7 +1880,9 @@ fn check_share_plans(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
         for (q, sum) in freed {
             *used.entry(q).or_insert(0) -= sum;
         }
-        *used.entry(b.queue.as_str()).or_insert(0) += b.gpu_milli();
+        if placed.insert(b.id.as_str()) {
+            *used.entry(b.queue.as_str()).or_insert(0) += b.gpu_milli();
+        }
     }
     Ok(())
 }
@@ -1912,15 +1934,38 @@ fn share_snapshot(w: &ShareWorld) -> Snapshot {
             Some(4000 - age),
         ));
     }
+    for (k, &(g, pick)) in w.borrowers.iter().enumerate() {
+        let n = (pick % w.nodes) as usize;
+        let Some(n) = Some(n)
+            .filter(|&n| free[n] + g <= 8)
+            .or_else(|| free.iter().position(|&used| used + g <= 8))
+        else {
+            continue;
+        };
+        let gpus: Vec<u32> = (free[n]..free[n] + g).collect();
+        free[n] += g;
+        jobs.push(run(
+            pjob(&format!("o/b{k}"), "o", 1, g, 0),
+            &[(&format!("n{n}"), &gpus)],
+            true,
+            0,
+            Some(3000),
+        ));
+    }
     for (k, &(q, g, prio)) in w.pending.iter().enumerate() {
         let mut j = pjob(&format!("t/p{k}"), &format!("s{q}"), 1, g, prio);
         j.queued_at = k as i64;
         jobs.push(j);
     }
+    let mut queues = queues;
+    queues.push(queue("o", "o"));
     snapshot(
         4000,
         nodes,
-        vec![vc("t", "A100", 8 * w.nodes)],
+        vec![
+            vc("t", "A100", 8 * w.nodes - w.unguaranteed),
+            vc("o", "A100", 0),
+        ],
         queues,
         jobs,
     )
@@ -1969,6 +2014,8 @@ fn queue_share_plan_passes_over_the_cheapest_victims_when_they_break_the_share()
         ],
         node_pick: vec![],
         pending: vec![(2, 1, 0)],
+        unguaranteed: 0,
+        borrowers: vec![],
     };
     check_share_world(&w).unwrap();
 }
@@ -1995,6 +2042,8 @@ fn queue_share_plan_passes_over_victims_no_set_can_take() {
         ],
         node_pick: vec![0, 0, 0, 0, 2, 0, 1],
         pending: vec![(0, 4, 0)],
+        unguaranteed: 0,
+        borrowers: vec![],
     };
     let s = share_snapshot(&w);
     let d = schedule(&s);
@@ -2003,6 +2052,64 @@ fn queue_share_plan_passes_over_victims_no_set_can_take() {
             .iter()
             .any(|p| p.reason == PreemptionReason::QueueShare && p.beneficiary == "t/p0"),
         "{d:?}"
+    );
+    check_share_world(&w).unwrap();
+}
+
+/// Found by `queue_share_reclaims_settle` once its team could run beyond its guarantee: a
+/// plan judged the job within the guarantee beside the team's guaranteed jobs only. The next
+/// cycle filled the freed guarantee with the team's bonus jobs and the victims came back in
+/// phase 1 ahead of the job, beyond it now; two plans alternated for ever. The job must now
+/// fit beside all of the team's running jobs.
+#[test]
+fn queue_share_plan_counts_the_teams_bonus_jobs() {
+    let w = ShareWorld {
+        nodes: 3,
+        shares: [1, 68, 0],
+        running: vec![
+            (2, 2, 1, 843),
+            (0, 2, 0, 813),
+            (0, 2, 0, 0),
+            (0, 4, 1, 407),
+            (0, 1, 0, 0),
+            (0, 1, 0, 0),
+            (0, 1, 0, 0),
+            (0, 4, 0, 422),
+            (0, 4, 0, 422),
+            (0, 1, 0, 0),
+            (0, 2, 0, 1),
+        ],
+        node_pick: vec![1],
+        pending: vec![(0, 2, 0), (1, 1, 0), (1, 4, 0)],
+        unguaranteed: 2,
+        borrowers: vec![],
+    };
+    check_share_world(&w).unwrap();
+}
+
+/// Found by `queue_share_reclaims_settle` with another team borrowing: two 1-GPU jobs of
+/// queue s0 reclaimed the borrower, and with them charged s0 looked 4.96 GPUs beyond its
+/// share, so a plan took s0's 4-GPU job for s1's. In the next cycle all three s0 jobs waited
+/// again, s0 and s1 tied at nothing used, and the victim came back first (FIFO in s0, s0
+/// first on the tie). A job waiting on a plan now holds nothing of its queue's share.
+#[test]
+fn queue_share_counts_only_jobs_that_run_next_cycle() {
+    let w = ShareWorld {
+        nodes: 1,
+        shares: [13, 50, 0],
+        running: vec![(0, 4, 0, 0), (2, 2, 0, 0)],
+        node_pick: vec![],
+        pending: vec![(1, 4, 0), (0, 1, 0), (0, 1, 0)],
+        unguaranteed: 0,
+        borrowers: vec![(2, 0)],
+    };
+    let s = share_snapshot(&w);
+    assert!(
+        !schedule(&s)
+            .preemptions
+            .iter()
+            .any(|p| p.reason == PreemptionReason::QueueShare),
+        "no queue-share plan while s0's jobs only wait on a reclaim"
     );
     check_share_world(&w).unwrap();
 }

@@ -46,6 +46,9 @@ pub(crate) struct Tenants {
     pub bonus_used: IdVec<VcId, IdVec<FlavorId, u64>>,
     pub vc_used: IdVec<VcId, u64>,
     pub queue_used: IdVec<QueueId, u64>,
+    /// Per queue (its own and its descendants'): what this cycle's preemption plans charged
+    /// for their beneficiaries, which wait again in the next cycle (see `beyond_share`).
+    pub promised: IdVec<QueueId, u64>,
     pub user_used: BTreeMap<(QueueId, String), u64>,
 }
 
@@ -99,6 +102,7 @@ impl Tenants {
         t.queue_max = IdVec::filled(None, nq);
         t.entitlement = IdVec::filled(0, nq);
         t.queue_used = IdVec::filled(0, nq);
+        t.promised = IdVec::filled(0, nq);
         for (i, q) in snap.queues.iter().enumerate() {
             let i = QueueId(i as u32);
             if t.queue_by_name.get(&q.name) != Some(&i) {
@@ -173,12 +177,21 @@ impl Tenants {
     }
 
     /// Milli-GPUs `q` uses beyond its entitlement, when its share is firm (else 0: nothing
-    /// of it can be taken back).
+    /// of it can be taken back). A job a plan of this cycle makes room for is not counted:
+    /// it waits again in the next cycle, where the queue's other waiting jobs (victims taken
+    /// back for it among them) may come first, so it holds nothing of the share yet.
     pub fn beyond_share(&self, q: QueueId) -> u64 {
         if !self.firm[q] {
             return 0;
         }
-        self.queue_used[q].saturating_sub(self.entitlement[q])
+        (self.queue_used[q].saturating_sub(self.promised[q])).saturating_sub(self.entitlement[q])
+    }
+
+    /// Charges what a preemption plan promises its beneficiary in `q`.
+    pub fn promise(&mut self, q: QueueId, milli: u64) {
+        for &qi in &self.chain[q] {
+            self.promised[qi] += milli;
+        }
     }
 
     /// Whether `need` more keeps `q` and each of its ancestors within its entitlement, once
