@@ -163,6 +163,8 @@ mod peer_cases_more;
 #[cfg(test)]
 mod peer_cases_topology;
 #[cfg(test)]
+mod peer_cases_vy;
+#[cfg(test)]
 mod proptests;
 #[cfg(test)]
 mod scenarios;
