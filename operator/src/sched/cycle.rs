@@ -163,7 +163,7 @@ struct Cycle<'a> {
     out: Decisions,
     /// Shapes that did not fit a flavor now: capacity only shrinks within a cycle.
     no_fit: BTreeSet<ShapeKey>,
-    /// (who asked, reason kind, shape) whose victim search found nothing.
+    /// Victim searches that found nothing this cycle ([`NoVictims`]).
     no_victims: BTreeSet<NoVictims>,
     /// Jobs a cell guarantee kept from capacity that would otherwise fit.
     cells_blocked: BTreeSet<JobIdx>,

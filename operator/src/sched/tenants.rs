@@ -184,7 +184,9 @@ impl Tenants {
         if !self.firm[q] {
             return 0;
         }
-        (self.queue_used[q].saturating_sub(self.promised[q])).saturating_sub(self.entitlement[q])
+        self.queue_used[q]
+            .saturating_sub(self.promised[q])
+            .saturating_sub(self.entitlement[q])
     }
 
     /// Charges what a preemption plan promises its beneficiary in `q`.
