@@ -1,7 +1,7 @@
 //! Builders for tests: small clusters, tenants and jobs in a few lines.
 
 use super::GuaranteeShortfall;
-use super::decisions::{Admission, Decisions};
+use super::decisions::{Admission, Decisions, PreemptionReason};
 use super::model::*;
 
 pub const GIB: u64 = 1 << 30;
@@ -202,4 +202,23 @@ pub fn at_risk(d: &Decisions, vc: &str, flavor: &str) -> Option<GuaranteeShortfa
     d.usage.virtual_clusters[vc].flavors[&Flavor::new(flavor)]
         .at_risk
         .clone()
+}
+
+/// `q` with `share` percent of its VirtualCluster's (or parent's) guarantee.
+pub fn shared(mut q: Queue, share: u32) -> Queue {
+    q.share = share;
+    q
+}
+
+/// Whether `job` was not admitted and waits with the reason `code`.
+pub fn waits_with(d: &Decisions, job: &str, code: &str) -> bool {
+    d.admission(job).is_none() && d.waiting_reason(job).is_some_and(|r| r.code() == code)
+}
+
+/// Why `victim` is preempted, if it is.
+pub fn reason_of(d: &Decisions, victim: &str) -> Option<PreemptionReason> {
+    d.preemptions
+        .iter()
+        .find(|p| p.victims.iter().any(|v| v == victim))
+        .map(|p| p.reason)
 }

@@ -94,10 +94,6 @@ fn admitted_gpus(d: &Decisions, prefix: &str) -> (u32, u32) {
     (all, bonus)
 }
 
-fn waits_with(d: &Decisions, job: &str, code: &str) -> bool {
-    d.admission(job).is_none() && d.waiting_reason(job).is_some_and(|r| r.code() == code)
-}
-
 /// Kueue's `eng` cohort scaled down: two teams guaranteed 10 A100 each, on 20 A100.
 fn eng_cohort(jobs: Vec<Job>) -> Decisions {
     schedule(&snapshot(

@@ -41,10 +41,6 @@ fn queued(mut j: Job, at: i64) -> Job {
     j
 }
 
-fn waits_with(d: &Decisions, job: &str, code: &str) -> bool {
-    d.admission(job).is_none() && d.waiting_reason(job).is_some_and(|r| r.code() == code)
-}
-
 /// The GPU indices an admission takes on its node, replica by replica.
 fn gpus_of(d: &Decisions, job: &str) -> Vec<(String, Vec<u32>)> {
     d.admission(job)

@@ -105,18 +105,6 @@ fn strict(mut q: Queue, policy: QueuePolicy) -> Queue {
     q
 }
 
-fn waits_with(d: &Decisions, job: &str, code: &str) -> bool {
-    d.admission(job).is_none() && d.waiting_reason(job).is_some_and(|r| r.code() == code)
-}
-
-/// Why `victim` is preempted, if it is.
-fn reason_of(d: &Decisions, victim: &str) -> Option<PreemptionReason> {
-    d.preemptions
-        .iter()
-        .find(|p| p.victims.iter().any(|v| v == victim))
-        .map(|p| p.reason)
-}
-
 /// The GPU type of every victim's node, for cases on several types.
 fn flavor_of_victims(d: &Decisions, snap: &Snapshot) -> Vec<String> {
     let mut out: Vec<String> = d

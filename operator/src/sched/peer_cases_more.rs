@@ -72,23 +72,6 @@ fn limited(mut v: VirtualCluster, limit: Option<u32>) -> VirtualCluster {
     v
 }
 
-fn shared(mut q: Queue, share: u32) -> Queue {
-    q.share = share;
-    q
-}
-
-fn waits_with(d: &Decisions, job: &str, code: &str) -> bool {
-    d.admission(job).is_none() && d.waiting_reason(job).is_some_and(|r| r.code() == code)
-}
-
-/// Why `victim` is preempted, if it is.
-fn reason_of(d: &Decisions, victim: &str) -> Option<PreemptionReason> {
-    d.preemptions
-        .iter()
-        .find(|p| p.victims.iter().any(|v| v == victim))
-        .map(|p| p.reason)
-}
-
 // ---------------------------------------------------------------------------------------
 // Kueue pkg/scheduler/preemption/preemption_test.go, TestPreemption
 // ---------------------------------------------------------------------------------------

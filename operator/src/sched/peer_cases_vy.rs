@@ -72,27 +72,10 @@ fn limited(mut v: VirtualCluster, limit: u32) -> VirtualCluster {
     v
 }
 
-fn shared(mut q: Queue, share: u32) -> Queue {
-    q.share = share;
-    q
-}
-
 fn child(q: Queue, parent: &str, share: u32) -> Queue {
     let mut q = shared(q, share);
     q.parent = Some(parent.into());
     q
-}
-
-fn waits_with(d: &Decisions, job: &str, code: &str) -> bool {
-    d.admission(job).is_none() && d.waiting_reason(job).is_some_and(|r| r.code() == code)
-}
-
-/// Why `victim` is preempted, if it is.
-fn reason_of(d: &Decisions, victim: &str) -> Option<PreemptionReason> {
-    d.preemptions
-        .iter()
-        .find(|p| p.victims.iter().any(|v| v == victim))
-        .map(|p| p.reason)
 }
 
 // ---------------------------------------------------------------------------------------
