@@ -155,6 +155,8 @@ mod peer_cases;
 #[cfg(test)]
 mod peer_cases_admission;
 #[cfg(test)]
+mod peer_cases_alloc;
+#[cfg(test)]
 mod peer_cases_batch;
 #[cfg(test)]
 mod peer_cases_kueue2;
