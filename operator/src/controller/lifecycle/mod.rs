@@ -35,6 +35,8 @@ mod peer_stories;
 #[cfg(test)]
 mod peer_stories_more;
 #[cfg(test)]
+mod peer_stories_third;
+#[cfg(test)]
 mod stories;
 
 /// The operator's settings the lifecycle obeys.
