@@ -545,17 +545,26 @@ const DRAIN_SETTLE_SECONDS: i64 = 10;
 /// pod is removed minutes after its node idles, not seconds.
 const RECORD_SUCCESS_AFTER_SECONDS: i64 = 30;
 
-/// When the pod's last container finished, if its status says.
+/// When the pod finished, if its status says, as the Kubernetes Job controller reads it
+/// (`getFinishedTime`): its last container to finish, init containers (sidecars) included;
+/// else when it stopped being ready; else when it was deleted.
 fn finished_at(m: &Member) -> Option<Timestamp> {
-    m.pod
-        .status
-        .as_ref()?
-        .container_statuses
-        .iter()
-        .flatten()
-        .filter_map(|c| c.state.as_ref()?.terminated.as_ref()?.finished_at.as_ref())
+    let status = m.pod.status.as_ref()?;
+    container_states(status)
+        .filter_map(|s| s.terminated.as_ref()?.finished_at.as_ref())
         .map(|t| t.0)
         .max()
+        .or_else(|| {
+            status
+                .conditions
+                .iter()
+                .flatten()
+                .find(|c| c.type_ == "Ready" && c.status == "False")?
+                .last_transition_time
+                .as_ref()
+                .map(|t| t.0)
+        })
+        .or_else(|| m.pod.metadata.deletion_timestamp.as_ref().map(|t| t.0))
 }
 
 /// The states of a pod's init containers, then of its containers.
@@ -1188,36 +1197,43 @@ impl Step<'_> {
             );
             fx.requeue(wait.max(Duration::from_secs(1)));
         } else {
-            status.phase = Phase::Failed;
-            status.finished_at = Some(t.clone());
             let msg = format!(
                 "Replica {pod} failed: {reason}. No retries left ({} of {} used).",
                 status.retries, job.spec.max_retries
             );
-            conditions::set(
-                &mut status.conditions,
-                ConditionType::Failed,
-                true,
-                Reason::RetriesExhausted,
-                msg.clone(),
-                generation,
-                t,
-            );
-            conditions::set(
-                &mut status.conditions,
-                ConditionType::Running,
-                false,
-                Reason::ReplicaFailed,
-                msg.clone(),
-                generation,
-                t,
-            );
-            status.message = Some(msg.clone());
-            fx.event(EventType::Warning, EventReason::Failed, msg);
-            // Nothing runs again: the replicas still running stop, the one that failed
-            // stays for its logs.
-            fx.stop = Stop::Live;
+            self.fail_for_good(status, fx, msg);
         }
+    }
+
+    /// No retries left: Failed, for good.
+    fn fail_for_good(&self, status: &mut TrainingJobStatus, fx: &mut Effects, msg: String) {
+        let (t, generation) = (self.t, self.generation);
+        status.phase = Phase::Failed;
+        status.finished_at = Some(t.clone());
+        status.retry_at = None;
+        conditions::set(
+            &mut status.conditions,
+            ConditionType::Failed,
+            true,
+            Reason::RetriesExhausted,
+            msg.clone(),
+            generation,
+            t,
+        );
+        conditions::set(
+            &mut status.conditions,
+            ConditionType::Running,
+            false,
+            Reason::ReplicaFailed,
+            msg.clone(),
+            generation,
+            t,
+        );
+        status.message = Some(msg.clone());
+        fx.event(EventType::Warning, EventReason::Failed, msg);
+        // Nothing runs again: the replicas still running stop, the one that failed
+        // stays for its logs.
+        fx.stop = Stop::Live;
     }
 
     /// The scheduler would not bind the gang where kubetrain placed it: roll the whole
@@ -1267,6 +1283,16 @@ impl Step<'_> {
         }
         if !self.gang.is_empty() {
             fx.requeue(Duration::from_secs(1));
+            return;
+        }
+        // `maxRetries` may change while the job waits: lowered below the retries already
+        // used, the job does not run again (Volcano's restarting state does the same).
+        if status.retries > self.job.spec.max_retries {
+            let msg = format!(
+                "No retries left: {} used, and maxRetries is now {}.",
+                status.retries, self.job.spec.max_retries
+            );
+            self.fail_for_good(status, fx, msg);
             return;
         }
         let due = status.retry_at.as_ref().is_none_or(|r| t.0 >= r.0);
