@@ -1085,6 +1085,11 @@ impl Step<'_> {
                 limit.as_secs(),
                 waiting.map_or(String::new(), |w| format!(" ({w})"))
             );
+            // A gang that never started (an image that cannot be pulled, say) goes to the back
+            // of its queue, as Kueue requeues a workload evicted by its PodsReady timeout: it
+            // should not hold the head of the line again. A failure after it ran keeps the
+            // job's place, as a preemption does.
+            status.queued_at = Some(t.clone());
             return self.fail(
                 status,
                 fx,
@@ -1148,6 +1153,7 @@ impl Step<'_> {
                 t,
             );
             status.message = Some(msg.clone());
+            self.not_admitted(status, Reason::InfrastructureFailure, &msg);
             fx.event_nth(
                 EventType::Warning,
                 EventReason::InfrastructureFailure,
@@ -1191,6 +1197,7 @@ impl Step<'_> {
                 t,
             );
             status.message = Some(msg.clone());
+            self.not_admitted(status, Reason::ReplicaFailed, &msg);
             fx.event_nth(
                 EventType::Warning,
                 EventReason::ReplicaFailed,
@@ -1205,6 +1212,20 @@ impl Step<'_> {
             );
             self.fail_for_good(status, fx, msg);
         }
+    }
+
+    /// The job no longer holds an admission (it waits out a backoff, or is back in its queue
+    /// or suspended): `Admitted=False`, with why, in the same write.
+    fn not_admitted(&self, status: &mut TrainingJobStatus, reason: Reason, msg: &str) {
+        conditions::set(
+            &mut status.conditions,
+            ConditionType::Admitted,
+            false,
+            reason,
+            msg.to_string(),
+            self.generation,
+            self.t,
+        );
     }
 
     /// No retries left: Failed, for good.
@@ -1274,6 +1295,7 @@ impl Step<'_> {
             t,
         );
         status.message = Some(msg.clone());
+        self.not_admitted(status, Reason::SchedulerRejected, &msg);
         fx.event(EventType::Warning, EventReason::SchedulerRejected, msg);
     }
 
@@ -1330,6 +1352,14 @@ impl Step<'_> {
             fx.request_checkpoint = true;
         }
         if self.present.is_empty() {
+            if !self.gang.is_empty() && !self.job.spec.suspend {
+                // Pods still terminating hold their GPUs: the job is back in its queue (and
+                // the preemption counted) once they are gone, as `Requeued` says. A
+                // suspension is told at once, as the Job controller does; `queued` waits for
+                // the pods if the job is resumed before they are gone.
+                fx.requeue(Duration::from_secs(1));
+                return;
+            }
             self.requeue_preempted(status, fx);
         } else if !self.job.spec.suspend && !self.gang.checkpoint_requested() {
             self.preemption_withdrawn(status, fx);
@@ -1455,6 +1485,12 @@ impl Step<'_> {
             t,
         );
         status.message = Some(msg.clone());
+        let why = if job.spec.suspend {
+            Reason::Suspended
+        } else {
+            Reason::Preempted
+        };
+        self.not_admitted(status, why, &msg);
         let event = if job.spec.suspend {
             EventReason::Suspended
         } else if suspension {

@@ -6,7 +6,11 @@
 //!
 //! The same conventions as `peer_stories.rs`: a case whose answer differs on purpose, as
 //! documented, asserts kubetrain's answer and ends in `_differs`; a case kubetrain gets wrong
-//! keeps the peer's expectation and is ignored with the gap in one line.
+//! keeps the peer's expectation and is ignored with the gap in one line. Four were ported as
+//! gaps and are fixed: a gang stopped by its start timeout goes to the back of its queue; a
+//! job that leaves its admission (back in its queue, suspended, waiting out a backoff, its
+//! placement refused) is `Admitted=False` in the same write; and a preempted gang is back in
+//! its queue, the preemption counted, only once its pods are gone.
 //!
 //! Not ported, for want of the feature in kubetrain: Kueue's restoration of the pod template
 //! (node selectors, labels, tolerations from admission checks' `PodSetUpdates`) when a job is
@@ -99,10 +103,9 @@ fn kueue_a_preempted_job_keeps_its_place_and_waits_no_backoff() {
 /// and `pkg/controller/core/workload_controller_test.go` (an eviction by `PodsReadyTimeout`
 /// requeues the workload after its backoff): a workload whose pods never became ready goes to
 /// the back of its queue, so that it does not block the head of the line again. In kubetrain,
-/// a gang stopped by the start timeout retries; once back in its queue its `queuedAt` should
-/// be the time it was stopped (or requeued), not its first entry.
+/// a gang stopped by the start timeout retries; once back in its queue its `queuedAt` is the
+/// time it was stopped, not its first entry (ported as a gap: it kept its first place; fixed).
 #[test]
-#[ignore = "kubetrain gap: a gang requeued after its start timeout keeps its first queuedAt, so it is first in line again"]
 fn kueue_a_gang_requeued_after_its_start_timeout_goes_to_the_back() {
     let mut s = Story::new(2);
     s.tick();
@@ -158,7 +161,6 @@ fn kueue_a_reclaimed_borrower_keeps_its_place_differs() {
 /// preempted job back in its queue (`Running=False` `Preempted`, `Preempting=False`
 /// `Requeued`) should also turn `Admitted` `False`: the job holds no admission any more.
 #[test]
-#[ignore = "kubetrain gap: a preempted job back in Queued keeps Admitted=True (with its old placement's message) until a later reconcile"]
 fn kueue_a_requeued_job_is_no_longer_admitted() {
     let mut s = Story::running(2);
     s.after(100);
@@ -174,7 +176,6 @@ fn kueue_a_requeued_job_is_no_longer_admitted() {
 /// kubetrain, a job `Retrying` (its gang stopped, waiting out the backoff) should not say
 /// `Admitted=True`.
 #[test]
-#[ignore = "kubetrain gap: a Retrying job keeps Admitted=True through its backoff; only the next Queued reconcile turns it False"]
 fn kueue_a_job_waiting_out_its_backoff_is_not_admitted() {
     let mut s = Story::running(2);
     exits(&mut s.pods[1], 1);
@@ -195,7 +196,6 @@ fn kueue_a_job_waiting_out_its_backoff_is_not_admitted() {
 /// pods are gone; the job is back in its queue" (a retrying gang does wait for them:
 /// `volcano_a_restarting_job_waits_for_its_terminating_pods`).
 #[test]
-#[ignore = "kubetrain gap: a preempted gang is Requeued (Queued, preemption counted) while its pods still terminate"]
 fn kueue_the_preemption_finishes_only_once_the_pods_are_gone() {
     let mut s = Story::running(2);
     s.after(100);
