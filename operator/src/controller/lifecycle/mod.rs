@@ -33,6 +33,8 @@ use crate::sched::WaitReason;
 #[cfg(test)]
 mod peer_stories;
 #[cfg(test)]
+mod peer_stories_fifth;
+#[cfg(test)]
 mod peer_stories_fourth;
 #[cfg(test)]
 mod peer_stories_more;
