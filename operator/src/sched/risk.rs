@@ -25,7 +25,7 @@ use super::ids::{FlavorId, IdVec, RunIdx, VcId};
 use super::model::{Flavor, Snapshot};
 use super::reclaim::RunInfo;
 use super::tenants::Tenants;
-use super::usage::{CellShortfall, GuaranteeShortfall, Usage};
+use super::usage::{self, CellShortfall, GuaranteeShortfall, Usage};
 
 /// The guarantees at risk, by VirtualCluster name and GPU type, as the cycle starts (this
 /// cycle's promotions applied).
@@ -56,6 +56,14 @@ pub(crate) fn shortfalls(
             stay[vc].push(i);
         }
     }
+    // Per GPU type, once: the GPUs on the nodes, and what all guarantees add up to (what a
+    // shortfall's cause is told by).
+    let in_cluster = usage::capacity(snap);
+    let mut all_guaranteed: BTreeMap<&Flavor, u32> = BTreeMap::new();
+    for g in snap.virtual_clusters.iter().flat_map(|w| &w.guarantee) {
+        let sum = all_guaranteed.entry(&g.flavor).or_default();
+        *sum = sum.saturating_add(g.gpus);
+    }
     let mut out = BTreeMap::new();
     for vc in &snap.virtual_clusters {
         let Some(&v) = t.vc_by_name.get(&vc.name) else {
@@ -67,19 +75,6 @@ pub(crate) fn shortfalls(
             }
             let f = c.flavor_by_name.get(g.flavor.as_str()).copied();
             let usable = f.map_or(0, |f| c.facts[f].total_gpus);
-            let in_cluster: u32 = snap
-                .nodes
-                .iter()
-                .filter(|n| n.flavor == g.flavor)
-                .map(|n| n.allocatable.gpus)
-                .sum();
-            let all_guaranteed: u32 = snap
-                .virtual_clusters
-                .iter()
-                .flat_map(|w| &w.guarantee)
-                .filter(|w| w.flavor == g.flavor)
-                .map(|w| w.gpus)
-                .fold(0, u32::saturating_add);
             // Milli-GPUs v may claim beyond what it holds.
             let mut claimable = 0;
             let obtainable = match f {
@@ -140,8 +135,8 @@ pub(crate) fn shortfalls(
                         guaranteed_gpus: g.gpus,
                         obtainable_gpus: obtainable.min(g.gpus),
                         usable_gpus: usable,
-                        cluster_gpus: in_cluster,
-                        all_guaranteed_gpus: all_guaranteed,
+                        cluster_gpus: in_cluster.get(&g.flavor).copied().unwrap_or(0),
+                        all_guaranteed_gpus: all_guaranteed.get(&g.flavor).copied().unwrap_or(0),
                         cells: cell_rows,
                     },
                 );

@@ -172,6 +172,15 @@ where
     map.get_mut(key).expect("inserted above")
 }
 
+/// GPUs per type on every node of `snap`, healthy or not, schedulable or not.
+pub(crate) fn capacity(snap: &Snapshot) -> BTreeMap<Flavor, u32> {
+    let mut out: BTreeMap<Flavor, u32> = BTreeMap::new();
+    for n in snap.nodes.iter().filter(|n| !n.flavor.is_cpu_only()) {
+        *out.entry(n.flavor.clone()).or_default() += n.allocatable.gpus;
+    }
+    out
+}
+
 /// The usage of `snap`'s running jobs once the `promoted` jobs (ids) are guaranteed and the
 /// `demoted` ones bonus.
 pub(crate) fn report(
@@ -180,12 +189,10 @@ pub(crate) fn report(
     promoted: &[String],
     demoted: &[String],
 ) -> Usage {
-    let mut usage = Usage::default();
-    for n in &snap.nodes {
-        if !n.flavor.is_cpu_only() {
-            *usage.capacity.entry(n.flavor.clone()).or_default() += n.allocatable.gpus;
-        }
-    }
+    let mut usage = Usage {
+        capacity: capacity(snap),
+        ..Usage::default()
+    };
     let queue_vc: BTreeMap<&str, &str> = snap
         .queues
         .iter()
