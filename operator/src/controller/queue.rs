@@ -57,7 +57,9 @@ async fn has_finalizer(api: &Api<Queue>, name: &str) -> bool {
 
 /// The queue's unfinished jobs, named in `spec.queue` or through a VirtualCluster's
 /// `defaultQueue` (`validate::effective_queue`): how many were admitted (they hold or are
-/// about to hold GPUs) and how many wait.
+/// about to hold GPUs) and how many wait. Counted from the job cache, not from the last
+/// cycle's usage (`usage::QueueUsage`): letting the finalizer go cannot be undone, and the
+/// cache is the newer of the two.
 fn unfinished_jobs(queue: &Queue, ctx: &Context) -> (i32, i32) {
     let name = queue.name_any();
     let maps = ctx.ref_maps();
