@@ -185,6 +185,7 @@ pub fn next(
         present: &present,
     };
     s.step(&mut status, &mut fx);
+    s.admission_ended(&mut status);
     if let Some(wait) = first_write_deferred(job, gang, world, &status, now) {
         // Nothing is written and nothing recorded: the next reconcile, when the scheduler
         // has spoken, enters the queue again and says the rest with it.
@@ -1155,7 +1156,6 @@ impl Step<'_> {
                 t,
             );
             status.message = Some(msg.clone());
-            self.not_admitted(status, Reason::InfrastructureFailure, &msg);
             fx.event_nth(
                 EventType::Warning,
                 EventReason::InfrastructureFailure,
@@ -1199,7 +1199,6 @@ impl Step<'_> {
                 t,
             );
             status.message = Some(msg.clone());
-            self.not_admitted(status, Reason::ReplicaFailed, &msg);
             fx.event_nth(
                 EventType::Warning,
                 EventReason::ReplicaFailed,
@@ -1216,15 +1215,38 @@ impl Step<'_> {
         }
     }
 
-    /// The job no longer holds an admission (it waits out a backoff, or is back in its queue
-    /// or suspended): `Admitted=False`, with why, in the same write.
-    fn not_admitted(&self, status: &mut TrainingJobStatus, reason: Reason, msg: &str) {
+    /// A job that holds no admission (back in its queue, suspended, waiting out a backoff)
+    /// never says `Admitted=True`: whatever way it left its admission, the same write says
+    /// `Admitted=False` with why it stopped (its `Running=False` reason and message), and
+    /// `queued` words the wait itself once the scheduler has spoken.
+    fn admission_ended(&self, status: &mut TrainingJobStatus) {
+        if !matches!(
+            status.phase,
+            Phase::Queued | Phase::Retrying | Phase::Suspended
+        ) || !conditions::is_true(&status.conditions, ConditionType::Admitted)
+        {
+            return;
+        }
+        let (reason, msg) = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == ConditionType::Running.as_str())
+            .filter(|c| c.status == "False")
+            .map_or_else(
+                || {
+                    (
+                        Reason::Waiting.as_str().to_string(),
+                        status.message.clone().unwrap_or_default(),
+                    )
+                },
+                |c| (c.reason.clone(), c.message.clone()),
+            );
         conditions::set(
             &mut status.conditions,
             ConditionType::Admitted,
             false,
-            reason,
-            msg.to_string(),
+            &reason,
+            msg,
             self.generation,
             self.t,
         );
@@ -1297,7 +1319,6 @@ impl Step<'_> {
             t,
         );
         status.message = Some(msg.clone());
-        self.not_admitted(status, Reason::SchedulerRejected, &msg);
         fx.event(EventType::Warning, EventReason::SchedulerRejected, msg);
     }
 
@@ -1487,12 +1508,6 @@ impl Step<'_> {
             t,
         );
         status.message = Some(msg.clone());
-        let why = if job.spec.suspend {
-            Reason::Suspended
-        } else {
-            Reason::Preempted
-        };
-        self.not_admitted(status, why, &msg);
         let event = if job.spec.suspend {
             EventReason::Suspended
         } else if suspension {
