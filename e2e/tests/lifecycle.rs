@@ -161,6 +161,47 @@ async fn failing_replica_is_retried_then_fails() {
     s.finish().await;
 }
 
+/// `activeDeadlineSeconds`: a gang that runs past it is stopped and fails for good, its
+/// retries unused, and its pods are deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_past_its_deadline_fails_and_is_not_retried() {
+    let s = Scenario::new("deadline", 1, 8, 1).await;
+    let q = s.tenant("deadline", 8, "FIFO", "");
+    s.cp.apply(&s.job(
+        "slow",
+        &q,
+        2,
+        1,
+        &[("run-seconds", "600")],
+        "  maxRetries: 2\n  activeDeadlineSeconds: 4\n",
+    ));
+    s.wait_phase("slow", "Failed", Duration::from_secs(60))
+        .await;
+    let reason = s.job_status("slow", "{.status.conditions[?(@.type==\"Failed\")].reason}");
+    assert_eq!(reason, "DeadlineExceeded");
+    assert_eq!(s.job_status("slow", "{.status.retries}"), "0");
+    let msg = s.job_status("slow", "{.status.message}");
+    assert!(msg.contains("activeDeadlineSeconds"), "{msg}");
+    assert!(s.event_reasons("slow").iter().any(|e| e == "Failed"));
+    // Its replicas were stopped: none is left running.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let phases = s.cp.jsonpath(
+            &["pods", "-n", &s.ns, "-l", "kubetrain.io/job=slow"],
+            "{.items[*].status.phase}",
+        );
+        if !phases.contains("Running") {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "replicas still running after the deadline: {phases}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    s.finish().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubelet_admission_rejection_is_retried_without_counting() {
     let s = Scenario::new("admit", 1, 8, 1).await;

@@ -82,8 +82,11 @@ names! {
         Preempted,
         /// `Succeeded=True`; `Running=False` once it finished.
         Succeeded,
-        /// `Failed=True`.
+        /// `Failed=True`: a replica failed with no retries left.
         RetriesExhausted,
+        /// `Failed=True`, `Running=False`: the job ran past `spec.activeDeadlineSeconds` in
+        /// one admission (not retried).
+        DeadlineExceeded,
         /// `Preempting=True`: asked to checkpoint.
         CheckpointRequested,
         /// `Preempting=True`: asked to checkpoint because `spec.suspend` is true.
@@ -148,7 +151,7 @@ names! {
         SchedulerRejected,
         /// Every replica succeeded.
         Succeeded,
-        /// No retries left.
+        /// The job failed for good: no retries left, or past its `activeDeadlineSeconds`.
         Failed,
         /// Deleted after `ttlSecondsAfterFinished`.
         Expired,

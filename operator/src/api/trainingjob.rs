@@ -96,6 +96,15 @@ pub struct TrainingJobSpec {
     #[serde(default)]
     pub suspend: bool,
 
+    /// How long, in seconds, the job may run in one admission: once that long has passed
+    /// since the scheduler admitted it, its replicas are stopped and it fails for good with
+    /// `DeadlineExceeded`, not retried. Time waiting in a queue never counts; a job admitted
+    /// again (after a retry, a preemption or a suspension) starts a new count. Unset: no
+    /// limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub active_deadline_seconds: Option<i64>,
+
     /// Delete the job this many seconds after it finished. Unset keeps it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]

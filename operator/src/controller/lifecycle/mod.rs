@@ -1065,6 +1065,18 @@ impl Step<'_> {
         {
             return self.roll_back(status, fx, refusal);
         }
+        // What the replicas did before the deadline was seen goes first (above): a success
+        // is one, a failure is retried as any other.
+        let deadline = self.deadline(status);
+        if let Some((limit, due)) = deadline
+            && t.0 >= due
+        {
+            let msg = format!(
+                "Stopped {limit} s after its admission (spec.activeDeadlineSeconds); not \
+                 retried."
+            );
+            return self.fail_for_good(status, fx, Reason::DeadlineExceeded, msg);
+        }
         let all_running = expected.iter().all(|n| {
             self.gang
                 .present_named(n)
@@ -1118,6 +1130,25 @@ impl Step<'_> {
             fx.event(EventType::Normal, EventReason::Running, msg);
         }
         fx.requeue(Duration::from_secs(if all_running { 30 } else { 2 }));
+        if let Some((_, due)) = deadline {
+            fx.requeue(Duration::from_secs(
+                (due.as_second() - t.0.as_second()).max(1) as u64,
+            ));
+        }
+    }
+
+    /// The job's `activeDeadlineSeconds` and when it falls: counted from the current
+    /// admission, so a job back from its queue (a retry, a preemption, a suspension) has the
+    /// whole time again, and time spent waiting never counts.
+    fn deadline(&self, status: &TrainingJobStatus) -> Option<(i64, Timestamp)> {
+        let limit = self.job.spec.active_deadline_seconds?;
+        let admitted = status.admitted_at.as_ref()?;
+        // A deadline beyond the last representable time is none.
+        let due = admitted
+            .0
+            .checked_add(SignedDuration::from_secs(limit))
+            .ok()?;
+        Some((limit, due))
     }
 
     /// The first replica whose pod failed before the gang was asked to checkpoint, as the
@@ -1211,7 +1242,7 @@ impl Step<'_> {
                 "Replica {pod} failed: {reason}. No retries left ({} of {} used).",
                 status.retries, job.spec.max_retries
             );
-            self.fail_for_good(status, fx, msg);
+            self.fail_for_good(status, fx, Reason::RetriesExhausted, msg);
         }
     }
 
@@ -1252,8 +1283,15 @@ impl Step<'_> {
         );
     }
 
-    /// No retries left: Failed, for good.
-    fn fail_for_good(&self, status: &mut TrainingJobStatus, fx: &mut Effects, msg: String) {
+    /// Failed, for good: no retries left (`RetriesExhausted`, the last replica failed), or
+    /// past the job's deadline (`DeadlineExceeded`, which is also why it stopped running).
+    fn fail_for_good(
+        &self,
+        status: &mut TrainingJobStatus,
+        fx: &mut Effects,
+        reason: Reason,
+        msg: String,
+    ) {
         let (t, generation) = (self.t, self.generation);
         status.phase = Phase::Failed;
         status.finished_at = Some(t.clone());
@@ -1262,16 +1300,20 @@ impl Step<'_> {
             &mut status.conditions,
             ConditionType::Failed,
             true,
-            Reason::RetriesExhausted,
+            reason,
             msg.clone(),
             generation,
             t,
         );
+        let stopped = match reason {
+            Reason::RetriesExhausted => Reason::ReplicaFailed,
+            other => other,
+        };
         conditions::set(
             &mut status.conditions,
             ConditionType::Running,
             false,
-            Reason::ReplicaFailed,
+            stopped,
             msg.clone(),
             generation,
             t,
@@ -1339,7 +1381,7 @@ impl Step<'_> {
                 "No retries left: {} used, and maxRetries is now {}.",
                 status.retries, self.job.spec.max_retries
             );
-            self.fail_for_good(status, fx, msg);
+            self.fail_for_good(status, fx, Reason::RetriesExhausted, msg);
             return;
         }
         let due = status.retry_at.as_ref().is_none_or(|r| t.0 >= r.0);

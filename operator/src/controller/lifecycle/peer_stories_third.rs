@@ -8,13 +8,14 @@
 //! fixed: a failure's time now counts init containers (sidecars) and, with no `finishedAt`,
 //! the pod's `Ready=False` transition, as the Job controller's `getFinishedTime` does; and a
 //! job waiting out its backoff fails once `maxRetries` is lowered below the retries it used.
+//! `activeDeadlineSeconds` (`TestSyncJobPastDeadline`, Kubeflow `TestPastActiveDeadline`) was
+//! skipped for want of the field; kubetrain has it now, and its cases are at the end.
 //!
 //! Not ported, for want of the feature in kubetrain: per-index backoff limits and `FailIndex`
 //! (`TestSyncJobWithJobBackoffLimitPerIndex`, `TestGetRemainingBackoffTimePerIndex`): the gang
 //! restarts as a whole; pod failure policy rules chosen by the user (`FailJob`, `Ignore` or
 //! `Count` on exit codes or conditions, `TestMatchPodFailurePolicy` rule cases): kubetrain's
-//! classification is fixed; `activeDeadlineSeconds` (`TestSyncJobPastDeadline`, Kubeflow
-//! `TestPastActiveDeadline`): no such field; `restartPolicy: OnFailure` with container restarts
+//! classification is fixed; `restartPolicy: OnFailure` with container restarts
 //! counted against the limit (Kubeflow `TestPastBackoffLimit` "backOffLimit is 3",
 //! `TestJobBackoffForOnFailure`): replicas run with `restartPolicy: Never`; `cleanPodPolicy`
 //! `All` or `None` (Kubeflow `TestDeletePodsAndServices`): a finished job always stops what
@@ -458,4 +459,82 @@ fn kueue_a_gang_never_ready_fails_once_its_retries_are_used() {
     assert!(message(&s).contains("ImagePullBackOff"), "{}", message(&s));
     assert_eq!(reasons(&fx), ["Failed"]);
     assert_eq!(deleted(&fx), ["llm-worker-0", "llm-worker-1"]);
+}
+
+// `activeDeadlineSeconds`.
+
+/// Kubernetes, `pkg/controller/job/job_controller_test.go`, `TestSyncJobPastDeadline`
+/// "activeDeadlineSeconds less than single pod execution" and "activeDeadlineSeconds bigger
+/// than single pod execution" (one pod succeeded, one active: the active one is deleted, the
+/// job fails with `DeadlineExceeded`), with Kubeflow training-operator
+/// `pkg/controller.v1/common/job_test.go` `TestPastActiveDeadline` (past the deadline the
+/// job's pods are deleted and it fails). In kubetrain, a two-replica gang one of whose
+/// replicas is done fails at its deadline: the running replica is stopped, the done one keeps
+/// its pod (and logs).
+#[test]
+fn k8s_past_its_deadline_a_job_fails_and_stops_its_active_pods() {
+    let mut s = Story::running(2);
+    s.job.spec.active_deadline_seconds = Some(10);
+    set_phase(&mut s.pods[0], "Succeeded");
+    let fx = s.after(15).tick();
+    assert_eq!(s.phase(), Phase::Failed, "{}", message(&s));
+    assert_eq!(s.says(ConditionType::Failed), ("True", "DeadlineExceeded"));
+    assert_eq!(reasons(&fx), ["Failed"]);
+    assert_eq!(deleted(&fx), ["llm-worker-1"]);
+}
+
+/// Kubernetes, `TestSyncJobPastDeadline` "activeDeadlineSeconds times-out before any pod
+/// starts": the deadline runs from the job's start, not its pods'. In kubetrain it runs from
+/// the admission: a gang whose pods never started (an image that cannot be pulled) fails at
+/// its deadline, before the operator's start timeout.
+#[test]
+fn k8s_the_deadline_runs_before_any_pod_starts() {
+    let mut s = Story::new(2);
+    s.job.spec.active_deadline_seconds = Some(10);
+    s.tick();
+    s = s.admitted("Pending");
+    s.tick();
+    assert_eq!(s.phase(), Phase::Running);
+    s.after(9).tick();
+    assert_eq!(s.phase(), Phase::Running);
+    let fx = s.after(1).tick();
+    assert_eq!(s.phase(), Phase::Failed);
+    assert_eq!(s.says(ConditionType::Failed), ("True", "DeadlineExceeded"));
+    assert_eq!(deleted(&fx), ["llm-worker-0", "llm-worker-1"]);
+}
+
+/// Kubernetes, `TestSyncJobPastDeadline` "activeDeadlineSeconds with backofflimit reach": a
+/// job past its deadline whose pod failed with no retries left fails with
+/// `BackoffLimitExceeded`: the failure decides. In kubetrain too, with `RetriesExhausted`.
+#[test]
+fn k8s_a_failure_past_the_deadline_is_still_the_failure() {
+    let mut s = Story::running(1);
+    s.job.spec.max_retries = 0;
+    s.job.spec.active_deadline_seconds = Some(1);
+    exits(&mut s.pods[0], 1);
+    s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Failed);
+    assert_eq!(s.says(ConditionType::Failed), ("True", "RetriesExhausted"));
+}
+
+/// Kubernetes, `TestSyncJobPastDeadline` "activeDeadlineSeconds is not triggered when Job is
+/// suspended", with the Job documentation (a resumed Job's `startTime` is reset, and with it
+/// the deadline's count). In kubetrain, a job suspended past its deadline stays `Suspended`,
+/// and once resumed and admitted again it has the whole time again.
+#[test]
+fn k8s_a_suspended_job_is_not_past_its_deadline() {
+    let mut s = Story::running(2);
+    s.job.spec.active_deadline_seconds = Some(30);
+    suspend_and_stop(&mut s);
+    s.after(100).tick();
+    assert_eq!(s.phase(), Phase::Suspended);
+    s.job.spec.suspend = false;
+    s.after(1).tick();
+    assert_eq!(s.phase(), Phase::Queued);
+    readmitted(&mut s, 2);
+    s.after(29).tick();
+    assert_eq!(s.phase(), Phase::Running, "a new admission, a new count");
+    s.after(1).tick();
+    assert_eq!(s.phase(), Phase::Failed);
+    assert_eq!(s.says(ConditionType::Failed), ("True", "DeadlineExceeded"));
 }

@@ -1120,3 +1120,90 @@ fn a_suspending_job_says_it_is_suspending() {
     let message = s.status().message.clone().unwrap_or_default();
     assert!(message.starts_with("Suspending"), "{message}");
 }
+
+/// `activeDeadlineSeconds`: a job that runs that long in one admission is stopped and fails
+/// for good, not retried; the reconcile in between is timed to the deadline.
+#[test]
+fn a_job_past_its_deadline_is_stopped_and_not_retried() {
+    let mut s = Story::running(2);
+    s.job.spec.active_deadline_seconds = Some(100);
+    let fx = s.after(40).tick();
+    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(fx.requeue, Some(Duration::from_secs(30)));
+    let fx = s.after(40).tick();
+    assert_eq!(
+        fx.requeue,
+        Some(Duration::from_secs(20)),
+        "looks again when the deadline falls"
+    );
+    let fx = s.after(20).tick();
+    assert_eq!(s.phase(), Phase::Failed);
+    assert_eq!(s.says(ConditionType::Failed), ("True", "DeadlineExceeded"));
+    assert_eq!(
+        s.says(ConditionType::Running),
+        ("False", "DeadlineExceeded")
+    );
+    assert!(
+        s.status()
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("100 s after its admission")),
+        "{:?}",
+        s.status().message
+    );
+    assert_eq!(s.status().retries, 0, "not a retry");
+    assert_eq!(s.status().finished_at, Some(at(100)));
+    assert_eq!(reasons(&fx), ["Failed"]);
+    assert_eq!(deleted(&fx), ["llm-worker-0", "llm-worker-1"]);
+    // The stopped replicas' exits are not a failure to retry: the job is finished.
+    for p in &mut s.pods {
+        exits(p, 143);
+    }
+    let fx = s.after(5).tick();
+    assert_eq!(s.phase(), Phase::Failed);
+    assert!(fx.events.is_empty());
+}
+
+/// The deadline counts from the job's admission: the time it waited in its queue is not
+/// running time, and a job admitted again after a retry has the whole time again.
+#[test]
+fn a_deadline_counts_from_each_admission() {
+    let mut s = Story::new(1);
+    s.job.spec.active_deadline_seconds = Some(100);
+    s.tick();
+    s.after(500);
+    s = s.admitted("Running");
+    s.tick();
+    s.tick();
+    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(s.status().admitted_at, Some(at(500)));
+    s.after(99).tick();
+    assert_eq!(s.phase(), Phase::Running, "500 s in its queue do not count");
+    // A failure just before the deadline is retried as any other.
+    exits(&mut s.pods[0], 1);
+    s.tick();
+    assert_eq!(s.phase(), Phase::Retrying);
+    s.pods_gone();
+    s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Queued);
+    s.after(30);
+    s = s.admitted("Running");
+    s.tick();
+    assert_eq!(s.status().admitted_at, Some(at(639)));
+    s.after(99).tick();
+    assert_eq!(s.phase(), Phase::Running);
+    s.after(1).tick();
+    assert_eq!(s.phase(), Phase::Failed);
+    assert_eq!(s.says(ConditionType::Failed), ("True", "DeadlineExceeded"));
+    assert_eq!(s.status().retries, 1);
+}
+
+/// A job whose work is done when the deadline is seen succeeded: the success came first.
+#[test]
+fn a_job_done_by_its_deadline_succeeds() {
+    let mut s = Story::running(1);
+    s.job.spec.active_deadline_seconds = Some(60);
+    s.set_pods_phase("Succeeded");
+    s.after(61).tick();
+    assert_eq!(s.phase(), Phase::Succeeded);
+}
