@@ -161,6 +161,37 @@ async fn failing_replica_is_retried_then_fails() {
     s.finish().await;
 }
 
+/// `podFailurePolicy`: a replica exits with a code a `FailJob` rule lists; the job fails at
+/// once with `PodFailurePolicy`, its retries unused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fail_job_rule_fails_the_job_without_retries() {
+    let s = Scenario::new("policy", 1, 8, 1).await;
+    let q = s.tenant("policy", 8, "FIFO", "");
+    s.cp.apply(&s.job(
+        "badconf",
+        &q,
+        2,
+        1,
+        &[("run-seconds", "1"), ("exit-code", "42")],
+        "  maxRetries: 3\n  podFailurePolicy:\n    rules:\n    - action: FailJob\n      \
+         onExitCodes: {containerName: trainer, operator: In, values: [42]}\n",
+    ));
+    s.wait_phase("badconf", "Failed", Duration::from_secs(60))
+        .await;
+    let reason = s.job_status(
+        "badconf",
+        "{.status.conditions[?(@.type==\"Failed\")].reason}",
+    );
+    assert_eq!(reason, "PodFailurePolicy");
+    assert_eq!(s.job_status("badconf", "{.status.retries}"), "0");
+    let msg = s.job_status("badconf", "{.status.message}");
+    assert!(
+        msg.contains("exited with code 42") && msg.contains("podFailurePolicy rule 0: FailJob"),
+        "{msg}"
+    );
+    s.finish().await;
+}
+
 /// `activeDeadlineSeconds`: a gang that runs past it is stopped and fails for good, its
 /// retries unused, and its pods are deleted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

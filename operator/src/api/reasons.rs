@@ -84,6 +84,9 @@ names! {
         Succeeded,
         /// `Failed=True`: a replica failed with no retries left.
         RetriesExhausted,
+        /// `Failed=True`: a `FailJob` rule of `spec.podFailurePolicy` matched a failed
+        /// replica (not retried).
+        PodFailurePolicy,
         /// `Failed=True`, `Running=False`: the job ran past `spec.activeDeadlineSeconds` in
         /// one admission (not retried).
         DeadlineExceeded,
@@ -248,6 +251,9 @@ mod tests {
             "NoQueue",
             "DefaultQueueInvalid",
             "UnknownPriorityClass",
+            "InvalidPodFailurePolicy",
+            // The action of a `podFailurePolicy` rule that fails the job.
+            "FailJob",
             // Preemption causes (the `kubetrain.io/preemption-reason` annotation).
             "Reclaim",
             "Priority",

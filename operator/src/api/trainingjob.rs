@@ -96,6 +96,15 @@ pub struct TrainingJobSpec {
     #[serde(default)]
     pub suspend: bool,
 
+    /// How a replica's failure is judged, as a Job's `podFailurePolicy`: the first rule that
+    /// matches a failed pod decides. `FailJob` fails the job for good (`PodFailurePolicy`),
+    /// `Ignore` restarts it without counting a retry (within the operator's budget of
+    /// uncounted restarts, as a node failure), `Count` counts it as a retry even where
+    /// kubetrain would not (a pod Kubernetes disrupted, say). A failure no rule matches is
+    /// judged as without a policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_failure_policy: Option<PodFailurePolicy>,
+
     /// How long, in seconds, the job may run in one admission: once that long has passed
     /// since the scheduler admitted it, its replicas are stopped and it fails for good with
     /// `DeadlineExceeded`, not retried. Time waiting in a queue never counts; a job admitted
@@ -109,6 +118,100 @@ pub struct TrainingJobSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub ttl_seconds_after_finished: Option<i32>,
+}
+
+/// The rules that judge a failed replica (batch/v1 Job's `podFailurePolicy`, without
+/// `FailIndex`: a gang restarts as a whole).
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PodFailurePolicy {
+    /// Tried in order on each failed pod; the first that matches decides.
+    #[schemars(length(min = 1, max = 20))]
+    pub rules: Vec<PodFailurePolicyRule>,
+}
+
+/// One rule: an action, and what a failed pod must show for it (exactly one of
+/// `onExitCodes` and `onPodConditions`).
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PodFailurePolicyRule {
+    pub action: PodFailurePolicyAction,
+    /// Matches a pod one of whose containers (or init containers) exited with a non-zero
+    /// code the requirement accepts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_exit_codes: Option<PodFailurePolicyOnExitCodes>,
+    /// Matches a pod with any of these conditions (Kubernetes marks a pod it stopped with
+    /// `DisruptionTarget`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 20))]
+    pub on_pod_conditions: Option<Vec<PodFailurePolicyOnPodCondition>>,
+}
+
+/// What a matching rule does with the failure.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PodFailurePolicyAction {
+    /// The job fails for good: no retry, whatever `maxRetries` says.
+    FailJob,
+    /// The gang restarts without counting a retry.
+    Ignore,
+    /// The failure counts as a retry, as a failure of the job's own.
+    Count,
+}
+
+/// Exit codes a rule matches.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PodFailurePolicyOnExitCodes {
+    /// Only this container's (or init container's) exit code; unset: any container's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 63))]
+    pub container_name: Option<String>,
+    pub operator: ExitCodeOperator,
+    /// The codes; distinct, and without 0 under `In` (exit code 0 never matches).
+    #[schemars(length(min = 1, max = 255))]
+    pub values: Vec<i32>,
+}
+
+/// How `values` are compared with an exit code.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitCodeOperator {
+    In,
+    NotIn,
+}
+
+/// A pod condition a rule matches.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PodFailurePolicyOnPodCondition {
+    /// The condition's type, for example `DisruptionTarget`.
+    #[serde(rename = "type")]
+    #[schemars(length(min = 1, max = 316))]
+    pub type_: String,
+    /// The condition's status; default `True`.
+    #[serde(default = "default_condition_status")]
+    pub status: ConditionStatus,
+}
+
+/// A condition's status.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConditionStatus {
+    True,
+    False,
+    Unknown,
+}
+
+impl ConditionStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConditionStatus::True => "True",
+            ConditionStatus::False => "False",
+            ConditionStatus::Unknown => "Unknown",
+        }
+    }
+}
+
+fn default_condition_status() -> ConditionStatus {
+    ConditionStatus::True
 }
 
 fn default_max_retries() -> i32 {

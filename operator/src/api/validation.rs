@@ -159,6 +159,32 @@ pub fn rules() -> Vec<Rule> {
             reason: "FieldValueInvalid",
         },
         Rule {
+            crd: "trainingjobs",
+            at: &["spec", "podFailurePolicy", "rules", "[]"],
+            rule: "has(self.onExitCodes) != has(self.onPodConditions)",
+            message: "spec.podFailurePolicy.rules[]: set exactly one of onExitCodes and \
+                      onPodConditions",
+            field_path: "",
+            reason: "FieldValueInvalid",
+        },
+        Rule {
+            crd: "trainingjobs",
+            at: &["spec", "podFailurePolicy", "rules", "[]", "onExitCodes"],
+            rule: "self.operator != 'In' || !self.values.exists(v, v == 0)",
+            message: "spec.podFailurePolicy.rules[].onExitCodes.values: 0 cannot be used with \
+                      operator In (exit code 0 is a success, never a failure)",
+            field_path: ".values",
+            reason: "FieldValueInvalid",
+        },
+        Rule {
+            crd: "trainingjobs",
+            at: &["spec", "podFailurePolicy", "rules", "[]", "onExitCodes"],
+            rule: "self.values.all(v, self.values.exists_one(w, w == v))",
+            message: "spec.podFailurePolicy.rules[].onExitCodes.values must be distinct",
+            field_path: ".values",
+            reason: "FieldValueInvalid",
+        },
+        Rule {
             crd: "queues",
             at: &[],
             rule: "!has(self.spec.parent) || self.spec.parent != self.metadata.name",

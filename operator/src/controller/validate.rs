@@ -57,6 +57,11 @@ pub enum Invalid {
          exist; the API server would reject the pods"
     )]
     UnknownPriorityClass { task: String, class: String },
+    #[error(
+        "spec.podFailurePolicy.rules[{rule}].onExitCodes.containerName: no task has a container \
+         or init container named {name}"
+    )]
+    UnknownPolicyContainer { rule: usize, name: String },
 }
 
 impl Invalid {
@@ -75,6 +80,7 @@ impl Invalid {
             Invalid::NoQueue { .. } => "NoQueue",
             Invalid::DefaultQueueInvalid { .. } => "DefaultQueueInvalid",
             Invalid::UnknownPriorityClass { .. } => "UnknownPriorityClass",
+            Invalid::UnknownPolicyContainer { .. } => "InvalidPodFailurePolicy",
         }
     }
 }
@@ -291,6 +297,7 @@ pub fn validate(job: &TrainingJob, refs: &Refs<'_>) -> Result<Validated, Invalid
     let name = job.name_any();
     let mut seen = BTreeSet::new();
     let mut tasks = Vec::new();
+    let mut containers = BTreeSet::new();
     for t in &job.spec.tasks {
         if !seen.insert(t.name.as_str()) {
             return Err(Invalid::DuplicateTask(t.name.clone()));
@@ -308,6 +315,12 @@ pub fn validate(job: &TrainingJob, refs: &Refs<'_>) -> Result<Validated, Invalid
         if spec.containers.is_empty() {
             return Err(bad("spec.containers is empty".into()));
         }
+        containers.extend(
+            spec.containers
+                .iter()
+                .chain(spec.init_containers.iter().flatten())
+                .map(|c| c.name.clone()),
+        );
         // The API server rejects these at apply (a CEL rule); a job stored before that rule
         // existed is caught here rather than silently floored to fewer GPUs.
         if let Some(value) = fractional_gpu(&spec) {
@@ -344,6 +357,22 @@ pub fn validate(job: &TrainingJob, refs: &Refs<'_>) -> Result<Validated, Invalid
                 c
             },
         });
+    }
+    // As the Job API checks at creation; a CEL rule would have to walk every template, on
+    // every write of the job.
+    let rules = job.spec.pod_failure_policy.iter().flat_map(|p| &p.rules);
+    for (rule, r) in rules.enumerate() {
+        if let Some(name) = r
+            .on_exit_codes
+            .as_ref()
+            .and_then(|c| c.container_name.as_ref())
+            && !containers.contains(name)
+        {
+            return Err(Invalid::UnknownPolicyContainer {
+                rule,
+                name: name.clone(),
+            });
+        }
     }
     let wants_gpus = tasks.iter().any(|t| t.gpus != sched::GpuDemand::None);
     if wants_gpus && !job.spec.gpu_types.is_empty() && !refs.flavors.is_empty() {
@@ -583,6 +612,31 @@ mod tests {
                 "{e}"
             );
         }
+    }
+
+    /// As the Job API refuses it: an exit-code rule naming a container no task has could
+    /// never match.
+    #[test]
+    fn a_failure_rule_must_name_a_container_of_the_job() {
+        let w = World::new();
+        let refs = w.refs();
+        let mut j = job("team-a", None, None, &[None]);
+        let rule = |name: &str| {
+            serde_json::from_value(serde_json::json!({"rules": [
+                {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+                {"action": "FailJob",
+                 "onExitCodes": {"containerName": name, "operator": "In", "values": [42]}}]}))
+            .expect("policy")
+        };
+        j.spec.pod_failure_policy = Some(rule("c"));
+        assert!(validate(&j, &refs).is_ok());
+        j.spec.pod_failure_policy = Some(rule("trainer"));
+        let e = validate(&j, &refs).unwrap_err();
+        assert_eq!(e.reason(), "InvalidPodFailurePolicy");
+        assert!(
+            e.to_string().contains("rules[1]") && e.to_string().contains("trainer"),
+            "{e}"
+        );
     }
 
     fn spec(limit: serde_json::Value) -> k8s_openapi::api::core::v1::PodSpec {

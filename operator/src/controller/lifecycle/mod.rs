@@ -26,7 +26,9 @@ pub use super::node_health::NodeState;
 use super::pods::expected_pod_names;
 use super::validate::Invalid;
 use crate::api::reasons::{ConditionType, EventReason, Reason};
-use crate::api::trainingjob::{PreemptionOutcome, PreemptionRecord, RefusedNode};
+use crate::api::trainingjob::{
+    PodFailurePolicyAction, PreemptionOutcome, PreemptionRecord, RefusedNode,
+};
 use crate::api::{Phase, TrainingJob, TrainingJobStatus};
 use crate::sched::WaitReason;
 
@@ -40,6 +42,7 @@ mod peer_stories_fourth;
 mod peer_stories_more;
 #[cfg(test)]
 mod peer_stories_third;
+mod policy;
 #[cfg(test)]
 mod stories;
 
@@ -369,6 +372,8 @@ enum Failure {
     Replica { pod: String, reason: String },
     /// The platform's fault (node lost, GPU unhealthy, pod removed): retried without counting.
     Infrastructure { pod: String, reason: String },
+    /// A `FailJob` rule of the job's `podFailurePolicy` matched: failed for good.
+    Fatal { pod: String, reason: String },
 }
 
 /// Backoff before retry `n` (1-based): initial × 2^(n-1), at most max.
@@ -1048,7 +1053,7 @@ impl Step<'_> {
                 present
                     .iter()
                     .chain(&finished_leaving)
-                    .find_map(|m| pod_failure(m).map(|f| blame_infrastructure(self.world, m, f)))
+                    .find_map(|m| self.failure_of(m))
             })
             .or_else(|| {
                 missing.map(|m| Failure::Infrastructure {
@@ -1156,8 +1161,31 @@ impl Step<'_> {
     fn failed_before_request(&self) -> Option<Failure> {
         let asked = self.gang.checkpoint_requested_at()?;
         self.present.iter().find_map(|m| {
-            let f = pod_failure(m)?;
-            (finished_at(m)? < asked).then(|| blame_infrastructure(self.world, m, f))
+            let f = self.failure_of(m)?;
+            (finished_at(m)? < asked).then_some(f)
+        })
+    }
+
+    /// A failed pod's failure: as the first rule of the job's `podFailurePolicy` that
+    /// matches it says, else as kubetrain judges it (its node or GPU blamed where they
+    /// failed). A rule decides over kubetrain's judgement: the user knows the exit codes.
+    fn failure_of(&self, m: &Member) -> Option<Failure> {
+        let f = pod_failure(m)?;
+        let rule = self
+            .job
+            .spec
+            .pod_failure_policy
+            .as_ref()
+            .zip(m.pod.status.as_ref())
+            .and_then(|(p, s)| policy::first_match(p, s));
+        let Some(rule) = rule else {
+            return Some(blame_infrastructure(self.world, m, f));
+        };
+        let (pod, reason) = (m.name.clone(), rule.describe());
+        Some(match rule.action {
+            PodFailurePolicyAction::FailJob => Failure::Fatal { pod, reason },
+            PodFailurePolicyAction::Ignore => Failure::Infrastructure { pod, reason },
+            PodFailurePolicyAction::Count => Failure::Replica { pod, reason },
         })
     }
 
@@ -1168,6 +1196,10 @@ impl Step<'_> {
         let (pod, reason, infra) = match f {
             Failure::Replica { pod, reason } => (pod, reason, false),
             Failure::Infrastructure { pod, reason } => (pod, reason, true),
+            Failure::Fatal { pod, reason } => {
+                let msg = format!("Replica {pod} failed: {reason}; not retried.");
+                return self.fail_for_good(status, fx, Reason::PodFailurePolicy, msg);
+            }
         };
         if infra && status.infrastructure_retries < self.world.settings.max_infrastructure_retries {
             status.infrastructure_retries += 1;
@@ -1306,7 +1338,7 @@ impl Step<'_> {
             t,
         );
         let stopped = match reason {
-            Reason::RetriesExhausted => Reason::ReplicaFailed,
+            Reason::RetriesExhausted | Reason::PodFailurePolicy => Reason::ReplicaFailed,
             other => other,
         };
         conditions::set(

@@ -9,13 +9,13 @@
 //! the pod's `Ready=False` transition, as the Job controller's `getFinishedTime` does; and a
 //! job waiting out its backoff fails once `maxRetries` is lowered below the retries it used.
 //! `activeDeadlineSeconds` (`TestSyncJobPastDeadline`, Kubeflow `TestPastActiveDeadline`) was
-//! skipped for want of the field; kubetrain has it now, and its cases are at the end.
+//! skipped for want of the field; kubetrain has it now, and its cases are at the end, with
+//! those of `podFailurePolicy` (`TestSyncJobWithPodFailurePolicy`; the rule matching itself,
+//! `TestMatchPodFailurePolicy`, is tested in `policy.rs`).
 //!
 //! Not ported, for want of the feature in kubetrain: per-index backoff limits and `FailIndex`
 //! (`TestSyncJobWithJobBackoffLimitPerIndex`, `TestGetRemainingBackoffTimePerIndex`): the gang
-//! restarts as a whole; pod failure policy rules chosen by the user (`FailJob`, `Ignore` or
-//! `Count` on exit codes or conditions, `TestMatchPodFailurePolicy` rule cases): kubetrain's
-//! classification is fixed; `restartPolicy: OnFailure` with container restarts
+//! restarts as a whole; `restartPolicy: OnFailure` with container restarts
 //! counted against the limit (Kubeflow `TestPastBackoffLimit` "backOffLimit is 3",
 //! `TestJobBackoffForOnFailure`): replicas run with `restartPolicy: Never`; `cleanPodPolicy`
 //! `All` or `None` (Kubeflow `TestDeletePodsAndServices`): a finished job always stops what
@@ -537,4 +537,132 @@ fn k8s_a_suspended_job_is_not_past_its_deadline() {
     s.after(1).tick();
     assert_eq!(s.phase(), Phase::Failed);
     assert_eq!(s.says(ConditionType::Failed), ("True", "DeadlineExceeded"));
+}
+
+// `podFailurePolicy`.
+
+/// The job's `podFailurePolicy`, from its JSON.
+fn failure_policy(s: &mut Story, rules: serde_json::Value) {
+    s.job.spec.pod_failure_policy =
+        Some(serde_json::from_value(json!({ "rules": rules })).expect("policy"));
+}
+
+/// Kubernetes, `job_controller_test.go`, `TestSyncJobWithPodFailurePolicy` "fail job based on
+/// OnExitCodes" (exit code 5 matches a `FailJob` rule: the job fails with reason
+/// `PodFailurePolicy`, naming the container, the code and the rule's index, and its active
+/// pods are deleted) and "fail job with multiple pods" (the rule decides even with retries
+/// left). In kubetrain too: `Failed=True`, reason `PodFailurePolicy`, no retry used, the
+/// running replica stopped and the failed one kept for its logs.
+#[test]
+fn k8s_a_fail_job_rule_fails_the_job_at_once() {
+    let mut s = Story::running(2);
+    failure_policy(
+        &mut s,
+        json!([{"action": "Ignore", "onExitCodes": {"operator": "In", "values": [1, 2, 3]}},
+               {"action": "FailJob", "onExitCodes": {"containerName": "c", "operator": "In",
+                                                     "values": [5, 6, 7]}}]),
+    );
+    exits(&mut s.pods[0], 5);
+    let fx = s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Failed, "{}", message(&s));
+    assert_eq!(s.says(ConditionType::Failed), ("True", "PodFailurePolicy"));
+    assert_eq!(s.says(ConditionType::Running), ("False", "ReplicaFailed"));
+    assert_eq!(s.status().retries, 0);
+    assert_eq!(
+        message(&s),
+        "Replica llm-worker-0 failed: container c exited with code 5 (podFailurePolicy rule \
+         1: FailJob); not retried."
+    );
+    assert_eq!(reasons(&fx), ["Failed"]);
+    assert_eq!(deleted(&fx), ["llm-worker-1"]);
+}
+
+/// Kubernetes, `TestSyncJobWithPodFailurePolicy` "ignore rule matched for exit codes" and
+/// "ignore rule matched for pod conditions" (the failure is not counted against the backoff
+/// limit; a replacement pod is created). In kubetrain the gang restarts without counting a
+/// retry, as for a node failure, within the operator's budget of such restarts (10 by
+/// default), past which a failure counts, so that the job still ends.
+#[test]
+fn k8s_an_ignore_rule_restarts_without_counting() {
+    let mut s = Story::running(2);
+    s.world.settings.max_infrastructure_retries = 1;
+    failure_policy(
+        &mut s,
+        json!([{"action": "Ignore", "onExitCodes": {"operator": "In", "values": [137]}}]),
+    );
+    exits(&mut s.pods[1], 137);
+    let fx = s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Retrying);
+    assert_eq!(s.status().retries, 0);
+    assert_eq!(s.status().infrastructure_retries, 1);
+    assert_eq!(
+        s.says(ConditionType::Running),
+        ("False", "InfrastructureFailure")
+    );
+    assert!(message(&s).contains("podFailurePolicy rule 0: Ignore"));
+    assert_eq!(reasons(&fx), ["InfrastructureFailure"]);
+    s.pods_gone();
+    s.after(1).tick();
+    assert_eq!(s.phase(), Phase::Queued);
+    readmitted(&mut s, 2);
+    exits(&mut s.pods[1], 137);
+    s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Retrying);
+    assert_eq!(s.status().retries, 1, "past the budget, it counts");
+}
+
+/// Kubernetes, `TestSyncJobWithPodFailurePolicy` "count rule matched for pod conditions"
+/// (a pod with `DisruptionTarget=True` that a `Count` rule matches counts against the backoff
+/// limit). kubetrain would not count a disrupted pod; a `Count` rule makes it count.
+#[test]
+fn k8s_a_count_rule_counts_a_disruption() {
+    let mut s = Story::running(2);
+    failure_policy(
+        &mut s,
+        json!([{"action": "Count", "onPodConditions": [{"type": "DisruptionTarget"}]}]),
+    );
+    status(
+        &mut s.pods[0],
+        json!({"phase": "Failed", "conditions": [{"type": "DisruptionTarget", "status": "True",
+                                                   "reason": "DeletionByTaintManager"}]}),
+    );
+    let fx = s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Retrying);
+    assert_eq!(s.status().retries, 1);
+    assert_eq!(s.status().infrastructure_retries, 0);
+    assert_eq!(reasons(&fx), ["ReplicaFailed"]);
+    assert!(
+        message(&s).contains("pod condition DisruptionTarget=True, reason DeletionByTaintManager"),
+        "{}",
+        message(&s)
+    );
+}
+
+/// Kubernetes, `TestSyncJobWithPodFailurePolicy` "default - no match" (a failure no rule
+/// matches counts as without a policy) and "FailJob rule matched for init container" (the
+/// init container's exit code is matched as a container's). In kubetrain: an exit code no
+/// rule lists is an ordinary counted retry; a `FailJob` rule on an init container's code
+/// fails the job.
+#[test]
+fn k8s_no_match_is_an_ordinary_failure_and_init_containers_match() {
+    let rules = json!([{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [3]}}]);
+    let mut s = Story::running(1);
+    failure_policy(&mut s, rules.clone());
+    exits(&mut s.pods[0], 4);
+    s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Retrying);
+    assert_eq!(s.status().retries, 1);
+
+    let mut s = Story::running(1);
+    failure_policy(&mut s, rules);
+    status(
+        &mut s.pods[0],
+        json!({"phase": "Failed",
+               "initContainerStatuses": [container("init", json!({"terminated": {"exitCode": 3}}))],
+               "containerStatuses": [container("c", json!({"waiting": {"reason": "PodInitializing"}}))]}),
+    );
+    s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Failed);
+    assert_eq!(s.says(ConditionType::Failed), ("True", "PodFailurePolicy"));
+    assert!(message(&s).contains("container init exited with code 3"));
 }
