@@ -477,6 +477,24 @@ fn unhealthy_gpu(world: &World, m: &Member) -> Option<(u32, String)> {
         .map(|g| (g.0, p.node.clone()))
 }
 
+/// A pod whose containers ended after its deletion was asked for (its deletion timestamp less
+/// its grace period): the deletion stopped it. Only the containers' own `finishedAt` tells;
+/// without it the failure stays the job's, as a pod that failed before its deletion.
+fn stopped_by_deletion(m: &Member) -> bool {
+    let Some(due) = m.pod.metadata.deletion_timestamp.as_ref() else {
+        return false;
+    };
+    let grace = m.pod.metadata.deletion_grace_period_seconds.unwrap_or(0);
+    let asked = due.0 - SignedDuration::from_secs(grace.max(0));
+    let ended = m.pod.status.as_ref().and_then(|s| {
+        container_states(s)
+            .filter_map(|c| c.terminated.as_ref()?.finished_at.as_ref())
+            .map(|t| t.0)
+            .max()
+    });
+    ended.is_some_and(|f| f >= asked)
+}
+
 /// A replica that failed on a GPU the labeler reports unhealthy failed because of the GPU
 /// (an XID error kills the process), and one that failed on a node that is gone or not ready
 /// went down with it: not the job's fault.
@@ -1050,22 +1068,44 @@ impl Step<'_> {
                      replica(s) now)"
                 ),
             });
+        // With a `podFailurePolicy`, a replica whose pod is being deleted but still runs is
+        // judged once it has terminated, as the Job controller does: its rules may look at
+        // how it ended (a `DisruptionTarget` condition, an exit code). Without one, a pod on
+        // its way out is a replica lost, at once.
+        let terminating = missing.filter(|n| {
+            self.job.spec.pod_failure_policy.is_some()
+                && self
+                    .gang
+                    .members()
+                    .iter()
+                    .any(|m| m.name == **n && !m.present() && m.active)
+        });
+        // Every replica that failed is judged: a `FailJob` rule's match decides over the
+        // others, whichever pod is listed first (as the Job controller's `getFailJobMessage`).
+        let failed: Vec<Failure> = present
+            .iter()
+            .chain(&finished_leaving)
+            .filter_map(|m| self.failure_of(m))
+            .collect();
         let failure = reshaped
             .or_else(|| {
-                present
-                    .iter()
-                    .chain(&finished_leaving)
-                    .find_map(|m| self.failure_of(m))
+                let fatal = failed.iter().find(|f| matches!(f, Failure::Fatal { .. }));
+                fatal.or(failed.first()).cloned()
             })
             .or_else(|| {
-                missing.map(|m| Failure::Infrastructure {
-                    pod: m.clone(),
-                    reason: "the pod was removed".into(),
-                })
+                missing
+                    .filter(|_| terminating.is_none())
+                    .map(|m| Failure::Infrastructure {
+                        pod: m.clone(),
+                        reason: "the pod was removed".into(),
+                    })
             })
             .or_else(|| infrastructure_failure(self.world, self.gang));
         if let Some(f) = failure {
             return self.fail(status, fx, f);
+        }
+        if terminating.is_some() {
+            fx.requeue(Duration::from_secs(2));
         }
         if let Some(refusal) =
             scheduler_refusal(present, t.0, self.world.settings.unschedulable_timeout)
@@ -1181,7 +1221,17 @@ impl Step<'_> {
             .zip(m.pod.status.as_ref())
             .and_then(|(p, s)| policy::first_match(p, s));
         let Some(rule) = rule else {
-            return Some(blame_infrastructure(self.world, m, f));
+            return Some(match blame_infrastructure(self.world, m, f) {
+                // Its containers ended once its deletion was asked for (SIGTERM): whoever
+                // deleted it stopped it, not the job (with a policy it is judged only then).
+                Failure::Replica { pod, reason } if stopped_by_deletion(m) => {
+                    Failure::Infrastructure {
+                        pod,
+                        reason: format!("{reason} once its pod was being deleted"),
+                    }
+                }
+                other => other,
+            });
         };
         let (pod, reason) = (m.name.clone(), rule.describe());
         Some(match rule.action {

@@ -1207,3 +1207,42 @@ fn a_job_done_by_its_deadline_succeeds() {
     s.after(61).tick();
     assert_eq!(s.phase(), Phase::Succeeded);
 }
+
+/// With a `podFailurePolicy`, a replica whose pod someone deletes while it runs (`kubectl
+/// delete pod`) is judged once it has terminated; its exit on SIGTERM, after the deletion was
+/// asked for, is not the job's failure: the gang restarts uncounted, as without a policy.
+#[test]
+fn with_a_policy_a_deleted_replica_is_judged_once_terminated_and_not_counted() {
+    let mut s = Story::running(2);
+    s.job.spec.pod_failure_policy = Some(
+        serde_json::from_value(json!({"rules": [
+            {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}]}))
+        .expect("policy"),
+    );
+    // Asked at t = 10 with a 30 s grace period.
+    s.pods[1].metadata.deletion_timestamp = Some(at(40));
+    s.pods[1].metadata.deletion_grace_period_seconds = Some(30);
+    let fx = s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Running, "waits for it to terminate");
+    assert!(fx.pod_deletions.is_empty());
+    assert_eq!(fx.requeue, Some(Duration::from_secs(2)));
+    s.pods[1].status = Some(
+        serde_json::from_value(json!({"phase": "Failed", "containerStatuses": [
+            {"name": "c", "ready": false, "restartCount": 0, "image": "x", "imageID": "",
+             "state": {"terminated": {"exitCode": 143, "finishedAt": stamp(12)}}}]}))
+        .expect("pod status"),
+    );
+    let fx = s.after(3).tick();
+    assert_eq!(s.phase(), Phase::Retrying);
+    assert_eq!(s.status().retries, 0);
+    assert_eq!(s.status().infrastructure_retries, 1);
+    assert!(
+        s.status()
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("exit code 143 once its pod was being deleted")),
+        "{:?}",
+        s.status().message
+    );
+    assert_eq!(reasons(&fx), ["InfrastructureFailure"]);
+}
