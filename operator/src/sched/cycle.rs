@@ -9,7 +9,7 @@ use std::rc::Rc;
 
 use super::cancel;
 use super::cells::Cells;
-use super::cluster::{Cluster, Mode};
+use super::cluster::{Cluster, FlavorFacts, Mode};
 use super::constraints::{self, Mismatch, NodeConstraints};
 use super::decisions::{Admission, Decisions, Preemption, PreemptionReason, WaitReason, Waiting};
 use super::frag::{self, Mix};
@@ -561,6 +561,21 @@ impl<'a> Cycle<'a> {
             });
         }
         let level = job.topology.required;
+        // The most any acceptable type offers, to name what the job is too large for.
+        let most = |of: fn(&FlavorFacts) -> u32| {
+            flavors
+                .iter()
+                .map(|&f| of(&self.c.facts[f]))
+                .max()
+                .unwrap_or(0)
+        };
+        let (most_node, most_total) = (most(|x| x.max_node_gpus), most(|x| x.total_gpus));
+        let most_in_level = match level {
+            Some(TopologyLevel::GpuGroup) => most(|x| x.max_group_gpus),
+            Some(TopologyLevel::Node) => most_node,
+            Some(TopologyLevel::Rack) => most(|x| x.max_rack_gpus),
+            None => most_total,
+        };
         flavors.retain(|&f| {
             let x = &self.c.facts[f];
             largest_replica <= x.max_node_gpus
@@ -574,13 +589,22 @@ impl<'a> Cycle<'a> {
         });
         if flavors.is_empty() {
             return Err(WaitReason::NeverFits {
-                message: match level {
-                    Some(l) => format!(
-                        "{whole} GPUs ({largest_replica} per replica at most) do not fit in any one {l} of the acceptable GPU types"
-                    ),
-                    None => format!(
-                        "{whole} GPUs ({largest_replica} per replica at most) are more than the acceptable GPU types offer"
-                    ),
+                message: if largest_replica > most_node {
+                    format!(
+                        "a replica needs {largest_replica} GPUs and no node of the acceptable GPU types has more than {most_node}; use more replicas of fewer GPUs each"
+                    )
+                } else if whole > most_total {
+                    format!(
+                        "the job needs {whole} GPUs and no acceptable GPU type has more than {most_total} in the whole cluster"
+                    )
+                } else if let Some(l) = level.filter(|_| whole > most_in_level) {
+                    format!(
+                        "the job needs {whole} GPUs within one {l} (topology.required) and no {l} of the acceptable GPU types has more than {most_in_level}"
+                    )
+                } else {
+                    format!(
+                        "no one acceptable GPU type has both a node for a replica of {largest_replica} GPUs and room for all {whole}"
+                    )
                 },
             });
         }

@@ -321,6 +321,15 @@ impl fmt::Display for WaitReason {
                 guaranteed_gpus,
                 in_use_gpus,
                 needed_gpus,
+            } if needed_gpus > guaranteed_gpus => write!(
+                f,
+                "VirtualCluster {virtual_cluster} guarantees {guaranteed_gpus} GPUs ({in_use_gpus} in use) and this job needs {needed_gpus}, more than the whole guarantee: it can start only on borrowed GPUs, and it does not fit on the idle GPUs it may borrow. It starts when enough idle GPUs appear; a job within the guarantee would start sooner and could not be preempted."
+            ),
+            WaitReason::QuotaExhausted {
+                virtual_cluster,
+                guaranteed_gpus,
+                in_use_gpus,
+                needed_gpus,
             } => {
                 let left = guaranteed_gpus.saturating_sub(*in_use_gpus);
                 write!(
@@ -330,6 +339,15 @@ impl fmt::Display for WaitReason {
                     needed_gpus.saturating_sub(left),
                 )
             }
+            WaitReason::OverLimit {
+                virtual_cluster,
+                limit_gpus,
+                needed_gpus,
+                ..
+            } if needed_gpus > limit_gpus => write!(
+                f,
+                "VirtualCluster {virtual_cluster} may hold at most {limit_gpus} GPUs and this job needs {needed_gpus}, more than the limit itself: it cannot start as it is. Ask for fewer GPUs, or for a higher limit."
+            ),
             WaitReason::OverLimit {
                 virtual_cluster,
                 limit_gpus,
@@ -344,6 +362,15 @@ impl fmt::Display for WaitReason {
             WaitReason::QueueMaxShare {
                 queue,
                 max_gpus,
+                needed_gpus,
+                ..
+            } if needed_gpus > max_gpus => write!(
+                f,
+                "Queue {queue} may hold at most {max_gpus} GPUs and this job needs {needed_gpus}, more than the queue's maximum itself: it cannot start as it is. Ask for fewer GPUs, or raise the queue's maxShare."
+            ),
+            WaitReason::QueueMaxShare {
+                queue,
+                max_gpus,
                 in_use_gpus,
                 needed_gpus,
             } => write!(
@@ -351,6 +378,16 @@ impl fmt::Display for WaitReason {
                 "Queue {queue} holds {in_use_gpus} GPUs of its maximum of {max_gpus}, so {} are left; this job needs {needed_gpus}. It starts when jobs of the queue free {}, or raise the queue's maxShare.",
                 max_gpus.saturating_sub(*in_use_gpus),
                 (in_use_gpus + needed_gpus).saturating_sub(*max_gpus),
+            ),
+            WaitReason::UserLimit {
+                user,
+                queue,
+                limit_gpus,
+                needed_gpus,
+                ..
+            } if needed_gpus > limit_gpus => write!(
+                f,
+                "Queue {queue} lets each user hold at most {limit_gpus} GPUs and this job of user {user} needs {needed_gpus}, more than the limit itself: it cannot start as it is. Ask for fewer GPUs, or raise the queue's userLimit."
             ),
             WaitReason::UserLimit {
                 user,
@@ -418,5 +455,71 @@ impl fmt::Display for WaitReason {
                 "Queue {queue} is being deleted: it admits no new jobs while its admitted jobs finish. Move this job to another queue (spec.queue), or re-create the queue once it is gone."
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A job larger than a limit itself is told it cannot start as it is, not that it starts
+    /// when others free GPUs (found in a `make run` walk-through: "It starts when the team's
+    /// jobs free 21" of a team holding 17).
+    #[test]
+    fn a_job_larger_than_a_limit_is_told_it_cannot_start_as_it_is() {
+        let over = WaitReason::OverLimit {
+            virtual_cluster: "nlp".into(),
+            limit_gpus: 20,
+            in_use_gpus: 17,
+            needed_gpus: 24,
+        };
+        assert!(
+            over.to_string().contains("more than the limit itself"),
+            "{over}"
+        );
+        let within = WaitReason::OverLimit {
+            virtual_cluster: "nlp".into(),
+            limit_gpus: 20,
+            in_use_gpus: 17,
+            needed_gpus: 8,
+        };
+        assert!(
+            within
+                .to_string()
+                .contains("It starts when the team's jobs free 5"),
+            "{within}"
+        );
+        let user = WaitReason::UserLimit {
+            user: "bob".into(),
+            queue: "dev".into(),
+            limit_gpus: 4,
+            in_use_gpus: 0,
+            needed_gpus: 8,
+        };
+        assert!(
+            user.to_string().contains("more than the limit itself"),
+            "{user}"
+        );
+        let share = WaitReason::QueueMaxShare {
+            queue: "dev".into(),
+            max_gpus: 4,
+            in_use_gpus: 0,
+            needed_gpus: 8,
+        };
+        assert!(
+            share.to_string().contains("more than the queue's maximum"),
+            "{share}"
+        );
+        let quota = WaitReason::QuotaExhausted {
+            virtual_cluster: "nlp".into(),
+            guaranteed_gpus: 8,
+            in_use_gpus: 0,
+            needed_gpus: 24,
+        };
+        let text = quota.to_string();
+        assert!(
+            text.contains("more than the whole guarantee") && !text.contains("free 16"),
+            "{text}"
+        );
     }
 }

@@ -2464,3 +2464,47 @@ fn a_share_is_taken_back_where_the_queue_lines_part() {
     assert_eq!(victims(&d), strings(&["t/n2"]), "{d:?}");
     assert!(waits_on_share(&d, "t/a1"), "{d:?}");
 }
+
+/// A job that can never fit is told what it is too large for: a replica larger than every
+/// node, more GPUs than the type has, or more than one domain of its required level holds.
+#[test]
+fn a_never_fitting_job_is_told_what_it_is_too_large_for() {
+    let nodes = vec![
+        node("n0", "A100", 8, Some("r0")),
+        node("n1", "A100", 8, Some("r0")),
+        node("n2", "A100", 8, Some("r1")),
+    ];
+    let mut racked = job("t/racked", "q", 3, 8);
+    racked.topology.required = Some(TopologyLevel::Rack);
+    let jobs = vec![job("t/fat", "q", 1, 16), job("t/many", "q", 4, 8), racked];
+    let d = schedule(&snapshot(
+        0,
+        nodes,
+        vec![vc("t", "A100", 24)],
+        vec![queue("q", "t")],
+        jobs,
+    ));
+    let says = |id: &str| {
+        let r = d.waiting_reason(id).expect("waits");
+        assert_eq!(r.code(), "NeverFits", "{id}: {r}");
+        r.to_string()
+    };
+    assert!(
+        says("t/fat").contains(
+            "a replica needs 16 GPUs and no node of the acceptable GPU types has more than 8"
+        ),
+        "{}",
+        says("t/fat")
+    );
+    assert!(
+        says("t/many")
+            .contains("the job needs 32 GPUs and no acceptable GPU type has more than 24"),
+        "{}",
+        says("t/many")
+    );
+    assert!(
+        says("t/racked").contains("within one rack (topology.required) and no rack of the acceptable GPU types has more than 16"),
+        "{}",
+        says("t/racked")
+    );
+}
