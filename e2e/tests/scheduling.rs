@@ -283,6 +283,11 @@ async fn a_deleted_queue_admits_nothing_new_and_goes_after_its_admitted_jobs() {
         "{.status.conditions[?(@.type==\"Terminating\")].message}",
     );
     assert!(terminating.contains("1 admitted"), "{terminating}");
+    let ready = s.cp.jsonpath(
+        &["queue", &q],
+        "{.status.conditions[?(@.type==\"Ready\")].status}/{.status.conditions[?(@.type==\"Ready\")].reason}",
+    );
+    assert_eq!(ready, "False/Terminating", "it no longer admits jobs");
     assert_eq!(s.job_status("running", "{.status.phase}"), "Running");
     // The running job finishes; the queue then goes, and the waiting job is still there.
     s.wait_phase("running", "Succeeded", T).await;

@@ -174,6 +174,16 @@ async fn cleanup(queue: &Queue, ctx: &Context) -> Result<Action, Error> {
         queue.metadata.generation,
         &t,
     );
+    // `Ready` said "Admitting jobs": no longer true.
+    conditions::set(
+        &mut status.conditions,
+        "Ready",
+        false,
+        "Terminating",
+        "The queue is being deleted: it admits no new jobs.",
+        queue.metadata.generation,
+        &t,
+    );
     write_status(queue, ctx, status).await?;
     Err(Error::QueueNotEmpty {
         queue: queue.name_any(),
