@@ -742,7 +742,13 @@ impl Step<'_> {
                 }
             }
             Ok(()) => {
-                if conditions::set(
+                // Only a job that was invalid is "valid again": a new job's first `Valid=True`
+                // is no news.
+                let was_invalid = status
+                    .conditions
+                    .iter()
+                    .any(|c| c.type_ == ConditionType::Valid.as_str() && c.status == "False");
+                conditions::set(
                     &mut status.conditions,
                     ConditionType::Valid,
                     true,
@@ -750,8 +756,8 @@ impl Step<'_> {
                     "The job's references and templates are valid.",
                     generation,
                     t,
-                ) && status.phase != Phase::Pending
-                {
+                );
+                if was_invalid {
                     fx.event(
                         EventType::Normal,
                         EventReason::Valid,

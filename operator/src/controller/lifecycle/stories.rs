@@ -975,13 +975,16 @@ fn an_invalid_job_waits_in_pending_until_fixed() {
     let fx = s.after(15).tick();
     assert!(fx.events.is_empty());
 
-    // Fixed: valid (no "valid again" Event for a job that never left Pending) and queued.
+    // Fixed: valid again, as an Event says beside the Warning before it, and queued.
     s.world.validity = Ok(());
     s.world.queue = Some("q".into());
     let fx = s.after(15).tick();
     assert_eq!(s.says(ConditionType::Valid), ("True", "Valid"));
     assert_eq!(s.phase(), Phase::Queued);
-    assert_eq!(reasons(&fx), ["Queued"]);
+    assert_eq!(reasons(&fx), ["Valid", "Queued"]);
+    // A new job valid from the start has no such Event.
+    let mut s = Story::new(1);
+    assert_eq!(reasons(&s.tick()), ["Queued"]);
 }
 
 #[test]
