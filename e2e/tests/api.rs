@@ -176,6 +176,47 @@ fn a_running_jobs_tasks_cannot_change() {
         .expect("delete");
 }
 
+/// A queue with jobs running cannot move to another VirtualCluster (its jobs are charged to
+/// the first); once none runs, it can.
+#[test]
+fn a_busy_queues_virtual_cluster_cannot_change() {
+    let cp = cp();
+    let manifest = |vc: &str| {
+        format!(
+            "apiVersion: kubetrain.io/v1alpha1\nkind: Queue\nmetadata:\n  name: movable\nspec:\n  virtualCluster: {vc}\n"
+        )
+    };
+    let running = |n: u32| {
+        cp.kubectl_ok(&[
+            "patch",
+            "queue",
+            "movable",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &format!("{{\"status\":{{\"running\":{n}}}}}"),
+        ])
+        .expect("status patch")
+    };
+    cp.apply(&manifest("team-a"));
+    running(1);
+    let out = cp
+        .kubectl_stdin(&["apply", "-f", "-"], &manifest("team-b"))
+        .expect("kubectl runs");
+    assert!(!out.success, "a busy queue moved: {}", out.stdout);
+    assert!(
+        out.stderr.contains("spec.virtualCluster") && out.stderr.contains("running"),
+        "{}",
+        out.stderr
+    );
+    running(0);
+    cp.apply(&manifest("team-b"));
+    let vc = cp.jsonpath(&["queue", "movable"], "{.spec.virtualCluster}");
+    assert_eq!(vc, "team-b");
+    cp.kubectl_ok(&["delete", "queue", "movable"])
+        .expect("delete");
+}
+
 /// The control plane the tests run against, printed once so a test log names it.
 #[test]
 fn server_is_the_pinned_release() {

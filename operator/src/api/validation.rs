@@ -194,6 +194,21 @@ pub fn rules() -> Vec<Rule> {
         },
         Rule {
             crd: "queues",
+            // At the top, where the status is visible: the jobs a queue runs are charged to
+            // its VirtualCluster, so moving it under them would leave them counted in one team
+            // and run in another's queue (Kueue makes a LocalQueue's ClusterQueue immutable).
+            at: &[],
+            rule: "!has(oldSelf.status) || self.spec.virtualCluster == oldSelf.spec.virtualCluster \
+                   || ((!has(oldSelf.status.admitted) || oldSelf.status.admitted == 0) \
+                   && (!has(oldSelf.status.running) || oldSelf.status.running == 0))",
+            message: "spec.virtualCluster cannot change while the queue has admitted or running \
+                      jobs: let them finish (or suspend them) first, or create a queue in the \
+                      other VirtualCluster and point the jobs' spec.queue at it",
+            field_path: ".spec.virtualCluster",
+            reason: "FieldValueForbidden",
+        },
+        Rule {
+            crd: "queues",
             at: &["spec"],
             rule: "self.maxShare >= self.share",
             message: "spec.maxShare must be at least spec.share: the queue's cap cannot be \
