@@ -130,6 +130,24 @@ async fn failing_replica_is_retried_then_fails() {
     assert_eq!(reason, "RetriesExhausted");
     let events = s.event_reasons("crash");
     assert!(events.iter().any(|e| e == "Failed"), "{events:?}");
+    // The troubleshooting guide's two commands: the story in the order it happened (by each
+    // Event's first occurrence: the operator's events.k8s.io Events have no lastTimestamp),
+    // and `kubectl events`, by last occurrence.
+    let first = s.event_reasons("crash");
+    let at = |reason: &str| {
+        first
+            .iter()
+            .position(|r| r == reason)
+            .unwrap_or_else(|| panic!("no {reason} in {first:?}"))
+    };
+    assert!(
+        at("Admitted") < at("ReplicaFailed") && at("ReplicaFailed") < at("Failed"),
+        "{first:?}"
+    );
+    let recent =
+        s.cp.kubectl_ok(&["events", "-n", &s.ns, "--for", "trainingjob/crash"])
+            .expect("kubectl events");
+    assert!(recent.contains("No retries left"), "{recent}");
     // The replica that failed it stays, for `kubectl logs`, after the reconciles that
     // follow the failure (it used to be deleted with the gang).
     let failed = msg
