@@ -735,6 +735,22 @@ impl Step<'_> {
                 {
                     status.phase = Phase::Pending;
                     status.message = Some(invalid.to_string());
+                    // Why it is not admitted is now this, not the wait it had in its queue.
+                    if status
+                        .conditions
+                        .iter()
+                        .any(|c| c.type_ == ConditionType::Admitted.as_str())
+                    {
+                        conditions::set(
+                            &mut status.conditions,
+                            ConditionType::Admitted,
+                            false,
+                            invalid.reason(),
+                            invalid.to_string(),
+                            generation,
+                            t,
+                        );
+                    }
                 }
                 fx.requeue(Duration::from_secs(15));
                 if self.present.is_empty() {

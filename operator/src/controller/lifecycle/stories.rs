@@ -1249,3 +1249,24 @@ fn with_a_policy_a_deleted_replica_is_judged_once_terminated_and_not_counted() {
     );
     assert_eq!(reasons(&fx), ["InfrastructureFailure"]);
 }
+
+/// A job waiting in its queue that turns invalid (its queue deleted, say) is not admitted for
+/// that reason now: `Admitted=False` says it, not the wait it had.
+#[test]
+fn a_waiting_job_that_turns_invalid_says_so_on_admitted() {
+    let mut s = Story::new(1);
+    s.world.wait = Some((
+        WaitReason::QueueTerminating { queue: "q".into() },
+        Some(1),
+    ));
+    s.tick();
+    assert_eq!(
+        s.says(ConditionType::Admitted),
+        ("False", "QueueTerminating")
+    );
+    s.world.validity = Err(Invalid::UnknownQueue("q".into()));
+    s.world.wait = None;
+    s.after(5).tick();
+    assert_eq!(s.phase(), Phase::Pending);
+    assert_eq!(s.says(ConditionType::Admitted), ("False", "UnknownQueue"));
+}
