@@ -58,8 +58,8 @@ pub struct TrainingJobSpec {
     pub tasks: Vec<TaskSpec>,
 
     /// How many times the job is restarted after a replica fails (non-zero exit, OOM kill)
-    /// before it is marked Failed. What the node does (node loss, unhealthy GPUs, kubelet
-    /// evictions and admission rejections) does not count.
+    /// before it is marked Failed; default 3. What the node does (node loss, unhealthy GPUs,
+    /// kubelet evictions and admission rejections) does not count.
     #[serde(default = "default_max_retries")]
     #[schemars(range(min = 0, max = 100))]
     pub max_retries: i32,
@@ -317,11 +317,11 @@ fn strip_descriptions(v: &mut serde_json::Value) {
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct BackoffSpec {
-    /// Wait after the first failure, in seconds.
+    /// Wait after the first failure, in seconds; default 10.
     #[serde(default = "default_backoff_initial")]
     #[schemars(range(min = 0))]
     pub initial_seconds: i32,
-    /// Longest wait, in seconds; each retry doubles the wait up to this.
+    /// Longest wait, in seconds; each retry doubles the wait up to this. Default 600.
     #[serde(default = "default_backoff_max")]
     #[schemars(range(min = 0))]
     pub max_seconds: i32,
@@ -350,7 +350,8 @@ fn default_backoff_max() -> i32 {
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct CheckpointSpec {
-    /// Longest wait for the checkpoint acknowledgement before the pods are deleted, in seconds.
+    /// Longest wait for the checkpoint acknowledgement before the pods are deleted, in seconds;
+    /// default 300.
     #[serde(default = "default_grace")]
     #[schemars(range(min = 0, max = 86400))]
     pub grace_period_seconds: i32,
@@ -427,7 +428,8 @@ pub struct TrainingJobStatus {
     /// Whether the job runs on borrowed (bonus) capacity and may be preempted for its owner.
     #[serde(default)]
     pub bonus: bool,
-    /// Where each replica runs.
+    /// Where each replica runs; while the job waits out a retry's backoff, and once it has
+    /// finished, where it last ran. Cleared when it goes back to its queue or is suspended.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub placement: Vec<ReplicaPlacement>,
     /// The replicas of this run that exited 0, by pod name, recorded 30 s after they
