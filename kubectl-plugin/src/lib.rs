@@ -438,13 +438,25 @@ impl WhyReport {
         let admitted = condition(&status.conditions, "Admitted");
         let invalid = condition(&status.conditions, "Valid")
             .filter(|c| c.status == "False")
-            .map(|c| c.message.clone());
-        let waiting_code = admitted
-            .filter(|c| c.status == "False" && is_waiting(job))
-            .map(|c| c.reason.clone())
-            .or_else(|| invalid.as_ref().map(|_| "Invalid".to_string()));
+            .map(|c| format!("{}: {}", c.reason, c.message));
+        // An invalid job waits for its spec whatever its last wait in the queue was.
+        let waiting_code = if invalid.is_some() {
+            Some("Invalid".to_string())
+        } else {
+            admitted
+                .filter(|c| c.status == "False" && is_waiting(job))
+                .map(|c| c.reason.clone())
+        };
         let message = reason(job);
-        let unblocks_when = waiting_code.as_ref().and_then(|_| split_advice(&message).1);
+        let unblocks_when = if invalid.is_some() {
+            Some(
+                "Fix the spec, or create what it names, and apply it again: the job recovers by \
+                 itself."
+                    .to_string(),
+            )
+        } else {
+            waiting_code.as_ref().and_then(|_| split_advice(&message).1)
+        };
         WhyReport {
             namespace: job.namespace().unwrap_or_default(),
             name: job.name_any(),
@@ -751,6 +763,32 @@ mod tests {
             Some("The job starts once they are gone.")
         );
         assert_eq!(split_advice("Plain.").1, None);
+    }
+
+    /// An invalid job is blocked by its spec, with the validation reason, whatever wait its
+    /// Admitted condition last had (found in a walk-through: no reason name, no advice).
+    #[test]
+    fn why_an_invalid_job_names_its_reason_and_the_way_out() {
+        let lost = job(
+            "lost",
+            serde_json::json!({
+                "phase": "Pending",
+                "conditions": [
+                    {"type": "Valid", "status": "False", "reason": "UnknownQueue",
+                     "message": "queue q does not exist",
+                     "lastTransitionTime": "2026-01-01T00:00:00Z"},
+                    {"type": "Admitted", "status": "False", "reason": "QueueTerminating",
+                     "message": "Queue q is being deleted.",
+                     "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+            }),
+        );
+        let text = WhyReport::of(&lost).render();
+        assert!(
+            text.contains("Valid:     False: UnknownQueue: queue q does not exist\n"),
+            "{text}"
+        );
+        assert!(text.contains("Blocked by: the job's spec\n"), "{text}");
+        assert!(text.contains("Unblocks:  Fix the spec"), "{text}");
     }
 
     #[test]

@@ -1255,10 +1255,7 @@ fn with_a_policy_a_deleted_replica_is_judged_once_terminated_and_not_counted() {
 #[test]
 fn a_waiting_job_that_turns_invalid_says_so_on_admitted() {
     let mut s = Story::new(1);
-    s.world.wait = Some((
-        WaitReason::QueueTerminating { queue: "q".into() },
-        Some(1),
-    ));
+    s.world.wait = Some((WaitReason::QueueTerminating { queue: "q".into() }, Some(1)));
     s.tick();
     assert_eq!(
         s.says(ConditionType::Admitted),
