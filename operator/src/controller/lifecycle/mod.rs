@@ -1389,8 +1389,9 @@ impl Step<'_> {
         );
     }
 
-    /// Failed, for good: no retries left (`RetriesExhausted`, the last replica failed), or
-    /// past the job's deadline (`DeadlineExceeded`, which is also why it stopped running).
+    /// Failed, for good: no retries left (`RetriesExhausted`), a `FailJob` rule matched
+    /// (`PodFailurePolicy`), both after a replica failed; or past the job's deadline
+    /// (`DeadlineExceeded`, which is also why it stopped running).
     fn fail_for_good(
         &self,
         status: &mut TrainingJobStatus,
