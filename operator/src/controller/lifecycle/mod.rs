@@ -41,6 +41,8 @@ mod peer_stories_fourth;
 #[cfg(test)]
 mod peer_stories_more;
 #[cfg(test)]
+mod peer_stories_seventh;
+#[cfg(test)]
 mod peer_stories_sixth;
 #[cfg(test)]
 mod peer_stories_third;
