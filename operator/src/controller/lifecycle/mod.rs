@@ -455,10 +455,14 @@ fn pod_failure(m: &Member) -> Option<Failure> {
     let terminated = container_states(status)
         .filter_map(|s| s.terminated.as_ref())
         .find(|t| t.exit_code != 0);
+    let detail = status.message.as_deref().unwrap_or_default();
     let why = match terminated {
         Some(t) if t.reason.as_deref() == Some("OOMKilled") => "OOMKilled".to_string(),
         Some(t) => format!("exit code {}", t.exit_code),
+        // No container says how it ended: the pod's own reason and message do.
+        None if !reason.is_empty() && !detail.is_empty() => format!("{reason}: {detail}"),
         None if !reason.is_empty() => reason,
+        None if !detail.is_empty() => detail.to_string(),
         None => "failed".to_string(),
     };
     Some(Failure::Replica {
@@ -483,11 +487,9 @@ fn unhealthy_gpu(world: &World, m: &Member) -> Option<(u32, String)> {
 /// its grace period): the deletion stopped it. Only the containers' own `finishedAt` tells;
 /// without it the failure stays the job's, as a pod that failed before its deletion.
 fn stopped_by_deletion(m: &Member) -> bool {
-    let Some(due) = m.pod.metadata.deletion_timestamp.as_ref() else {
+    let Some(asked) = deletion_asked(m) else {
         return false;
     };
-    let grace = m.pod.metadata.deletion_grace_period_seconds.unwrap_or(0);
-    let asked = due.0 - SignedDuration::from_secs(grace.max(0));
     let ended = m.pod.status.as_ref().and_then(|s| {
         container_states(s)
             .filter_map(|c| c.terminated.as_ref()?.finished_at.as_ref())
@@ -596,7 +598,15 @@ fn finished_at(m: &Member) -> Option<Timestamp> {
                 .as_ref()
                 .map(|t| t.0)
         })
-        .or_else(|| m.pod.metadata.deletion_timestamp.as_ref().map(|t| t.0))
+        .or_else(|| deletion_asked(m))
+}
+
+/// When the pod's deletion was asked for: its deletion timestamp, which is the end of its
+/// grace period, less that period (as the Job controller's `getFinishedTime` takes it).
+fn deletion_asked(m: &Member) -> Option<Timestamp> {
+    let due = m.pod.metadata.deletion_timestamp.as_ref()?;
+    let grace = m.pod.metadata.deletion_grace_period_seconds.unwrap_or(0);
+    Some(due.0 - SignedDuration::from_secs(grace.max(0)))
 }
 
 /// The states of a pod's init containers, then of its containers.
@@ -1148,11 +1158,14 @@ impl Step<'_> {
             );
             return self.fail_for_good(status, fx, Reason::DeadlineExceeded, msg);
         }
+        // A replica recorded as done has run, even once its pod is gone.
         let all_running = expected.iter().all(|n| {
-            self.gang
-                .present_named(n)
-                .and_then(|m| m.phase.as_deref())
-                .is_some_and(|ph| ph == "Running" || ph == "Succeeded")
+            done.contains(n)
+                || self
+                    .gang
+                    .present_named(n)
+                    .and_then(|m| m.phase.as_deref())
+                    .is_some_and(|ph| ph == "Running" || ph == "Succeeded")
         });
         if !all_running
             && status.started_at.is_none()

@@ -24,11 +24,12 @@
 //!
 //! The same conventions as `peer_stories.rs`: a case whose answer differs on purpose, as
 //! documented, asserts kubetrain's answer and ends in `_differs`; a case kubetrain gets wrong
-//! keeps the peer's expectation and is ignored with the gap in one line. Three are gaps: a
-//! replica recorded as done whose pod is then removed never lets the gang count as started; a
-//! replica that failed with a pod reason and message but no exit code loses the message; and
-//! a failure timed by its pod's deletion counts from the end of the deletion's grace period,
-//! not from when the deletion was asked.
+//! keeps the peer's expectation and is ignored with the gap in one line. Three were ported as
+//! gaps and are fixed: a replica recorded as done whose pod is then removed now counts towards
+//! the gang's start (it never counted as started, so a later preemption skipped its
+//! checkpoint); a replica that failed with a pod reason and message but no exit code keeps the
+//! message; and a failure timed by its pod's deletion counts from when the deletion was asked,
+//! not from the end of its grace period.
 //!
 //! Not ported, already told: `TestControllerSyncJob` "too many active pods" and "more active
 //! pods than parallelism" (a pod beyond the gang restarts it in its new shape:
@@ -220,7 +221,6 @@ fn mpi_a_launcher_done_before_its_workers_ran_succeeds_with_running_false() {
 /// fails the job, and the failure's message, which names the last failure
 /// (docs/troubleshooting.md, `Failed`), should carry both the reason and the pod's message.
 #[test]
-#[ignore = "gap: a replica failed with a pod reason and message but no exit code is reported by its reason alone; the pod's message is dropped"]
 fn mpi_a_failed_launchers_pod_message_names_the_failure() {
     let mut s = running_gang(&[("launcher", 1, true), ("worker", 2, false)]);
     s.job.spec.max_retries = 0;
@@ -314,7 +314,6 @@ fn kueue_a_replica_done_counts_towards_the_gangs_start() {
 /// gang has started: `Running=True`, a `startedAt` (a preemption then waits for a checkpoint
 /// rather than stopping it as `NotStarted`).
 #[test]
-#[ignore = "gap: a replica recorded as done whose pod is then removed keeps the gang from ever counting as started (no startedAt, no Running=True)"]
 fn kueue_a_replica_recorded_as_done_counts_towards_the_start_after_its_pod_is_gone() {
     let mut s = Story::new(3);
     s.tick();
@@ -592,7 +591,6 @@ fn k8s_a_success_between_failures_does_not_reset_the_backoff_differs() {
 /// (`deletionTimestamp` t = 130), seen at t = 105, is retried 10 s after t = 100, not 10 s
 /// after it was seen.
 #[test]
-#[ignore = "gap: a failure timed by its pod's deletion counts from the deletionTimestamp (the end of the grace period) instead of when the deletion was asked"]
 fn k8s_a_failure_timed_by_its_deletion_counts_from_when_the_deletion_was_asked() {
     let mut s = Story::running(2);
     status(
