@@ -17,7 +17,10 @@ use tracing::info;
 #[command(
     name = "kubetrain-operator",
     version,
-    about = "Runs deep-learning training jobs on shared GPU clusters"
+    about = "Runs deep-learning training jobs on shared GPU clusters",
+    // A flag given twice takes its last value: the Helm chart's `operator.extraArgs` come
+    // after the flags it sets, and override them rather than stopping the operator.
+    args_override_self = true
 )]
 struct Args {
     /// Log format.
@@ -211,6 +214,9 @@ mod tests {
             Args::try_parse_from(["kubetrain-operator", "--resync-seconds", "9"]).expect("old");
         assert_eq!(args.resync_seconds, Some(9));
         assert!(Args::try_parse_from(["kubetrain-operator", "--resync=often"]).is_err());
+        let args = Args::try_parse_from(["kubetrain-operator", "--resync=5s", "--resync=10s"])
+            .expect("a flag given twice");
+        assert_eq!(args.resync, Duration::from_secs(10), "the last one wins");
     }
 
     #[test]
