@@ -78,6 +78,9 @@ names! {
         InfrastructureFailure,
         /// `Running=False`: the cluster's scheduler would not bind a pod where it was placed.
         SchedulerRejected,
+        /// `Running=False`: an `Ignore` rule of `spec.podFailurePolicy` matched a failed
+        /// replica (not counted).
+        FailureIgnored,
         /// `Running=False` after a preemption or suspension.
         Preempted,
         /// `Succeeded=True`; `Running=False` once it finished.
@@ -152,6 +155,8 @@ names! {
         InfrastructureFailure,
         /// The cluster's scheduler would not bind a pod where it was placed.
         SchedulerRejected,
+        /// An `Ignore` rule of `spec.podFailurePolicy` matched a failed replica (not counted).
+        FailureIgnored,
         /// Every replica succeeded.
         Succeeded,
         /// The job failed for good: no retries left, or past its `activeDeadlineSeconds`.
@@ -252,8 +257,9 @@ mod tests {
             "DefaultQueueInvalid",
             "UnknownPriorityClass",
             "InvalidPodFailurePolicy",
-            // The action of a `podFailurePolicy` rule that fails the job.
+            // The actions of `podFailurePolicy` rules.
             "FailJob",
+            "Ignore",
             // Preemption causes (the `kubetrain.io/preemption-reason` annotation).
             "Reclaim",
             "Priority",

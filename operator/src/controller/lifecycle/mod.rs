@@ -378,6 +378,9 @@ enum Failure {
     Infrastructure { pod: String, reason: String },
     /// A `FailJob` rule of the job's `podFailurePolicy` matched: failed for good.
     Fatal { pod: String, reason: String },
+    /// An `Ignore` rule matched: retried without counting, within the same budget as the
+    /// platform's failures.
+    Ignored { pod: String, reason: String },
 }
 
 /// Backoff before retry `n` (1-based): initial × 2^(n-1), at most max.
@@ -1152,9 +1155,10 @@ impl Step<'_> {
         if let Some((limit, due)) = deadline
             && t.0 >= due
         {
+            let ran = t.0.as_second() - status.admitted_at.as_ref().map_or(0, |a| a.0.as_second());
             let msg = format!(
-                "Stopped {limit} s after its admission (spec.activeDeadlineSeconds); not \
-                 retried."
+                "Stopped {ran} s after its admission, past spec.activeDeadlineSeconds \
+                 ({limit} s); not retried."
             );
             return self.fail_for_good(status, fx, Reason::DeadlineExceeded, msg);
         }
@@ -1273,7 +1277,7 @@ impl Step<'_> {
         let (pod, reason) = (m.name.clone(), rule.describe());
         Some(match rule.action {
             PodFailurePolicyAction::FailJob => Failure::Fatal { pod, reason },
-            PodFailurePolicyAction::Ignore => Failure::Infrastructure { pod, reason },
+            PodFailurePolicyAction::Ignore => Failure::Ignored { pod, reason },
             PodFailurePolicyAction::Count => Failure::Replica { pod, reason },
         })
     }
@@ -1282,27 +1286,46 @@ impl Step<'_> {
     fn fail(&self, status: &mut TrainingJobStatus, fx: &mut Effects, f: Failure) {
         let (job, t, generation) = (self.job, self.t, self.generation);
         fx.stop = Stop::All;
-        let (pod, reason, infra) = match f {
-            Failure::Replica { pod, reason } => (pod, reason, false),
-            Failure::Infrastructure { pod, reason } => (pod, reason, true),
+        let (pod, reason, uncounted) = match f {
+            Failure::Replica { pod, reason } => (pod, reason, None),
+            Failure::Infrastructure { pod, reason } => (
+                pod,
+                reason,
+                Some((
+                    Reason::InfrastructureFailure,
+                    EventReason::InfrastructureFailure,
+                )),
+            ),
+            Failure::Ignored { pod, reason } => (
+                pod,
+                reason,
+                Some((Reason::FailureIgnored, EventReason::FailureIgnored)),
+            ),
             Failure::Fatal { pod, reason } => {
                 let msg = format!("Replica {pod} failed: {reason}; not retried.");
                 return self.fail_for_good(status, fx, Reason::PodFailurePolicy, msg);
             }
         };
-        if infra && status.infrastructure_retries < self.world.settings.max_infrastructure_retries {
+        let budget = self.world.settings.max_infrastructure_retries;
+        if let Some((code, event)) = uncounted
+            && status.infrastructure_retries < budget
+        {
             status.infrastructure_retries += 1;
             status.phase = Phase::Retrying;
             status.retry_at = Some(t.clone());
-            let msg = format!(
-                "Replica {pod} stopped: {reason}. Not the job's fault: restarting without \
-                 counting a retry."
-            );
+            let msg = if code == Reason::FailureIgnored {
+                format!("Replica {pod} failed: {reason}. Restarting without counting a retry.")
+            } else {
+                format!(
+                    "Replica {pod} stopped: {reason}. Not the job's fault: restarting without \
+                     counting a retry."
+                )
+            };
             conditions::set(
                 &mut status.conditions,
                 ConditionType::Running,
                 false,
-                Reason::InfrastructureFailure,
+                code,
                 msg.clone(),
                 generation,
                 t,
@@ -1310,12 +1333,19 @@ impl Step<'_> {
             status.message = Some(msg.clone());
             fx.event_nth(
                 EventType::Warning,
-                EventReason::InfrastructureFailure,
+                event,
                 status.infrastructure_retries,
                 msg,
             );
             return;
         }
+        // A failure that would not count, past the budget of those, counts: say so.
+        let reason = match uncounted {
+            Some(_) => format!(
+                "{reason} (counted: the job's {budget} restarts that do not count are used up)"
+            ),
+            None => reason,
+        };
         if status.retries < job.spec.max_retries {
             status.retries += 1;
             let wait = backoff(
@@ -1428,7 +1458,7 @@ impl Step<'_> {
             t,
         );
         let stopped = match reason {
-            Reason::RetriesExhausted | Reason::PodFailurePolicy => Reason::ReplicaFailed,
+            Reason::RetriesExhausted => Reason::ReplicaFailed,
             other => other,
         };
         conditions::set(

@@ -181,7 +181,7 @@ fn k8s_the_first_rule_that_matches_decides() {
         "{}",
         message(&s)
     );
-    assert_eq!(reasons(&fx), ["InfrastructureFailure"]);
+    assert_eq!(reasons(&fx), ["FailureIgnored"]);
 
     let mut s = Story::running(1);
     failure_policy(

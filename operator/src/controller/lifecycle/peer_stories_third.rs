@@ -566,7 +566,10 @@ fn k8s_a_fail_job_rule_fails_the_job_at_once() {
     let fx = s.after(10).tick();
     assert_eq!(s.phase(), Phase::Failed, "{}", message(&s));
     assert_eq!(s.says(ConditionType::Failed), ("True", "PodFailurePolicy"));
-    assert_eq!(s.says(ConditionType::Running), ("False", "ReplicaFailed"));
+    assert_eq!(
+        s.says(ConditionType::Running),
+        ("False", "PodFailurePolicy")
+    );
     assert_eq!(s.status().retries, 0);
     assert_eq!(
         message(&s),
@@ -595,12 +598,14 @@ fn k8s_an_ignore_rule_restarts_without_counting() {
     assert_eq!(s.phase(), Phase::Retrying);
     assert_eq!(s.status().retries, 0);
     assert_eq!(s.status().infrastructure_retries, 1);
-    assert_eq!(
-        s.says(ConditionType::Running),
-        ("False", "InfrastructureFailure")
-    );
+    assert_eq!(s.says(ConditionType::Running), ("False", "FailureIgnored"));
     assert!(message(&s).contains("podFailurePolicy rule 0: Ignore"));
-    assert_eq!(reasons(&fx), ["InfrastructureFailure"]);
+    assert!(
+        !message(&s).contains("Not the job's fault"),
+        "{}",
+        message(&s)
+    );
+    assert_eq!(reasons(&fx), ["FailureIgnored"]);
     s.pods_gone();
     s.after(1).tick();
     assert_eq!(s.phase(), Phase::Queued);
@@ -609,6 +614,11 @@ fn k8s_an_ignore_rule_restarts_without_counting() {
     s.after(10).tick();
     assert_eq!(s.phase(), Phase::Retrying);
     assert_eq!(s.status().retries, 1, "past the budget, it counts");
+    assert!(
+        message(&s).contains("counted: the job's 1 restarts that do not count are used up"),
+        "{}",
+        message(&s)
+    );
 }
 
 /// Kubernetes, `TestSyncJobWithPodFailurePolicy` "count rule matched for pod conditions"

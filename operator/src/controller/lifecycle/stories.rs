@@ -1150,7 +1150,8 @@ fn a_job_past_its_deadline_is_stopped_and_not_retried() {
         s.status()
             .message
             .as_deref()
-            .is_some_and(|m| m.contains("100 s after its admission")),
+            .is_some_and(|m| m
+                .contains("100 s after its admission, past spec.activeDeadlineSeconds (100 s)")),
         "{:?}",
         s.status().message
     );
