@@ -32,7 +32,7 @@ use super::common::{Phase, TopologyLevel};
     printcolumn = r#"{"name":"Priority","type":"integer","priority":1,"jsonPath":".status.priority"}"#,
     printcolumn = r#"{"name":"Bonus","type":"boolean","priority":1,"jsonPath":".status.bonus"}"#,
     printcolumn = r#"{"name":"Preemptions","type":"integer","priority":1,"jsonPath":".status.preemptions"}"#,
-    printcolumn = r#"{"name":"Nodes","type":"string","priority":1,"jsonPath":".status.placement[*].node"}"#,
+    printcolumn = r#"{"name":"Nodes","type":"string","priority":1,"jsonPath":".status.nodes"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
@@ -432,6 +432,10 @@ pub struct TrainingJobStatus {
     /// finished, where it last ran. Cleared when it goes back to its queue or is suspended.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub placement: Vec<ReplicaPlacement>,
+    /// The nodes of `placement`, comma-separated in rank order, for `kubectl get tj -o wide`
+    /// (a printed column shows only the first value of a list).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<String>,
     /// The replicas of this run that exited 0, by pod name, recorded 30 s after they
     /// finished. A replica that has done its part stays done when its finished pod is
     /// removed (the pod garbage collector, after the node it ran on was scaled down);

@@ -205,6 +205,7 @@ pub fn next(
         );
     }
     status.observed_generation = job.metadata.generation;
+    status.nodes = placement_nodes(&status);
     if status.gpus.is_none() || old.phase != status.phase {
         status.gpus = Some(requested_gpus(job));
     }
@@ -213,6 +214,17 @@ pub fn next(
     }
     fx.pod_deletions = pod_deletions(gang, world, now, fx.stop);
     (status, fx)
+}
+
+/// The nodes of the job's placement, each once, in rank order.
+fn placement_nodes(status: &TrainingJobStatus) -> Option<String> {
+    let mut nodes: Vec<&str> = Vec::new();
+    for p in &status.placement {
+        if !nodes.contains(&p.node.as_str()) {
+            nodes.push(&p.node);
+        }
+    }
+    (!nodes.is_empty()).then(|| nodes.join(","))
 }
 
 /// How long a new job's first status write waits for the scheduler's first word on it.

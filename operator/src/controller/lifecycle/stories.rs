@@ -1268,3 +1268,27 @@ fn a_waiting_job_that_turns_invalid_says_so_on_admitted() {
     assert_eq!(s.phase(), Phase::Pending);
     assert_eq!(s.says(ConditionType::Admitted), ("False", "UnknownQueue"));
 }
+
+/// `status.nodes` lists the gang's nodes once each, in rank order, for `kubectl get tj -o
+/// wide` (its printed column would show only the first of `placement[*].node`); it goes
+/// with the placement.
+#[test]
+fn the_nodes_column_lists_every_node_of_the_gang() {
+    let mut s = Story::new(3);
+    s.world.nodes.insert("n2".into(), up());
+    s.tick();
+    s.pods = vec![
+        replica(0, "n2", "Running"),
+        replica(1, "n1", "Running"),
+        replica(2, "n2", "Running"),
+    ];
+    s.tick();
+    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(s.status().nodes.as_deref(), Some("n2,n1"));
+    s.job.spec.suspend = true;
+    s.after(1).tick();
+    s.pods_gone();
+    s.after(1).tick();
+    assert_eq!(s.phase(), Phase::Suspended);
+    assert_eq!(s.status().nodes, None);
+}
