@@ -122,12 +122,14 @@ fi
 # namespace deletion, service-account tokens, node lifecycle (NotReady taints) and taint
 # eviction (as on a real cluster), podgc, endpoints, the Job controller (the stock peer of
 # the benchmarks), PodDisruptionBudgets (drains), PersistentVolume binding, ReplicaSets and
-# Deployments (an install's operator), and the root CA ConfigMap that pods mount.
+# Deployments (an install's operator), the root CA ConfigMap that pods mount, and ClusterRole
+# aggregation (the built-in edit/view roles gain kubetrain's rules, as the admin guide says).
 controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller
 controllers+=,serviceaccount-token-controller,node-lifecycle-controller,taint-eviction-controller
 controllers+=,pod-garbage-collector-controller,endpoints-controller,endpointslice-controller
 controllers+=,job-controller,disruption-controller,persistentvolume-binder-controller
 controllers+=,replicaset-controller,deployment-controller,root-ca-certificate-publisher-controller
+controllers+=,clusterrole-aggregation-controller
 setsid "$BIN/kube-controller-manager" \
   --kubeconfig "$dir/kubeconfig" \
   --controllers "$controllers" \

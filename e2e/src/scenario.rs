@@ -186,7 +186,7 @@ impl Scenario {
                 "-n",
                 &self.ns,
                 "--field-selector",
-                &format!("involvedObject.name={job}"),
+                &format!("involvedObject.kind=TrainingJob,involvedObject.name={job}"),
                 "--sort-by=.metadata.creationTimestamp",
             ],
             "{range .items[*]}{.reason}{\"\\t\"}{.message}{\"\\n\"}{end}",

@@ -314,6 +314,69 @@ fn can(cp: &ControlPlane, who: &str, args: &[&str]) -> bool {
     }
 }
 
+/// What the admin guide tells a platform team to grant: `edit` in a team's namespace (which
+/// kubetrain's aggregated role extends to TrainingJobs) and `kubetrain-queue-reader` bound
+/// cluster-wide to the team's group. A member then manages TrainingJobs in the namespace and
+/// reads Queues and VirtualClusters, and no more.
+#[test]
+fn a_team_uses_trainingjobs_and_reads_queues_through_the_documented_bindings() {
+    let cp = ControlPlane::shared();
+    install_rbac(cp);
+    let ns = format!("team-rbac-{}", std::process::id());
+    let group = ns.clone();
+    cp.kubectl_ok(&["create", "namespace", &ns])
+        .expect("namespace");
+    cp.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "team-edit",
+        "-n",
+        &ns,
+        "--clusterrole=edit",
+        &format!("--group={group}"),
+    ])
+    .expect("rolebinding");
+    let binding = format!("{ns}-queues");
+    cp.kubectl_ok(&[
+        "create",
+        "clusterrolebinding",
+        &binding,
+        "--clusterrole=kubetrain-queue-reader",
+        &format!("--group={group}"),
+    ])
+    .expect("clusterrolebinding");
+    let member = |args: &[&str]| {
+        let mut all = vec!["auth", "can-i"];
+        all.extend_from_slice(args);
+        let group = format!("--as-group={group}");
+        all.extend_from_slice(&["--as=alice", &group]);
+        let out = cp.kubectl(&all).expect("kubectl runs");
+        out.stdout.trim() == "yes"
+    };
+    // The aggregation controller adds kubetrain's rules to `edit` shortly after they exist.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !member(&["create", "trainingjobs.kubetrain.io", "-n", &ns]) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "edit in {ns} does not cover TrainingJobs"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    assert!(member(&["delete", "trainingjobs.kubetrain.io", "-n", &ns]));
+    assert!(member(&["list", "queues.kubetrain.io"]));
+    assert!(member(&["get", "virtualclusters.kubetrain.io"]));
+    assert!(!member(&["create", "queues.kubetrain.io"]));
+    assert!(!member(&["patch", "virtualclusters.kubetrain.io"]));
+    assert!(!member(&[
+        "list",
+        "trainingjobs.kubetrain.io",
+        "-n",
+        "default"
+    ]));
+    let _ = cp.kubectl(&["delete", "clusterrolebinding", &binding]);
+    let _ = cp.kubectl(&["delete", "namespace", &ns, "--wait=false"]);
+}
+
 #[test]
 fn operator_service_account_can_do_what_the_code_does() {
     let cp = ControlPlane::shared();
