@@ -143,7 +143,16 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     let identity = args.identity.unwrap_or_else(|| {
-        let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "kubetrain".into());
+        // A pod's HOSTNAME is its name; a shell does not export its own, so ask the kernel.
+        let host = std::env::var("HOSTNAME")
+            .ok()
+            .or_else(|| {
+                std::fs::read_to_string("/proc/sys/kernel/hostname")
+                    .ok()
+                    .map(|h| h.trim().to_string())
+            })
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "kubetrain".into());
         format!("{host}-{}", std::process::id())
     });
     let http = match args.http_addr.as_str() {
