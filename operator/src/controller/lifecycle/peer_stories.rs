@@ -20,7 +20,7 @@ use crate::api::annotations::{
 use crate::controller::pods::pod_name;
 
 /// A job `llm` of several tasks `(name, replicas, requiredForCompletion)`, one GPU a replica.
-fn gang_job(tasks: &[(&str, u32, bool)]) -> TrainingJob {
+pub(super) fn gang_job(tasks: &[(&str, u32, bool)]) -> TrainingJob {
     let tasks: Vec<serde_json::Value> = tasks
         .iter()
         .map(|(name, replicas, required)| {

@@ -6,29 +6,14 @@
 //! kubetrain's answer and ends in `_differs`; a case kubetrain gets wrong keeps the peer's
 //! expectation and is ignored with the bug in one line.
 
-use k8s_openapi::api::core::v1::Pod;
 use serde_json::json;
 
 use super::peer_stories::{message, pod, readmitted, running_gang};
-use super::stories::{Story, annotate, at, deleted, exits, reasons, set_phase, stamp};
+use super::stories::{
+    Story, annotate, at, deleted, exits, exits_at, reasons, set_phase, stamp, status,
+};
 use super::*;
 use crate::api::annotations::{CHECKPOINT_DONE, CHECKPOINT_REQUESTED, PREEMPTION_REASON};
-
-/// The pod's status, from its JSON.
-fn status(pod: &mut Pod, value: serde_json::Value) {
-    pod.status = Some(serde_json::from_value(value).expect("pod status"));
-}
-
-/// The replica's container exited with `code` at `finished` (seconds): the pod failed.
-fn exits_at(pod: &mut Pod, code: i32, finished: i64) {
-    status(
-        pod,
-        json!({"phase": "Failed", "containerStatuses": [
-            {"name": "c", "ready": false, "restartCount": 0, "image": "x", "imageID": "",
-             "state": {"terminated": {"exitCode": code, "finishedAt": stamp(finished)}}}
-        ]}),
-    );
-}
 
 // Kubernetes Job controller.
 

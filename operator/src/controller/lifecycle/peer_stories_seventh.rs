@@ -70,29 +70,16 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::json;
 
-use super::peer_stories::{message, pod, readmitted, running_gang};
-use super::stories::{Story, at, deleted, exits, reasons, replica, set_phase, stamp};
+use super::peer_stories::{gang_job, message, pod, readmitted, running_gang};
+use super::stories::{
+    Story, at, deleted, exits, exits_at, reasons, replica, set_phase, stamp, status,
+};
 use super::*;
 use crate::api::annotations::{
     BONUS_ANNOTATION, CHECKPOINT_DONE, CHECKPOINT_REQUESTED, GPUS_ANNOTATION, INDEX_LABEL,
     RANK_ANNOTATION, TASK_LABEL,
 };
 use crate::controller::pods::pod_name;
-
-/// The pod's status, from its JSON.
-fn status(pod: &mut Pod, value: serde_json::Value) {
-    pod.status = Some(serde_json::from_value(value).expect("pod status"));
-}
-
-/// The replica's container exited with `code` at `finished` (seconds): the pod failed.
-fn exits_at(pod: &mut Pod, code: i32, finished: i64) {
-    status(
-        pod,
-        json!({"phase": "Failed", "containerStatuses": [
-            {"name": "c", "ready": false, "restartCount": 0, "image": "x", "imageID": "",
-             "state": {"terminated": {"exitCode": code, "finishedAt": stamp(finished)}}}]}),
-    );
-}
 
 /// The replica's container exited 0 at `finished` (seconds): the pod succeeded.
 fn succeeds_at(pod: &mut Pod, finished: i64) {
@@ -102,30 +89,6 @@ fn succeeds_at(pod: &mut Pod, finished: i64) {
             {"name": "c", "ready": false, "restartCount": 0, "image": "x", "imageID": "",
              "state": {"terminated": {"exitCode": 0, "finishedAt": stamp(finished)}}}]}),
     );
-}
-
-/// A job `llm` of several tasks `(name, replicas, requiredForCompletion)`, one GPU a replica.
-fn gang_job(tasks: &[(&str, u32, bool)]) -> TrainingJob {
-    let tasks: Vec<serde_json::Value> = tasks
-        .iter()
-        .map(|(name, replicas, required)| {
-            json!({"name": name, "replicas": replicas, "requiredForCompletion": required,
-            "template": {"spec": {"containers": [
-                {"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 1}}}
-            ]}}})
-        })
-        .collect();
-    serde_json::from_value(json!({
-        "apiVersion": "kubetrain.io/v1alpha1", "kind": "TrainingJob",
-        "metadata": {"name": "llm", "namespace": "team", "uid": "u-1", "generation": 1},
-        "spec": {
-            "queue": "q", "maxRetries": 2,
-            "backoff": {"initialSeconds": 10, "maxSeconds": 600},
-            "checkpoint": {"gracePeriodSeconds": 30},
-            "tasks": tasks
-        }
-    }))
-    .expect("valid job")
 }
 
 /// A job of several tasks, admitted at t = 0, every replica's pod in phase `phase`.

@@ -46,20 +46,11 @@ use k8s_openapi::api::core::v1::Pod;
 use serde_json::json;
 
 use super::peer_stories::{message, pod, readmitted, running_gang};
-use super::stories::{Story, at, deleted, exits, reasons, set_phase, stamp};
+use super::stories::{
+    Story, at, container, deleted, exits, failure_policy, reasons, set_phase, stamp, status,
+};
 use super::*;
 use crate::api::annotations::{CHECKPOINT_DONE, CHECKPOINT_REQUESTED, PREEMPTION_REASON};
-
-/// The pod's status, from its JSON.
-fn status(pod: &mut Pod, value: serde_json::Value) {
-    pod.status = Some(serde_json::from_value(value).expect("pod status"));
-}
-
-/// A container status named `name` in `state`.
-fn container(name: &str, state: serde_json::Value) -> serde_json::Value {
-    json!({"name": name, "ready": false, "restartCount": 0, "image": "x", "imageID": "",
-           "state": state})
-}
 
 /// The replica's container `name` exited with `code` at `finished` (seconds): the pod failed.
 fn exits_at(pod: &mut Pod, name: &str, code: i32, finished: i64) {
@@ -68,12 +59,6 @@ fn exits_at(pod: &mut Pod, name: &str, code: i32, finished: i64) {
         json!({"phase": "Failed", "containerStatuses": [
             container(name, json!({"terminated": {"exitCode": code, "finishedAt": stamp(finished)}}))]}),
     );
-}
-
-/// The job's `podFailurePolicy`, from its rules' JSON.
-fn failure_policy(s: &mut Story, rules: serde_json::Value) {
-    s.job.spec.pod_failure_policy =
-        Some(serde_json::from_value(json!({ "rules": rules })).expect("policy"));
 }
 
 fn sorted(mut v: Vec<&str>) -> Vec<&str> {

@@ -24,24 +24,14 @@
 //! actions (deleting or suspending the job is the way); Kueue's `WorkloadRequeued` condition
 //! and reactivation of a deactivated workload: a failed TrainingJob is final.
 
-use k8s_openapi::api::core::v1::Pod;
 use serde_json::json;
 
 use super::peer_stories::{message, readmitted};
-use super::stories::{Story, at, deleted, exits, reasons, set_phase, stamp};
+use super::stories::{
+    Story, at, container, deleted, exits, failure_policy, reasons, set_phase, stamp, status,
+};
 use super::*;
 use crate::api::annotations::{CHECKPOINT_DONE, CHECKPOINT_REQUESTED};
-
-/// The pod's status, from its JSON.
-fn status(pod: &mut Pod, value: serde_json::Value) {
-    pod.status = Some(serde_json::from_value(value).expect("pod status"));
-}
-
-/// A container status named `name` in `state`.
-fn container(name: &str, state: serde_json::Value) -> serde_json::Value {
-    json!({"name": name, "ready": false, "restartCount": 0, "image": "x", "imageID": "",
-           "state": state})
-}
 
 /// Suspends the running gang and lets it checkpoint; the pods are gone: `Suspended`.
 fn suspend_and_stop(s: &mut Story) {
@@ -540,12 +530,6 @@ fn k8s_a_suspended_job_is_not_past_its_deadline() {
 }
 
 // `podFailurePolicy`.
-
-/// The job's `podFailurePolicy`, from its JSON.
-fn failure_policy(s: &mut Story, rules: serde_json::Value) {
-    s.job.spec.pod_failure_policy =
-        Some(serde_json::from_value(json!({ "rules": rules })).expect("policy"));
-}
 
 /// Kubernetes, `job_controller_test.go`, `TestSyncJobWithPodFailurePolicy` "fail job based on
 /// OnExitCodes" (exit code 5 matches a `FailJob` rule: the job fails with reason

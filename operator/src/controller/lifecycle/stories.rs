@@ -80,6 +80,32 @@ pub(super) fn exits(pod: &mut Pod, code: i32) {
     );
 }
 
+/// The pod's status, from its JSON.
+pub(super) fn status(pod: &mut Pod, value: serde_json::Value) {
+    pod.status = Some(serde_json::from_value(value).expect("pod status"));
+}
+
+/// A container status named `name` in `state`.
+pub(super) fn container(name: &str, state: serde_json::Value) -> serde_json::Value {
+    json!({"name": name, "ready": false, "restartCount": 0, "image": "x", "imageID": "",
+           "state": state})
+}
+
+/// The replica's container exited with `code` at `finished` (seconds): the pod failed.
+pub(super) fn exits_at(pod: &mut Pod, code: i32, finished: i64) {
+    status(
+        pod,
+        json!({"phase": "Failed", "containerStatuses": [
+            container("c", json!({"terminated": {"exitCode": code, "finishedAt": stamp(finished)}}))]}),
+    );
+}
+
+/// The job's `podFailurePolicy`, from its rules' JSON.
+pub(super) fn failure_policy(s: &mut Story, rules: serde_json::Value) {
+    s.job.spec.pod_failure_policy =
+        Some(serde_json::from_value(json!({ "rules": rules })).expect("policy"));
+}
+
 pub(super) fn set_phase(pod: &mut Pod, phase: &str) {
     pod.status.get_or_insert_with(Default::default).phase = Some(phase.into());
 }
