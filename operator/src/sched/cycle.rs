@@ -1437,46 +1437,59 @@ impl<'a> Cycle<'a> {
     /// A job a limit blocks (`limited`) had no turn in phases 1 and 2. Once its victims free
     /// the limit, the next cycle gives it that turn, and phase 1 reclaims on a flavor within
     /// its guarantee before phase 2 lets it borrow another. So its plan keeps that order:
-    /// flavors within its guarantee, counted without its own lower-priority jobs there (the
-    /// next cycle no longer has them), first (own jobs alone, then combined with a reclaim),
-    /// the others after. Otherwise a plan could evict for a bonus placement on one flavor that
-    /// the next cycle drops for a reclaim on another, the first victims' room never used.
+    /// flavors within its guarantee first ([`Self::limited_tiers`]), the others after. Otherwise
+    /// a plan could evict for a bonus placement on one flavor that the next cycle drops for a
+    /// reclaim on another, the first victims' room never used. Its plan on the first tier was
+    /// tried at its phase-1 turn already ([`Self::guaranteed`]); it is tried again here, where
+    /// jobs evicted since may have left room.
     fn priority_plan(&mut self, p: &Pending, limited: bool) -> bool {
         let tiers: Vec<Vec<FlavorId>> = if limited {
-            // within the guarantee once its own lower-priority jobs there are gone: those are
-            // the victims that free the limit, and the next cycle counts without them
-            let (head, rest): (Vec<FlavorId>, Vec<FlavorId>) = p.flavors.iter().partition(|&&f| {
-                self.t.within_guarantee(p.vc, f, p.milli) || self.combined_may_fit(p, f)
-            });
+            let (head, rest) = self.limited_tiers(p);
             vec![head, rest]
         } else {
             vec![p.flavors.clone()]
         };
-        for flavors in tiers {
-            for &f in &flavors {
-                let bonus = !self.t.within_guarantee(p.vc, f, p.milli);
-                let kind = Kind::Priority {
-                    bonus,
-                    combined: false,
-                };
-                if self.preempt(p, f, kind, limited) {
-                    return true;
-                }
+        tiers
+            .iter()
+            .any(|flavors| self.priority_tier(p, flavors, limited))
+    }
+
+    /// The flavors of a job a limit blocks that are within its VC's guarantee once its own
+    /// lower-priority jobs there are gone (those are the victims that free the limit, and the
+    /// next cycle counts without them), then the others.
+    fn limited_tiers(&self, p: &Pending) -> (Vec<FlavorId>, Vec<FlavorId>) {
+        p.flavors.iter().partition(|&&f| {
+            self.t.within_guarantee(p.vc, f, p.milli) || self.combined_may_fit(p, f)
+        })
+    }
+
+    /// A priority plan on `flavors`: the job's own lower-priority jobs alone on each, then
+    /// with other VCs' bonus jobs when that leaves it within its guarantee. Returns true when
+    /// the job's fate is decided.
+    fn priority_tier(&mut self, p: &Pending, flavors: &[FlavorId], limited: bool) -> bool {
+        for &f in flavors {
+            let bonus = !self.t.within_guarantee(p.vc, f, p.milli);
+            let kind = Kind::Priority {
+                bonus,
+                combined: false,
+            };
+            if self.preempt(p, f, kind, limited) {
+                return true;
             }
-            // then the job's own lower-priority jobs and other VCs' bonus jobs together,
-            // when that leaves it within its guarantee
-            for &f in &flavors {
-                if !self.combined_may_fit(p, f) {
-                    continue;
-                }
-                let bonus = !self.t.within_guarantee(p.vc, f, p.milli);
-                let kind = Kind::Priority {
-                    bonus,
-                    combined: true,
-                };
-                if self.preempt(p, f, kind, limited) {
-                    return true;
-                }
+        }
+        // then the job's own lower-priority jobs and other VCs' bonus jobs together,
+        // when that leaves it within its guarantee
+        for &f in flavors {
+            if !self.combined_may_fit(p, f) {
+                continue;
+            }
+            let bonus = !self.t.within_guarantee(p.vc, f, p.milli);
+            let kind = Kind::Priority {
+                bonus,
+                combined: true,
+            };
+            if self.preempt(p, f, kind, limited) {
+                return true;
             }
         }
         false
@@ -1677,9 +1690,20 @@ impl<'a> Cycle<'a> {
             .t
             .check_limits(snap, p.queue, &snap.job(p.job).user, p.milli)
         {
+            let preemptible = snap.queue(p.queue).priority_preemption
+                && !self.t.above_a_limit(snap, p.queue, p.milli);
+            // Its priority plan on the flavors within its guarantee has its turn here, where
+            // the next cycle gives the job its turn once the victims free the limit: before
+            // phase 2 lends that guarantee to other VCs. In phase 3 the plan could not take
+            // back this cycle's admissions, and would free the limit for room on another
+            // flavor that the next cycle passes over to reclaim the borrowers here.
+            if preemptible && self.priority_tier(p, &self.limited_tiers(p).0, true) {
+                return;
+            }
             if snap.queue(p.queue).priority_preemption || self.may_take_share(p) {
-                // may still preempt lower-priority jobs, or take its queue's share back, in
-                // the limit's scope (phase 3)
+                // may still preempt lower-priority jobs (on the other flavors, or on room
+                // left by jobs evicted since), or take its queue's share back, in the
+                // limit's scope (phase 3)
                 deferred.push((p.job, false));
             } else {
                 self.wait(p.job, r);

@@ -35,10 +35,11 @@
 //!    placed on the capacity free once they are gone and that capacity is reserved. A plan
 //!    placing the job guaranteed keeps other VCs' cell guarantees obtainable too, so the room
 //!    it waits for is room the next cycle gives it. Jobs beyond their guarantee, or that
-//!    found neither, are deferred. In a strict queue (`Queue::strict`) the first job that
-//!    does not start holds back the jobs behind it: they are deferred untried, and wait with
-//!    `BehindQueueHead` unless it starts in the bonus phase (a job larger than a limit holds
-//!    back nobody).
+//!    found neither, are deferred (a job a limit blocks first plans its priority preemption
+//!    on the types within its guarantee, see step 5). In a strict queue (`Queue::strict`)
+//!    the first job that does not start holds back the jobs behind it: they are deferred
+//!    untried, and wait with `BehindQueueHead` unless it starts in the bonus phase (a job
+//!    larger than a limit holds back nobody).
 //! 4. **Bonus phase.** Deferred jobs borrow idle capacity, VCs taking turns by weighted
 //!    dominant share of borrowed GPUs (dominant-resource fairness over GPU types), at equal
 //!    shares the VC whose next job has waited longest first, up to limits. Bonus jobs never
@@ -52,7 +53,11 @@
 //!    then ends within its VC's guarantee (recorded as a priority and a reclaim preemption).
 //!    A job a limit blocks plans on the types within its guarantee first (both kinds of
 //!    plan), then on the others, as the guaranteed and bonus phases would once the limit is
-//!    freed: so its plan is the one the next cycle keeps.
+//!    freed: so its plan is the one the next cycle keeps. Its plan on the types within its
+//!    guarantee is made at its turn in the guaranteed phase, where the next cycle gives it
+//!    its turn: planned only in this phase, after the bonus phase had lent that guarantee to
+//!    other VCs (admissions no plan takes back in the cycle that made them), it freed the
+//!    limit for room on another type, and the next cycle reclaimed the borrowers instead.
 //!    Then, for any queue, a **queue-share** preemption: a job whose queue stays within its
 //!    share of the VC's guarantee takes it back from its VC's sibling queue lines that use
 //!    more than theirs, where the shares at that level are firm (add up to at most 100 %;

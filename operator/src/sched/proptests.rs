@@ -1182,6 +1182,87 @@ fn rack_bound_share_fits_a_partly_used_gpu() {
     assert_eq!(&a.placement[0].gpus, shared, "{:?}", a.placement);
 }
 
+/// Regression (a seed of `beneficiary_fits_once_victims_are_gone`, its minimal failing world):
+/// vc0 (6 H100s guaranteed, limit 6) runs first-1 (4 A100s, bonus) and first-0 (0.001 GPU);
+/// its second-0 (4 GPUs on one node, priority 1, q0 allows priority preemption) is blocked
+/// by the limit. Its plan used to wait for phase 3: by then phase 2 had lent n0's H100s,
+/// vc0's guarantee, to vc1's second-2, an admission no plan may take back this cycle, so
+/// second-0 evicted first-1 to free the limit and borrowed the A100s. With first-1 gone
+/// the next cycle gave second-0 its guaranteed turn and reclaimed second-2 instead (a
+/// borrower admitted and reclaimed at once, the A100 room never used). Now a limited job's
+/// plan on the types within its guarantee has its phase-1 turn, as the next cycle gives it:
+/// it evicts first-1 and reserves n0's H100s before anyone borrows them.
+#[test]
+fn limited_job_plans_its_guarantee_before_it_is_lent() {
+    let spec = |vc: usize, replicas: u32, gpus: GpuDemand, priority: i32| JobSpec {
+        vc,
+        queue: 0,
+        replicas,
+        gpus,
+        typed: None,
+        required: None,
+        priority,
+        user: 0,
+        predicted: None,
+    };
+    let mut n1 = node("n1", "A100", 8, None);
+    n1.unhealthy_gpus = vec![GpuIndex(0)];
+    n1.foreign.gpus = 1;
+    let mut vcs = vec![
+        vc("vc0", "A100", 0),
+        vc("vc1", "A100", 0),
+        vc("vc2", "A100", 0),
+    ];
+    vcs[0].guarantee = vec![flavor_guarantee("H100", 6)];
+    vcs[0].limit_gpus = Some(6);
+    let mut queues: Vec<Queue> = (0..6)
+        .map(|i| queue(&format!("q{i}"), &format!("vc{}", i / 2)))
+        .collect();
+    for i in [1, 3, 5] {
+        queues[i].parent = Some(format!("q{}", i - 1));
+        queues[i].share = 50;
+    }
+    queues[0].priority_preemption = true;
+    let mut first1 = spec(0, 1, GpuDemand::Whole(4), 0);
+    first1.typed = Some(0);
+    let mut second0 = spec(0, 1, GpuDemand::Whole(4), 1);
+    second0.required = Some(TopologyLevel::Node);
+    let w = World {
+        nodes: vec![node("n0", "H100", 8, None), n1],
+        vcs,
+        queues,
+        first: vec![
+            spec(0, 1, GpuDemand::Share(MilliGpu(1)), 0),
+            first1,
+            spec(0, 1, GpuDemand::None, 0),
+        ],
+        second: vec![
+            second0,
+            spec(0, 1, GpuDemand::Whole(1), 0),
+            spec(1, 4, GpuDemand::Whole(1), 0),
+        ],
+        fates: vec![(false, 0, 0, false, 0); 12],
+    };
+    for scattered in [false, true] {
+        check_beneficiary_fits(&w, scattered).unwrap();
+    }
+    let d = schedule(&build(&w));
+    let plan: Vec<(&str, PreemptionReason, Vec<String>)> = d
+        .preemptions
+        .iter()
+        .map(|p| (p.beneficiary.as_str(), p.reason, p.victims.clone()))
+        .collect();
+    assert_eq!(
+        plan,
+        vec![(
+            "ns/second-0",
+            PreemptionReason::Priority,
+            vec!["ns/first-1".to_string()]
+        )]
+    );
+    assert!(d.admission("ns/second-2").is_none(), "{:?}", d.admissions);
+}
+
 proptest! {
     #![proptest_config(cases(1000))]
 
