@@ -297,7 +297,9 @@ pub fn validate(job: &TrainingJob, refs: &Refs<'_>) -> Result<Validated, Invalid
     let name = job.name_any();
     let mut seen = BTreeSet::new();
     let mut tasks = Vec::new();
+    // The containers' names, only for a job whose failure policy may name one.
     let mut containers = BTreeSet::new();
+    let names_containers = job.spec.pod_failure_policy.is_some();
     for t in &job.spec.tasks {
         if !seen.insert(t.name.as_str()) {
             return Err(Invalid::DuplicateTask(t.name.clone()));
@@ -315,12 +317,14 @@ pub fn validate(job: &TrainingJob, refs: &Refs<'_>) -> Result<Validated, Invalid
         if spec.containers.is_empty() {
             return Err(bad("spec.containers is empty".into()));
         }
-        containers.extend(
-            spec.containers
-                .iter()
-                .chain(spec.init_containers.iter().flatten())
-                .map(|c| c.name.clone()),
-        );
+        if names_containers {
+            containers.extend(
+                spec.containers
+                    .iter()
+                    .chain(spec.init_containers.iter().flatten())
+                    .map(|c| c.name.clone()),
+            );
+        }
         // The API server rejects these at apply (a CEL rule); a job stored before that rule
         // existed is caught here rather than silently floored to fewer GPUs.
         if let Some(value) = fractional_gpu(&spec) {
