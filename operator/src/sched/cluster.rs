@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::model::{GpuDemand, GpuIndex, Node, Snapshot, Topology};
+use super::model::{GpuDemand, GpuIndex, Node, Snapshot, Topology, TopologyLevel};
 
 use super::ids::{FlavorId, IdVec, NodeId, RackId};
 
@@ -196,6 +196,18 @@ pub(crate) struct FlavorFacts {
     pub max_group_gpus: u32,
     pub max_rack_gpus: u32,
     pub total_gpus: u32,
+}
+
+impl FlavorFacts {
+    /// The most GPUs one domain of `level` holds (no level: the whole flavor).
+    pub fn max_in(&self, level: Option<TopologyLevel>) -> u32 {
+        match level {
+            Some(TopologyLevel::GpuGroup) => self.max_group_gpus,
+            Some(TopologyLevel::Node) => self.max_node_gpus,
+            Some(TopologyLevel::Rack) => self.max_rack_gpus,
+            None => self.total_gpus,
+        }
+    }
 }
 
 /// The cluster during a cycle.

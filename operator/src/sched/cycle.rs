@@ -561,33 +561,22 @@ impl<'a> Cycle<'a> {
             });
         }
         let level = job.topology.required;
-        // The most any acceptable type offers, to name what the job is too large for.
-        let most = |of: fn(&FlavorFacts) -> u32| {
-            flavors
-                .iter()
-                .map(|&f| of(&self.c.facts[f]))
-                .max()
-                .unwrap_or(0)
+        let fits = |x: &FlavorFacts| {
+            largest_replica <= x.max_node_gpus && whole <= x.total_gpus && whole <= x.max_in(level)
         };
-        let (most_node, most_total) = (most(|x| x.max_node_gpus), most(|x| x.total_gpus));
-        let most_in_level = match level {
-            Some(TopologyLevel::GpuGroup) => most(|x| x.max_group_gpus),
-            Some(TopologyLevel::Node) => most_node,
-            Some(TopologyLevel::Rack) => most(|x| x.max_rack_gpus),
-            None => most_total,
-        };
-        flavors.retain(|&f| {
-            let x = &self.c.facts[f];
-            largest_replica <= x.max_node_gpus
-                && whole <= x.total_gpus
-                && match level {
-                    Some(TopologyLevel::GpuGroup) => whole <= x.max_group_gpus,
-                    Some(TopologyLevel::Node) => whole <= x.max_node_gpus,
-                    Some(TopologyLevel::Rack) => whole <= x.max_rack_gpus,
-                    None => true,
-                }
-        });
-        if flavors.is_empty() {
+        if !flavors.iter().any(|&f| fits(&self.c.facts[f])) {
+            // The most any acceptable type offers, to name what the job is too large for;
+            // counted only for such a job, not on every job's way through each cycle.
+            let most = |of: &dyn Fn(&FlavorFacts) -> u32| {
+                flavors
+                    .iter()
+                    .map(|&f| of(&self.c.facts[f]))
+                    .max()
+                    .unwrap_or(0)
+            };
+            let most_node = most(&|x| x.max_node_gpus);
+            let most_total = most(&|x| x.total_gpus);
+            let most_in_level = most(&|x| x.max_in(level));
             return Err(WaitReason::NeverFits {
                 message: if largest_replica > most_node {
                     format!(
@@ -608,6 +597,7 @@ impl<'a> Cycle<'a> {
                 },
             });
         }
+        flavors.retain(|&f| fits(&self.c.facts[f]));
         let filter = self.node_filter(job, &mut flavors)?;
         let nvlink = largest_replica >= 2
             || job.topology.required == Some(TopologyLevel::GpuGroup)
