@@ -42,12 +42,15 @@ pub fn set(
     }
 }
 
+/// The condition of `type_`, if present.
+pub fn get(conditions: &[Condition], type_: impl AsRef<str>) -> Option<&Condition> {
+    let type_ = type_.as_ref();
+    conditions.iter().find(|c| c.type_ == type_)
+}
+
 /// Whether the condition of `type_` is present and True.
 pub fn is_true(conditions: &[Condition], type_: impl AsRef<str>) -> bool {
-    let type_ = type_.as_ref();
-    conditions
-        .iter()
-        .any(|c| c.type_ == type_ && c.status == "True")
+    get(conditions, type_).is_some_and(|c| c.status == "True")
 }
 
 /// Removes the condition of `type_`; returns whether it was there.

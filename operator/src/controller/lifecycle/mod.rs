@@ -505,13 +505,7 @@ fn stopped_by_deletion(m: &Member) -> bool {
     let Some(asked) = deletion_asked(m) else {
         return false;
     };
-    let ended = m.pod.status.as_ref().and_then(|s| {
-        container_states(s)
-            .filter_map(|c| c.terminated.as_ref()?.finished_at.as_ref())
-            .map(|t| t.0)
-            .max()
-    });
-    ended.is_some_and(|f| f >= asked)
+    containers_finished_at(m).is_some_and(|f| f >= asked)
 }
 
 /// A replica that failed on a GPU the labeler reports unhealthy failed because of the GPU
@@ -599,10 +593,7 @@ const RECORD_SUCCESS_AFTER_SECONDS: i64 = 30;
 /// else when it stopped being ready; else when it was deleted.
 fn finished_at(m: &Member) -> Option<Timestamp> {
     let status = m.pod.status.as_ref()?;
-    container_states(status)
-        .filter_map(|s| s.terminated.as_ref()?.finished_at.as_ref())
-        .map(|t| t.0)
-        .max()
+    containers_finished_at(m)
         .or_else(|| {
             status
                 .conditions
@@ -614,6 +605,14 @@ fn finished_at(m: &Member) -> Option<Timestamp> {
                 .map(|t| t.0)
         })
         .or_else(|| deletion_asked(m))
+}
+
+/// When the last of the pod's init containers and containers that terminated finished.
+fn containers_finished_at(m: &Member) -> Option<Timestamp> {
+    container_states(m.pod.status.as_ref()?)
+        .filter_map(|s| s.terminated.as_ref()?.finished_at.as_ref())
+        .map(|t| t.0)
+        .max()
 }
 
 /// When the pod's deletion was asked for: its deletion timestamp, which is the end of its
@@ -763,11 +762,7 @@ impl Step<'_> {
                     status.phase = Phase::Pending;
                     status.message = Some(invalid.to_string());
                     // Why it is not admitted is now this, not the wait it had in its queue.
-                    if status
-                        .conditions
-                        .iter()
-                        .any(|c| c.type_ == ConditionType::Admitted.as_str())
-                    {
+                    if conditions::get(&status.conditions, ConditionType::Admitted).is_some() {
                         conditions::set(
                             &mut status.conditions,
                             ConditionType::Admitted,
@@ -787,10 +782,8 @@ impl Step<'_> {
             Ok(()) => {
                 // Only a job that was invalid is "valid again": a new job's first `Valid=True`
                 // is no news.
-                let was_invalid = status
-                    .conditions
-                    .iter()
-                    .any(|c| c.type_ == ConditionType::Valid.as_str() && c.status == "False");
+                let was_invalid = conditions::get(&status.conditions, ConditionType::Valid)
+                    .is_some_and(|c| c.status == "False");
                 conditions::set(
                     &mut status.conditions,
                     ConditionType::Valid,
@@ -1167,7 +1160,7 @@ impl Step<'_> {
         if let Some((limit, due)) = deadline
             && t.0 >= due
         {
-            let ran = t.0.as_second() - status.admitted_at.as_ref().map_or(0, |a| a.0.as_second());
+            let ran = limit + (t.0.as_second() - due.as_second());
             let msg = format!(
                 "Stopped {ran} s after its admission, past spec.activeDeadlineSeconds \
                  ({limit} s); not retried."
@@ -1421,10 +1414,7 @@ impl Step<'_> {
         {
             return;
         }
-        let (reason, msg) = status
-            .conditions
-            .iter()
-            .find(|c| c.type_ == ConditionType::Running.as_str())
+        let (reason, msg) = conditions::get(&status.conditions, ConditionType::Running)
             .filter(|c| c.status == "False")
             .map_or_else(
                 || {
