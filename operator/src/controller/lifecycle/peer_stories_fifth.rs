@@ -23,28 +23,9 @@
 //! and keeps its finished pods; Volcano's `minSuccess` and task-level `minAvailable`
 //! thresholds: no partial-success count.
 
-use k8s_openapi::api::core::v1::Pod;
-use serde_json::json;
-
 use super::peer_stories::{message, pod, running_gang};
-use super::stories::{Story, deleted, exits, reasons, set_phase, stamp};
+use super::stories::{Story, deleted, exits, reasons, set_phase, sorted, succeeds_at};
 use super::*;
-
-/// The replica's container exited 0 at `finished` (seconds): the pod succeeded.
-fn succeeds_at(pod: &mut Pod, finished: i64) {
-    pod.status = Some(
-        serde_json::from_value(json!({"phase": "Succeeded", "containerStatuses": [
-            {"name": "c", "ready": false, "restartCount": 0, "image": "x", "imageID": "",
-             "state": {"terminated": {"exitCode": 0, "finishedAt": stamp(finished)}}}
-        ]}))
-        .expect("pod status"),
-    );
-}
-
-fn sorted(mut v: Vec<&str>) -> Vec<&str> {
-    v.sort_unstable();
-    v
-}
 
 /// A TFJob's shape: one chief that decides, four workers and two parameter servers that do
 /// not (the workers' and PS's outcome does not complete a TFJob that has a chief).

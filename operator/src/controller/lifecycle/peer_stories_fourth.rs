@@ -28,7 +28,9 @@
 //! same template restoration as Kueue's.
 
 use super::peer_stories::{message, readmitted};
-use super::stories::{Story, at, deleted, exits, reasons, replica, set_phase, stamp};
+use super::stories::{
+    Story, at, deleted, exits, reasons, replica, set_phase, stamp, suspend_and_stop,
+};
 use super::*;
 use crate::api::annotations::{CHECKPOINT_DONE, CHECKPOINT_REQUESTED, PREEMPTION_REASON};
 
@@ -50,19 +52,6 @@ fn preempt(s: &mut Story, reason: &str) {
     s.pods_gone();
     s.after(1).tick();
     assert_eq!(s.phase(), Phase::Queued, "{}", message(s));
-}
-
-/// Suspends the running gang, which acknowledges its checkpoint; its pods are gone.
-fn suspend_and_stop(s: &mut Story) {
-    s.job.spec.suspend = true;
-    s.after(1).tick();
-    let now = s.now;
-    s.annotate_all(CHECKPOINT_REQUESTED, &stamp(now));
-    s.annotate_all(CHECKPOINT_DONE, &stamp(now + 1));
-    s.after(1).tick();
-    s.pods_gone();
-    s.after(1).tick();
-    assert_eq!(s.phase(), Phase::Suspended, "{}", message(s));
 }
 
 // Kueue: queue order after an eviction.

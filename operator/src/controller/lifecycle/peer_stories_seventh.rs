@@ -67,12 +67,11 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
 use serde_json::json;
 
 use super::peer_stories::{gang_job, message, pod, readmitted, running_gang};
 use super::stories::{
-    Story, at, deleted, exits, exits_at, reasons, replica, set_phase, stamp, status,
+    Story, at, deleted, exits, exits_at, reasons, replica, set_phase, stamp, status, succeeds_at,
 };
 use super::*;
 use crate::api::annotations::{
@@ -80,16 +79,6 @@ use crate::api::annotations::{
     RANK_ANNOTATION, TASK_LABEL,
 };
 use crate::controller::pods::pod_name;
-
-/// The replica's container exited 0 at `finished` (seconds): the pod succeeded.
-fn succeeds_at(pod: &mut Pod, finished: i64) {
-    status(
-        pod,
-        json!({"phase": "Succeeded", "containerStatuses": [
-            {"name": "c", "ready": false, "restartCount": 0, "image": "x", "imageID": "",
-             "state": {"terminated": {"exitCode": 0, "finishedAt": stamp(finished)}}}]}),
-    );
-}
 
 /// A job of several tasks, admitted at t = 0, every replica's pod in phase `phase`.
 fn admitted_gang(tasks: &[(&str, u32, bool)], phase: &str) -> Story {

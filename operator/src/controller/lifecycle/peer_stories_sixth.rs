@@ -47,7 +47,7 @@ use serde_json::json;
 
 use super::peer_stories::{message, pod, readmitted, running_gang};
 use super::stories::{
-    Story, at, container, deleted, exits, failure_policy, reasons, set_phase, stamp, status,
+    Story, at, container, deleted, exits, failure_policy, reasons, set_phase, sorted, stamp, status,
 };
 use super::*;
 use crate::api::annotations::{CHECKPOINT_DONE, CHECKPOINT_REQUESTED, PREEMPTION_REASON};
@@ -59,11 +59,6 @@ fn exits_at(pod: &mut Pod, name: &str, code: i32, finished: i64) {
         json!({"phase": "Failed", "containerStatuses": [
             container(name, json!({"terminated": {"exitCode": code, "finishedAt": stamp(finished)}}))]}),
     );
-}
-
-fn sorted(mut v: Vec<&str>) -> Vec<&str> {
-    v.sort_unstable();
-    v
 }
 
 // Kubernetes Job controller: `podFailurePolicy`.

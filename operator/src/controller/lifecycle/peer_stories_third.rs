@@ -29,22 +29,9 @@ use serde_json::json;
 use super::peer_stories::{message, readmitted};
 use super::stories::{
     Story, at, container, deleted, exits, failure_policy, reasons, set_phase, stamp, status,
+    suspend_and_stop,
 };
 use super::*;
-use crate::api::annotations::{CHECKPOINT_DONE, CHECKPOINT_REQUESTED};
-
-/// Suspends the running gang and lets it checkpoint; the pods are gone: `Suspended`.
-fn suspend_and_stop(s: &mut Story) {
-    s.job.spec.suspend = true;
-    s.after(1).tick();
-    let now = s.now;
-    s.annotate_all(CHECKPOINT_REQUESTED, &stamp(now));
-    s.annotate_all(CHECKPOINT_DONE, &stamp(now + 1));
-    s.after(1).tick();
-    s.pods_gone();
-    s.after(1).tick();
-    assert_eq!(s.phase(), Phase::Suspended, "{}", message(s));
-}
 
 // Kubernetes Job controller.
 

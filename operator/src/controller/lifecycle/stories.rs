@@ -100,6 +100,34 @@ pub(super) fn exits_at(pod: &mut Pod, code: i32, finished: i64) {
     );
 }
 
+/// The replica's container exited 0 at `finished` (seconds): the pod succeeded.
+pub(super) fn succeeds_at(pod: &mut Pod, finished: i64) {
+    status(
+        pod,
+        json!({"phase": "Succeeded", "containerStatuses": [
+            container("c", json!({"terminated": {"exitCode": 0, "finishedAt": stamp(finished)}}))]}),
+    );
+}
+
+/// Suspends the running gang, which acknowledges its checkpoint; its pods are gone:
+/// `Suspended`.
+pub(super) fn suspend_and_stop(s: &mut Story) {
+    s.job.spec.suspend = true;
+    s.after(1).tick();
+    let now = s.now;
+    s.annotate_all(CHECKPOINT_REQUESTED, &stamp(now));
+    s.annotate_all(CHECKPOINT_DONE, &stamp(now + 1));
+    s.after(1).tick();
+    s.pods_gone();
+    s.after(1).tick();
+    assert_eq!(s.phase(), Phase::Suspended, "{:?}", s.status().message);
+}
+
+pub(super) fn sorted(mut v: Vec<&str>) -> Vec<&str> {
+    v.sort_unstable();
+    v
+}
+
 /// The job's `podFailurePolicy`, from its rules' JSON.
 pub(super) fn failure_policy(s: &mut Story, rules: serde_json::Value) {
     s.job.spec.pod_failure_policy =
