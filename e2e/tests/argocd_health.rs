@@ -186,6 +186,17 @@ fn trainingjob_health() {
     assert_eq!(s, "Degraded");
     assert!(m.contains("never run"), "{m}");
 
+    // Nor is one larger than a limit itself, while one that waits for room under it is.
+    let admitted = |reason: &str| {
+        job(
+            Phase::Queued,
+            "limited",
+            vec![cond("Admitted", false, reason, "VirtualCluster nlp ...")],
+        )
+    };
+    assert_eq!(health(TJ, &admitted("ExceedsLimit")).0, "Degraded");
+    assert_eq!(health(TJ, &admitted("OverLimit")).0, "Progressing");
+
     // A new spec the operator has not looked at yet: whatever the old status says.
     let mut stale = job(Phase::Succeeded, "All replicas succeeded.", vec![]);
     stale["metadata"]["generation"] = json!(2);

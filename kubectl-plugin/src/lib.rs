@@ -391,6 +391,7 @@ pub fn blocking_resource(code: &str) -> Option<&'static str> {
         "OverLimit" => "the VirtualCluster's hard GPU limit",
         "QueueMaxShare" => "the queue's maxShare of GPUs",
         "UserLimit" => "the queue's per-user GPU limit",
+        "ExceedsLimit" => "a GPU limit smaller than the job itself (the message names it)",
         "NoFit" => "free GPUs in the shape the job needs (per node / topology)",
         "NeverFits" => "the cluster itself: no node or domain can ever hold the job",
         "ReservedForCells" => "free GPUs kept as whole cells for other teams' guarantees",

@@ -252,6 +252,9 @@ impl WaitReason {
         match self {
             WaitReason::Invalid { .. } => "Invalid",
             WaitReason::QuotaExhausted { .. } => "QuotaExhausted",
+            // Larger than the limit itself: no wait ends it, so tools that tell waiting from
+            // stuck (Argo CD's health, alerts) need a code of its own.
+            _ if self.exceeds_limit() => "ExceedsLimit",
             WaitReason::OverLimit { .. } => "OverLimit",
             WaitReason::QueueMaxShare { .. } => "QueueMaxShare",
             WaitReason::UserLimit { .. } => "UserLimit",
@@ -262,6 +265,29 @@ impl WaitReason {
             WaitReason::WaitingForMinRuntime { .. } => "WaitingForMinRuntime",
             WaitReason::BehindQueueHead { .. } => "BehindQueueHead",
             WaitReason::QueueTerminating { .. } => "QueueTerminating",
+        }
+    }
+
+    /// Whether the job needs more GPUs than one of its limits allows in all: it cannot start
+    /// until the job or the limit changes.
+    pub fn exceeds_limit(&self) -> bool {
+        match self {
+            WaitReason::OverLimit {
+                limit_gpus: limit,
+                needed_gpus: needed,
+                ..
+            }
+            | WaitReason::QueueMaxShare {
+                max_gpus: limit,
+                needed_gpus: needed,
+                ..
+            }
+            | WaitReason::UserLimit {
+                limit_gpus: limit,
+                needed_gpus: needed,
+                ..
+            } => needed > limit,
+            _ => false,
         }
     }
 
@@ -521,5 +547,35 @@ mod tests {
             text.contains("more than the whole guarantee") && !text.contains("free 16"),
             "{text}"
         );
+    }
+
+    /// Argo CD's health and alerts read the code: a job no wait can start has its own.
+    #[test]
+    fn a_job_larger_than_a_limit_has_a_code_of_its_own() {
+        let over = |needed_gpus| WaitReason::OverLimit {
+            virtual_cluster: "nlp".into(),
+            limit_gpus: 20,
+            in_use_gpus: 17,
+            needed_gpus,
+        };
+        assert_eq!(over(24).code(), "ExceedsLimit");
+        assert_eq!(over(20).code(), "OverLimit");
+        let share = |needed_gpus| WaitReason::QueueMaxShare {
+            queue: "dev".into(),
+            max_gpus: 4,
+            in_use_gpus: 3,
+            needed_gpus,
+        };
+        assert_eq!(share(5).code(), "ExceedsLimit");
+        assert_eq!(share(2).code(), "QueueMaxShare");
+        let user = |needed_gpus| WaitReason::UserLimit {
+            user: "bob".into(),
+            queue: "dev".into(),
+            limit_gpus: 4,
+            in_use_gpus: 4,
+            needed_gpus,
+        };
+        assert_eq!(user(8).code(), "ExceedsLimit");
+        assert_eq!(user(1).code(), "UserLimit");
     }
 }

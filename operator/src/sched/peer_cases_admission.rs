@@ -516,7 +516,7 @@ fn a_strict_queue_is_not_blocked_by_a_job_that_can_never_start() {
         QueuePolicy::Fifo,
         vec![ones("t/huge", "q", 9, 0), ones("t/next", "q", 2, 1)],
     );
-    assert!(waits_with(&d, "t/huge", "OverLimit"), "{d:?}");
+    assert!(waits_with(&d, "t/huge", "ExceedsLimit"), "{d:?}");
     assert!(d.admission("t/next").is_some(), "{d:?}");
 }
 

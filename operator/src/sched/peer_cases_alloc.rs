@@ -548,7 +548,7 @@ fn kai_fractional_job_over_quota_borrows() {
 /// "... because project goes over allowance": a gang of three 0.5 shares (1.5 GPUs) on an
 /// idle 4-GPU node, its department (here the VirtualCluster, the project being its queue
 /// with the default `maxShare` of 100 % of the VC's limit) capped at 1 GPU. It starts no
-/// replica and waits for the limit.
+/// replica and waits, larger than the limit itself (`ExceedsLimit`).
 #[test]
 fn kai_fractional_gang_over_the_department_limit_waits() {
     let d = schedule(&snapshot(
@@ -559,7 +559,7 @@ fn kai_fractional_gang_over_the_department_limit_waits() {
         vec![share_job("q/pending_job0", "queue0", 3, 500)],
     ));
     assert!(d.admissions.is_empty(), "{d:?}");
-    assert!(waits_with(&d, "q/pending_job0", "OverLimit"), "{d:?}");
+    assert!(waits_with(&d, "q/pending_job0", "ExceedsLimit"), "{d:?}");
 }
 
 /// KAI-Scheduler pkg/scheduler/actions/allocate/allocateFractionalGpu_test.go, case "Pipeline

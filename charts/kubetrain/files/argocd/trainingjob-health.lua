@@ -45,7 +45,9 @@ elseif phase == "Suspended" then
   hs.status = "Suspended"
 elseif phase == "Queued" then
   local admitted = condition(status, "Admitted")
-  if admitted ~= nil and admitted.status == "False" and admitted.reason == "NeverFits" then
+  -- NeverFits and ExceedsLimit: no wait starts it; the job or the cluster must change.
+  if admitted ~= nil and admitted.status == "False"
+      and (admitted.reason == "NeverFits" or admitted.reason == "ExceedsLimit") then
     hs.status = "Degraded"
     message = admitted.message or message
   else
