@@ -600,6 +600,7 @@ async fn service_account_client(cp: &ControlPlane) -> kube::Client {
         kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
             .await
             .expect("client config");
+    kubetrain::controller::context::identify(&mut config);
     config.auth_info.impersonate = Some(OPERATOR_SA.into());
     config.auth_info.impersonate_groups = Some(vec![
         "system:serviceaccounts".into(),
@@ -699,6 +700,14 @@ async fn operator_runs_under_its_service_account() {
     assert_eq!(
         s.cp.jsonpath(&["queue", &owner], "{.metadata.finalizers[0]}"),
         "kubetrain.io/queue-jobs"
+    );
+    // The finalizer's patch names no field manager: the API server takes the User-Agent's.
+    let managers =
+        s.cp.jsonpath(&["queue", &owner], "{.metadata.managedFields[*].manager}");
+    assert!(
+        !managers.split_whitespace().any(|m| m == "unknown")
+            && managers.split_whitespace().any(|m| m == "kubetrain"),
+        "the Queue's field managers: {managers}"
     );
     let events = s.event_reasons("borrow");
     assert!(

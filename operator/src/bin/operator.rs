@@ -126,7 +126,9 @@ async fn main() -> anyhow::Result<()> {
         }
         None => Vec::new(),
     };
-    let client = Client::try_default().await?;
+    let mut config = kube::Config::infer().await?;
+    kubetrain::controller::context::identify(&mut config);
+    let client = Client::try_from(config)?;
     let version = client.apiserver_version().await?;
     info!(server = %version.git_version, "connected to the API server");
     let crds: kube::Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
