@@ -54,6 +54,12 @@ pub enum Reconciler {
 }
 
 impl Reconciler {
+    pub const ALL: [Reconciler; 3] = [
+        Reconciler::TrainingJob,
+        Reconciler::Queue,
+        Reconciler::VirtualCluster,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Reconciler::TrainingJob => "trainingjob",

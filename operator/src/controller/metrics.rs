@@ -7,6 +7,9 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use super::error::Reconciler;
+use crate::sched::PreemptionReason;
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct PhaseLabels {
     pub phase: String,
@@ -110,6 +113,20 @@ impl Default for Metrics {
             "Job arrivals in the learned workload history (the shape mix of the fragmentation score)",
             workload_history_arrivals.clone(),
         );
+        // The series a rate or an alert reads exist from the start, at zero: a counter that
+        // first appears at 1 hides that first increment from `increase()`, and a family with
+        // no series is left out of /metrics altogether, HELP line and all.
+        for reason in PreemptionReason::ALL {
+            let _ = preemptions.get_or_create(&ReasonLabels {
+                reason: reason.to_string(),
+            });
+        }
+        for reconciler in Reconciler::ALL {
+            let _ = reconcile_errors.get_or_create(&ErrorLabels {
+                controller: reconciler.name(),
+                error: "kube",
+            });
+        }
         Metrics {
             registry,
             jobs,
@@ -134,5 +151,27 @@ impl Metrics {
             out.clear();
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Alerts on `increase(kubetrain_reconcile_errors_total[...]) > 0` and the preemption
+    /// rates see the first event only if the series existed before it.
+    #[test]
+    fn counters_alerts_read_exist_at_zero_from_the_start() {
+        let text = Metrics::default().encode();
+        for line in [
+            "# HELP kubetrain_reconcile_errors ",
+            r#"kubetrain_reconcile_errors_total{controller="trainingjob",error="kube"} 0"#,
+            r#"kubetrain_reconcile_errors_total{controller="queue",error="kube"} 0"#,
+            "# HELP kubetrain_preemptions ",
+            r#"kubetrain_preemptions_total{reason="Reclaim"} 0"#,
+            r#"kubetrain_preemptions_total{reason="UnhealthyGpu"} 0"#,
+        ] {
+            assert!(text.contains(line), "{line} missing from:\n{text}");
+        }
     }
 }

@@ -93,18 +93,18 @@ pub enum PreemptionReason {
 }
 
 impl PreemptionReason {
+    pub const ALL: [PreemptionReason; 6] = [
+        PreemptionReason::Reclaim,
+        PreemptionReason::Priority,
+        PreemptionReason::QueueShare,
+        PreemptionReason::Consolidation,
+        PreemptionReason::Drain,
+        PreemptionReason::UnhealthyGpu,
+    ];
+
     /// The reason its [`Display`](fmt::Display) name names, if any.
     pub fn from_name(name: &str) -> Option<PreemptionReason> {
-        [
-            PreemptionReason::Reclaim,
-            PreemptionReason::Priority,
-            PreemptionReason::QueueShare,
-            PreemptionReason::Consolidation,
-            PreemptionReason::Drain,
-            PreemptionReason::UnhealthyGpu,
-        ]
-        .into_iter()
-        .find(|r| r.to_string() == name)
+        Self::ALL.into_iter().find(|r| r.to_string() == name)
     }
 
     /// Whether it makes room for one job, which may stop needing it (see `cancel`); a drain
