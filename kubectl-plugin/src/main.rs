@@ -34,6 +34,17 @@ struct Cli {
     /// Path of the kubeconfig (default: $KUBECONFIG, else ~/.kube/config).
     #[arg(long, global = true)]
     kubeconfig: Option<std::path::PathBuf>,
+    /// Act as this user, as kubectl's --as (impersonation; --mine then means that user).
+    #[arg(long = "as", global = true, value_name = "USER")]
+    as_user: Option<String>,
+    /// Act as this group, repeatable; needs --as, as kubectl's --as-group.
+    #[arg(
+        long = "as-group",
+        global = true,
+        value_name = "GROUP",
+        requires = "as_user"
+    )]
+    as_group: Vec<String>,
     /// Output format.
     #[arg(short = 'o', long, global = true, value_enum, default_value_t = Output::Table)]
     output: Output,
@@ -109,6 +120,13 @@ async fn client(cli: &Cli) -> anyhow::Result<(Client, String)> {
             .await
             .context("no kubeconfig (set KUBECONFIG or --kubeconfig)")?,
     };
+    let mut config = config;
+    if let Some(user) = &cli.as_user {
+        config.auth_info.impersonate = Some(user.clone());
+    }
+    if !cli.as_group.is_empty() {
+        config.auth_info.impersonate_groups = Some(cli.as_group.clone());
+    }
     let namespace = cli
         .namespace
         .clone()

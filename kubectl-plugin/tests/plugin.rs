@@ -130,6 +130,26 @@ async fn kubectl_kubetrain_jobs_why_suspend_resume_vc() {
         plugin_ok(cp, &["jobs", "-n", ns, "--mine", "-o", "json"]),
         plugin_ok(cp, &["jobs", "-n", ns, "--user", &me, "-o", "json"])
     );
+    // --as impersonates, as kubectl's: --mine is then that user (here given the admins'
+    // group by --as-group), and a user with no binding may read nothing.
+    let as_alice = [
+        "jobs",
+        "-n",
+        ns,
+        "--mine",
+        "-o",
+        "json",
+        "--as",
+        "alice",
+        "--as-group",
+        "system:masters",
+    ];
+    assert_eq!(
+        plugin_ok(cp, &as_alice),
+        plugin_ok(cp, &["jobs", "-n", ns, "--user", "alice", "-o", "json"])
+    );
+    let (ok, _, stderr) = plugin(cp, &["jobs", "-n", ns, "--as", "nobody"]);
+    assert!(!ok && stderr.contains("forbidden"), "{stderr}");
 
     // -o json parses, with the positions.
     let json = plugin_ok(cp, &["jobs", "-n", ns, "-o", "json"]);
