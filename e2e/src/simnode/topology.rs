@@ -74,6 +74,36 @@ fn uuid(node: &str, index: u32) -> String {
     )
 }
 
+/// The compute capability NVML reads on a GPU of this product name, for the products the
+/// simulated clusters use and their kin (NVIDIA's CUDA GPU list); unknown names have none,
+/// as the labeler then publishes no family.
+pub fn compute_capability(product: &str) -> Option<&'static str> {
+    let words: Vec<String> = product
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .map(str::to_ascii_uppercase)
+        .collect();
+    let has = |model: &str| words.iter().any(|w| w == model);
+    Some(if has("B200") || has("B100") || has("GB200") {
+        "10.0"
+    } else if has("H100") || has("H200") || has("H800") || has("GH200") {
+        "9.0"
+    } else if has("L4") || has("L40") || has("L40S") {
+        "8.9"
+    } else if has("A10") || has("A40") || has("A6000") {
+        "8.6"
+    } else if has("A100") || has("A800") || has("A30") {
+        "8.0"
+    } else if has("T4") {
+        "7.5"
+    } else if has("V100") {
+        "7.0"
+    } else if has("P100") {
+        "6.0"
+    } else {
+        return None;
+    })
+}
+
 /// What NVML would read on a node with `n` GPUs of `product`, all healthy.
 pub fn readings(
     node: &str,
@@ -90,6 +120,7 @@ pub fn readings(
             memory_mib,
             numa_node: Some(socket(i, n)),
             pci_bus_id: Some(format!("00000000:{:02X}:00.0", 0x07 + 0x10 * i)),
+            compute_capability: compute_capability(product).map(str::to_string),
             ..Default::default()
         })
         .collect();
@@ -162,6 +193,29 @@ mod tests {
         }
         let single = build_topology("n-0", TopologyKind::NvSwitch, 1, "x", 0, None);
         single.validate().unwrap();
+    }
+
+    #[test]
+    fn products_have_their_families() {
+        let family = |product| {
+            gpu_labels(&build_topology(
+                "n-0",
+                TopologyKind::NvSwitch,
+                8,
+                product,
+                1,
+                None,
+            ))
+            .get(kubetrain::api::node_labels::FAMILY)
+            .cloned()
+        };
+        assert_eq!(family("NVIDIA A100-SXM4-80GB").as_deref(), Some("ampere"));
+        assert_eq!(family("NVIDIA H100 80GB HBM3").as_deref(), Some("hopper"));
+        assert_eq!(family("Tesla V100-SXM2-32GB").as_deref(), Some("volta"));
+        assert_eq!(family("Tesla T4").as_deref(), Some("turing"));
+        assert_eq!(family("NVIDIA L40S").as_deref(), Some("ada-lovelace"));
+        assert_eq!(family("NVIDIA A10").as_deref(), Some("ampere"));
+        assert_eq!(family("p"), None);
     }
 
     #[test]
