@@ -176,6 +176,63 @@ fn a_running_jobs_tasks_cannot_change() {
         .expect("delete");
 }
 
+/// A running job's queue and user are refused a change (its GPUs are charged to them), and
+/// may change again once it no longer runs. No operator runs here: the test writes the
+/// status phase itself.
+#[test]
+fn a_running_jobs_queue_and_user_cannot_change() {
+    let cp = cp();
+    let manifest = |queue: &str, user: &str| {
+        format!(
+            "apiVersion: kubetrain.io/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: charged\n  namespace: default\nspec:\n  queue: {queue}\n  user: {user}\n  tasks:\n  - name: worker\n    template:\n      spec:\n        containers:\n        - name: trainer\n          image: trainer:1\n"
+        )
+    };
+    let phase = |phase: &str| {
+        cp.kubectl_ok(&[
+            "patch",
+            "tj",
+            "charged",
+            "-n",
+            "default",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &format!("{{\"status\":{{\"phase\":\"{phase}\"}}}}"),
+        ])
+        .expect("status patch")
+    };
+    cp.apply(&manifest("vision", "alice"));
+    phase("Running");
+    for (changed, field) in [
+        (manifest("nlp", "alice"), "spec.queue"),
+        (manifest("vision", "bob"), "spec.user"),
+    ] {
+        let out = cp
+            .kubectl_stdin(&["apply", "-f", "-"], &changed)
+            .expect("kubectl runs");
+        assert!(
+            !out.success,
+            "a running job's {field} changed: {}",
+            out.stdout
+        );
+        assert!(
+            out.stderr.contains(&format!("{field}: Forbidden"))
+                && out.stderr.contains("spec.suspend"),
+            "{}",
+            out.stderr
+        );
+    }
+    phase("Suspended");
+    cp.apply(&manifest("nlp", "bob"));
+    let spec = cp.jsonpath(
+        &["tj", "charged", "-n", "default"],
+        "{.spec.queue} {.spec.user}",
+    );
+    assert_eq!(spec, "nlp bob");
+    cp.kubectl_ok(&["delete", "tj", "charged", "-n", "default"])
+        .expect("delete");
+}
+
 /// A queue with jobs running cannot move to another VirtualCluster (its jobs are charged to
 /// the first); once none runs, it can.
 #[test]

@@ -80,12 +80,78 @@ const RESOURCE_PATHS: [&[&str]; 2] = [
 /// the operator would otherwise floor `500m` to no GPU at all.
 const WHOLE_GPU_LIMIT: &str = "!has(self.limits) || !('nvidia.com/gpu' in self.limits) \
     || (isQuantity(string(self.limits['nvidia.com/gpu'])) \
-        && quantity(string(self.limits['nvidia.com/gpu'])).isInteger())";
+        && quantity(string(self.limits['nvidia.com/gpu'])).isInteger() \
+        && quantity(string(self.limits['nvidia.com/gpu'])).isGreaterThan(quantity('-1')))";
 const WHOLE_GPU_REQUEST: &str = "!has(self.requests) || !('nvidia.com/gpu' in self.requests) \
     || (isQuantity(string(self.requests['nvidia.com/gpu'])) \
-        && quantity(string(self.requests['nvidia.com/gpu'])).isInteger())";
-const WHOLE_GPU_MESSAGE: &str = "nvidia.com/gpu must be a whole number of GPUs; for a \
-    fraction of one GPU leave it out and set the task's gpuShare (thousandths of a GPU)";
+        && quantity(string(self.requests['nvidia.com/gpu'])).isInteger() \
+        && quantity(string(self.requests['nvidia.com/gpu'])).isGreaterThan(quantity('-1')))";
+const WHOLE_GPU_MESSAGE: &str = "must be a whole number of GPUs, 0 or more; for a fraction \
+    of one GPU leave it out and set the task's gpuShare (thousandths of a GPU)";
+/// Kubernetes does not overcommit extended resources: a pod whose GPU request differs from
+/// its limit, or has no limit, is refused when the operator creates it, long after apply.
+const GPU_REQUEST_IS_LIMIT: &str = "!has(self.requests) || !('nvidia.com/gpu' in self.requests) \
+    || (has(self.limits) && 'nvidia.com/gpu' in self.limits \
+        && (!isQuantity(string(self.requests['nvidia.com/gpu'])) \
+            || !isQuantity(string(self.limits['nvidia.com/gpu'])) \
+            || (!quantity(string(self.requests['nvidia.com/gpu'])) \
+                   .isLessThan(quantity(string(self.limits['nvidia.com/gpu']))) \
+               && !quantity(string(self.requests['nvidia.com/gpu'])) \
+                   .isGreaterThan(quantity(string(self.limits['nvidia.com/gpu']))))))";
+const GPU_REQUEST_IS_LIMIT_MESSAGE: &str = "a GPU request needs a limit of the same number \
+    (Kubernetes does not overcommit GPUs): set only limits['nvidia.com/gpu'], and the request \
+    defaults to it";
+/// Where in each task's pod template kubetrain decides in place of the template: it chooses
+/// the gang's nodes and hands the pods to kube-scheduler, so these would be overridden or
+/// leave the pods pending. Each rule sits on the field itself, so it is evaluated only where
+/// the field is set.
+const PLACEMENT_FIELDS: [(&[&str], &str, &str); 4] = [
+    (
+        &["spec", "tasks", "[]", "template", "spec", "nodeName"],
+        "size(self) == 0",
+        "kubetrain chooses the nodes of the gang: remove nodeName, and use nodeSelector or \
+         node affinity to keep the pods to some nodes",
+    ),
+    (
+        &["spec", "tasks", "[]", "template", "spec", "schedulerName"],
+        "self == 'default-scheduler'",
+        "kubetrain places the gang and kube-scheduler (default-scheduler) binds its pods: \
+         remove schedulerName; another scheduler's name (volcano, kai-scheduler, ...) would \
+         leave them pending",
+    ),
+    (
+        &[
+            "spec",
+            "tasks",
+            "[]",
+            "template",
+            "spec",
+            "affinity",
+            "podAffinity",
+            "requiredDuringSchedulingIgnoredDuringExecution",
+        ],
+        "size(self) == 0",
+        "required pod affinity is not supported: kubetrain places the gang without it and \
+         kube-scheduler would refuse the nodes chosen; use spec.topology to keep replicas \
+         together, or a preferred term",
+    ),
+    (
+        &[
+            "spec",
+            "tasks",
+            "[]",
+            "template",
+            "spec",
+            "affinity",
+            "podAntiAffinity",
+            "requiredDuringSchedulingIgnoredDuringExecution",
+        ],
+        "size(self) == 0",
+        "required pod anti-affinity is not supported: kubetrain places the gang without it \
+         and kube-scheduler would refuse the nodes chosen; a replica that needs a node of its \
+         own can ask for all of the node's GPUs",
+    ),
+];
 
 /// Every rule of the three CRDs.
 pub fn rules() -> Vec<Rule> {
@@ -121,6 +187,49 @@ pub fn rules() -> Vec<Rule> {
         },
         Rule {
             crd: "trainingjobs",
+            // At the top, where the name is visible: the job's headless Service is named
+            // after it, and a Service name is a DNS-1035 label (Kubeflow's operators ask the
+            // same of a job's name).
+            at: &[],
+            rule: "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
+            message: "metadata.name must consist of lower-case letters, digits and '-', start \
+                      with a letter and end with a letter or digit (a DNS-1035 label): the \
+                      job's Service and pods are named after it",
+            // A fieldPath must lead into the schema, which does not describe metadata.
+            field_path: "",
+            reason: "FieldValueInvalid",
+        },
+        Rule {
+            crd: "trainingjobs",
+            // At the top, where the status is visible: a job that holds GPUs is charged to
+            // its queue's team and counted against its user's limit; moved under them, it
+            // would run uncharged (Kueue, likewise, lets a workload's queue change only
+            // while it is not admitted).
+            at: &[],
+            rule: "!has(oldSelf.status) || !has(oldSelf.status.phase) \
+                   || !(oldSelf.status.phase in ['Running', 'Preempting']) \
+                   || (has(self.spec.queue) ? self.spec.queue : '') \
+                   == (has(oldSelf.spec.queue) ? oldSelf.spec.queue : '')",
+            message: "cannot change while the job runs: its GPUs are charged to its queue's \
+                      team. Set spec.suspend: true first (the job checkpoints and stops), then \
+                      move it; or let it finish",
+            field_path: ".spec.queue",
+            reason: "FieldValueForbidden",
+        },
+        Rule {
+            crd: "trainingjobs",
+            at: &[],
+            rule: "!has(oldSelf.status) || !has(oldSelf.status.phase) \
+                   || !(oldSelf.status.phase in ['Running', 'Preempting']) \
+                   || (has(self.spec.user) ? self.spec.user : '') \
+                   == (has(oldSelf.spec.user) ? oldSelf.spec.user : '')",
+            message: "cannot change while the job runs: its GPUs count against its user's \
+                      limit in the queue. Set spec.suspend: true first, or let it finish",
+            field_path: ".spec.user",
+            reason: "FieldValueForbidden",
+        },
+        Rule {
+            crd: "trainingjobs",
             // At the top, where the status is visible. Only the gang's shape (task names,
             // replicas) is compared: its pods are named and counted by it, so a change under
             // a running gang would leave strays or holes. A template change takes effect at
@@ -131,7 +240,7 @@ pub fn rules() -> Vec<Rule> {
                    || (self.spec.tasks.map(t, t.name) == oldSelf.spec.tasks.map(t, t.name) \
                    && self.spec.tasks.map(t, has(t.replicas) ? t.replicas : 1) \
                    == oldSelf.spec.tasks.map(t, has(t.replicas) ? t.replicas : 1))",
-            message: "spec.tasks: tasks and replicas cannot change while the job runs: set \
+            message: "tasks and replicas cannot change while the job runs: set \
                       spec.suspend: true first (the job checkpoints and stops), change \
                       them, then set it back; or delete and re-create the job",
             field_path: ".spec.tasks",
@@ -252,6 +361,24 @@ pub fn rules() -> Vec<Rule> {
             message: WHOLE_GPU_MESSAGE,
             field_path: ".requests['nvidia.com/gpu']",
             reason: "FieldValueInvalid",
+        });
+        rules.push(Rule {
+            crd: "trainingjobs",
+            at,
+            rule: GPU_REQUEST_IS_LIMIT,
+            message: GPU_REQUEST_IS_LIMIT_MESSAGE,
+            field_path: ".requests['nvidia.com/gpu']",
+            reason: "FieldValueInvalid",
+        });
+    }
+    for (at, rule, message) in PLACEMENT_FIELDS {
+        rules.push(Rule {
+            crd: "trainingjobs",
+            at,
+            rule,
+            message,
+            field_path: "",
+            reason: "FieldValueForbidden",
         });
     }
     rules
