@@ -79,7 +79,7 @@ fn node_model(node: &Node, foreign: sched::Resources, held: Vec<sched::Held>) ->
     let topo = health.topology.as_ref();
     // The device plugin's count where one runs; without one (`NVIDIA_VISIBLE_DEVICES`
     // binding), the GPUs the node labeler found.
-    let gpus = match get(GPU_RESOURCE) {
+    let mut gpus = match get(GPU_RESOURCE) {
         Some(q) => whole(q).unwrap_or(0) as u32,
         None => topo.as_ref().map_or(0, |t| t.gpus.len() as u32),
     };
@@ -105,16 +105,23 @@ fn node_model(node: &Node, foreign: sched::Resources, held: Vec<sched::Held>) ->
             rack = t.rack.clone();
         }
     }
-    // Allocatable GPUs may drop below the topology's count when the device plugin hides
-    // unhealthy ones; GPUs past allocatable are treated as unusable.
     let mut topology = sched::Topology { groups };
     if !topology.groups.is_empty() {
         let known: u32 = topology.groups.iter().map(|g| g.gpus.len() as u32).sum();
-        if known != gpus && topo.is_some_and(|t| t.gpus.len() as u32 != gpus) {
-            // The annotation and allocatable disagree (for example a GPU was hidden): use
-            // the default so indices stay within allocatable.
-            topology = sched::Topology::default();
-            unhealthy.retain(|g| g.0 < gpus);
+        let found = topo.map_or(gpus, |t| t.gpus.len() as u32);
+        if known != gpus && found != gpus {
+            if found > gpus && (found - gpus) as usize <= unhealthy.len() {
+                // The device plugin hides unhealthy GPUs from allocatable, as NVIDIA's does:
+                // the node keeps its topology, the unhealthy ones marked. Counted off
+                // allocatable as well, they were subtracted twice (and the groups lost).
+                gpus = found;
+            } else {
+                // The annotation and allocatable disagree in a way the unhealthy GPUs do not
+                // explain: the default topology, with allocatable's count and no index
+                // marked, so nothing is subtracted twice.
+                topology = sched::Topology::default();
+                unhealthy.clear();
+            }
         }
     }
     sched::Node {
@@ -637,6 +644,52 @@ mod tests {
             vec![],
         );
         assert_eq!(plugin.allocatable.gpus, 0);
+    }
+
+    /// NVIDIA's device plugin hides an unhealthy GPU from allocatable while the labeler
+    /// marks it: the node keeps its 8 GPUs and NVLink groups with the one marked, not 7
+    /// with the index also marked (found in an admin's run: 6 free GPUs reported of 7, and
+    /// a needless reclaim). A gap the unhealthy GPUs do not explain falls back to
+    /// allocatable's count alone.
+    #[test]
+    fn a_gpu_the_device_plugin_hides_is_counted_once() {
+        let topo = |unhealthy: &[u32]| {
+            serde_json::to_string(&NodeTopology {
+                version: crate::api::topology::TOPOLOGY_VERSION,
+                gpus: (0..8)
+                    .map(|i| crate::api::topology::GpuInfo {
+                        index: i,
+                        healthy: !unhealthy.contains(&i),
+                        ..Default::default()
+                    })
+                    .collect(),
+                groups: [0, 4]
+                    .map(|first| crate::api::topology::GpuGroup {
+                        gpus: (first..first + 4).collect(),
+                        nvlink: true,
+                        ..Default::default()
+                    })
+                    .to_vec(),
+                ..Default::default()
+            })
+            .expect("json")
+        };
+        let model = |unhealthy: &[u32], allocatable: &str| {
+            let n: Node = serde_json::from_value(json!({
+                "metadata": {"name": "n0", "annotations": {TOPOLOGY_ANNOTATION: topo(unhealthy)}},
+                "status": {"allocatable": {"cpu": "8", "nvidia.com/gpu": allocatable}}
+            }))
+            .expect("node");
+            node_model(&n, Default::default(), vec![])
+        };
+        let hidden = model(&[3], "7");
+        assert_eq!(hidden.allocatable.gpus, 8);
+        assert_eq!(hidden.unhealthy_gpus, vec![sched::GpuIndex(3)]);
+        assert_eq!(hidden.topology.groups.len(), 2);
+        let unexplained = model(&[], "6");
+        assert_eq!(unexplained.allocatable.gpus, 6);
+        assert!(unexplained.unhealthy_gpus.is_empty());
+        assert!(unexplained.topology.groups.is_empty());
     }
 
     /// The scheduler asks a reclaim's victims to checkpoint, and its next cycle runs before
