@@ -16,7 +16,9 @@ use super::node_health::NodeHealth;
 use super::resources::{GPU_RESOURCE, cpu_milli, pod_demand, whole};
 use super::validate::{Refs, validate};
 use crate::api::annotations::{JOB_LABEL, PRODUCT_LABEL, RACK_LABEL};
-use crate::api::{Phase, QueuePolicy, QueueingStrategy, TopologyLevel, TrainingJob};
+use crate::api::{
+    Phase, QueuePolicy, QueueingStrategy, TopologyLevel, TrainingJob, TrainingJobStatus,
+};
 use crate::sched;
 
 /// An admission whose pods the cache may not show yet.
@@ -317,6 +319,28 @@ fn min_runtime(job: &TrainingJob, queue: &str, refs: &super::validate::Refs<'_>)
         .map_or(0, |s| i64::from(s.max(0)))
 }
 
+/// A job whose pods hold GPUs but which no longer validates (its PriorityClass deleted, its
+/// namespace moved out of its VirtualCluster, ...) stays charged where it was admitted, in
+/// its status's queue at its status's priority, until its pods are gone: as Kueue keeps an
+/// admitted workload in its ClusterQueue's usage. Dropped, its GPUs were counted against no
+/// team, and the team's guarantee looked free to take from others. None when that queue or
+/// its VirtualCluster is gone too, or the templates themselves no longer read: the pods then
+/// hold their GPUs on their nodes only.
+fn charged_where_admitted(
+    job: &TrainingJob,
+    status: &TrainingJobStatus,
+    refs: &super::validate::Refs<'_>,
+) -> Option<super::validate::Validated> {
+    let queue = status.queue.clone()?;
+    let vc = &refs.queues.get(&queue)?.spec.virtual_cluster;
+    refs.vcs.get(vc)?;
+    Some(super::validate::Validated {
+        tasks: super::validate::tasks(job, refs).ok()?,
+        queue,
+        priority: status.priority.unwrap_or(0),
+    })
+}
+
 /// A job as the core sees it, or None when it takes no part in this cycle (finished,
 /// suspended without pods, invalid, or waiting out a retry backoff). A new job is a
 /// candidate before its status says Queued.
@@ -333,11 +357,16 @@ fn job_model(
     if status.phase.is_finished() && gang.active().next().is_none() {
         return None;
     }
+    let holds_gpus = !gang.placement().is_empty() || inflight.is_some();
     let super::validate::Validated {
         queue,
         priority,
         mut tasks,
-    } = validate(job, &world.refs).ok()?;
+    } = match validate(job, &world.refs) {
+        Ok(v) => v,
+        Err(_) if holds_gpus => charged_where_admitted(job, &status, &world.refs)?,
+        Err(_) => return None,
+    };
     if let Some(avoid) =
         super::placement_rules::avoid_refused_nodes(&status.refused_nodes, world.now)
     {
@@ -644,6 +673,27 @@ mod tests {
             vec![],
         );
         assert_eq!(plugin.allocatable.gpus, 0);
+    }
+
+    /// A running job that stops validating (here its namespace left its VirtualCluster)
+    /// stays charged to the team it was admitted in, by its status's queue, while its pods
+    /// hold GPUs (found in an admin's run: the team showed 0 in use, and its guarantee was
+    /// reclaimed from another team a second time).
+    #[test]
+    fn a_running_job_that_turns_invalid_stays_charged_where_it_was_admitted() {
+        let (queues, mut vcs) = one_team();
+        let mut moved = (*vcs["vc"]).clone();
+        moved.spec.namespaces = vec!["elsewhere".into()];
+        vcs.insert("vc".into(), Arc::new(moved));
+        let mut running = (*job("j", "q", 4, "Running")).clone();
+        running.status.get_or_insert_with(Default::default).queue = Some("q".into());
+        let jobs = vec![Arc::new(running)];
+        let pods = vec![pod("j", &[0, 1, 2, 3], None, false)];
+        let nodes = vec![node()];
+        let d = decide((&nodes, &pods, &jobs), &queues, &vcs, &BTreeMap::new());
+        let in_use =
+            d.usage.virtual_clusters["vc"].flavors[&sched::Flavor::new(FLAVOR)].in_use_milli;
+        assert_eq!(in_use, 4000, "{d:?}");
     }
 
     /// NVIDIA's device plugin hides an unhealthy GPU from allocatable while the labeler

@@ -294,6 +294,17 @@ pub fn validate(job: &TrainingJob, refs: &Refs<'_>) -> Result<Validated, Invalid
         });
     }
     let priority = effective_priority(job, refs)?;
+    Ok(Validated {
+        queue: queue_name,
+        priority,
+        tasks: tasks(job, refs)?,
+    })
+}
+
+/// The job's tasks as the scheduler sees them, from its templates: the part of
+/// [`validate`] that does not depend on where the job is queued.
+pub fn tasks(job: &TrainingJob, refs: &Refs<'_>) -> Result<Vec<sched::Task>, Invalid> {
+    let ns = job.namespace().unwrap_or_default();
     let name = job.name_any();
     let mut seen = BTreeSet::new();
     let mut tasks = Vec::new();
@@ -389,11 +400,7 @@ pub fn validate(job: &TrainingJob, refs: &Refs<'_>) -> Result<Validated, Invalid
             ));
         }
     }
-    Ok(Validated {
-        queue: queue_name,
-        priority,
-        tasks,
-    })
+    Ok(tasks)
 }
 
 /// Jobs, queues and VirtualClusters for tests of what resolves against them.

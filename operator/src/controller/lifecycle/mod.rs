@@ -684,11 +684,21 @@ impl Step<'_> {
         // The queue and priority in effect, published for `kubectl get tj` (even when the job
         // is invalid for another reason). A finished job keeps those it ran with; one that
         // finished before status had them gets them once.
+        // A running job whose queue or priority no longer resolves (its PriorityClass was
+        // deleted) keeps those it was admitted with: the scheduler charges it by them.
+        let holds_gpus = matches!(status.phase, Phase::Running | Phase::Preempting);
         if !status.phase.is_finished() || status.queue.is_none() {
-            status.queue = self.world.queue.clone();
+            status.queue = self
+                .world
+                .queue
+                .clone()
+                .or_else(|| status.queue.take().filter(|_| holds_gpus));
         }
         if !status.phase.is_finished() || status.priority.is_none() {
-            status.priority = self.world.priority;
+            status.priority = self
+                .world
+                .priority
+                .or_else(|| status.priority.filter(|_| holds_gpus));
         }
 
         if status.phase.is_finished() {
