@@ -303,7 +303,8 @@ pub struct TopologyConstraint {
 pub struct ReplicaPlacement {
     pub task: String,
     pub index: u32,
-    /// Global rank: contiguous per node, nodes in placement order, GPUs in topology order.
+    /// Global rank: contiguous per node, GPUs in topology order; 0 is the first task's
+    /// first replica, its node first and the other nodes in placement order.
     pub rank: u32,
     pub node: String,
     /// Whole GPUs, or the single GPU holding the share.

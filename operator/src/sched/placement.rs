@@ -37,7 +37,7 @@
 //! Ranks follow topology: nodes in the order the gang opened them, GPUs in topology order
 //! within a node, so ranks are contiguous per node.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use super::cluster::{Cluster, Mode, Take};
@@ -155,7 +155,8 @@ impl Trial {
     }
 
     /// Replica placements with ranks that follow topology: nodes in the order the gang
-    /// opened them, then GPU topology order, then task and index.
+    /// opened them, then GPU topology order, then task and index; except that rank 0 is the
+    /// first task's first replica.
     pub fn placements(
         &self,
         c: &Cluster,
@@ -163,17 +164,28 @@ impl Trial {
         demands: &[Demand],
         task_names: &[&str],
     ) -> Vec<ReplicaPlacement> {
-        let mut rows: Vec<((usize, u8, u16, u32), ReplicaPlacement)> = self
+        // Rank 0 (MASTER_ADDR) is the first task's first replica, as Kubeflow's operators
+        // make the Master rank 0: its node comes first, then the others in placement order.
+        let first = self
+            .takes
+            .iter()
+            .find(|(di, _)| (demands[*di].task, demands[*di].index) == (0, 0))
+            .map(|(_, t)| t.node);
+        let mut rows: Vec<(RankKey, ReplicaPlacement)> = self
             .takes
             .iter()
             .map(|(di, t)| {
                 let d = &demands[*di];
                 let n = &c.nodes[t.node];
-                let node_pos = self
-                    .node_order
-                    .iter()
-                    .position(|&x| x == t.node)
-                    .unwrap_or(usize::MAX);
+                let node_pos = if Some(t.node) == first {
+                    0
+                } else {
+                    self.node_order
+                        .iter()
+                        .position(|&x| x == t.node)
+                        .map_or(usize::MAX, |p| p + 1)
+                };
+                let not_first = (d.task, d.index) != (0, 0);
                 let gpu_pos = t
                     .gpus
                     .iter()
@@ -191,7 +203,14 @@ impl Trial {
                     .collect();
                 gpus.sort_by_key(|g| n.gpu_pos[g.0 as usize]);
                 (
-                    (node_pos, gpu_pos, d.task, d.index),
+                    RankKey {
+                        node_pos,
+                        not_first,
+                        gpu_pos,
+                        task: d.task,
+                        index: d.index,
+                        shape: (d.gpu, d.cpu, d.mem),
+                    },
                     ReplicaPlacement {
                         task: task_names
                             .get(d.task as usize)
@@ -207,7 +226,8 @@ impl Trial {
                 )
             })
             .collect();
-        rows.sort_by_key(|r| r.0);
+        first_gpus_in_replica_order(&mut rows);
+        rows.sort_by_key(|r| r.0.order());
         rows.into_iter()
             .enumerate()
             .map(|(rank, (_, mut p))| {
@@ -215,6 +235,53 @@ impl Trial {
                 p
             })
             .collect()
+    }
+}
+
+/// Where a replica goes in rank order, and what it asks (replicas of one shape on one node
+/// may trade GPUs).
+struct RankKey {
+    node_pos: usize,
+    not_first: bool,
+    gpu_pos: u8,
+    task: u16,
+    index: u32,
+    shape: (GpuDemand, u64, u64),
+}
+
+impl RankKey {
+    fn order(&self) -> (usize, bool, u8, u16, u32) {
+        (
+            self.node_pos,
+            self.not_first,
+            self.gpu_pos,
+            self.task,
+            self.index,
+        )
+    }
+}
+
+/// Replicas of one shape on one node take that node's GPU sets in task and index order, so
+/// that the first replica, which goes first in rank order on its node, also has the first
+/// GPUs and the node's ranks still follow GPU topology. Which of identical replicas holds
+/// which identical set changes nothing the placement charged.
+fn first_gpus_in_replica_order(rows: &mut [(RankKey, ReplicaPlacement)]) {
+    let mut groups: BTreeMap<(usize, (GpuDemand, u64, u64)), Vec<usize>> = BTreeMap::new();
+    for (i, (k, _)) in rows.iter().enumerate() {
+        groups.entry((k.node_pos, k.shape)).or_default().push(i);
+    }
+    for members in groups.into_values().filter(|m| m.len() > 1) {
+        let mut slots: Vec<(u8, Vec<GpuIndex>)> = members
+            .iter()
+            .map(|&i| (rows[i].0.gpu_pos, rows[i].1.gpus.clone()))
+            .collect();
+        slots.sort_by_key(|s| s.0);
+        let mut order = members.clone();
+        order.sort_by_key(|&i| (rows[i].0.task, rows[i].0.index));
+        for (i, (pos, gpus)) in order.into_iter().zip(slots) {
+            rows[i].0.gpu_pos = pos;
+            rows[i].1.gpus = gpus;
+        }
     }
 }
 

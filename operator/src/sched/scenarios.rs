@@ -801,6 +801,69 @@ fn rack_requirement_and_topology_ranks() {
     );
 }
 
+/// Rank 0, which MASTER_ADDR names, is the first task's first replica, as Kubeflow makes
+/// the Master rank 0: a CPU-only launcher listed first, or a master that is not the largest
+/// replica; and on its node the ranks still follow GPU topology order.
+#[test]
+fn rank_zero_is_the_first_tasks_first_replica() {
+    let nodes = vec![node("n0", "H100", 8, None), node("n1", "H100", 8, None)];
+    let with_first_task = |id: &str, first: Task| {
+        let mut j = job(id, "q", 4, 2);
+        j.tasks.insert(0, first);
+        j
+    };
+    let launcher = Task {
+        name: "launcher".into(),
+        replicas: 1,
+        cpu_milli: 1000,
+        memory_bytes: GIB,
+        gpus: GpuDemand::None,
+        ..Default::default()
+    };
+    let master = Task {
+        name: "master".into(),
+        gpus: GpuDemand::Whole(1),
+        ..launcher.clone()
+    };
+    for first in [launcher, master] {
+        let name = first.name.clone();
+        let d = schedule(&snapshot(
+            0,
+            nodes.clone(),
+            vec![vc("t", "H100", 16)],
+            vec![queue("q", "t")],
+            vec![with_first_task("t/j", first)],
+        ));
+        let a = d.admission("t/j").expect("admitted");
+        let mut by_rank = a.placement.clone();
+        by_rank.sort_by_key(|p| p.rank);
+        assert_eq!(
+            (by_rank[0].task.as_str(), by_rank[0].index),
+            (name.as_str(), 0),
+            "{a:?}"
+        );
+        let workers: Vec<(u32, u32)> = by_rank
+            .iter()
+            .filter(|p| p.task == "worker" && p.node == by_rank[0].node)
+            .map(|p| (p.index, p.gpus[0].0))
+            .collect();
+        let mut sorted = workers.clone();
+        sorted.sort_by_key(|w| w.1);
+        assert_eq!(workers, sorted, "ranks on a node follow its GPUs: {a:?}");
+    }
+    // One task: worker 0 is rank 0 and holds its node's first GPUs.
+    let d = schedule(&snapshot(
+        0,
+        nodes,
+        vec![vc("t", "H100", 16)],
+        vec![queue("q", "t")],
+        vec![job("t/w", "q", 8, 1)],
+    ));
+    let a = d.admission("t/w").expect("admitted");
+    let zero = a.placement.iter().find(|p| p.rank == 0).expect("rank 0");
+    assert_eq!((zero.index, zero.gpus[0].0), (0, 0), "{a:?}");
+}
+
 /// A 64-GPU gang of 8 × 8 spans exactly 8 empty nodes.
 #[test]
 fn large_gang_takes_whole_nodes() {
