@@ -246,8 +246,11 @@ struct RankKey {
     gpu_pos: u8,
     task: u16,
     index: u32,
-    shape: (GpuDemand, u64, u64),
+    shape: Shape,
 }
+
+/// What a replica asks: GPUs, CPU, memory.
+type Shape = (GpuDemand, u64, u64);
 
 impl RankKey {
     fn order(&self) -> (usize, bool, u8, u16, u32) {
@@ -266,7 +269,7 @@ impl RankKey {
 /// GPUs and the node's ranks still follow GPU topology. Which of identical replicas holds
 /// which identical set changes nothing the placement charged.
 fn first_gpus_in_replica_order(rows: &mut [(RankKey, ReplicaPlacement)]) {
-    let mut groups: BTreeMap<(usize, (GpuDemand, u64, u64)), Vec<usize>> = BTreeMap::new();
+    let mut groups: BTreeMap<(usize, Shape), Vec<usize>> = BTreeMap::new();
     for (i, (k, _)) in rows.iter().enumerate() {
         groups.entry((k.node_pos, k.shape)).or_default().push(i);
     }
