@@ -134,6 +134,14 @@ async fn reclaim(name: &str, checkpoint_delay: &str, grace: u32) {
     s.wait_phase("own", "Succeeded", T).await;
     s.wait_phase("borrow", "Succeeded", Duration::from_secs(90))
         .await;
+    // Each admission is an Event of its own, with its own note; folded into one series, the
+    // second read as the first.
+    let admitted = s
+        .events("borrow")
+        .into_iter()
+        .filter(|(reason, _)| reason == "Admitted")
+        .count();
+    assert_eq!(admitted, 2, "{:?}", s.events("borrow"));
     s.timing(&format!(
         "reclaim({name}): owner submit→running {:.2}s (grace {grace}s)",
         latency.as_secs_f64()

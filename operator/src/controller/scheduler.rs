@@ -550,6 +550,10 @@ async fn request_checkpoint(ctx: &Arc<Context>, job: &Arc<TrainingJob>, p: &sche
 
 /// Writes a Normal Event about `job` in the background: an Event is a record, not a step of
 /// what it reports, so the cycle does not wait for it.
+/// An Event of one admission or preemption of the job. The recorder folds Events of one
+/// object, reason and action into a series that keeps the first note; the attempt in the
+/// action keeps each admission's nodes and each preemption's cause visible (a re-admission
+/// read "(x2)" with the first admission's nodes, and a reclaim the note of an earlier drain).
 fn event_in_background(
     ctx: &Arc<Context>,
     job: &Arc<TrainingJob>,
@@ -557,9 +561,16 @@ fn event_in_background(
     note: String,
 ) {
     let (ctx, job) = (ctx.clone(), job.clone());
+    let action = format!("{}{}", reason.as_str(), job_attempt(&job));
     tokio::spawn(async move {
-        ctx.event(job.as_ref(), EventType::Normal, reason.as_str(), note)
-            .await;
+        ctx.event_with_action(
+            job.as_ref(),
+            EventType::Normal,
+            reason.as_str(),
+            action,
+            note,
+        )
+        .await;
     });
 }
 
