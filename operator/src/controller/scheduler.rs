@@ -438,13 +438,8 @@ async fn admit(
             queue: queue.clone(),
         })
         .inc();
-    if let Some(q) = job
-        .status
-        .as_ref()
-        .and_then(|s| s.queued_at.as_ref())
-        .or(job.metadata.creation_timestamp.as_ref())
-    {
-        let delay = (now() - q.0.as_second()).max(0) as f64;
+    if let Some(since) = super::usage::waiting_since(job) {
+        let delay = (now() - since).max(0) as f64;
         ctx.metrics
             .queueing_delay
             .get_or_create(&QueueLabels {

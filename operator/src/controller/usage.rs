@@ -46,6 +46,39 @@ pub struct Usage {
 
 /// `gpus` is the cycle's [`sched::Decisions::usage`]; `refs` resolve each job's queue
 /// ([`effective_queue`]), and a job with none counts nowhere.
+/// When the job last entered its queue (Unix seconds): when `Admitted` last turned False,
+/// else the latest of its first queueing, its last preemption and its retry's end (a status
+/// not yet written since it was requeued), else its creation. A job preempted or retried
+/// keeps its place in line by `status.queuedAt`; the time it has waited since coming back
+/// is what the queueing-delay metric and a queue's oldest pending job report, not its run.
+pub fn waiting_since(job: &TrainingJob) -> Option<i64> {
+    let status = job.status.as_ref();
+    let admitted = status.and_then(|s| {
+        super::conditions::get(&s.conditions, crate::api::reasons::ConditionType::Admitted)
+    });
+    if let Some(c) = admitted.filter(|c| c.status == "False") {
+        return Some(c.last_transition_time.0.as_second());
+    }
+    status
+        .and_then(|s| {
+            [
+                s.queued_at.as_ref(),
+                s.last_preemption.as_ref().map(|p| &p.at),
+                s.retry_at.as_ref(),
+            ]
+            .into_iter()
+            .flatten()
+            .map(|t| t.0.as_second())
+            .max()
+        })
+        .or_else(|| {
+            job.metadata
+                .creation_timestamp
+                .as_ref()
+                .map(|t| t.0.as_second())
+        })
+}
+
 pub fn compute(
     snapshot: &sched::Snapshot,
     gpus: &sched::Usage,
@@ -109,11 +142,7 @@ pub fn compute(
         match status.phase {
             Phase::Pending | Phase::Queued | Phase::Retrying => {
                 q.pending += 1;
-                let entered = status
-                    .queued_at
-                    .as_ref()
-                    .or(job.metadata.creation_timestamp.as_ref())
-                    .map_or(snapshot.now, |t| t.0.as_second());
+                let entered = waiting_since(job).unwrap_or(snapshot.now);
                 let since = (snapshot.now - entered).max(0);
                 q.oldest_pending_seconds =
                     Some(q.oldest_pending_seconds.map_or(since, |o| o.max(since)));
@@ -184,5 +213,45 @@ mod tests {
         assert_eq!(u.vcs["a"].pending, 1);
         assert_eq!(u.vcs["b"].pending, 1);
         assert_eq!(u.queues.len(), 2, "{:?}", u.queues.keys());
+    }
+
+    /// A job preempted after hours of running has waited since it came back, not since it
+    /// was first queued (an admin found a 71 s wait recorded as 334 s): from Admitted=False
+    /// once written, from the preemption before that.
+    #[test]
+    fn a_requeued_job_waits_from_its_return() {
+        use crate::api::TrainingJobStatus;
+        use crate::api::trainingjob::{PreemptionOutcome, PreemptionRecord};
+        use crate::controller::validate::fixtures::job;
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+        let at = |s: i64| Time(k8s_openapi::jiff::Timestamp::from_second(s).expect("time"));
+        let mut j = job("team-a", None, None, &[None]);
+        j.metadata.creation_timestamp = Some(at(1_000));
+        assert_eq!(waiting_since(&j), Some(1_000));
+        let mut status = TrainingJobStatus {
+            queued_at: Some(at(1_010)),
+            ..Default::default()
+        };
+        j.status = Some(status.clone());
+        assert_eq!(waiting_since(&j), Some(1_010));
+        status.last_preemption = Some(PreemptionRecord {
+            outcome: PreemptionOutcome::CheckpointSaved,
+            at: at(9_000),
+            reason: Some("Reclaim".into()),
+            lost_gpu_seconds: 0,
+        });
+        j.status = Some(status.clone());
+        assert_eq!(waiting_since(&j), Some(9_000));
+        crate::controller::conditions::set(
+            &mut status.conditions,
+            crate::api::reasons::ConditionType::Admitted,
+            false,
+            "QuotaExhausted",
+            "waits",
+            None,
+            &at(9_005),
+        );
+        j.status = Some(status);
+        assert_eq!(waiting_since(&j), Some(9_005));
     }
 }
