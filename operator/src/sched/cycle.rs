@@ -150,6 +150,49 @@ fn share_taken_only_beyond(t: &Tenants, q: QueueId, freed: &[Freed]) -> bool {
         .all(|(&side, &sum)| sum <= t.beyond_share(side))
 }
 
+/// What each running job of a VC holds of its GPU type (type, milli, bonus), to judge where
+/// a plan leaves its job in the next cycle, which fills the guarantee with the running jobs
+/// before it offers the job its turn.
+struct Holdings {
+    vc: VcId,
+    by_run: IdVec<RunIdx, Option<(FlavorId, u64, bool)>>,
+}
+
+impl Holdings {
+    fn of(runs: &IdVec<RunIdx, RunInfo>, vc: VcId) -> Holdings {
+        let by_run = runs
+            .iter()
+            .map(|r| (r.vc == Some(vc)).then_some((r.flavor, r.milli, r.bonus)))
+            .collect();
+        Holdings { vc, by_run }
+    }
+
+    /// What `victims` give back on `f`: their bonus jobs' GPUs too, or only the guaranteed.
+    fn freed(&self, victims: &[RunIdx], f: FlavorId, with_bonus: bool) -> u64 {
+        victims
+            .iter()
+            .filter_map(|&v| self.by_run[v])
+            .filter(|&(vf, _, bonus)| vf == f && (with_bonus || !bonus))
+            .map(|(_, milli, _)| milli)
+            .sum()
+    }
+
+    /// Whether `need` is within the guarantee on `f` once `victims` are gone, beside all the
+    /// VC's other jobs, its bonus ones too: the next cycle fills the guarantee with them
+    /// first, so only the victims' room is sure to be left.
+    fn surely_within(&self, t: &Tenants, victims: &[RunIdx], f: FlavorId, need: u64) -> bool {
+        let used = t.guar_used[self.vc][f] + t.bonus_used[self.vc][f];
+        used.saturating_sub(self.freed(victims, f, true)) + need <= t.guarantee[self.vc][f]
+    }
+
+    /// Whether `need` may be within the guarantee on `f` once `victims` are gone: beside the
+    /// VC's guaranteed jobs only, should no bonus job take the room first.
+    fn maybe_within(&self, t: &Tenants, victims: &[RunIdx], f: FlavorId, need: u64) -> bool {
+        let used = t.guar_used[self.vc][f].saturating_sub(self.freed(victims, f, false));
+        used + need <= t.guarantee[self.vc][f]
+    }
+}
+
 struct Cycle<'a> {
     snap: &'a Snapshot,
     opts: Options,
@@ -1002,7 +1045,9 @@ impl<'a> Cycle<'a> {
         // A combined plan that reclaims from other VCs or evicts guaranteed work must leave
         // the job within its guarantee (Kueue: "only eligible to do preemptions if it fits
         // fully within nominal quota"), or both could be reclaimed at once. That is judged
-        // as the next cycle fills the guarantee, by priority (`combined_may_fit`).
+        // as the next cycles fill the guarantee: by priority once the job runs
+        // (`combined_may_fit`), and with only the victims gone where phase 1 offers it a
+        // type first (`credit`).
         let fits_within = combined && self.combined_may_fit(p, f);
         let demands: IdVec<RunIdx, bool> = if combined {
             self.runs
@@ -1012,22 +1057,9 @@ impl<'a> Cycle<'a> {
         } else {
             IdVec::new()
         };
-        // what each run of the job's VC holds on `f`, guaranteed or bonus (a queue-share plan
-        // must end within the guarantee)
-        let own_on_f: IdVec<RunIdx, u64> = if kind == Kind::QueueShare {
-            self.runs
-                .iter()
-                .map(|r| {
-                    if r.vc == Some(vc) && r.flavor == f {
-                        r.milli
-                    } else {
-                        0
-                    }
-                })
-                .collect()
-        } else {
-            IdVec::new()
-        };
+        // where the plan leaves the job in the next cycle (a queue-share plan, and a combined
+        // one, must end within the guarantee)
+        let own = (combined || kind == Kind::QueueShare).then(|| Holdings::of(&self.runs, vc));
         let snap = self.snap;
         let credit = |vs: &[RunIdx]| {
             let fr: Vec<Freed> = if limited || kind == Kind::QueueShare {
@@ -1041,7 +1073,8 @@ impl<'a> Cycle<'a> {
                 Vec::new()
             };
             // rules no further victim can mend first
-            if combined && !fits_within && vs.iter().any(|&v| demands[v]) {
+            let demanding = combined && vs.iter().any(|&v| demands[v]);
+            if demanding && !fits_within {
                 return Credit::Never;
             }
             if kind == Kind::QueueShare && !share_taken_only_beyond(t, queue, &fr) {
@@ -1050,19 +1083,30 @@ impl<'a> Cycle<'a> {
             if limited && !t.limits_pass_after(snap, queue, &job.user, p.milli, &fr) {
                 return Credit::Short;
             }
+            let own = own.as_ref();
             if kind == Kind::QueueShare {
-                // The next cycle fills the guarantee with the team's running jobs first, its
-                // bonus ones too, and offers the job what is left: so the job must fit beside
-                // all of them, not only beside those guaranteed now. (Counting only these, a
-                // team beyond its guarantee freed room that its bonus jobs took back, and the
-                // victims returned to their queue ahead of the job: the same plan for ever.)
-                let held: u64 = vs.iter().map(|&v| own_on_f[v]).sum();
-                let used = t.guar_used[vc][f] + t.bonus_used[vc][f];
-                if used.saturating_sub(held) + p.milli > t.guarantee[vc][f]
-                    || !t.within_share_after(queue, p.milli, &fr)
-                {
+                // The job must fit beside all of the team's running jobs, not only beside
+                // those guaranteed now. (Counting only these, a team beyond its guarantee
+                // freed room that its bonus jobs took back, and the victims returned to their
+                // queue ahead of the job: the same plan for ever.)
+                let within = own.is_some_and(|o| o.surely_within(t, vs, f, p.milli));
+                if !within || !t.within_share_after(queue, p.milli, &fr) {
                     return Credit::Short;
                 }
+            }
+            // The next cycle's phase 1 offers the job the types within its guarantee: beyond
+            // it on `f` but within it on another type, the job is placed or reclaims there and
+            // the victims' room goes unused. Within it on none, phase 2 lends it the room and
+            // the cycle after fills the guarantee by priority (`fits_within`).
+            if demanding
+                && own.is_some_and(|o| {
+                    !o.surely_within(t, vs, f, p.milli)
+                        && p.flavors
+                            .iter()
+                            .any(|&other| other != f && o.maybe_within(t, vs, other, p.milli))
+                })
+            {
+                return Credit::Short;
             }
             Credit::Pass
         };
@@ -1627,7 +1671,8 @@ impl<'a> Cycle<'a> {
     /// Whether evicting every lower-priority guaranteed job of `p`'s queue on flavor `f` would
     /// bring `p` within its VC's guarantee there (else a combined plan cannot exist). It is
     /// also how a combined plan's end is judged: the next cycle fills the guarantee by
-    /// priority, so those jobs are demoted once `p` runs, evicted or not.
+    /// priority, so those jobs are demoted once `p` runs, evicted or not (provided `p` gets
+    /// there: the plan's `credit` checks that phase 1 offers it no other type first).
     fn combined_may_fit(&self, p: &Pending, f: FlavorId) -> bool {
         let g = self.t.guarantee[p.vc][f];
         if g == 0 {

@@ -1263,6 +1263,96 @@ fn limited_job_plans_its_guarantee_before_it_is_lent() {
     assert!(d.admission("ns/second-2").is_none(), "{:?}", d.admissions);
 }
 
+/// Regression (a seed of `beneficiary_fits_once_victims_are_gone`, its minimal failing world):
+/// q0 (vc0, user limit 3, priority preemption) runs user2's first-0 (0.224 A100) and, on
+/// H100, first-4 (2 GPUs) and first-9 (1); with q1's jobs vc0 fills its H100 guarantee of 7.
+/// user2's second-2 (3 × 1 GPU, priority 1) is blocked by the user limit. Its combined plan
+/// evicted first-0 (the limit) and first-4 (room on n1), judged within the guarantee as if
+/// first-9 were gone too ("demoted once second-2 runs"). But the next cycle fills the
+/// guarantee with the running jobs first: second-2 was beyond it on H100 (5 + 3 > 7), within
+/// it on A100, and phase 1 reclaimed vc2's first-1 there instead. Now a combined plan's end
+/// is judged beside every job of the VC that runs in the next cycle: first-9 goes too.
+#[test]
+fn combined_plan_ends_within_the_guarantee_the_next_cycle_sees() {
+    let spec = |vc: usize, queue: usize, gpus: GpuDemand, user: u8| JobSpec {
+        vc,
+        queue,
+        replicas: 1,
+        gpus,
+        typed: None,
+        required: None,
+        priority: 0,
+        user,
+        predicted: None,
+    };
+    let mut n2 = node("n2", "A100", 8, None);
+    n2.unhealthy_gpus = vec![GpuIndex(0)];
+    let mut vcs = vec![
+        vc("vc0", "A100", 0),
+        vc("vc1", "A100", 1),
+        vc("vc2", "A100", 0),
+    ];
+    vcs[0].guarantee = vec![flavor_guarantee("A100", 3), flavor_guarantee("H100", 7)];
+    let mut queues: Vec<Queue> = (0..6)
+        .map(|i| queue(&format!("q{i}"), &format!("vc{}", i / 2)))
+        .collect();
+    for i in [3, 5] {
+        queues[i].parent = Some(format!("q{}", i - 1));
+        queues[i].share = 50;
+    }
+    queues[0].share = 50;
+    queues[0].user_limit = Some(3);
+    queues[0].policy = QueuePolicy::UserFair;
+    queues[0].priority_preemption = true;
+    let mut first1 = spec(2, 1, GpuDemand::Whole(1), 0);
+    first1.replicas = 3;
+    let mut second1 = spec(1, 0, GpuDemand::Share(MilliGpu(256)), 0);
+    second1.typed = Some(0);
+    let mut second2 = spec(0, 0, GpuDemand::Whole(1), 2);
+    second2.replicas = 3;
+    second2.priority = 1;
+    let w = World {
+        nodes: vec![node("n0", "H100", 1, None), node("n1", "H100", 8, None), n2],
+        vcs,
+        queues,
+        first: vec![
+            spec(0, 0, GpuDemand::Share(MilliGpu(224)), 2),
+            first1,
+            spec(1, 0, GpuDemand::Share(MilliGpu(349)), 0),
+            spec(0, 0, GpuDemand::None, 0),
+            spec(0, 0, GpuDemand::Whole(2), 0),
+            spec(0, 1, GpuDemand::Whole(1), 0),
+            spec(0, 1, GpuDemand::Whole(1), 0),
+            spec(0, 0, GpuDemand::None, 0),
+            spec(0, 1, GpuDemand::Whole(2), 0),
+            spec(0, 0, GpuDemand::Whole(1), 0),
+            spec(2, 0, GpuDemand::Whole(1), 0),
+        ],
+        second: vec![
+            spec(1, 0, GpuDemand::Share(MilliGpu(172)), 0),
+            second1,
+            second2,
+        ],
+        fates: vec![(false, 0, 0, false, 0); 12],
+    };
+    for scattered in [false, true] {
+        check_beneficiary_fits(&w, scattered).unwrap();
+    }
+    let d = schedule(&build(&w));
+    let plan: Vec<(&str, PreemptionReason, Vec<String>)> = d
+        .preemptions
+        .iter()
+        .map(|p| (p.beneficiary.as_str(), p.reason, p.victims.clone()))
+        .collect();
+    let victims = ["ns/first-0", "ns/first-4", "ns/first-9"]
+        .map(String::from)
+        .to_vec();
+    assert_eq!(
+        plan,
+        vec![("ns/second-2", PreemptionReason::Priority, victims)]
+    );
+}
+
 proptest! {
     #![proptest_config(cases(1000))]
 
