@@ -7,6 +7,7 @@
 #   KUBETRAIN_STATE    state directory (default .kubetrain)
 #   KUBETRAIN_CLUSTER  simulated cluster description (default e2e/clusters/dev.yaml)
 #   KUBETRAIN_BIN_DIR  use the operator and simnodes binaries there instead of building them
+#   KUBETRAIN_HTTP_ADDR the operator's /metrics and probes (default: a free loopback port)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -59,11 +60,19 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 
+# The operator's /metrics and probes: a free loopback port unless set, so that two runs on
+# one machine do not collide (the operator exits when its address is taken).
+if [ -z "${KUBETRAIN_HTTP_ADDR:-}" ]; then
+  KUBETRAIN_HTTP_ADDR=127.0.0.1:$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
+fi
+export KUBETRAIN_HTTP_ADDR
+
 cat <<MSG
 
 kubetrain is up.
   kubeconfig:  $KUBECONFIG
   logs:        $STATE/logs/
+  metrics:     http://$KUBETRAIN_HTTP_ADDR/metrics (KUBETRAIN_HTTP_ADDR)
 
 In another terminal:
   export KUBECONFIG=$KUBECONFIG

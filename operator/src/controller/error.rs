@@ -23,6 +23,12 @@ pub enum Error {
     /// A Queue being deleted waits for its admitted jobs: not a failure, nothing is counted.
     #[error("queue {queue} still has {jobs} admitted job(s)")]
     QueueNotEmpty { queue: String, jobs: i32 },
+    /// The operator cannot start: its metrics and probes address is taken or not allowed.
+    #[error("cannot serve /metrics, /healthz and /readyz on {addr} (--http-addr): {source}")]
+    Listen {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
     /// The operator cannot start: a cache's watch stopped before its first list.
     #[error("a cache stopped before it synced")]
     CacheClosed,
@@ -40,6 +46,7 @@ impl Error {
             Error::Finalizer(_) => "finalizer",
             Error::QueueNotEmpty { .. } => "queue_not_empty",
             Error::CacheClosed => "cache_closed",
+            Error::Listen { .. } => "listen",
             Error::Stopped { .. } => "stopped",
         }
     }

@@ -54,22 +54,42 @@ async fn readyz(State(h): State<Arc<Health>>) -> (StatusCode, &'static str) {
 }
 
 /// Serves until the process stops.
-pub async fn serve(addr: SocketAddr, health: Arc<Health>) -> std::io::Result<()> {
+async fn serve(listener: tokio::net::TcpListener, health: Arc<Health>) -> std::io::Result<()> {
     let app = Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .with_state(health);
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    tracing::info!(%addr, "serving /metrics, /healthz, /readyz");
     axum::serve(listener, app).await
 }
 
-/// Serves in a task of its own; a failure is logged, never fatal.
-pub fn spawn(addr: SocketAddr, health: Arc<Health>) {
+/// Binds `addr` now, so that an address in use stops the operator at start (as a Deployment
+/// whose probes could never answer should), then serves in a task of its own.
+pub async fn spawn(addr: SocketAddr, health: Arc<Health>) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    tracing::info!(%addr, "serving /metrics, /healthz, /readyz");
     tokio::spawn(async move {
-        if let Err(e) = serve(addr, health).await {
+        if let Err(e) = serve(listener, health).await {
             tracing::warn!(error = %e, "metrics endpoint stopped");
         }
     });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An address another process holds stops the operator at start (an admin's second
+    /// `make run` served no /metrics and no probes, and said so only in a warning).
+    #[tokio::test]
+    async fn an_address_in_use_is_an_error_at_start() {
+        let taken = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a free port");
+        let addr = taken.local_addr().expect("its address");
+        let health = Health::new(Arc::new(super::super::metrics::Metrics::default()));
+        let err = spawn(addr, health).await.expect_err("the port is taken");
+        assert_eq!(err.kind(), std::io::ErrorKind::AddrInUse);
+    }
 }

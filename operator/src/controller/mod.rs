@@ -74,7 +74,9 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
     ));
     let health = http::Health::new(ctx.metrics.clone());
     if let Some(addr) = config.http {
-        http::spawn(addr, health.clone());
+        http::spawn(addr, health.clone())
+            .await
+            .map_err(|source| Error::Listen { addr, source })?;
     }
     ctx.stores
         .wait_until_ready()
