@@ -368,6 +368,76 @@ async fn unknown_queue_is_reported_and_recovered_by_a_later_apply() {
     s.finish().await;
 }
 
+/// What only the API server's Pod validation catches (a volumeMount naming no volume): the
+/// job is `Valid=False` with the API server's message, holds nothing and blocks nobody of its
+/// team, and runs once its spec is fixed. Retried each cycle, it held the team's guarantee
+/// and a lower job of the team never started.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_template_the_api_server_refuses_is_invalid_and_blocks_nobody() {
+    let s = Scenario::new("refused", 1, 8, 1).await;
+    let q = s.tenant("refused", 8, "Priority", "");
+    let mount = "          volumeMounts:\n          - name: data\n            mountPath: /data\n";
+    let bad = |volume: &str| {
+        s.job(
+            "bad",
+            &q,
+            1,
+            8,
+            &[("run-seconds", "1")],
+            "  priority: 100\n",
+        )
+        .replace(
+            "image: trainer:latest\n",
+            &format!("image: trainer:latest\n{mount}"),
+        ) + volume
+    };
+    s.cp.apply(&bad(""));
+    s.cp.apply(&s.job("good", &q, 1, 8, &[("run-seconds", "3")], ""));
+    let valid = |field: &str| {
+        s.job_status(
+            "bad",
+            &format!("{{.status.conditions[?(@.type==\"Valid\")].{field}}}"),
+        )
+    };
+    kubetrain_e2e::ControlPlane::eventually("bad to be InvalidTemplate", T, || {
+        let reason = valid("reason");
+        async move { (reason == "InvalidTemplate").then_some(()) }
+    })
+    .await;
+    let message = valid("message");
+    assert!(
+        message.starts_with("the API server refused pod bad-worker-0: ")
+            && message.contains("volumeMounts[0].name: Not found"),
+        "{message}"
+    );
+    assert_eq!(valid("status"), "False");
+    // The lower job of the team runs on the guarantee the refused one no longer takes.
+    s.wait_phase("good", "Running", T).await;
+    assert_eq!(s.job_status("bad", "{.status.phase}"), "Pending");
+    assert!(s.pods_of("bad").is_empty(), "{:?}", s.pods_of("bad"));
+    let failed: Vec<String> = s
+        .events("bad")
+        .into_iter()
+        .filter(|(r, _)| r == "AdmissionFailed")
+        .map(|(_, m)| m)
+        .collect();
+    assert!(
+        !failed.is_empty()
+            && failed
+                .iter()
+                .all(|m| m.contains("volumeMounts[0].name: Not found") && !m.contains("Status {")),
+        "the Event quotes the API server: {failed:?}"
+    );
+    // The spec fixed, the job is tried again and runs (after good, which holds the GPUs).
+    s.cp.apply(&bad(
+        "        volumes:\n        - name: data\n          emptyDir: {}\n",
+    ));
+    s.wait_phase("good", "Succeeded", T).await;
+    s.wait_phase("bad", "Succeeded", T).await;
+    assert_eq!(valid("status"), "True");
+    s.finish().await;
+}
+
 /// Watches the namespace's pods and returns every moment two present pods (not yet
 /// Succeeded or Failed: their containers may still run) held the same GPU of one node.
 fn watch_gpu_overlaps(

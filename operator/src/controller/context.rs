@@ -18,7 +18,7 @@ use super::metrics::Metrics;
 use super::pods::PodSettings;
 use super::snapshot::{Asked, Inflight};
 use super::usage::Usage;
-use super::validate::{PriorityClassValue, Refs};
+use super::validate::{PriorityClassValue, Refs, Refusal};
 use super::waiting::Published;
 use super::watches::{JobTriggers, Stores, Watches};
 use super::workload::{History, WorkloadSettings};
@@ -112,6 +112,9 @@ pub struct Context {
     /// Bumped by the caches whenever what [`RefMaps`] holds may have changed.
     pub refs_generation: Arc<AtomicU64>,
     refs_cache: Mutex<Option<(u64, Arc<RefMaps>)>>,
+    /// Jobs whose pods or Service the API server refused as written, kept out of scheduling
+    /// until their spec changes. In memory only: after a restart each is tried once more.
+    refused: Mutex<BTreeMap<JobKey, Refusal>>,
     /// Reconcile requests for the TrainingJob controller, fed from the shared caches.
     pub job_triggers: Arc<JobTriggers>,
     pub status_writes: Arc<StatusWrites>,
@@ -156,6 +159,8 @@ pub struct RefMaps {
     pub volumes: BTreeMap<String, crate::sched::constraints::Affinity>,
     /// PriorityClasses by name (a job's priority when `spec.priority` is unset).
     pub priority_classes: BTreeMap<String, PriorityClassValue>,
+    /// Jobs the API server refused ([`Context::refuse`]).
+    pub refused: BTreeMap<JobKey, Refusal>,
 }
 
 impl RefMaps {
@@ -167,6 +172,7 @@ impl RefMaps {
             flavors: &self.flavors,
             volumes: &self.volumes,
             priority_classes: &self.priority_classes,
+            refused: &self.refused,
         }
     }
 }
@@ -203,6 +209,7 @@ impl Context {
             pod_index,
             refs_generation,
             refs_cache: Mutex::new(None),
+            refused: Mutex::new(BTreeMap::new()),
             job_triggers,
             status_writes,
             failures,
@@ -268,8 +275,37 @@ impl Context {
         maps
     }
 
+    /// Records that the API server refused an object of `job` as written: validation reports
+    /// it (`Valid=False`, `InvalidTemplate`) and the scheduler no longer offers the job, so it
+    /// holds no GPUs and blocks no job of its team, until its spec changes. Its reconcile
+    /// writes the condition now, not on its next change.
+    pub fn refuse(&self, job: &TrainingJob, object: String, message: String) {
+        let key = JobKey::of(job);
+        {
+            let mut refused = self.refused.lock().unwrap_or_else(|e| e.into_inner());
+            // Deleted jobs' refusals go with the next one (a refusal is rare).
+            refused.retain(|k, _| self.stores.jobs.get(&k.object_ref()).is_some());
+            refused.insert(
+                key.clone(),
+                Refusal {
+                    uid: job.metadata.uid.clone().unwrap_or_default(),
+                    generation: job.metadata.generation.unwrap_or_default(),
+                    object,
+                    message,
+                },
+            );
+        }
+        self.refs_generation.fetch_add(1, Ordering::SeqCst);
+        self.job_triggers.request(key.object_ref());
+    }
+
     fn build_ref_maps(&self) -> RefMaps {
         RefMaps {
+            refused: self
+                .refused
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
             queues: self
                 .stores
                 .queues

@@ -39,8 +39,54 @@ pub enum AdmitError {
     Gone(String),
     #[error("building pods: {0}")]
     Pods(#[from] super::pods::PodError),
-    #[error("creating pods: {0}")]
-    Kube(#[from] kube::Error),
+    /// The object itself is wrong (422 Invalid, 400 BadRequest): the same spec would be
+    /// refused again, so the job is held until it changes ([`Context::refuse`]).
+    #[error("the API server refused {object}: {message}")]
+    Refused { object: String, message: String },
+    /// A pod of the gang's name that is not the job's (left by a deleted job of the same
+    /// name): the operator neither adopts nor deletes it.
+    #[error(
+        "pod {0} already exists and is not this job's (an earlier job of the same name left          it?); delete it to let the job start"
+    )]
+    Occupied(String),
+    /// Anything else (5xx, a conflict, a timeout, a quota): the next cycle tries again.
+    #[error("creating {object}: {}", api_message(.source))]
+    Kube {
+        object: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// What the API server said (its `message`), rather than kube's dump of the whole Status.
+fn api_message(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(s) if !s.message.is_empty() => s.message.clone(),
+        e => e.to_string(),
+    }
+}
+
+/// The failure to create `object`: refused when the API server says the object itself is
+/// wrong, which no retry fixes.
+fn create_error(object: String, e: kube::Error) -> AdmitError {
+    match &e {
+        kube::Error::Api(s) if matches!(s.code, 400 | 422) => AdmitError::Refused {
+            object,
+            message: s.message.clone(),
+        },
+        _ => AdmitError::Kube { object, source: e },
+    }
+}
+
+/// The Warning Event's note for a failed admission.
+fn admission_failed_note(e: &AdmitError) -> String {
+    match e {
+        AdmitError::Refused { .. } => format!(
+            "Could not create the job's pods: {e}. The job is not scheduled until its spec \
+             changes (Valid=False, InvalidTemplate)."
+        ),
+        _ => format!("Could not create the job's pods: {e}. It stays queued and is retried."),
+    }
 }
 
 /// Gangs created, or victims asked to checkpoint, at the same time by one cycle.
@@ -241,12 +287,15 @@ pub async fn cycle(ctx: &Arc<Context>) -> Duration {
                     return;
                 };
                 if let Err(e) = admit(ctx, job, admission).await {
-                    warn!(job = %JobKey::of(job), error = %e, "admission failed; the job stays queued");
+                    warn!(job = %JobKey::of(job), error = %e, "admission failed");
+                    if let AdmitError::Refused { object, message } = &e {
+                        ctx.refuse(job, object.clone(), message.clone());
+                    }
                     ctx.event(
                         job.as_ref(),
                         EventType::Warning,
                         EventReason::AdmissionFailed.as_str(),
-                        format!("Could not create the job's pods: {e}. It stays queued and is retried."),
+                        admission_failed_note(&e),
                     )
                     .await;
                 }
@@ -372,7 +421,9 @@ async fn admit(
     let service = headless_service(job, &ctx.settings.pods);
     let budgets: Api<PodDisruptionBudget> = Api::namespaced(ctx.client.clone(), &ns);
     let budget = disruption_budget(job);
-    // An object that already exists (409) is this admission's own, from an earlier try.
+    // A Service or budget that already exists (409) is this admission's own, from an earlier
+    // try, or one a job of the same name left: it selects the pods by the job's name all the
+    // same.
     let existing_ok = |r: Result<(), kube::Error>| match r {
         Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
         r => r,
@@ -384,30 +435,24 @@ async fn admit(
                     .create(&PostParams::default(), service)
                     .await
                     .map(|_| ()),
-            ),
+            )
+            .map_err(|e| create_error(format!("Service {}", service.name_any()), e)),
             None => Ok(()),
         }
     };
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
+    let uid = job.uid().unwrap_or_default();
     let create_pods = futures::stream::iter(pods)
-        .map(|pod| {
-            let api = api.clone();
-            async move {
-                let name = pod.name_any();
-                existing_ok(api.create(&PostParams::default(), &pod).await.map(|_| ()))
-                    .map(|()| name)
-            }
-        })
+        .map(|pod| create_pod(&api, pod, &uid))
         .buffer_unordered(16)
-        .collect::<Vec<Result<String, kube::Error>>>();
-    let (service, results) = futures::join!(create_service, create_pods);
+        .collect::<Vec<Result<String, AdmitError>>>();
+    let (service, mut results) = futures::join!(create_service, create_pods);
     let mut failed = match service {
-        Err(e) => Some(AdmitError::Kube(e)),
-        Ok(()) => results.iter().find_map(|r| {
-            r.as_ref()
-                .err()
-                .map(|e| AdmitError::Kube(kube::Error::Service(e.to_string().into())))
-        }),
+        Err(e) => Some(e),
+        Ok(()) => results
+            .iter()
+            .position(Result::is_err)
+            .and_then(|i| results.swap_remove(i).err()),
     };
     // The budget keeps `kubectl drain` from evicting the gang outright; kubetrain stops it
     // with a checkpoint instead (PreemptionReason::Drain). It is owned by the job. It goes
@@ -422,7 +467,11 @@ async fn admit(
                 .map(|_| ()),
         )
     {
-        failed = Some(AdmitError::Kube(e));
+        // Built by the operator from the job's name alone: never the job's fault.
+        failed = Some(AdmitError::Kube {
+            object: format!("PodDisruptionBudget {}", budget.name_any()),
+            source: e,
+        });
     }
     if let Some(err) = failed {
         for name in results.iter().filter_map(|r| r.as_ref().ok()) {
@@ -468,6 +517,17 @@ async fn admit(
     event_in_background(ctx, job, EventReason::Admitted, note);
     ctx.wake.notify_one();
     Ok(())
+}
+
+/// Creates one pod of the gang; returns its name. One that exists already (409) is this
+/// admission's own, from an earlier try.
+async fn create_pod(api: &Api<Pod>, pod: Pod, _uid: &str) -> Result<String, AdmitError> {
+    let name = pod.name_any();
+    match api.create(&PostParams::default(), &pod).await {
+        Ok(_) => Ok(name),
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(name),
+        Err(e) => Err(create_error(format!("pod {name}"), e)),
+    }
 }
 
 /// Asks a victim to checkpoint: the request annotation on each of its pods (the job sees it
@@ -624,5 +684,74 @@ async fn mark_bonus(ctx: &Arc<Context>, job: &Arc<TrainingJob>, bonus: bool) {
         .await;
     if let Err(e) = patched {
         warn!(job = %JobKey::of(job), error = %e, "could not update the bonus mark");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api(code: u16, reason: &str, message: &str) -> kube::Error {
+        kube::Error::Api(
+            kube::core::Status {
+                code,
+                reason: reason.into(),
+                message: message.into(),
+                ..Default::default()
+            }
+            .boxed(),
+        )
+    }
+
+    /// 422 and 400 say the object is wrong, and it would be refused again; anything else may
+    /// pass on the next try.
+    #[test]
+    fn only_a_refusal_of_the_object_itself_holds_the_job() {
+        let message = "Pod \"j-w-0\" is invalid: spec.containers[0].volumeMounts[0].name: \
+                       Not found: \"data\"";
+        for code in [422, 400] {
+            let e = create_error("pod j-w-0".into(), api(code, "Invalid", message));
+            assert!(matches!(e, AdmitError::Refused { .. }), "{code}: {e:?}");
+            assert_eq!(
+                e.to_string(),
+                format!("the API server refused pod j-w-0: {message}")
+            );
+        }
+        for (code, reason) in [
+            (500, "InternalError"),
+            (503, "ServiceUnavailable"),
+            (409, "Conflict"),
+            (504, "Timeout"),
+            (403, "Forbidden"),
+        ] {
+            let e = create_error("pod j-w-0".into(), api(code, reason, "try later"));
+            assert!(matches!(e, AdmitError::Kube { .. }), "{code}: {e:?}");
+        }
+    }
+
+    /// The Event says what the API server said, not kube's debug dump of its Status.
+    #[test]
+    fn the_event_quotes_the_api_servers_message() {
+        let quota = "pods \"j-w-0\" is forbidden: exceeded quota: gpus";
+        let e = create_error("pod j-w-0".into(), api(403, "Forbidden", quota));
+        let note = admission_failed_note(&e);
+        assert_eq!(
+            note,
+            format!(
+                "Could not create the job's pods: creating pod j-w-0: {quota}. It stays queued \
+                 and is retried."
+            )
+        );
+        let e = create_error(
+            "Service j".into(),
+            api(422, "Invalid", "Service \"j\" is invalid"),
+        );
+        let note = admission_failed_note(&e);
+        assert!(
+            note.contains("the API server refused Service j: Service \"j\" is invalid")
+                && note.contains("until its spec changes")
+                && !note.contains("Status {"),
+            "{note}"
+        );
     }
 }

@@ -634,6 +634,7 @@ mod tests {
                 flavors: &BTreeSet::from([FLAVOR.to_string()]),
                 volumes: &Default::default(),
                 priority_classes: &Default::default(),
+                refused: &Default::default(),
             },
             inflight: &BTreeMap::new(),
             asked,

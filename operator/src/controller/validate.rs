@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::ResourceExt;
 
+use super::job_key::JobKey;
 use super::resources::{GPU_RESOURCE, parse_milli, pod_demand};
 use crate::api::{Queue, TrainingJob, VirtualCluster};
 use crate::sched;
@@ -62,6 +63,10 @@ pub enum Invalid {
          or init container named {name}"
     )]
     UnknownPolicyContainer { rule: usize, name: String },
+    /// What only the API server's own validation catches (a volumeMount naming no volume):
+    /// it refused to create the object, and would refuse it again.
+    #[error("the API server refused {object}: {message}")]
+    Refused { object: String, message: String },
 }
 
 impl Invalid {
@@ -81,6 +86,7 @@ impl Invalid {
             Invalid::DefaultQueueInvalid { .. } => "DefaultQueueInvalid",
             Invalid::UnknownPriorityClass { .. } => "UnknownPriorityClass",
             Invalid::UnknownPolicyContainer { .. } => "InvalidPodFailurePolicy",
+            Invalid::Refused { .. } => "InvalidTemplate",
         }
     }
 }
@@ -135,6 +141,30 @@ pub struct Refs<'a> {
     pub volumes: &'a BTreeMap<String, sched::constraints::Affinity>,
     /// The cluster's PriorityClasses, by name.
     pub priority_classes: &'a BTreeMap<String, PriorityClassValue>,
+    /// The jobs whose objects the API server refused to create.
+    pub refused: &'a BTreeMap<JobKey, Refusal>,
+}
+
+/// The API server refused to create an object of the job (its pod, its Service) as written:
+/// 422 Invalid or 400 BadRequest. It holds for the version of the spec it was refused for;
+/// an update of the spec (a new `metadata.generation`) is tried again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The job's UID: a job re-created under the same name is a new job.
+    pub uid: String,
+    pub generation: i64,
+    /// What was refused: `pod <name>`, `Service <name>`.
+    pub object: String,
+    /// The API server's own message.
+    pub message: String,
+}
+
+impl Refusal {
+    /// Whether the refusal is of this very job and version of its spec.
+    pub fn holds_for(&self, job: &TrainingJob) -> bool {
+        job.metadata.uid.as_deref() == Some(self.uid.as_str())
+            && job.metadata.generation == Some(self.generation)
+    }
 }
 
 /// What a job's priority needs of a PriorityClass (scheduling.k8s.io/v1).
@@ -270,6 +300,15 @@ fn fractional_gpu(spec: &k8s_openapi::api::core::v1::PodSpec) -> Option<String> 
         .map(|q| q.0.clone())
 }
 
+/// The API server's refusal of the job as it stands, if any; no lookup at all in the usual
+/// case of none (the snapshot validates every job each cycle).
+fn refusal<'r>(job: &TrainingJob, refused: &'r BTreeMap<JobKey, Refusal>) -> Option<&'r Refusal> {
+    if refused.is_empty() {
+        return None;
+    }
+    refused.get(&JobKey::of(job)).filter(|r| r.holds_for(job))
+}
+
 /// Checks a job and returns its queue, priority and tasks in the scheduling core's terms.
 pub fn validate(job: &TrainingJob, refs: &Refs<'_>) -> Result<Validated, Invalid> {
     let ns = job.namespace().unwrap_or_default();
@@ -294,10 +333,19 @@ pub fn validate(job: &TrainingJob, refs: &Refs<'_>) -> Result<Validated, Invalid
         });
     }
     let priority = effective_priority(job, refs)?;
+    let tasks = tasks(job, refs)?;
+    // Last: the operator's own checks name a problem more precisely than the API server's
+    // refusal of what they let through.
+    if let Some(r) = refusal(job, refs.refused) {
+        return Err(Invalid::Refused {
+            object: r.object.clone(),
+            message: r.message.clone(),
+        });
+    }
     Ok(Validated {
         queue: queue_name,
         priority,
-        tasks: tasks(job, refs)?,
+        tasks,
     })
 }
 
@@ -475,6 +523,7 @@ pub(crate) mod fixtures {
         pub flavors: BTreeSet<String>,
         pub volumes: BTreeMap<String, sched::constraints::Affinity>,
         pub classes: BTreeMap<String, PriorityClassValue>,
+        pub refused: BTreeMap<JobKey, Refusal>,
     }
 
     impl World {
@@ -492,6 +541,7 @@ pub(crate) mod fixtures {
                 flavors: BTreeSet::new(),
                 volumes: BTreeMap::new(),
                 classes: BTreeMap::new(),
+                refused: BTreeMap::new(),
             }
         }
         pub fn class(mut self, name: &str, value: i32, global_default: bool) -> World {
@@ -512,6 +562,7 @@ pub(crate) mod fixtures {
                 flavors: &self.flavors,
                 volumes: &self.volumes,
                 priority_classes: &self.classes,
+                refused: &self.refused,
             }
         }
     }
@@ -647,6 +698,43 @@ mod tests {
         assert!(
             e.to_string().contains("rules[1]") && e.to_string().contains("trainer"),
             "{e}"
+        );
+    }
+
+    /// A template the API server refused holds the job back as it was written: the same job
+    /// at a new generation (its spec changed) or re-created (a new UID) is tried again.
+    #[test]
+    fn a_refused_template_is_invalid_until_the_spec_changes() {
+        let mut w = World::new();
+        let mut j = job("team-a", None, None, &[None]);
+        j.metadata.uid = Some("u1".into());
+        j.metadata.generation = Some(3);
+        w.refused.insert(
+            JobKey::of(&j),
+            Refusal {
+                uid: "u1".into(),
+                generation: 3,
+                object: "pod j-t0-0".into(),
+                message: "Pod \"j-t0-0\" is invalid: spec.containers[0].volumeMounts[0].name: \
+                          Not found: \"data\""
+                    .into(),
+            },
+        );
+        let e = validate(&j, &w.refs()).unwrap_err();
+        assert_eq!(e.reason(), "InvalidTemplate");
+        assert!(
+            e.to_string()
+                .starts_with("the API server refused pod j-t0-0: Pod \"j-t0-0\" is invalid")
+                && e.to_string().contains("volumeMounts[0].name"),
+            "{e}"
+        );
+        j.metadata.generation = Some(4);
+        assert!(validate(&j, &w.refs()).is_ok(), "the spec changed");
+        j.metadata.generation = Some(3);
+        j.metadata.uid = Some("u2".into());
+        assert!(
+            validate(&j, &w.refs()).is_ok(),
+            "another job of the same name"
         );
     }
 
