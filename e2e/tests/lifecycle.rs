@@ -438,6 +438,80 @@ async fn a_template_the_api_server_refuses_is_invalid_and_blocks_nobody() {
     s.finish().await;
 }
 
+/// As the Job controller matches pods, a job's pods are those it controls. The pod a
+/// deleted job of the same name left (`--cascade=orphan`) is neither adopted (the re-created
+/// job went straight to Succeeded on it, with nothing run) nor deleted: the job stays queued
+/// with a Warning naming the pod, and runs once it is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recreated_job_does_not_adopt_the_pods_an_earlier_one_left() {
+    let s = Scenario::new("orphan", 1, 8, 1).await;
+    let q = s.tenant("orphan", 8, "FIFO", "");
+    let manifest = s.job("ok1", &q, 1, 1, &[("run-seconds", "1")], "");
+    s.cp.apply(&manifest);
+    s.wait_phase("ok1", "Succeeded", T).await;
+    let earlier = s.job_status("ok1", "{.metadata.uid}");
+    s.cp.kubectl_ok(&["delete", "tj", "ok1", "-n", &s.ns, "--cascade=orphan"])
+        .expect("delete, orphaning the pods");
+    let pod = "ok1-worker-0";
+    let get_pod = |path: &str| s.cp.jsonpath(&["pod", pod, "-n", &s.ns], path);
+    let left = get_pod("{.metadata.uid}");
+    assert!(!left.is_empty(), "the pod stays");
+    kubetrain_e2e::ControlPlane::eventually("the pod to lose its owner", T, || {
+        let owners = get_pod("{.metadata.ownerReferences}");
+        async move { owners.is_empty().then_some(()) }
+    })
+    .await;
+    s.cp.apply(&manifest);
+    let uid = s.job_status("ok1", "{.metadata.uid}");
+    assert_ne!(uid, earlier, "a new job");
+    // The Events of this job, not of the earlier one of its name.
+    let events = || -> Vec<(String, String)> {
+        s.cp.jsonpath(
+            &[
+                "events",
+                "-n",
+                &s.ns,
+                "--field-selector",
+                &format!("involvedObject.uid={uid}"),
+            ],
+            "{range .items[*]}{.reason}{\"\\t\"}{.message}{\"\\n\"}{end}",
+        )
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(r, m)| (r.to_string(), m.to_string()))
+        .collect()
+    };
+    let warning = kubetrain_e2e::ControlPlane::eventually("an AdmissionFailed Event", T, || {
+        let failed = events().into_iter().find(|(r, _)| r == "AdmissionFailed");
+        async move { failed.map(|(_, m)| m) }
+    })
+    .await;
+    assert!(
+        warning.contains(&format!("pod {pod} already exists and is not this job's"))
+            && warning.contains("delete it")
+            && !warning.contains("Status {"),
+        "{warning}"
+    );
+    s.wait_phase("ok1", "Queued", T).await;
+    assert_eq!(
+        get_pod("{.metadata.uid}"),
+        left,
+        "the operator leaves the pod alone"
+    );
+    // Deleted, the pod no longer stands in the way: the job runs on its own pod.
+    s.cp.kubectl_ok(&["delete", "pod", pod, "-n", &s.ns])
+        .expect("delete the pod");
+    s.wait_phase("ok1", "Succeeded", T).await;
+    assert!(
+        events().iter().any(|(r, _)| r == "Admitted"),
+        "{:?}",
+        events()
+    );
+    let owner = get_pod("{.metadata.ownerReferences[0].uid}");
+    assert_eq!(owner, uid, "the pod that ran is the new job's");
+    s.finish().await;
+}
+
 /// Watches the namespace's pods and returns every moment two present pods (not yet
 /// Succeeded or Failed: their containers may still run) held the same GPU of one node.
 fn watch_gpu_overlaps(

@@ -227,9 +227,12 @@ impl Context {
         self.status_writes.record(job, from);
     }
 
-    /// The job's pods in the cache (any phase, being deleted or not), from the index.
+    /// The job's pods in the cache (any phase, being deleted or not), from the index: those
+    /// it controls, not others of its name.
     pub fn job_pods(&self, job: &TrainingJob) -> Vec<Arc<Pod>> {
-        self.pod_index.pods_of(&self.stores.pods, &JobKey::of(job))
+        let uid = job.metadata.uid.as_deref().unwrap_or_default();
+        self.pod_index
+            .pods_of(&self.stores.pods, &JobKey::of(job), uid)
     }
 
     /// Whether the cluster-scoped object `name` (a Queue, a VirtualCluster) exists on the API

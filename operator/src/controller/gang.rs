@@ -179,6 +179,9 @@ fn placement(pod: &Pod, node: Option<&String>) -> Option<ReplicaPlacement> {
     })
 }
 
+/// The job a pod is labelled with and the UID of its controller, if any.
+pub type GangKey = (JobKey, Option<String>);
+
 /// A job's pods, as the pod cache has them (active, finished and leaving alike), read once.
 #[derive(Debug, Clone, Default)]
 pub struct Gang {
@@ -192,12 +195,15 @@ impl Gang {
         }
     }
 
-    /// The pods of kubetrain jobs (`kubetrain.io/job`) by job, in any phase.
-    pub fn by_job(pods: &[Arc<Pod>]) -> BTreeMap<JobKey, Gang> {
-        let mut out: BTreeMap<JobKey, Gang> = BTreeMap::new();
+    /// The pods of kubetrain jobs (`kubetrain.io/job`) by job and the UID of their
+    /// controller, in any phase: a job's gang is the one of its own UID, not pods of its
+    /// name that another (deleted) job left ([`owned_by`](super::job_key::owned_by)).
+    pub fn by_job(pods: &[Arc<Pod>]) -> BTreeMap<GangKey, Gang> {
+        let mut out: BTreeMap<GangKey, Gang> = BTreeMap::new();
         for p in pods {
             if let Some(key) = JobKey::of_pod(p) {
-                out.entry(key)
+                let uid = super::job_key::controller_uid(p).map(str::to_string);
+                out.entry((key, uid))
                     .or_default()
                     .members
                     .push(Member::read(p.clone()));
@@ -533,10 +539,24 @@ mod tests {
             serde_json::from_value(json!({"metadata": {"name": "x", "namespace": "team"}}))
                 .expect("pod"),
         );
-        let by_job = Gang::by_job(&[mine, other_ns, foreign]);
+        // Left by an earlier job of the name: its own gang, not the job's.
+        let earlier = pod(
+            json!({}),
+            json!({"metadata": {"name": "llm-worker-1", "ownerReferences": [
+                {"apiVersion": "kubetrain.io/v1alpha1", "kind": "TrainingJob", "name": "llm",
+                 "uid": "earlier", "controller": true}]}}),
+        );
+        let by_job = Gang::by_job(&[mine, other_ns, foreign, earlier]);
         assert_eq!(
-            by_job.keys().map(ToString::to_string).collect::<Vec<_>>(),
-            ["else/llm", "team/llm"]
+            by_job
+                .iter()
+                .map(|((job, uid), gang)| format!("{job} {uid:?} {}", gang.members().len()))
+                .collect::<Vec<_>>(),
+            [
+                "else/llm None 1",
+                "team/llm None 1",
+                "team/llm Some(\"earlier\") 1"
+            ]
         );
     }
 

@@ -11,7 +11,7 @@ use kube::ResourceExt;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 
-use super::job_key::JobKey;
+use super::job_key::{JobKey, owned_by};
 
 #[derive(Default)]
 struct Index {
@@ -94,8 +94,9 @@ impl PodIndex {
         self.relist.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The job's pods that the cache holds, by name.
-    pub fn pods_of(&self, pods: &Store<Pod>, job: &JobKey) -> Vec<Arc<Pod>> {
+    /// The pods of the job with UID `uid` that the cache holds, by name: those labelled
+    /// with its name that it controls ([`owned_by`]).
+    pub fn pods_of(&self, pods: &Store<Pod>, job: &JobKey, uid: &str) -> Vec<Arc<Pod>> {
         let names: Vec<String> = {
             let live = self.live.read().unwrap_or_else(|e| e.into_inner());
             match live.by_job.get(job) {
@@ -107,7 +108,7 @@ impl PodIndex {
             .into_iter()
             .filter_map(|n| pods.get(&ObjectRef::new(&n).within(&job.namespace)))
             // The cache is the truth; the index may trail it by one event.
-            .filter(|p| JobKey::of_pod(p).as_ref() == Some(job))
+            .filter(|p| JobKey::of_pod(p).as_ref() == Some(job) && owned_by(p, uid))
             .collect()
     }
 }
@@ -116,16 +117,34 @@ impl PodIndex {
 mod tests {
     use super::*;
     use crate::api::annotations::JOB_LABEL;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
     use kube::runtime::reflector;
 
-    fn pod(ns: &str, name: &str, job: Option<&str>) -> Pod {
+    /// A pod of `job` (its label), controlled by the job of UID `uid`, if any.
+    fn owned(ns: &str, name: &str, job: Option<&str>, uid: Option<&str>) -> Pod {
         let mut p = Pod::default();
         p.metadata.namespace = Some(ns.into());
         p.metadata.name = Some(name.into());
         if let Some(j) = job {
             p.metadata.labels = Some([(JOB_LABEL.to_string(), j.to_string())].into());
         }
+        if let (Some(j), Some(uid)) = (job, uid) {
+            p.metadata.owner_references = Some(vec![OwnerReference {
+                api_version: "kubetrain.io/v1alpha1".into(),
+                kind: "TrainingJob".into(),
+                name: j.into(),
+                uid: uid.into(),
+                controller: Some(true),
+                ..Default::default()
+            }]);
+        }
         p
+    }
+
+    /// A pod of `job`, controlled by it (UID `<ns>/<job>` here).
+    fn pod(ns: &str, name: &str, job: Option<&str>) -> Pod {
+        let uid = job.map(|j| format!("{ns}/{j}"));
+        owned(ns, name, job, uid.as_deref())
     }
 
     #[test]
@@ -144,7 +163,7 @@ mod tests {
         feed(watcher::Event::Apply(pod("a", "j-1", Some("j"))));
         let names = |ns: &str, job: &str| -> Vec<String> {
             index
-                .pods_of(&reader, &JobKey::new(ns, job))
+                .pods_of(&reader, &JobKey::new(ns, job), &format!("{ns}/{job}"))
                 .iter()
                 .map(|p| p.name_any())
                 .collect()
@@ -164,5 +183,31 @@ mod tests {
         feed(watcher::Event::InitDone);
         assert!(names("a", "j").is_empty());
         assert_eq!(names("c", "x"), ["x-0"]);
+    }
+
+    /// A pod labelled with the job's name that the job does not control (left by a deleted
+    /// job of the same name, orphaned) is not the job's.
+    #[test]
+    fn only_the_pods_the_job_controls_are_its() {
+        let (reader, mut writer) = reflector::store::<Pod>();
+        let index = PodIndex::default();
+        for p in [
+            owned("a", "j-w-0", Some("j"), Some("new")),
+            owned("a", "j-w-1", Some("j"), Some("old")),
+            owned("a", "j-w-2", Some("j"), None),
+        ] {
+            let ev = watcher::Event::Apply(p);
+            writer.apply_watcher_event(&ev);
+            index.apply(&ev);
+        }
+        let names = |uid: &str| -> Vec<String> {
+            index
+                .pods_of(&reader, &JobKey::new("a", "j"), uid)
+                .iter()
+                .map(|p| p.name_any())
+                .collect()
+        };
+        assert_eq!(names("new"), ["j-w-0"]);
+        assert_eq!(names("old"), ["j-w-1"]);
     }
 }

@@ -70,9 +70,50 @@ impl FromStr for JobKey {
     }
 }
 
+/// Whether `pod` is the job's with UID `uid`: the job is its controller, as the Job
+/// controller matches its pods. The job label names the job only by name: a job deleted with
+/// `--cascade=orphan` leaves pods under it that a new job of the name must not take for its
+/// own (finished, they made it Succeeded with nothing run).
+pub fn owned_by(pod: &Pod, uid: &str) -> bool {
+    controller_uid(pod) == Some(uid)
+}
+
+/// The UID of the pod's controller (the API server allows one), if it has one.
+pub fn controller_uid(pod: &Pod) -> Option<&str> {
+    pod.owner_references()
+        .iter()
+        .find(|o| o.controller == Some(true))
+        .map(|o| o.uid.as_str())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pod_is_the_jobs_whose_controller_it_is() {
+        let pod = |owners: serde_json::Value| -> Pod {
+            serde_json::from_value(serde_json::json!({"metadata": {
+                "name": "j-w-0", "labels": {JOB_LABEL: "j"}, "ownerReferences": owners}}))
+            .expect("pod")
+        };
+        let owner = |uid: &str, controller: bool| {
+            serde_json::json!({"apiVersion": "kubetrain.io/v1alpha1", "kind": "TrainingJob",
+                "name": "j", "uid": uid, "controller": controller})
+        };
+        assert!(owned_by(&pod(serde_json::json!([owner("u1", true)])), "u1"));
+        // Left by an earlier job of the name, or orphaned (`--cascade=orphan`).
+        assert!(!owned_by(
+            &pod(serde_json::json!([owner("u0", true)])),
+            "u1"
+        ));
+        assert!(!owned_by(&pod(serde_json::json!([])), "u1"));
+        // An owner that is not the controller does not make the pod the job's.
+        assert!(!owned_by(
+            &pod(serde_json::json!([owner("u1", false)])),
+            "u1"
+        ));
+    }
 
     #[test]
     fn shows_and_reads_back_as_namespace_slash_name() {

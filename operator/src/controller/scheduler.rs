@@ -20,7 +20,7 @@ use tracing::{Instrument, debug, error, info, info_span, warn};
 
 use super::context::Context;
 use super::gang::Gang;
-use super::job_key::JobKey;
+use super::job_key::{JobKey, owned_by};
 use super::metrics::{QueueLabels, ReasonLabels};
 use super::pods::{
     bonus_patch, checkpoint_request_patch, disruption_budget, gang_pods, headless_service,
@@ -126,27 +126,22 @@ pub async fn cycle(ctx: &Arc<Context>) -> Duration {
         // phase (a pod the kubelet refused at admission is Failed at once, and must not
         // keep its GPUs reserved), or once the job has moved on to another attempt or gone.
         state.inflight.retain(|job, f| {
-            let seen =
-                Gang::new(ctx.pod_index.pods_of(&ctx.stores.pods, job)).of_attempt(f.attempt);
-            let current = ctx
-                .stores
-                .jobs
-                .get(&job.object_ref())
-                .map(|j| job_attempt(&j));
-            seen < f.placement.len() && current == Some(f.attempt) && now - f.at < 120
+            let Some(current) = ctx.stores.jobs.get(&job.object_ref()) else {
+                return false;
+            };
+            let seen = Gang::new(ctx.job_pods(&current)).of_attempt(f.attempt);
+            seen < f.placement.len() && job_attempt(&current) == f.attempt && now - f.at < 120
         });
         // A checkpoint request stops being in flight once the cache shows it on the job's
         // pods, or once they are leaving, the job moved on to another attempt or is gone.
         state.asked.retain(|job, a| {
-            let gang = Gang::new(ctx.pod_index.pods_of(&ctx.stores.pods, job));
-            let current = ctx
-                .stores
-                .jobs
-                .get(&job.object_ref())
-                .map(|j| job_attempt(&j));
+            let Some(current) = ctx.stores.jobs.get(&job.object_ref()) else {
+                return false;
+            };
+            let gang = Gang::new(ctx.job_pods(&current));
             gang.scheduler_request().is_none()
                 && !gang.leaving()
-                && current == Some(a.attempt)
+                && job_attempt(&current) == a.attempt
                 && now - a.at < 120
         });
         (state.inflight.clone(), state.asked.clone())
@@ -519,14 +514,28 @@ async fn admit(
     Ok(())
 }
 
-/// Creates one pod of the gang; returns its name. One that exists already (409) is this
-/// admission's own, from an earlier try.
-async fn create_pod(api: &Api<Pod>, pod: Pod, _uid: &str) -> Result<String, AdmitError> {
+/// Creates one pod of the gang; returns its name. A pod of the name that exists already (409)
+/// is the job's own when its controller is the job (an earlier try of this admission);
+/// otherwise it is another's, and is neither adopted nor touched.
+async fn create_pod(api: &Api<Pod>, pod: Pod, uid: &str) -> Result<String, AdmitError> {
     let name = pod.name_any();
-    match api.create(&PostParams::default(), &pod).await {
-        Ok(_) => Ok(name),
-        Err(kube::Error::Api(e)) if e.code == 409 => Ok(name),
-        Err(e) => Err(create_error(format!("pod {name}"), e)),
+    let exists = match api.create(&PostParams::default(), &pod).await {
+        Ok(_) => return Ok(name),
+        Err(kube::Error::Api(e)) if e.code == 409 => kube::Error::Api(e),
+        Err(e) => return Err(create_error(format!("pod {name}"), e)),
+    };
+    match api.get_opt(&name).await {
+        Ok(Some(p)) if owned_by(&p, uid) => Ok(name),
+        Ok(Some(_)) => Err(AdmitError::Occupied(name)),
+        // Gone again in between: the next cycle tries again.
+        Ok(None) => Err(AdmitError::Kube {
+            object: format!("pod {name}"),
+            source: exists,
+        }),
+        Err(e) => Err(AdmitError::Kube {
+            object: format!("pod {name}"),
+            source: e,
+        }),
     }
 }
 

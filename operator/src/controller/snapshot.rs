@@ -10,7 +10,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::ResourceExt;
 
-use super::gang::{Gang, holds_resources};
+use super::gang::{Gang, GangKey, holds_resources};
 use super::job_key::JobKey;
 use super::node_health::NodeHealth;
 use super::resources::{GPU_RESOURCE, cpu_milli, pod_demand, whole};
@@ -177,16 +177,18 @@ pub fn build(world: &World<'_>) -> sched::Snapshot {
     }
     let gangs = Gang::by_job(world.pods);
     let no_pods = Gang::default();
-    let jobs: Vec<(JobKey, sched::Job)> = world
+    let jobs: Vec<(GangKey, sched::Job)> = world
         .jobs
         .iter()
         .filter_map(|j| {
             let key = JobKey::of(j);
-            let model = job_model(j, &key, gangs.get(&key).unwrap_or(&no_pods), world)?;
-            Some((key, model))
+            let own = (key.clone(), j.metadata.uid.clone());
+            let gang = own.1.as_ref().and_then(|_| gangs.get(&own));
+            let model = job_model(j, &key, gang.unwrap_or(&no_pods), world)?;
+            Some((own, model))
         })
         .collect();
-    let charged: BTreeSet<&JobKey> = jobs
+    let charged: BTreeSet<&GangKey> = jobs
         .iter()
         .filter(|(_, j)| j.running.is_some())
         .map(|(key, _)| key)
@@ -262,10 +264,11 @@ pub fn build(world: &World<'_>) -> sched::Snapshot {
 
 /// A GPU is free only when no pod holds it: what the present pods of jobs that take no part
 /// in this snapshot hold (the job deleted while its pods terminate, the job invalid, gone
-/// from the cache), per node. The pods of a job in the snapshot are charged through it.
+/// from the cache, another job of the name that left them), per node. The pods of a job in
+/// the snapshot are charged through it.
 fn held_by_orphans(
-    gangs: &BTreeMap<JobKey, Gang>,
-    charged: &BTreeSet<&JobKey>,
+    gangs: &BTreeMap<GangKey, Gang>,
+    charged: &BTreeSet<&GangKey>,
     node_names: &BTreeSet<String>,
     foreign: &mut BTreeMap<String, sched::Resources>,
 ) -> BTreeMap<String, Vec<sched::Held>> {
@@ -536,7 +539,8 @@ mod tests {
         Arc::new(
             serde_json::from_value(json!({
                 "apiVersion": "kubetrain.io/v1alpha1", "kind": "TrainingJob",
-                "metadata": {"name": name, "namespace": "team", "creationTimestamp": "2026-01-01T00:00:00Z"},
+                "metadata": {"name": name, "namespace": "team", "uid": name,
+                    "creationTimestamp": "2026-01-01T00:00:00Z"},
                 "spec": {"queue": queue, "tasks": [{"name": "w", "template": {"spec": {"containers": [
                     {"name": "c", "resources": {"limits": {"nvidia.com/gpu": gpus}}}]}}}]},
                 "status": {"phase": phase}
@@ -557,7 +561,9 @@ mod tests {
             ann.insert(GPU_SHARE_ANNOTATION.into(), s.to_string());
         }
         let mut meta = json!({"name": format!("{job}-w-0"), "namespace": "team",
-            "labels": {JOB_LABEL: job, TASK_LABEL: "w", INDEX_LABEL: "0"}, "annotations": ann});
+            "labels": {JOB_LABEL: job, TASK_LABEL: "w", INDEX_LABEL: "0"}, "annotations": ann,
+            "ownerReferences": [{"apiVersion": "kubetrain.io/v1alpha1", "kind": "TrainingJob",
+                "name": job, "uid": job, "controller": true}]});
         if terminating {
             meta["deletionTimestamp"] = json!("2026-01-01T00:00:10Z");
         }
@@ -859,6 +865,46 @@ mod tests {
                 admitted,
                 vec!["team/fresh".to_string()],
                 "job {phase}, its pod {pod_phase} (terminating: {terminating})"
+            );
+        }
+    }
+
+    /// Pods labelled with a job's name that the job does not control (left by a deleted job
+    /// of the same name, orphaned or not yet collected) are not its: a finished one does not
+    /// keep it from its admission (it made a re-created job Succeeded with nothing run), and
+    /// a running one holds its GPUs as any other pod does.
+    #[test]
+    fn pods_another_job_of_the_name_left_are_not_the_jobs() {
+        let (queues, vcs) = one_team();
+        let nodes = vec![node()];
+        let jobs = vec![job("short", "q", 1, "Pending")];
+        let every_gpu: Vec<u32> = (0..GPUS).collect();
+        for owner in [None, Some("an-earlier-short")] {
+            let left = |phase: &str, gpus: &[u32]| {
+                let mut p = (*pod("short", gpus, None, false)).clone();
+                p.metadata.owner_references = owner.map(|uid| {
+                    let mut o = p.metadata.owner_references.clone().expect("owner");
+                    o[0].uid = uid.into();
+                    o
+                });
+                p.status.as_mut().expect("status").phase = Some(phase.into());
+                Arc::new(p)
+            };
+            let admitted = |pods: Vec<Arc<Pod>>| -> Vec<String> {
+                decide((&nodes, &pods, &jobs), &queues, &vcs, &BTreeMap::new())
+                    .admissions
+                    .into_iter()
+                    .map(|a| a.job)
+                    .collect()
+            };
+            assert_eq!(
+                admitted(vec![left("Succeeded", &[0])]),
+                ["team/short"],
+                "owner {owner:?}"
+            );
+            assert!(
+                admitted(vec![left("Running", &every_gpu)]).is_empty(),
+                "owner {owner:?}: its GPUs are held"
             );
         }
     }
