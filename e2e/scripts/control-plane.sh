@@ -130,6 +130,9 @@ controllers+=,pod-garbage-collector-controller,endpoints-controller,endpointslic
 controllers+=,job-controller,disruption-controller,persistentvolume-binder-controller
 controllers+=,replicaset-controller,deployment-controller,root-ca-certificate-publisher-controller
 controllers+=,clusterrole-aggregation-controller
+# Claims and volumes in use carry protection finalizers (an admission plugin adds them):
+# without these controllers a deleted claim would never go.
+controllers+=,persistentvolumeclaim-protection-controller,persistentvolume-protection-controller
 setsid "$BIN/kube-controller-manager" \
   --kubeconfig "$dir/kubeconfig" \
   --controllers "$controllers" \

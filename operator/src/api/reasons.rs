@@ -126,6 +126,11 @@ names! {
         AdmissionFailed,
         /// Every replica runs.
         Running,
+        /// A running job now runs on borrowed GPUs: its team's guarantee no longer covers it,
+        /// and it may be reclaimed.
+        Demoted,
+        /// A running job is now within its team's guarantee: no longer reclaimable.
+        Promoted,
         /// The job is valid again.
         Valid,
         /// A gang was left half-created; it was removed and queued again.

@@ -281,14 +281,14 @@ fn admitted(
 ) -> String {
     let nodes: BTreeSet<&str> = status.placement.iter().map(|p| p.node.as_str()).collect();
     let msg = format!(
-        "Admitted{}: {gang_size} replica(s) on {} node(s).",
+        "Admitted: {gang_size} replica(s) on {} node(s){}.",
+        nodes.len(),
         if status.bonus {
-            " on borrowed (bonus) GPUs; it may be preempted with a checkpoint request when \
-             their owner needs them"
+            "; it runs on borrowed (bonus) GPUs and may be preempted with a checkpoint \
+             request when their owner needs them"
         } else {
             ""
         },
-        nodes.len()
     );
     conditions::set(
         &mut status.conditions,
@@ -1025,9 +1025,25 @@ impl Step<'_> {
         let was_bonus = status.bonus;
         status.bonus = self.gang.bonus();
         if status.bonus != was_bonus {
-            // promoted into its team's guarantee or demoted out of it: the Admitted condition
-            // says which (it stays True, so its transition time stays)
+            // Promoted into its team's guarantee or demoted out of it: the Admitted condition
+            // says which (it stays True, so its transition time stays), and an Event says
+            // when: whether a job may be reclaimed is what an admin asks of it.
             admitted(status, expected_pod_names(job).len(), generation, t);
+            let (reason, note) = if status.bonus {
+                (
+                    EventReason::Demoted,
+                    "Now on borrowed (bonus) GPUs: its team's guarantee no longer covers it (the \
+                     guarantee was lowered, or a job of higher priority took it); it may be \
+                     preempted with a checkpoint request when their owner needs them.",
+                )
+            } else {
+                (
+                    EventReason::Promoted,
+                    "Now within its team's guarantee: it is no longer reclaimed for another \
+                     team.",
+                )
+            };
+            fx.event(EventType::Normal, reason, note.to_string());
         }
         if self.gang.checkpoint_requested() {
             // A replica that failed before the request failed on its own: the scheduler

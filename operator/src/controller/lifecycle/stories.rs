@@ -523,10 +523,17 @@ fn a_demoted_gang_runs_on_as_bonus() {
     s.tick();
     assert!(!s.status().bonus);
     s.annotate_all(BONUS_ANNOTATION, "true");
-    s.after(1).tick();
+    let fx = s.after(1).tick();
     assert_eq!(s.phase(), Phase::Running);
     assert!(s.status().bonus);
     assert_eq!(s.says(ConditionType::Admitted), ("True", "AdmittedAsBonus"));
+    // An admin sees when it became reclaimable (found in a day-2 run: no Event said so).
+    assert_eq!(reasons(&fx), vec!["Demoted"]);
+    s.annotate_all(BONUS_ANNOTATION, "false");
+    let fx = s.after(1).tick();
+    assert!(!s.status().bonus);
+    assert_eq!(reasons(&fx), vec!["Promoted"]);
+    assert!(reasons(&s.after(1).tick()).is_empty(), "once per change");
 }
 
 #[test]
