@@ -594,7 +594,7 @@ impl<'a> Cycle<'a> {
         if flavors.is_empty() {
             return Err(WaitReason::NeverFits {
                 message: format!(
-                    "no schedulable node has GPUs of type {}",
+                    "no schedulable node has GPUs of type {}; list other spec.gpuTypes, or it starts once such a node joins",
                     job.gpu_types
                         .iter()
                         .map(Flavor::to_string)
@@ -627,15 +627,15 @@ impl<'a> Cycle<'a> {
                     )
                 } else if whole > most_total {
                     format!(
-                        "the job needs {whole} GPUs and no acceptable GPU type has more than {most_total} in the whole cluster"
+                        "the job needs {whole} GPUs and no acceptable GPU type has more than {most_total} in the whole cluster; ask for fewer GPUs, or allow more spec.gpuTypes"
                     )
                 } else if let Some(l) = level.filter(|_| whole > most_in_level) {
                     format!(
-                        "the job needs {whole} GPUs within one {l} (topology.required) and no {l} of the acceptable GPU types has more than {most_in_level}"
+                        "the job needs {whole} GPUs within one {l} (topology.required) and no {l} of the acceptable GPU types has more than {most_in_level}; ask for fewer GPUs, or loosen topology.required"
                     )
                 } else {
                     format!(
-                        "no one acceptable GPU type has both a node for a replica of {largest_replica} GPUs and room for all {whole}"
+                        "no one acceptable GPU type has both a node for a replica of {largest_replica} GPUs and room for all {whole}; ask for fewer GPUs, or allow more spec.gpuTypes"
                     )
                 },
             });
@@ -713,7 +713,7 @@ impl<'a> Cycle<'a> {
             }
             return Err(WaitReason::NeverFits {
                 message: format!(
-                    "no node of the acceptable GPU types takes the pods of task {}: {}",
+                    "no node of the acceptable GPU types takes the pods of task {}: {}; change the task's nodeSelector, node affinity or tolerations (it is placed as soon as a node accepts it)",
                     task.name,
                     if counts.is_empty() {
                         "its tasks need nodes no single GPU type has".to_string()

@@ -452,10 +452,9 @@ impl fmt::Display for WaitReason {
                 }
                 write!(f, " or more GPU types would let it start sooner.")
             }
-            WaitReason::NeverFits { message } => write!(
-                f,
-                "The job can never run on this cluster: {message}. Change its resources, GPU types or topology."
-            ),
+            WaitReason::NeverFits { message } => {
+                write!(f, "The job can never run on this cluster: {message}.")
+            }
             WaitReason::ReservedForCells { flavor } => write!(
                 f,
                 "The free {flavor} GPUs that would fit are whole cells kept for other teams' topology guarantees; the job waits for partly used capacity to free up."
