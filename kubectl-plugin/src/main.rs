@@ -234,6 +234,22 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Suspend { job } | Command::Resume { job } => {
             let suspend = matches!(cli.command, Command::Suspend { .. });
+            let verb = if suspend { "suspended" } else { "resumed" };
+            let current = jobs_here
+                .get_opt(job)
+                .await?
+                .with_context(|| format!("TrainingJob {job} not found in namespace {namespace}"))?;
+            // A finished job neither runs nor waits: suspending or resuming it would change a
+            // field and nothing else.
+            if let Some(phase) = current
+                .status
+                .as_ref()
+                .map(|s| s.phase)
+                .filter(|p| p.is_finished())
+            {
+                let action = if suspend { "suspend" } else { "resume" };
+                bail!("TrainingJob {job} has finished ({phase}): there is nothing to {action}");
+            }
             let patch = serde_json::json!({ "spec": { "suspend": suspend } });
             let params = PatchParams {
                 field_manager: Some(MANAGER.into()),
@@ -245,7 +261,6 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 }
                 r => r?,
             };
-            let verb = if suspend { "suspended" } else { "resumed" };
             print_table_or(
                 cli.output,
                 &serde_json::json!({

@@ -276,5 +276,15 @@ async fn kubectl_kubetrain_jobs_why_suspend_resume_vc() {
     plugin_ok(cp, &["resume", "big", "-n", ns]);
     s.wait_phase("big", "Queued", T).await;
 
+    // A finished job has nothing to suspend: said so, not "suspended".
+    cp.apply(&s.job("done", &q, 1, 0, &[("run-seconds", "1")], ""));
+    s.wait_phase("done", "Succeeded", T).await;
+    let (ok, _, stderr) = plugin(cp, &["suspend", "done", "-n", ns]);
+    assert!(
+        !ok && stderr.contains("has finished (Succeeded)"),
+        "{stderr}"
+    );
+    assert_eq!(s.job_status("done", "{.spec.suspend}"), "false");
+
     s.finish().await;
 }
