@@ -210,7 +210,11 @@ pub fn effective_queue(job: &TrainingJob, refs: &Refs<'_>) -> Result<String, Inv
         .collect();
     let Some(vc) = owners.iter().find(|vc| vc.spec.default_queue.is_some()) else {
         let detail = if owners.is_empty() {
-            "no VirtualCluster owns it; set spec.queue".to_string()
+            // spec.queue cannot help: a queue runs only the jobs of its VirtualCluster's
+            // namespaces.
+            "no VirtualCluster owns it, so no queue takes its jobs; an admin adds the \
+             namespace to a VirtualCluster (spec.namespaces or spec.namespaceSelector)"
+                .to_string()
         } else {
             let names: Vec<String> = owners.iter().map(|v| v.name_any()).collect();
             format!(

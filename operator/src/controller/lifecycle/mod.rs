@@ -837,7 +837,9 @@ impl Step<'_> {
                 });
             }
             status.message = Some(format!("Waiting in queue {}.", queue_name(status)));
-            if self.present.is_empty() {
+            // A job created suspended goes on to Suspended in this same step: its Event
+            // says that, not that it waits in line.
+            if self.present.is_empty() && !self.job.spec.suspend {
                 fx.event(
                     EventType::Normal,
                     EventReason::Queued,
