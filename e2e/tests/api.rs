@@ -126,6 +126,22 @@ fn invalid_manifests_are_rejected_naming_the_field() {
     }
 }
 
+/// Writes a job's status phase, as the operator would (no operator runs in these tests).
+fn set_phase(cp: &ControlPlane, job: &str, phase: &str) {
+    cp.kubectl_ok(&[
+        "patch",
+        "tj",
+        job,
+        "-n",
+        "default",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &format!("{{\"status\":{{\"phase\":\"{phase}\"}}}}"),
+    ])
+    .expect("status patch");
+}
+
 /// A running job's gang shape (task names, replicas) is refused a change at `kubectl apply`,
 /// naming the field and the way out; its pod template may change (the next attempt runs it),
 /// its status writes go on, and once it no longer runs the shape may change too. No operator
@@ -138,20 +154,7 @@ fn a_running_jobs_tasks_cannot_change() {
             "apiVersion: kubetrain.io/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: reshape\n  namespace: default\nspec:\n  queue: any\n  tasks:\n  - name: worker\n    replicas: {replicas}\n    template:\n      spec:\n        containers:\n        - name: trainer\n          image: {image}\n          resources:\n            limits:\n              nvidia.com/gpu: 1\n"
         )
     };
-    let phase = |phase: &str| {
-        cp.kubectl_ok(&[
-            "patch",
-            "tj",
-            "reshape",
-            "-n",
-            "default",
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            &format!("{{\"status\":{{\"phase\":\"{phase}\"}}}}"),
-        ])
-        .expect("status patch")
-    };
+    let phase = |phase: &str| set_phase(cp, "reshape", phase);
     cp.apply(&manifest(2, "trainer:1"));
     phase("Running");
     let out = cp
@@ -187,20 +190,7 @@ fn a_running_jobs_queue_and_user_cannot_change() {
             "apiVersion: kubetrain.io/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: charged\n  namespace: default\nspec:\n  queue: {queue}\n  user: {user}\n  tasks:\n  - name: worker\n    template:\n      spec:\n        containers:\n        - name: trainer\n          image: trainer:1\n"
         )
     };
-    let phase = |phase: &str| {
-        cp.kubectl_ok(&[
-            "patch",
-            "tj",
-            "charged",
-            "-n",
-            "default",
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            &format!("{{\"status\":{{\"phase\":\"{phase}\"}}}}"),
-        ])
-        .expect("status patch")
-    };
+    let phase = |phase: &str| set_phase(cp, "charged", phase);
     cp.apply(&manifest("vision", "alice"));
     phase("Running");
     for (changed, field) in [

@@ -797,6 +797,14 @@ proptest! {
 }
 
 /// The body of `beneficiary_fits_once_victims_are_gone`, shared with its regressions.
+/// Each preemption of `d` as (beneficiary, reason, victims).
+fn plan_of(d: &Decisions) -> Vec<(&str, PreemptionReason, Vec<String>)> {
+    d.preemptions
+        .iter()
+        .map(|p| (p.beneficiary.as_str(), p.reason, p.victims.clone()))
+        .collect()
+}
+
 fn check_beneficiary_fits(w: &World, scattered: bool) -> Result<(), TestCaseError> {
     let s = build(w);
     let opts = Options {
@@ -1097,11 +1105,7 @@ fn priority_plan_fits_beside_the_cycles_admissions() {
         check_beneficiary_fits(&w, scattered).unwrap();
     }
     let d = schedule(&build(&w));
-    let plan: Vec<(&str, PreemptionReason, Vec<String>)> = d
-        .preemptions
-        .iter()
-        .map(|p| (p.beneficiary.as_str(), p.reason, p.victims.clone()))
-        .collect();
+    let plan = plan_of(&d);
     assert_eq!(
         plan,
         vec![(
@@ -1247,11 +1251,7 @@ fn limited_job_plans_its_guarantee_before_it_is_lent() {
         check_beneficiary_fits(&w, scattered).unwrap();
     }
     let d = schedule(&build(&w));
-    let plan: Vec<(&str, PreemptionReason, Vec<String>)> = d
-        .preemptions
-        .iter()
-        .map(|p| (p.beneficiary.as_str(), p.reason, p.victims.clone()))
-        .collect();
+    let plan = plan_of(&d);
     assert_eq!(
         plan,
         vec![(
@@ -1339,11 +1339,7 @@ fn combined_plan_ends_within_the_guarantee_the_next_cycle_sees() {
         check_beneficiary_fits(&w, scattered).unwrap();
     }
     let d = schedule(&build(&w));
-    let plan: Vec<(&str, PreemptionReason, Vec<String>)> = d
-        .preemptions
-        .iter()
-        .map(|p| (p.beneficiary.as_str(), p.reason, p.victims.clone()))
-        .collect();
+    let plan = plan_of(&d);
     let victims = ["ns/first-0", "ns/first-4", "ns/first-9"]
         .map(String::from)
         .to_vec();
