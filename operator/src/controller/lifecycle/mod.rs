@@ -653,6 +653,17 @@ const SUSPEND: &str = "Suspend";
 /// How long a node the scheduler refused stays out of a job's placement.
 const REFUSED_NODE_TTL: i64 = 600;
 
+/// How long a job whose pods' claims are not ready waits before it is placed again.
+const VOLUME_WAIT: i64 = 60;
+
+/// Whether kube-scheduler's message says the pod's claims are missing or unbound, which no
+/// node can mend (its VolumeBinding plugin's pre-filter, before any node is looked at).
+fn volumes_not_ready(message: &str) -> bool {
+    message.contains("unbound immediate PersistentVolumeClaims")
+        || (message.contains("persistentvolumeclaim")
+            && (message.contains("not found") || message.contains("is being deleted")))
+}
+
 /// The job's queue as `status.queue` has it, for messages.
 fn queue_name(status: &TrainingJobStatus) -> String {
     status.queue.clone().unwrap_or_default()
@@ -1518,21 +1529,33 @@ impl Step<'_> {
         let t = self.t;
         fx.stop = Stop::All;
         status.phase = Phase::Retrying;
-        status.retry_at = Some(t.clone());
         status
             .refused_nodes
             .retain(|r| r.node != node && r.until.0 > t.0);
-        status.refused_nodes.push(RefusedNode {
-            node: node.clone(),
-            until: Time(t.0 + SignedDuration::from_secs(REFUSED_NODE_TTL)),
-            message: message.clone(),
-        });
-        let msg = format!(
-            "The scheduler did not bind pod {pod} to node {node}: {message}. The admission is \
-             rolled back and the job placed again without that node for {} min; this is not a \
-             retry.",
-            REFUSED_NODE_TTL / 60
-        );
+        let msg = if volumes_not_ready(&message) {
+            // No node would do until the claim binds: refusing nodes one by one would say
+            // each was at fault. The job waits a while instead, its GPUs free meanwhile.
+            status.retry_at = Some(Time(t.0 + SignedDuration::from_secs(VOLUME_WAIT)));
+            format!(
+                "The scheduler did not bind pod {pod}: {message}. Its volumes are not ready on \
+                 any node (a PersistentVolumeClaim that does not exist or is not bound): the \
+                 admission is rolled back and the job placed again in {VOLUME_WAIT} s; this is \
+                 not a retry."
+            )
+        } else {
+            status.retry_at = Some(t.clone());
+            status.refused_nodes.push(RefusedNode {
+                node: node.clone(),
+                until: Time(t.0 + SignedDuration::from_secs(REFUSED_NODE_TTL)),
+                message: message.clone(),
+            });
+            format!(
+                "The scheduler did not bind pod {pod} to node {node}: {message}. The admission \
+                 is rolled back and the job placed again without that node for {} min; this is \
+                 not a retry.",
+                REFUSED_NODE_TTL / 60
+            )
+        };
         conditions::set(
             &mut status.conditions,
             ConditionType::Running,

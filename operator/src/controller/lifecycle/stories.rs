@@ -792,6 +792,44 @@ fn a_pod_the_cluster_scheduler_refuses_rolls_the_admission_back() {
     assert_eq!(deleted(&fx), ["llm-worker-0"]);
 }
 
+/// A claim that is not bound is no node's fault: no node is refused (a Kubeflow user's run
+/// saw node after node refused for 10 min under the docs' DDP example), and the job is
+/// placed again after a wait.
+#[test]
+fn a_pod_whose_claim_is_unbound_refuses_no_node() {
+    let mut s = Story::new(1);
+    s.tick();
+    let mut pod: Pod = serde_json::from_value(json!({
+        "metadata": {
+            "name": "llm-worker-0", "namespace": "team", "creationTimestamp": stamp(0),
+            "labels": {TASK_LABEL: "worker", INDEX_LABEL: "0"},
+            "annotations": {GPUS_ANNOTATION: "0", NODE_ANNOTATION: "n1"}
+        },
+        "spec": {"containers": [{"name": "c", "image": "x"}]},
+        "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
+            "reason": "Unschedulable",
+            "message": "0/4 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.",
+            "lastTransitionTime": stamp(0)}]}
+    }))
+    .expect("pod");
+    annotate(&mut pod, RANK_ANNOTATION, "0");
+    s.pods = vec![pod];
+    s.tick();
+    let fx = s.after(60).tick();
+    assert_eq!(s.phase(), Phase::Retrying);
+    assert!(s.status().refused_nodes.is_empty());
+    assert_eq!(s.status().retry_at, Some(at(120)));
+    assert!(
+        s.status()
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("not ready on any node")),
+        "{:?}",
+        s.status().message
+    );
+    assert_eq!(reasons(&fx), ["SchedulerRejected"]);
+}
+
 #[test]
 fn a_preempted_job_checkpoints_and_returns_to_its_queue() {
     let mut s = Story::running(2);
