@@ -399,6 +399,9 @@ pub fn blocking_resource(code: &str) -> Option<&'static str> {
         "WaitingForMinRuntime" => "GPUs held by jobs still within their minimum runtime",
         "BehindQueueHead" => "a job ahead of it in its strict queue that has not started",
         "QueueTerminating" => "its queue, which was deleted and admits nothing new",
+        "VirtualClusterTerminating" => {
+            "its VirtualCluster, which was deleted and admits nothing new into its queues"
+        }
         "Invalid" => "the job's spec",
         "Waiting" => "nothing yet: the next scheduling cycle decides",
         _ => return None,

@@ -232,6 +232,7 @@ pub fn build(world: &World<'_>) -> sched::Snapshot {
                 .collect(),
             limit_gpus: vc.spec.limit.as_ref().map(|l| l.gpus.max(0) as u32),
             weight: vc.spec.weight.max(1) as u32,
+            terminating: vc.metadata.deletion_timestamp.is_some(),
         })
         .collect();
     let queues = world

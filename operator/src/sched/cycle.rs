@@ -518,6 +518,12 @@ impl<'a> Cycle<'a> {
                 queue: self.snap.queue(closed).name.clone(),
             });
         }
+        // After the queue's own deletion: the queue is the nearer thing to fix.
+        if self.t.vc_terminating[vc] {
+            return Err(WaitReason::VirtualClusterTerminating {
+                virtual_cluster: self.t.vc_names[vc].clone(),
+            });
+        }
         if job.tasks.is_empty() || job.tasks.iter().all(|t| t.replicas == 0) {
             return invalid("it has no replicas".into());
         }

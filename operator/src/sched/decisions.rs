@@ -244,6 +244,9 @@ pub enum WaitReason {
     /// The job's queue (or one above it) was deleted: it admits nothing new while its
     /// admitted jobs finish.
     QueueTerminating { queue: String },
+    /// The job's VirtualCluster was deleted: none of its queues admits anything new while
+    /// its admitted jobs finish.
+    VirtualClusterTerminating { virtual_cluster: String },
 }
 
 impl WaitReason {
@@ -265,6 +268,7 @@ impl WaitReason {
             WaitReason::WaitingForMinRuntime { .. } => "WaitingForMinRuntime",
             WaitReason::BehindQueueHead { .. } => "BehindQueueHead",
             WaitReason::QueueTerminating { .. } => "QueueTerminating",
+            WaitReason::VirtualClusterTerminating { .. } => "VirtualClusterTerminating",
         }
     }
 
@@ -318,7 +322,8 @@ impl WaitReason {
             | WaitReason::WaitingForPreemption { .. }
             | WaitReason::WaitingForMinRuntime { .. }
             | WaitReason::BehindQueueHead { .. }
-            | WaitReason::QueueTerminating { .. } => {}
+            | WaitReason::QueueTerminating { .. }
+            | WaitReason::VirtualClusterTerminating { .. } => {}
         }
         r
     }
@@ -478,6 +483,10 @@ impl fmt::Display for WaitReason {
             WaitReason::QueueTerminating { queue } => write!(
                 f,
                 "Queue {queue} is being deleted: it admits no new jobs while its admitted jobs finish. Move this job to another queue (spec.queue), or re-create the queue once it is gone."
+            ),
+            WaitReason::VirtualClusterTerminating { virtual_cluster } => write!(
+                f,
+                "VirtualCluster {virtual_cluster} is being deleted: its queues admit no new jobs while its admitted jobs finish. Move this job to a queue of another VirtualCluster (spec.queue), or re-create the VirtualCluster once it is gone."
             ),
         }
     }

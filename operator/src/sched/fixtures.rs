@@ -38,6 +38,7 @@ pub fn vc(name: &str, flavor: &str, gpus: u32) -> VirtualCluster {
         },
         limit_gpus: None,
         weight: 1,
+        terminating: false,
     }
 }
 

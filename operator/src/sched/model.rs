@@ -215,6 +215,10 @@ pub struct VirtualCluster {
     pub limit_gpus: Option<u32>,
     /// Share of idle capacity relative to other tenants (≥ 1).
     pub weight: u32,
+    /// Deleted and waiting for its admitted jobs to finish: none of its queues admits
+    /// anything new, so nothing is reclaimed for it; its guarantee still covers the jobs it
+    /// runs, which are not preempted for the deletion.
+    pub terminating: bool,
 }
 
 /// The order in which a queue admits its jobs.

@@ -552,6 +552,61 @@ fn a_terminating_queue_admits_nothing_new() {
     assert_eq!(d.admissions.len(), 1, "{d:?}");
 }
 
+/// A deleted VirtualCluster: none of its queues admits anything new, nothing is reclaimed
+/// for it (another team's bonus job on its guarantee runs on), and its guaranteed job is not
+/// preempted for the deletion. The same cluster with the VirtualCluster alive reclaims.
+#[test]
+fn a_terminating_virtual_cluster_admits_and_reclaims_nothing() {
+    let decide = |terminating: bool| {
+        let nodes = vec![node("n0", "A100", 8, None)];
+        let mut gone = vc("gone", "A100", 4);
+        gone.terminating = terminating;
+        let jobs = vec![
+            run(
+                job("gone/running", "gone-q", 1, 2),
+                &[("n0", &[0, 1])],
+                false,
+                0,
+                None,
+            ),
+            run(
+                job("other/own", "other-q", 1, 4),
+                &[("n0", &[2, 3, 4, 5])],
+                false,
+                0,
+                None,
+            ),
+            run(
+                job("other/bonus", "other-q", 1, 2),
+                &[("n0", &[6, 7])],
+                true,
+                0,
+                None,
+            ),
+            job("gone/next", "gone-q", 1, 2),
+        ];
+        schedule(&snapshot(
+            10,
+            nodes,
+            vec![gone, vc("other", "A100", 4)],
+            vec![queue("gone-q", "gone"), queue("other-q", "other")],
+            jobs,
+        ))
+    };
+    let alive = decide(false);
+    assert_eq!(victims(&alive), ["other/bonus"], "{alive:?}");
+    let d = decide(true);
+    assert!(
+        matches!(
+            d.waiting_reason("gone/next"),
+            Some(WaitReason::VirtualClusterTerminating { virtual_cluster }) if virtual_cluster == "gone"
+        ),
+        "{d:?}"
+    );
+    assert!(victims(&d).is_empty(), "{d:?}");
+    assert!(d.admissions.is_empty(), "{d:?}");
+}
+
 /// Queue policies order admissions when only one job fits.
 #[test]
 fn queue_policies_pick_the_right_job() {

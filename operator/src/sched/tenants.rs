@@ -40,6 +40,8 @@ pub(crate) struct Tenants {
     pub guarantee: IdVec<VcId, IdVec<FlavorId, u64>>,
     pub limit: IdVec<VcId, Option<u64>>,
     pub weight: IdVec<VcId, u64>,
+    /// Per VC: deleted, waiting for its admitted jobs (see `VirtualCluster::terminating`).
+    pub vc_terminating: IdVec<VcId, bool>,
     /// Capacity per flavor (healthy GPUs on schedulable nodes), milli.
     pub flavor_cap: IdVec<FlavorId, u64>,
     pub guar_used: IdVec<VcId, IdVec<FlavorId, u64>>,
@@ -85,6 +87,7 @@ impl Tenants {
             t.guarantee.push(g);
             t.limit.push(vc.limit_gpus.map(|l| u64::from(l) * 1000));
             t.weight.push(u64::from(vc.weight.max(1)));
+            t.vc_terminating.push(vc.terminating);
         }
         let nv = t.vc_names.len();
         t.guar_used = IdVec::filled(IdVec::filled(0, nf), nv);

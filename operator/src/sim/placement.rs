@@ -298,6 +298,7 @@ pub fn run(
             .collect(),
         limit_gpus: None,
         weight: 1,
+        terminating: false,
     };
     let queue = Queue {
         name: "openb".into(),

@@ -742,6 +742,7 @@ fn vcs_for(w: &Workload, policy: Policy) -> Vec<VirtualCluster> {
             }],
             limit_gpus: (policy == Policy::Strict).then_some(n * 8),
             weight: 1,
+            terminating: false,
         })
         .collect()
 }
@@ -760,6 +761,7 @@ pub fn private_delays(w: &Workload, cfg: &TenantConfig) -> BTreeMap<String, i64>
             }],
             limit_gpus: None,
             weight: 1,
+            terminating: false,
         };
         let nodes = cluster(n, cfg.rack_nodes, &format!("{name}-"));
         let sim = Sim::new(
