@@ -428,6 +428,7 @@ fn operator_service_account_can_do_what_the_code_does() {
             "--subresource=status",
         ],
         &["patch", "queues.kubetrain.io"],
+        &["patch", "virtualclusters.kubetrain.io"],
         &["delete", "trainingjobs.kubetrain.io", "-n", team],
         // events (jobs in their namespace; cluster-scoped kinds in default)
         &["create", "events.events.k8s.io", "-n", team],
@@ -531,7 +532,8 @@ fn operator_service_account_can_do_nothing_more() {
         &["create", "trainingjobs.kubetrain.io", "-n", team],
         &["update", "trainingjobs.kubetrain.io", "-n", team],
         &["patch", "trainingjobs.kubetrain.io", "-n", team],
-        &["patch", "virtualclusters.kubetrain.io"],
+        &["update", "virtualclusters.kubetrain.io"],
+        &["update", "queues.kubetrain.io"],
         &["create", "queues.kubetrain.io"],
         &["delete", "queues.kubetrain.io"],
         &["delete", "virtualclusters.kubetrain.io"],
@@ -701,6 +703,10 @@ async fn operator_runs_under_its_service_account() {
         s.cp.jsonpath(&["queue", &owner], "{.metadata.finalizers[0]}"),
         "kubetrain.io/queue-jobs"
     );
+    assert_eq!(
+        s.cp.jsonpath(&["vc", &owner], "{.metadata.finalizers[0]}"),
+        "kubetrain.io/virtualcluster-jobs"
+    );
     // The finalizer's patch names no field manager: the API server takes the User-Agent's.
     let managers =
         s.cp.jsonpath(&["queue", &owner], "{.metadata.managedFields[*].manager}");
@@ -756,18 +762,22 @@ async fn operator_runs_under_its_service_account() {
     .await;
 
     let _ = stop.send(());
-    // The Queues' finalizer is the operator's; with it stopped, remove them by hand.
+    // The Queues' and VirtualClusters' finalizers are the operator's; with it stopped,
+    // remove them by hand (docs/admin-guide.md, "Uninstall"), and both kinds go.
     for q in [&owner, &borrower] {
-        let _ = s.cp.kubectl(&[
-            "patch",
-            "queue",
-            q,
-            "--type=merge",
-            "-p",
-            "{\"metadata\":{\"finalizers\":null}}",
-        ]);
-        let _ = s.cp.kubectl(&["delete", "queue", q, "--wait=false"]);
-        let _ = s.cp.kubectl(&["delete", "vc", q, "--wait=false"]);
+        for kind in ["queue", "vc"] {
+            s.cp.kubectl_ok(&[
+                "patch",
+                kind,
+                q,
+                "--type=merge",
+                "-p",
+                "{\"metadata\":{\"finalizers\":null}}",
+            ])
+            .unwrap_or_else(|e| panic!("remove the finalizer of {kind} {q}: {e:?}"));
+            s.cp.kubectl_ok(&["delete", kind, q, "--timeout=30s"])
+                .unwrap_or_else(|e| panic!("delete {kind} {q}: {e:?}"));
+        }
     }
     s.finish().await;
 }

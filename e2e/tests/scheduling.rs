@@ -315,6 +315,78 @@ async fn a_deleted_queue_admits_nothing_new_and_goes_after_its_admitted_jobs() {
     s.finish().await;
 }
 
+/// Deleting a VirtualCluster while a job of its queue runs: it stays, `Ready=False`
+/// (`Terminating`), until that job has finished; meanwhile its queue admits nothing new (a
+/// job that would fit waits with `VirtualClusterTerminating`) and the running job runs on.
+/// Before the finalizer it went at once, and its running job held GPUs charged to no tenant.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_virtual_cluster_admits_nothing_new_and_goes_after_its_running_jobs() {
+    let s = Scenario::new("vcdel", 1, 8, 1).await;
+    let q = s.tenant("vcdel", 8, "FIFO", "");
+    s.cp.apply(&s.job("running", &q, 1, 4, &[("run-seconds", "20")], ""));
+    s.wait_phase("running", "Running", T).await;
+    s.cp.kubectl_ok(&["delete", "vc", &q, "--wait=false"])
+        .expect("delete vc");
+    let ready = "{.status.conditions[?(@.type==\"Ready\")].status}/{.status.conditions[?(@.type==\"Ready\")].reason}";
+    let deadline = Instant::now() + T;
+    while s.cp.jsonpath(&["vc", &q], ready) != "False/Terminating" {
+        assert!(
+            Instant::now() < deadline,
+            "vc {q}: {}",
+            s.cp.jsonpath(&["vc", &q], "{.metadata}/{.status}")
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let message = s.cp.jsonpath(
+        &["vc", &q],
+        "{.status.conditions[?(@.type==\"Ready\")].message}",
+    );
+    assert!(
+        message.contains("1 running job(s)") && message.contains("admit no new jobs"),
+        "{message}"
+    );
+    // Four GPUs are free, but the VirtualCluster admits nothing new.
+    s.cp.apply(&s.job("next", &q, 1, 2, &[("run-seconds", "1")], ""));
+    let admitted = "{.status.conditions[?(@.type==\"Admitted\")].reason}";
+    let deadline = Instant::now() + T;
+    while s.job_status("next", admitted) != "VirtualClusterTerminating" {
+        assert!(
+            Instant::now() < deadline,
+            "next: {}",
+            s.job_status("next", "{.status}")
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(s.job_status("running", "{.status.phase}"), "Running");
+    // Still charged to the VirtualCluster (gone, it was charged to no tenant).
+    assert_eq!(
+        s.cp.jsonpath(&["vc", &q], "{.status.running}/{.status.inUseGpus}"),
+        "1/4"
+    );
+    // The running job finishes undisturbed; the VirtualCluster then goes.
+    s.wait_phase("running", "Succeeded", T).await;
+    assert_eq!(s.job_status("running", "{.status.preemptions}"), "0");
+    let deadline = Instant::now() + T;
+    while s.cp.kubectl(&["get", "vc", &q]).is_ok_and(|o| o.success) {
+        assert!(Instant::now() < deadline, "vc {q} is still there");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // The waiting job stays, not admitted: its VirtualCluster is unknown now.
+    let valid = "{.status.conditions[?(@.type==\"Valid\")].reason}";
+    let deadline = Instant::now() + T;
+    while s.job_status("next", valid) != "UnknownVirtualCluster" {
+        assert!(
+            Instant::now() < deadline,
+            "next: {}",
+            s.job_status("next", "{.status}")
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(s.job_status("next", "{.status.admittedAt}").is_empty());
+    let _ = s.cp.kubectl(&["delete", "queue", &q, "--wait=false"]);
+    s.finish().await;
+}
+
 /// Two queues of one team, 50 % of its guarantee each: `dev` holds the whole node; a job of
 /// `research` takes research's share back (a `QueueShare` preemption of one dev job, which
 /// checkpoints and returns to its queue) and runs; the victim says why.

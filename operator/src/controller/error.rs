@@ -23,6 +23,10 @@ pub enum Error {
     /// A Queue being deleted waits for its admitted jobs: not a failure, nothing is counted.
     #[error("queue {queue} still has {jobs} admitted job(s)")]
     QueueNotEmpty { queue: String, jobs: i32 },
+    /// A VirtualCluster being deleted waits for the admitted jobs of its queues: not a
+    /// failure, nothing is counted.
+    #[error("virtual cluster {virtual_cluster} still has {jobs} admitted job(s)")]
+    VirtualClusterNotEmpty { virtual_cluster: String, jobs: i32 },
     /// The operator cannot start: its metrics and probes address is taken or not allowed.
     #[error("cannot serve /metrics, /healthz and /readyz on {addr} (--http-addr): {source}")]
     Listen {
@@ -45,6 +49,7 @@ impl Error {
             Error::Kube(_) => "kube",
             Error::Finalizer(_) => "finalizer",
             Error::QueueNotEmpty { .. } => "queue_not_empty",
+            Error::VirtualClusterNotEmpty { .. } => "virtual_cluster_not_empty",
             Error::CacheClosed => "cache_closed",
             Error::Listen { .. } => "listen",
             Error::Stopped { .. } => "stopped",
@@ -110,6 +115,10 @@ mod tests {
             Error::QueueNotEmpty {
                 queue: "q".into(),
                 jobs: 3,
+            },
+            Error::VirtualClusterNotEmpty {
+                virtual_cluster: "vc".into(),
+                jobs: 2,
             },
         ];
         for e in &errors {

@@ -115,25 +115,32 @@ async fn apply(queue: &Queue, ctx: &Context) -> Result<Action, Error> {
     let t =
         k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
     let vc = &queue.spec.virtual_cluster;
-    let cached = ctx.stores.vcs.get(&ObjectRef::new(vc)).is_some();
-    if !cached && ctx.exists_on_server::<VirtualCluster>(vc).await {
+    let cached = ctx.stores.vcs.get(&ObjectRef::new(vc));
+    if cached.is_none() && ctx.exists_on_server::<VirtualCluster>(vc).await {
         // Applied together with the queue, its watch event not here yet: nothing to report;
         // the next look, a second later, finds it in the cache.
         debug!(virtual_cluster = %vc, "the VirtualCluster is not in the cache yet; retrying");
         return Ok(Action::requeue(Duration::from_secs(1)));
     }
-    let (ok, reason, msg) = if cached {
-        (
+    let (ok, reason, msg) = match cached {
+        Some(v) if v.metadata.deletion_timestamp.is_some() => (
+            false,
+            "VirtualClusterTerminating",
+            format!(
+                "VirtualCluster {vc} is being deleted: this queue admits no new jobs while its \
+                 running jobs finish."
+            ),
+        ),
+        Some(_) => (
             true,
             "Ready",
             format!("Admitting jobs into VirtualCluster {vc}."),
-        )
-    } else {
-        (
+        ),
+        None => (
             false,
             "UnknownVirtualCluster",
             format!("VirtualCluster {vc} does not exist; jobs of this queue wait."),
-        )
+        ),
     };
     conditions::set(
         &mut status.conditions,

@@ -2,14 +2,17 @@
 //! `OverCommitted` condition when guarantees exceed the physical cluster, `GuaranteeAtRisk`
 //! when lost capacity leaves part of the guarantee unobtainable even by reclaim (the core's
 //! numbers), and `Ready=False` when `spec.defaultQueue` names a queue that is missing or
-//! another VirtualCluster's.
+//! another VirtualCluster's. A finalizer keeps a deleted VirtualCluster until the jobs of its
+//! queues that hold GPUs have finished: gone earlier, they would run on charged to no tenant,
+//! neither guaranteed nor bonus, and nothing would reclaim them.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use kube::runtime::controller::Action;
+use kube::runtime::finalizer::{Error as FinalizerError, Event as Finalizer, finalizer};
 use kube::{Api, ResourceExt};
-use tracing::instrument;
+use tracing::{debug, instrument};
 
 use super::conditions;
 use super::context::Context;
@@ -17,9 +20,12 @@ use super::error::{self, Error, Reconciler};
 use super::metrics::VcLabels;
 use super::status;
 use super::validate;
+use super::validate::effective_queue;
 use crate::api::virtualcluster::FlavorUsage;
-use crate::api::{GpuAmount, VirtualCluster};
+use crate::api::{GpuAmount, Phase, VirtualCluster, VirtualClusterStatus};
 use crate::sched;
+
+pub const FINALIZER: &str = "kubetrain.io/virtualcluster-jobs";
 
 /// Condition type: part of the guarantee cannot be obtained now, even by reclaim.
 pub const GUARANTEE_AT_RISK: &str = "GuaranteeAtRisk";
@@ -29,6 +35,150 @@ pub const OBTAINABLE: &str = "Obtainable";
 
 #[instrument(skip_all, fields(vc = %vc.name_any()))]
 pub async fn reconcile(vc: Arc<VirtualCluster>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let api: Api<VirtualCluster> = Api::all(ctx.client.clone());
+    let name = vc.name_any();
+    let done = finalizer(&api, FINALIZER, vc, |event| async {
+        match event {
+            Finalizer::Apply(vc) => apply(&vc, &ctx).await,
+            Finalizer::Cleanup(vc) => cleanup(&vc, &ctx).await,
+        }
+    })
+    .await;
+    match done {
+        Ok(action) => Ok(action),
+        Err(FinalizerError::ApplyFailed(e) | FinalizerError::CleanupFailed(e)) => Err(e),
+        // A reconcile from a cached copy older than our own addition fails the patch's test
+        // of the list (422), as for queues (queue.rs).
+        Err(FinalizerError::AddFinalizer(kube::Error::Api(e)))
+            if e.code == 422 && has_finalizer(&api, &name).await =>
+        {
+            debug!("the finalizer is there already; the cache is behind");
+            Ok(Action::requeue(Duration::from_secs(1)))
+        }
+        Err(other) => Err(Error::Finalizer(other.to_string())),
+    }
+}
+
+/// Whether the VirtualCluster on the API server carries our finalizer.
+async fn has_finalizer(api: &Api<VirtualCluster>, name: &str) -> bool {
+    api.get_opt(name)
+        .await
+        .ok()
+        .flatten()
+        .is_some_and(|vc| vc.finalizers().iter().any(|f| f == FINALIZER))
+}
+
+/// The jobs of the VirtualCluster's queues that hold or are about to hold GPUs (`Running`,
+/// `Preempting`). From the job cache, as for queues (`queue::unfinished_jobs`): letting the
+/// finalizer go cannot be undone, and the cache is newer than the last cycle's usage.
+fn admitted_jobs(vc: &VirtualCluster, ctx: &Context) -> i32 {
+    let name = vc.name_any();
+    let maps = ctx.ref_maps();
+    let refs = maps.refs();
+    let ours = |queue: &str| {
+        maps.queues
+            .get(queue)
+            .is_some_and(|q| q.spec.virtual_cluster == name)
+    };
+    let mut admitted = 0;
+    for j in ctx.stores.jobs.state() {
+        let phase = j.status.as_ref().map(|s| s.phase).unwrap_or_default();
+        if matches!(phase, Phase::Running | Phase::Preempting)
+            && effective_queue(&j, &refs).is_ok_and(|q| ours(&q))
+        {
+            admitted += 1;
+        }
+    }
+    admitted
+}
+
+async fn write_status(
+    vc: &VirtualCluster,
+    ctx: &Context,
+    status: VirtualClusterStatus,
+) -> Result<(), Error> {
+    if vc.status.as_ref() == Some(&status) {
+        return Ok(());
+    }
+    let api: Api<VirtualCluster> = Api::all(ctx.client.clone());
+    status::apply(&api, &vc.name_any(), &status).await?;
+    Ok(())
+}
+
+fn now() -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {
+    k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now())
+}
+
+async fn apply(vc: &VirtualCluster, ctx: &Context) -> Result<Action, Error> {
+    let Some(mut status) = computed_status(vc, ctx) else {
+        return Ok(Action::requeue(Duration::from_secs(1)));
+    };
+    // spec.defaultQueue must name a queue of this VirtualCluster: a CEL rule cannot see the
+    // Queue, so the operator says it here (and on the jobs that rely on it).
+    let generation = vc.metadata.generation;
+    let t = now();
+    match validate::default_queue_problem(vc, &ctx.ref_maps().queues) {
+        Some(problem) => conditions::set(
+            &mut status.conditions,
+            "Ready",
+            false,
+            "DefaultQueueInvalid",
+            format!(
+                "spec.defaultQueue cannot be used: {problem}; jobs of the tenant that name no \
+                 queue are not valid."
+            ),
+            generation,
+            &t,
+        ),
+        None => conditions::set(
+            &mut status.conditions,
+            "Ready",
+            true,
+            "Ready",
+            "Guarantee and usage are up to date.",
+            generation,
+            &t,
+        ),
+    };
+    write_status(vc, ctx, status).await?;
+    Ok(Action::requeue(Duration::from_secs(5)))
+}
+
+/// A deleted VirtualCluster admits nothing new into its queues (the core's
+/// `VirtualClusterTerminating`, so nothing is reclaimed for it either) and goes once the jobs
+/// of its queues that hold GPUs are done; they are not preempted for the deletion, and its
+/// guarantee covers them meanwhile. Waiting jobs do not hold it: they stay, and are
+/// `UnknownVirtualCluster` once it is gone.
+async fn cleanup(vc: &VirtualCluster, ctx: &Context) -> Result<Action, Error> {
+    let admitted = admitted_jobs(vc, ctx);
+    if admitted == 0 {
+        debug!("no job of its queues holds GPUs; the finalizer goes");
+        return Ok(Action::await_change());
+    }
+    if let Some(mut status) = computed_status(vc, ctx) {
+        conditions::set(
+            &mut status.conditions,
+            "Ready",
+            false,
+            "Terminating",
+            format!(
+                "The VirtualCluster is being deleted: its queues admit no new jobs, and \
+                 deletion waits for its {admitted} running job(s) to finish or be deleted."
+            ),
+            vc.metadata.generation,
+            &now(),
+        );
+        write_status(vc, ctx, status).await?;
+    }
+    Err(Error::VirtualClusterNotEmpty {
+        virtual_cluster: vc.name_any(),
+        jobs: admitted,
+    })
+}
+
+/// The status from the last cycle's usage, every condition but `Ready`; None before the
+/// first cycle.
+fn computed_status(vc: &VirtualCluster, ctx: &Context) -> Option<VirtualClusterStatus> {
     let name = vc.name_any();
     let (u, capacity, computed) = {
         let state = ctx.state();
@@ -39,7 +189,7 @@ pub async fn reconcile(vc: Arc<VirtualCluster>, ctx: Arc<Context>) -> Result<Act
         )
     };
     if !computed {
-        return Ok(Action::requeue(Duration::from_secs(1)));
+        return None;
     }
     let mut status = vc.status.clone().unwrap_or_default();
     status.flavors = u
@@ -147,32 +297,6 @@ pub async fn reconcile(vc: Arc<VirtualCluster>, ctx: Arc<Context>) -> Result<Act
             &t,
         );
     }
-    // spec.defaultQueue must name a queue of this VirtualCluster: a CEL rule cannot see the
-    // Queue, so the operator says it here (and on the jobs that rely on it).
-    match validate::default_queue_problem(&vc, &ctx.ref_maps().queues) {
-        Some(problem) => conditions::set(
-            &mut status.conditions,
-            "Ready",
-            false,
-            "DefaultQueueInvalid",
-            format!(
-                "spec.defaultQueue cannot be used: {problem}; jobs of the tenant that name no \
-                 queue are not valid."
-            ),
-            generation,
-            &t,
-        ),
-        None => conditions::set(
-            &mut status.conditions,
-            "Ready",
-            true,
-            "Ready",
-            "Guarantee and usage are up to date.",
-            generation,
-            &t,
-        ),
-    };
-
     let labels = VcLabels {
         virtual_cluster: name.clone(),
     };
@@ -189,13 +313,14 @@ pub async fn reconcile(vc: Arc<VirtualCluster>, ctx: Arc<Context>) -> Result<Act
         .get_or_create(&labels)
         .set(status.bonus_gpus.milli() as f64 / 1000.0);
 
-    if vc.status.as_ref() != Some(&status) {
-        let api: Api<VirtualCluster> = Api::all(ctx.client.clone());
-        status::apply(&api, &name, &status).await?;
-    }
-    Ok(Action::requeue(Duration::from_secs(5)))
+    Some(status)
 }
 
+/// A VirtualCluster whose deletion waits for its jobs is not failing: it looks again soon,
+/// and nothing is counted.
 pub fn error_policy(vc: Arc<VirtualCluster>, err: &Error, ctx: Arc<Context>) -> Action {
-    error::retry(Reconciler::VirtualCluster, vc.as_ref(), err, &ctx)
+    match err {
+        Error::VirtualClusterNotEmpty { .. } => Action::requeue(Duration::from_secs(5)),
+        _ => error::retry(Reconciler::VirtualCluster, vc.as_ref(), err, &ctx),
+    }
 }
