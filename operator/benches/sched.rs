@@ -100,6 +100,7 @@ fn world(nodes: usize, pending: usize) -> Snapshot {
             ],
             limit_gpus: None,
             weight: 1 + (v % 3) as u32,
+            terminating: false,
         })
         .collect();
     let queues = (0..vcs)
@@ -245,6 +246,7 @@ fn fragmented(c: &mut Criterion) {
                     .collect(),
                 limit_gpus: None,
                 weight: 1,
+                terminating: false,
             }],
             queues: vec![Queue {
                 name: "q".into(),
