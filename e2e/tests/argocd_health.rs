@@ -283,6 +283,27 @@ fn queue_health() {
     assert_eq!(s, "Progressing");
     assert!(m.contains("3 unfinished"), "{m}");
 
+    let vc_deleting = QueueStatus {
+        observed_generation: Some(1),
+        conditions: vec![cond(
+            "Ready",
+            false,
+            "VirtualClusterTerminating",
+            "VirtualCluster vision is being deleted",
+        )],
+        ..Default::default()
+    };
+    let (s, m) = health(
+        Q,
+        &object(
+            "Queue",
+            1,
+            Some(serde_json::to_value(&vc_deleting).expect("status")),
+        ),
+    );
+    assert_eq!(s, "Progressing");
+    assert!(m.contains("being deleted"), "{m}");
+
     let mut stale = ready.clone();
     stale["metadata"]["generation"] = json!(5);
     assert_eq!(health(Q, &stale).0, "Progressing");
@@ -366,6 +387,24 @@ fn virtualcluster_health() {
         ),
         ("Degraded".into(), "namespaceSelector is invalid".into())
     );
+
+    let mut deleting = ok.clone();
+    deleting.conditions[0] = cond(
+        "Ready",
+        false,
+        "Terminating",
+        "The VirtualCluster is being deleted: ... its 2 running job(s) to finish or be deleted.",
+    );
+    let (s, m) = health(
+        VC,
+        &object(
+            "VirtualCluster",
+            1,
+            Some(serde_json::to_value(&deleting).expect("status")),
+        ),
+    );
+    assert_eq!(s, "Progressing");
+    assert!(m.contains("2 running"), "{m}");
 
     let mut stale = ok_obj.clone();
     stale["metadata"]["generation"] = json!(2);

@@ -1,7 +1,7 @@
 -- Argo CD health of a kubetrain Queue (kubetrain.io/v1alpha1): Healthy when Ready,
 -- Degraded when not (for example its VirtualCluster does not exist), Progressing before the
--- operator has written a status for the current spec or while a deleted queue waits for its
--- jobs. Lua 5.1 (Argo CD runs gopher-lua); tested by e2e/tests/argocd_health.rs.
+-- operator has written a status for the current spec or while a deleted queue, or its
+-- deleted VirtualCluster, waits for its jobs. Lua 5.1 (Argo CD runs gopher-lua); tested by e2e/tests/argocd_health.rs.
 local function condition(status, type_)
   if status.conditions == nil then
     return nil
@@ -37,6 +37,10 @@ local ready = condition(status, "Ready")
 if ready == nil then
   hs.status = "Progressing"
   hs.message = "Waiting for the kubetrain operator to report the queue"
+elseif ready.reason == "VirtualClusterTerminating" then
+  -- Its VirtualCluster is being deleted and waits for its jobs: nothing to repair here.
+  hs.status = "Progressing"
+  hs.message = ready.message or "Waiting for the VirtualCluster's jobs to finish"
 elseif ready.status == "True" then
   hs.status = "Healthy"
   hs.message = string.format("%d pending, %d running, %g GPUs in use (%g bonus)",

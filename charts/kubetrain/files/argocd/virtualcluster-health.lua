@@ -1,7 +1,7 @@
 -- Argo CD health of a kubetrain VirtualCluster (kubetrain.io/v1alpha1): Healthy when
 -- Ready, Degraded when not Ready or OverCommitted (its guarantee cannot be honoured with
 -- the GPUs the cluster has), Progressing before the operator has written a status for the
--- current spec. Lua 5.1 (Argo CD runs gopher-lua); tested by e2e/tests/argocd_health.rs.
+-- current spec and while, deleted, it waits for its jobs (Ready=False, Terminating). Lua 5.1 (Argo CD runs gopher-lua); tested by e2e/tests/argocd_health.rs.
 local function condition(status, type_)
   if status.conditions == nil then
     return nil
@@ -37,6 +37,10 @@ local ready = condition(status, "Ready")
 if ready == nil then
   hs.status = "Progressing"
   hs.message = "Waiting for the kubetrain operator to report the virtual cluster"
+elseif ready.reason == "Terminating" then
+  -- Deleted, waiting for its queues' running jobs (its finalizer): it goes by itself.
+  hs.status = "Progressing"
+  hs.message = ready.message or "Waiting for the virtual cluster's jobs to finish"
 elseif ready.status == "True" then
   hs.status = "Healthy"
   hs.message = string.format("%g of %d guaranteed GPUs in use, %g bonus, %g lent",
