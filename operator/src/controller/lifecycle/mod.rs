@@ -772,10 +772,18 @@ impl Step<'_> {
                     t,
                 );
                 if changed {
+                    // A job whose pods run on is not waiting: it stays charged where it was
+                    // admitted, and only its next admission needs the fix.
+                    let then = if self.present.is_empty() {
+                        "The job waits until a change fixes it."
+                    } else {
+                        "The job runs on where it was admitted; it is admitted again (after a \
+                         retry, a preemption or a suspension) only once a change fixes it."
+                    };
                     fx.event_named(
                         EventType::Warning,
                         invalid.reason(),
-                        format!("{invalid}. The job waits until a change fixes it."),
+                        format!("{invalid}. {then}"),
                     );
                 }
                 if self.present.is_empty() && matches!(status.phase, Phase::Pending | Phase::Queued)
