@@ -297,6 +297,7 @@ fn computed_status(vc: &VirtualCluster, ctx: &Context) -> Option<VirtualClusterS
             &t,
         );
     }
+    above_limit(vc, &mut status, generation, &t);
     let labels = VcLabels {
         virtual_cluster: name.clone(),
     };
@@ -316,11 +317,94 @@ fn computed_status(vc: &VirtualCluster, ctx: &Context) -> Option<VirtualClusterS
     Some(status)
 }
 
+/// Condition type: the tenant holds more GPUs than `spec.limit` (it was lowered under them).
+pub const ABOVE_LIMIT: &str = "AboveLimit";
+
+/// `AboveLimit`: a limit lowered below what the tenant holds cuts nothing back (running jobs
+/// run on, as in Kueue), and new jobs wait with `OverLimit`; without this condition the
+/// VirtualCluster said nothing of it. No condition without a limit.
+fn above_limit(
+    vc: &VirtualCluster,
+    status: &mut VirtualClusterStatus,
+    generation: Option<i64>,
+    t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+) {
+    let Some(limit) = vc.spec.limit.as_ref() else {
+        status.conditions.retain(|c| c.type_ != ABOVE_LIMIT);
+        return;
+    };
+    let cap = GpuAmount::whole(u32::try_from(limit.gpus).unwrap_or(0));
+    let held = status.in_use_gpus;
+    if held.milli() > cap.milli() {
+        conditions::set(
+            &mut status.conditions,
+            ABOVE_LIMIT,
+            true,
+            "LimitLowered",
+            format!(
+                "Holds {held} GPUs, above its limit of {cap}: running jobs are not cut back; \
+                 new jobs wait (OverLimit) until the tenant is below the limit."
+            ),
+            generation,
+            t,
+        );
+    } else {
+        conditions::set(
+            &mut status.conditions,
+            ABOVE_LIMIT,
+            false,
+            "WithinLimit",
+            format!("Holds {held} of its limit of {cap} GPUs."),
+            generation,
+            t,
+        );
+    }
+}
+
 /// A VirtualCluster whose deletion waits for its jobs is not failing: it looks again soon,
 /// and nothing is counted.
 pub fn error_policy(vc: Arc<VirtualCluster>, err: &Error, ctx: Arc<Context>) -> Action {
     match err {
         Error::VirtualClusterNotEmpty { .. } => Action::requeue(Duration::from_secs(5)),
         _ => error::retry(Reconciler::VirtualCluster, vc.as_ref(), err, &ctx),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A limit lowered under what the tenant holds says so (an admin's run: nothing did),
+    /// and the condition goes with the limit.
+    #[test]
+    fn a_limit_below_what_the_tenant_holds_is_a_condition() {
+        let mut vc: VirtualCluster = serde_json::from_value(serde_json::json!({
+            "apiVersion": "kubetrain.io/v1alpha1", "kind": "VirtualCluster",
+            "metadata": {"name": "nlp"}, "spec": {"limit": {"gpus": 16}}
+        }))
+        .expect("vc");
+        let t = super::now();
+        let mut status = VirtualClusterStatus {
+            in_use_gpus: GpuAmount::whole(24),
+            ..Default::default()
+        };
+        above_limit(&vc, &mut status, None, &t);
+        let c = conditions::get(&status.conditions, ABOVE_LIMIT).expect("condition");
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("True", "LimitLowered")
+        );
+        assert!(
+            c.message.contains("Holds 24 GPUs, above its limit of 16"),
+            "{}",
+            c.message
+        );
+        status.in_use_gpus = GpuAmount::whole(16);
+        above_limit(&vc, &mut status, None, &t);
+        let c = conditions::get(&status.conditions, ABOVE_LIMIT).expect("condition");
+        assert_eq!(c.status, "False");
+        vc.spec.limit = None;
+        above_limit(&vc, &mut status, None, &t);
+        assert!(conditions::get(&status.conditions, ABOVE_LIMIT).is_none());
     }
 }

@@ -1095,7 +1095,11 @@ fn a_running_job_whose_spec_turns_invalid_keeps_running() {
     assert_eq!(s.says(ConditionType::Valid), ("False", "UnknownQueue"));
     assert_eq!(reasons(&fx), ["UnknownQueue"]);
     // It does not wait: its Event says it runs on (an admin read "waits" of a running job).
-    assert!(fx.events[0].note.contains("runs on"), "{}", fx.events[0].note);
+    assert!(
+        fx.events[0].note.contains("runs on"),
+        "{}",
+        fx.events[0].note
+    );
     s.world.validity = Ok(());
     let fx = s.after(1).tick();
     assert_eq!(reasons(&fx), ["Valid"]);
