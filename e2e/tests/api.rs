@@ -326,6 +326,19 @@ fn get_shows_printer_columns() {
         let header: Vec<&str> = header.into_iter().filter(|h| *h != "NAMESPACE").collect();
         assert_eq!(header, columns, "{kind} columns:\n{out}");
     }
+    // -o wide adds the limit and the two conditions an admin watches.
+    let wide = cp
+        .kubectl_ok(&["get", "vc", "-o", "wide"])
+        .expect("kubectl get vc -o wide");
+    let header: Vec<&str> = wide
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    for column in ["LIMIT", "ATRISK", "ABOVELIMIT"] {
+        assert!(header.contains(&column), "{column} missing:\n{wide}");
+    }
     let queues = cp.kubectl_ok(&["get", "q"]).expect("short name q");
     for q in ["vision-research", "vision-dev", "nlp-training"] {
         assert!(

@@ -24,6 +24,9 @@ use super::common::{GpuAmount, TopologyLevel};
     printcolumn = r#"{"name":"InUse","type":"number","jsonPath":".status.inUseGpus"}"#,
     printcolumn = r#"{"name":"Bonus","type":"number","jsonPath":".status.bonusGpus"}"#,
     printcolumn = r#"{"name":"Lent","type":"number","jsonPath":".status.lentGpus"}"#,
+    printcolumn = r#"{"name":"Limit","type":"integer","jsonPath":".spec.limit.gpus","priority":1}"#,
+    printcolumn = r#"{"name":"AtRisk","type":"string","jsonPath":".status.conditions[?(@.type==\"GuaranteeAtRisk\")].status","priority":1}"#,
+    printcolumn = r#"{"name":"AboveLimit","type":"string","jsonPath":".status.conditions[?(@.type==\"AboveLimit\")].status","priority":1}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
@@ -133,11 +136,14 @@ pub struct VirtualClusterStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// `Ready` (False with reason `DefaultQueueInvalid` when `spec.defaultQueue` names a
-    /// queue that does not exist or belongs to another VirtualCluster), `OverCommitted`
-    /// when guarantees exceed what the cluster has, and `GuaranteeAtRisk` (True with the
-    /// numbers when part of the guarantee cannot be obtained even by reclaim: reason
-    /// `CapacityLost` for unhealthy GPUs or cordoned nodes, `GuaranteesExceedCapacity` when
-    /// the guarantees add up to more than the cluster has; False with reason `Obtainable`).
+    /// queue that does not exist or belongs to another VirtualCluster, `Terminating` while
+    /// its deletion waits for its running jobs), `OverCommitted` when guarantees exceed what
+    /// the cluster has, `GuaranteeAtRisk` (True with the numbers when part of the guarantee
+    /// cannot be obtained even by reclaim: reason `CapacityLost` for unhealthy GPUs or
+    /// cordoned nodes, `GuaranteesExceedCapacity` when the guarantees add up to more than the
+    /// cluster has; False with reason `Obtainable`), and with a limit `AboveLimit` (True,
+    /// reason `LimitLowered`, when the tenant holds more than `spec.limit`). `kubectl get vc
+    /// -o wide` shows the limit, `GuaranteeAtRisk` and `AboveLimit`.
     #[serde(default)]
     pub conditions: Vec<Condition>,
 }
