@@ -529,6 +529,9 @@ pub struct VcRow {
     pub in_use: String,
     pub bonus: String,
     pub lent: String,
+    /// The VirtualCluster's `spec.limit` (all GPU types together), on each of its rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<i32>,
 }
 
 /// The rows of a VirtualCluster: one per GPU type of its status, or its totals when the
@@ -536,6 +539,7 @@ pub struct VcRow {
 pub fn vc_rows(vc: &VirtualCluster) -> Vec<VcRow> {
     let name = vc.name_any();
     let status = vc.status.clone().unwrap_or_default();
+    let limit = vc.spec.limit.as_ref().map(|l| l.gpus);
     if status.flavors.is_empty() {
         return vec![VcRow {
             virtual_cluster: name,
@@ -544,6 +548,7 @@ pub fn vc_rows(vc: &VirtualCluster) -> Vec<VcRow> {
             in_use: status.in_use_gpus.to_string(),
             bonus: status.bonus_gpus.to_string(),
             lent: status.lent_gpus.to_string(),
+            limit,
         }];
     }
     status
@@ -556,6 +561,7 @@ pub fn vc_rows(vc: &VirtualCluster) -> Vec<VcRow> {
             in_use: f.in_use.to_string(),
             bonus: f.bonus.to_string(),
             lent: f.lent.to_string(),
+            limit,
         })
         .collect()
 }
@@ -568,6 +574,7 @@ pub fn vc_table(rows: &[VcRow]) -> Table {
         "in use",
         "bonus",
         "lent",
+        "limit",
     ]);
     for r in rows {
         t.row(vec![
@@ -577,6 +584,7 @@ pub fn vc_table(rows: &[VcRow]) -> Table {
             r.in_use.clone(),
             r.bonus.clone(),
             r.lent.clone(),
+            r.limit.map_or_else(|| "-".into(), |l| l.to_string()),
         ]);
     }
     t
@@ -831,7 +839,8 @@ mod tests {
         let vc: VirtualCluster = serde_json::from_value(serde_json::json!({
             "apiVersion": "kubetrain.io/v1alpha1", "kind": "VirtualCluster",
             "metadata": {"name": "team-a"},
-            "spec": {"namespaces": ["team-a"], "guarantee": [{"flavor": "A100", "gpus": 8}]},
+            "spec": {"namespaces": ["team-a"], "guarantee": [{"flavor": "A100", "gpus": 8}],
+                "limit": {"gpus": 16}},
             "status": {"guaranteedGpus": 8, "inUseGpus": 12, "bonusGpus": 4, "lentGpus": 0,
                 "flavors": [{"flavor": "A100", "guaranteed": 8, "inUse": 12, "bonus": 4, "lent": 0},
                             {"flavor": "H100", "guaranteed": 0, "inUse": 0.25, "bonus": 0.25, "lent": 0}],
@@ -841,12 +850,20 @@ mod tests {
         let out = vc_table(&vc_rows(&vc)).render();
         assert_eq!(
             out,
-            "VIRTUALCLUSTER   GPU TYPE   GUARANTEE   IN USE   BONUS   LENT\n\
-             team-a           A100       8           12       4       0\n\
-             team-a           H100       0           0.25     0.25    0\n"
+            "VIRTUALCLUSTER   GPU TYPE   GUARANTEE   IN USE   BONUS   LENT   LIMIT\n\
+             team-a           A100       8           12       4       0      16\n\
+             team-a           H100       0           0.25     0.25    0      16\n"
         );
         let mut bare = vc.clone();
         bare.status = None;
+        bare.spec.limit = None;
         assert_eq!(vc_rows(&bare)[0].gpu_type, "-");
+        assert!(
+            vc_table(&vc_rows(&bare))
+                .render()
+                .lines()
+                .nth(1)
+                .is_some_and(|l| l.ends_with('-'))
+        );
     }
 }

@@ -88,7 +88,7 @@ enum Command {
         /// The TrainingJob's name.
         job: String,
     },
-    /// Guarantee, GPUs in use, bonus (borrowed) and lent GPUs per GPU type.
+    /// Guarantee, GPUs in use, bonus (borrowed) and lent GPUs per GPU type, and the limit.
     Vc {
         /// One VirtualCluster (default: all).
         name: Option<String>,

@@ -52,6 +52,16 @@ fn row<'a>(table: &'a str, name: &str) -> Vec<&'a str> {
         .unwrap_or_else(|| panic!("no row {name} in:\n{table}"))
 }
 
+/// The job names of `jobs -o json` (its ages move between two calls).
+fn job_names(json: &str) -> Vec<String> {
+    let rows: serde_json::Value = serde_json::from_str(json).expect("jobs -o json parses");
+    rows.as_array()
+        .expect("a list")
+        .iter()
+        .filter_map(|r| r["name"].as_str().map(str::to_string))
+        .collect()
+}
+
 /// Polls `kubectl kubetrain ARGS` until `ready` accepts its output.
 async fn until(cp: &ControlPlane, args: &[&str], ready: impl Fn(&str) -> bool) -> String {
     let deadline = tokio::time::Instant::now() + T;
@@ -127,8 +137,11 @@ async fn kubectl_kubetrain_jobs_why_suspend_resume_vc() {
         .expect("kubectl auth whoami");
     assert!(!me.is_empty());
     assert_eq!(
-        plugin_ok(cp, &["jobs", "-n", ns, "--mine", "-o", "json"]),
-        plugin_ok(cp, &["jobs", "-n", ns, "--user", &me, "-o", "json"])
+        job_names(&plugin_ok(cp, &["jobs", "-n", ns, "--mine", "-o", "json"])),
+        job_names(&plugin_ok(
+            cp,
+            &["jobs", "-n", ns, "--user", &me, "-o", "json"]
+        ))
     );
     // --as impersonates, as kubectl's: --mine is then that user (here given the admins'
     // group by --as-group), and a user with no binding may read nothing.
@@ -144,9 +157,14 @@ async fn kubectl_kubetrain_jobs_why_suspend_resume_vc() {
         "--as-group",
         "system:masters",
     ];
+    let alices = job_names(&plugin_ok(cp, &as_alice));
+    assert_eq!(alices, ["big"]);
     assert_eq!(
-        plugin_ok(cp, &as_alice),
-        plugin_ok(cp, &["jobs", "-n", ns, "--user", "alice", "-o", "json"])
+        alices,
+        job_names(&plugin_ok(
+            cp,
+            &["jobs", "-n", ns, "--user", "alice", "-o", "json"]
+        ))
     );
     let (ok, _, stderr) = plugin(cp, &["jobs", "-n", ns, "--as", "nobody"]);
     assert!(!ok && stderr.contains("forbidden"), "{stderr}");
@@ -212,9 +230,9 @@ async fn kubectl_kubetrain_jobs_why_suspend_resume_vc() {
 
     // vc: guarantee 8, 8 in use, nothing borrowed or lent.
     let vc = until(cp, &["vc", &q], |t| {
-        t.lines()
-            .nth(1)
-            .is_some_and(|l| l.split_whitespace().collect::<Vec<_>>()[2..] == ["8", "8", "0", "0"])
+        t.lines().nth(1).is_some_and(|l| {
+            l.split_whitespace().collect::<Vec<_>>()[2..] == ["8", "8", "0", "0", "-"]
+        })
     })
     .await;
     assert_eq!(
@@ -231,7 +249,8 @@ async fn kubectl_kubetrain_jobs_why_suspend_resume_vc() {
             "IN",
             "USE",
             "BONUS",
-            "LENT"
+            "LENT",
+            "LIMIT"
         ]
     );
     assert_eq!(row(&vc, &q)[1], s.flavor, "{vc}");
