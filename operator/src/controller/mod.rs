@@ -11,6 +11,7 @@ pub mod backoff;
 pub mod conditions;
 pub mod context;
 pub mod error;
+pub mod finalizing;
 pub mod gang;
 pub mod http;
 pub mod index;

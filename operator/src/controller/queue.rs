@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::runtime::controller::Action;
-use kube::runtime::finalizer::{Error as FinalizerError, Event as Finalizer, finalizer};
+use kube::runtime::finalizer::Event as Finalizer;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 use tracing::{debug, instrument};
@@ -13,6 +13,7 @@ use tracing::{debug, instrument};
 use super::conditions;
 use super::context::Context;
 use super::error::{self, Error, Reconciler};
+use super::finalizing;
 use super::status;
 use super::validate::effective_queue;
 use crate::api::{GpuAmount, Phase, Queue, QueueStatus, VirtualCluster};
@@ -22,37 +23,13 @@ pub const FINALIZER: &str = "kubetrain.io/queue-jobs";
 #[instrument(skip_all, fields(queue = %queue.name_any()))]
 pub async fn reconcile(queue: Arc<Queue>, ctx: Arc<Context>) -> Result<Action, Error> {
     let api: Api<Queue> = Api::all(ctx.client.clone());
-    let name = queue.name_any();
-    let done = finalizer(&api, FINALIZER, queue, |event| async {
+    finalizing::reconcile(&api, FINALIZER, queue, |event| async {
         match event {
             Finalizer::Apply(q) => apply(&q, &ctx).await,
             Finalizer::Cleanup(q) => cleanup(&q, &ctx).await,
         }
     })
-    .await;
-    match done {
-        Ok(action) => Ok(action),
-        Err(FinalizerError::ApplyFailed(e) | FinalizerError::CleanupFailed(e)) => Err(e),
-        // The patch that adds the finalizer tests that the list is as the cache showed it:
-        // a reconcile from a cached copy older than our own addition fails that test (422).
-        // Seen for two sample queues at every `make run`, as a "reconcile failed" warning.
-        Err(FinalizerError::AddFinalizer(kube::Error::Api(e)))
-            if e.code == 422 && has_finalizer(&api, &name).await =>
-        {
-            debug!("the finalizer is there already; the cache is behind");
-            Ok(Action::requeue(Duration::from_secs(1)))
-        }
-        Err(other) => Err(Error::Finalizer(other.to_string())),
-    }
-}
-
-/// Whether the queue on the API server carries our finalizer.
-async fn has_finalizer(api: &Api<Queue>, name: &str) -> bool {
-    api.get_opt(name)
-        .await
-        .ok()
-        .flatten()
-        .is_some_and(|q| q.finalizers().iter().any(|f| f == FINALIZER))
+    .await
 }
 
 /// The queue's unfinished jobs, named in `spec.queue` or through a VirtualCluster's

@@ -10,13 +10,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::runtime::controller::Action;
-use kube::runtime::finalizer::{Error as FinalizerError, Event as Finalizer, finalizer};
+use kube::runtime::finalizer::Event as Finalizer;
 use kube::{Api, ResourceExt};
 use tracing::{debug, instrument};
 
 use super::conditions;
 use super::context::Context;
 use super::error::{self, Error, Reconciler};
+use super::finalizing;
 use super::metrics::VcLabels;
 use super::status;
 use super::validate;
@@ -36,36 +37,13 @@ pub const OBTAINABLE: &str = "Obtainable";
 #[instrument(skip_all, fields(vc = %vc.name_any()))]
 pub async fn reconcile(vc: Arc<VirtualCluster>, ctx: Arc<Context>) -> Result<Action, Error> {
     let api: Api<VirtualCluster> = Api::all(ctx.client.clone());
-    let name = vc.name_any();
-    let done = finalizer(&api, FINALIZER, vc, |event| async {
+    finalizing::reconcile(&api, FINALIZER, vc, |event| async {
         match event {
             Finalizer::Apply(vc) => apply(&vc, &ctx).await,
             Finalizer::Cleanup(vc) => cleanup(&vc, &ctx).await,
         }
     })
-    .await;
-    match done {
-        Ok(action) => Ok(action),
-        Err(FinalizerError::ApplyFailed(e) | FinalizerError::CleanupFailed(e)) => Err(e),
-        // A reconcile from a cached copy older than our own addition fails the patch's test
-        // of the list (422), as for queues (queue.rs).
-        Err(FinalizerError::AddFinalizer(kube::Error::Api(e)))
-            if e.code == 422 && has_finalizer(&api, &name).await =>
-        {
-            debug!("the finalizer is there already; the cache is behind");
-            Ok(Action::requeue(Duration::from_secs(1)))
-        }
-        Err(other) => Err(Error::Finalizer(other.to_string())),
-    }
-}
-
-/// Whether the VirtualCluster on the API server carries our finalizer.
-async fn has_finalizer(api: &Api<VirtualCluster>, name: &str) -> bool {
-    api.get_opt(name)
-        .await
-        .ok()
-        .flatten()
-        .is_some_and(|vc| vc.finalizers().iter().any(|f| f == FINALIZER))
+    .await
 }
 
 /// The jobs of the VirtualCluster's queues that hold or are about to hold GPUs (`Running`,
