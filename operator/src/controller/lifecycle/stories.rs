@@ -753,10 +753,8 @@ fn a_replica_failing_on_an_unhealthy_gpu_is_not_the_jobs_fault() {
     );
 }
 
-#[test]
-fn a_pod_the_cluster_scheduler_refuses_rolls_the_admission_back() {
-    let mut s = Story::new(1);
-    s.tick();
+/// The job's one pod, placed on n1 and kept `Unschedulable` by kube-scheduler with `message`.
+fn unschedulable(message: &str) -> Pod {
     let mut pod: Pod = serde_json::from_value(json!({
         "metadata": {
             "name": "llm-worker-0", "namespace": "team", "creationTimestamp": stamp(0),
@@ -765,12 +763,19 @@ fn a_pod_the_cluster_scheduler_refuses_rolls_the_admission_back() {
         },
         "spec": {"containers": [{"name": "c", "image": "x"}]},
         "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
-            "reason": "Unschedulable", "message": "volume node affinity conflict",
+            "reason": "Unschedulable", "message": message,
             "lastTransitionTime": stamp(0)}]}
     }))
     .expect("pod");
     annotate(&mut pod, RANK_ANNOTATION, "0");
-    s.pods = vec![pod];
+    pod
+}
+
+#[test]
+fn a_pod_the_cluster_scheduler_refuses_rolls_the_admission_back() {
+    let mut s = Story::new(1);
+    s.tick();
+    s.pods = vec![unschedulable("volume node affinity conflict")];
     s.tick();
     assert_eq!(s.phase(), Phase::Running, "placed, waiting for its binding");
     // Within the deadline: keep waiting.
@@ -799,21 +804,10 @@ fn a_pod_the_cluster_scheduler_refuses_rolls_the_admission_back() {
 fn a_pod_whose_claim_is_unbound_refuses_no_node() {
     let mut s = Story::new(1);
     s.tick();
-    let mut pod: Pod = serde_json::from_value(json!({
-        "metadata": {
-            "name": "llm-worker-0", "namespace": "team", "creationTimestamp": stamp(0),
-            "labels": {TASK_LABEL: "worker", INDEX_LABEL: "0"},
-            "annotations": {GPUS_ANNOTATION: "0", NODE_ANNOTATION: "n1"}
-        },
-        "spec": {"containers": [{"name": "c", "image": "x"}]},
-        "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
-            "reason": "Unschedulable",
-            "message": "0/4 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.",
-            "lastTransitionTime": stamp(0)}]}
-    }))
-    .expect("pod");
-    annotate(&mut pod, RANK_ANNOTATION, "0");
-    s.pods = vec![pod];
+    s.pods = vec![unschedulable(
+        "0/4 nodes are available: pod has unbound immediate PersistentVolumeClaims. \
+         preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.",
+    )];
     s.tick();
     let fx = s.after(60).tick();
     assert_eq!(s.phase(), Phase::Retrying);
