@@ -361,14 +361,15 @@ fn job_model(
     if status.phase.is_finished() && gang.active().next().is_none() {
         return None;
     }
-    let holds_gpus = !gang.placement().is_empty() || inflight.is_some();
+    // Asked only of a job that does not validate: the common path builds no placement twice.
+    let holds_gpus = || inflight.is_some() || gang.active().any(|m| m.placement.is_some());
     let super::validate::Validated {
         queue,
         priority,
         mut tasks,
     } = match validate(job, &world.refs) {
         Ok(v) => v,
-        Err(_) if holds_gpus => charged_where_admitted(job, &status, &world.refs)?,
+        Err(_) if holds_gpus() => charged_where_admitted(job, &status, &world.refs)?,
         Err(_) => return None,
     };
     if let Some(avoid) =
