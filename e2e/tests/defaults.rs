@@ -62,6 +62,25 @@ async fn wait_valid_reason(s: &Scenario, job: &str, reason: &str) -> String {
     }
 }
 
+/// Waits until the VirtualCluster's `Ready` condition reads `status/reason`; returns its
+/// message.
+async fn wait_vc_ready(s: &Scenario, vc: &str, want: &str) -> String {
+    let deadline = Instant::now() + T;
+    let ready = "{.status.conditions[?(@.type==\"Ready\")]";
+    loop {
+        let now =
+            s.cp.jsonpath(&["vc", vc], &format!("{ready}.status}}/{ready}.reason}}"));
+        if now == want {
+            return s.cp.jsonpath(&["vc", vc], &format!("{ready}.message}}"));
+        }
+        assert!(
+            Instant::now() < deadline,
+            "VirtualCluster {vc}: Ready {now}, not {want}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_without_a_queue_runs_in_the_default_queue_and_get_shows_it() {
     let s = Scenario::new("dq", 1, 8, 1).await;
@@ -118,21 +137,7 @@ async fn no_queue_without_a_default_is_invalid_until_the_tenant_sets_a_good_one(
         msg.contains(&format!("belongs to VirtualCluster {other}")),
         "{msg}"
     );
-    let deadline = Instant::now() + T;
-    loop {
-        let ready = s.cp.jsonpath(
-            &["vc", &own],
-            "{.status.conditions[?(@.type==\"Ready\")].status}/{.status.conditions[?(@.type==\"Ready\")].reason}",
-        );
-        if ready == "False/DefaultQueueInvalid" {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "VirtualCluster {own}: Ready {ready}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    wait_vc_ready(&s, &own, "False/DefaultQueueInvalid").await;
 
     // Its own queue: the job runs there.
     s.cp.kubectl_ok(&[
@@ -146,8 +151,34 @@ async fn no_queue_without_a_default_is_invalid_until_the_tenant_sets_a_good_one(
     .expect("patch defaultQueue");
     s.wait_phase("lost", "Succeeded", T).await;
     assert_eq!(s.job_status("lost", "{.status.queue}"), own);
+    wait_vc_ready(&s, &own, "True/Ready").await;
+
+    // The other tenant claims this namespace too: both say so, naming each other.
+    s.cp.kubectl_ok(&[
+        "patch",
+        "vc",
+        &other,
+        "--type=merge",
+        "-p",
+        &format!(
+            "{{\"spec\":{{\"namespaces\":[\"elsewhere-{}\",\"{}\"]}}}}",
+            s.id, s.ns
+        ),
+    ])
+    .expect("patch namespaces");
+    let msg = wait_vc_ready(&s, &own, "False/NamespaceConflict").await;
+    assert!(
+        msg.contains(&format!("{} is owned by {other} too", s.ns)),
+        "{msg}"
+    );
+    let msg = wait_vc_ready(&s, &other, "False/NamespaceConflict").await;
+    assert!(
+        msg.contains(&format!("{} is owned by {own} too", s.ns)),
+        "{msg}"
+    );
     let _ = s.cp.kubectl(&["delete", "vc", &other, "--wait=false"]);
     let _ = s.cp.kubectl(&["delete", "queue", &other, "--wait=false"]);
+    wait_vc_ready(&s, &own, "True/Ready").await;
     s.finish().await;
 }
 

@@ -136,8 +136,10 @@ pub struct VirtualClusterStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// `Ready` (False with reason `DefaultQueueInvalid` when `spec.defaultQueue` names a
-    /// queue that does not exist or belongs to another VirtualCluster, `Terminating` while
-    /// its deletion waits for its running jobs), `OverCommitted` when guarantees exceed what
+    /// queue that does not exist or belongs to another VirtualCluster,
+    /// `CellsExceedGuarantee` when a type's cells hold more GPUs than its `gpus`,
+    /// `NamespaceConflict` when another VirtualCluster owns one of its namespaces too,
+    /// `Terminating` while its deletion waits for its running jobs), `OverCommitted` when guarantees exceed what
     /// the cluster has, `GuaranteeAtRisk` (True with the numbers when part of the guarantee
     /// cannot be obtained even by reclaim: reason `CapacityLost` for unhealthy GPUs or
     /// cordoned nodes, `GuaranteesExceedCapacity` when the guarantees add up to more than the

@@ -22,7 +22,7 @@ use super::validate::{PriorityClassValue, Refs, Refusal};
 use super::waiting::Published;
 use super::watches::{JobTriggers, Stores, Watches};
 use super::workload::{History, WorkloadSettings};
-use crate::api::{Queue, TrainingJob, VirtualCluster};
+use crate::api::{Phase, Queue, TrainingJob, VirtualCluster};
 
 /// Field manager of every write the operator makes.
 pub const MANAGER: &str = "kubetrain";
@@ -235,6 +235,26 @@ impl Context {
             .pods_of(&self.stores.pods, &JobKey::of(job), uid)
     }
 
+    /// Whether the job holds GPUs or is about to: its status says it was admitted
+    /// (`Running`, `Preempting`), or an admission of it is in flight, or pods of it are
+    /// present (its status not written yet, or its pods still leaving). What a deleted Queue
+    /// or VirtualCluster waits for: a job admitted in the very cycle of the deletion is not
+    /// `Running` yet, and letting the finalizer go cannot be undone.
+    pub fn holds_gpus(&self, job: &TrainingJob) -> bool {
+        let phase = job.status.as_ref().map(|s| s.phase).unwrap_or_default();
+        if matches!(phase, Phase::Running | Phase::Preempting) {
+            return true;
+        }
+        if phase.is_finished() {
+            return false;
+        }
+        self.state().inflight.contains_key(&JobKey::of(job))
+            || self
+                .job_pods(job)
+                .iter()
+                .any(|p| !matches!(pod_phase(p), Some("Succeeded" | "Failed")))
+    }
+
     /// Whether the cluster-scoped object `name` (a Queue, a VirtualCluster) exists on the API
     /// server, for a reference the cache does not show. Objects applied together (a GitOps
     /// sync) reach the operator on separate watches, and under load the referring one can
@@ -397,6 +417,10 @@ impl Context {
             tracing::warn!(error = %e, reason, "could not publish event");
         }
     }
+}
+
+fn pod_phase(pod: &Pod) -> Option<&str> {
+    pod.status.as_ref()?.phase.as_deref()
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use super::error::{self, Error, Reconciler};
 use super::finalizing;
 use super::status;
 use super::validate::effective_queue;
-use crate::api::{GpuAmount, Phase, Queue, QueueStatus, VirtualCluster};
+use crate::api::{GpuAmount, Queue, QueueStatus, VirtualCluster};
 
 pub const FINALIZER: &str = "kubetrain.io/queue-jobs";
 
@@ -34,7 +34,7 @@ pub async fn reconcile(queue: Arc<Queue>, ctx: Arc<Context>) -> Result<Action, E
 
 /// The queue's unfinished jobs, named in `spec.queue` or through a VirtualCluster's
 /// `defaultQueue` (`validate::effective_queue`): how many were admitted (they hold or are
-/// about to hold GPUs) and how many wait. Counted from the job cache, not from the last
+/// about to hold GPUs, [`Context::holds_gpus`]) and how many wait. Counted from the job cache, not from the last
 /// cycle's usage (`usage::QueueUsage`): letting the finalizer go cannot be undone, and the
 /// cache is the newer of the two.
 fn unfinished_jobs(queue: &Queue, ctx: &Context) -> (i32, i32) {
@@ -47,9 +47,10 @@ fn unfinished_jobs(queue: &Queue, ctx: &Context) -> (i32, i32) {
         if phase.is_finished() || !effective_queue(&j, &refs).is_ok_and(|q| q == name) {
             continue;
         }
-        match phase {
-            Phase::Running | Phase::Preempting => admitted += 1,
-            _ => waiting += 1,
+        if ctx.holds_gpus(&j) {
+            admitted += 1;
+        } else {
+            waiting += 1;
         }
     }
     (admitted, waiting)

@@ -194,6 +194,39 @@ pub fn default_queue_problem(
     }
 }
 
+/// The namespaces `vc` owns that other VirtualClusters own too, each with those others'
+/// names. A namespace should belong to one tenant: its jobs may use the queues of every
+/// owner, and those naming no queue take the `defaultQueue` of the first owner by name that
+/// sets one. The VirtualCluster's `Ready` condition says so. Namespaces named in
+/// `spec.namespaces` count whether they exist yet or not; a selector counts the namespaces
+/// that exist.
+pub fn shared_namespaces(
+    vc: &VirtualCluster,
+    vcs: &BTreeMap<String, std::sync::Arc<VirtualCluster>>,
+    namespaces: &BTreeMap<String, Namespace>,
+) -> Vec<(String, Vec<String>)> {
+    let name = vc.name_any();
+    let candidates: BTreeSet<&str> = vc
+        .spec
+        .namespaces
+        .iter()
+        .map(String::as_str)
+        .chain(namespaces.keys().map(String::as_str))
+        .collect();
+    candidates
+        .into_iter()
+        .filter(|ns| owns_namespace(vc, ns, namespaces))
+        .filter_map(|ns| {
+            let others: Vec<String> = vcs
+                .values()
+                .filter(|o| o.name_any() != name && owns_namespace(o, ns, namespaces))
+                .map(|o| o.name_any())
+                .collect();
+            (!others.is_empty()).then(|| (ns.to_string(), others))
+        })
+        .collect()
+}
+
 /// The queue a job is in: `spec.queue` when set, else the `defaultQueue` of the
 /// VirtualCluster that owns the job's namespace (the first by name that sets one, when
 /// several own it). The one place that answers "which queue": validation, the snapshot,
@@ -605,6 +638,42 @@ mod tests {
         let e = validate(&job("nobody", None, None, &[None]), &refs).unwrap_err();
         assert_eq!(e.reason(), "NoQueue");
         assert!(e.to_string().contains("no VirtualCluster owns it"), "{e}");
+    }
+
+    /// A namespace two VirtualClusters own, by name or by selector, is reported on both;
+    /// a selector alone counts only namespaces that exist.
+    #[test]
+    fn a_namespace_owned_twice_is_reported_on_each_owner() {
+        let mut w = World::new();
+        let (name, e) = vc("e", &["team-a", "team-e"], None);
+        w.vcs.insert(name, e);
+        let mut f: VirtualCluster = (*vc("f", &[], None).1).clone();
+        f.spec.namespace_selector = Some(
+            serde_json::from_value(serde_json::json!({"matchLabels": {"tenant": "f"}}))
+                .expect("selector"),
+        );
+        w.vcs.insert("f".into(), std::sync::Arc::new(f));
+        let labelled: Namespace = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "team-e", "labels": {"tenant": "f"}}}))
+        .expect("namespace");
+        w.namespaces.insert("team-e".into(), labelled);
+        let shared = |v: &str| shared_namespaces(&w.vcs[v], &w.vcs, &w.namespaces);
+        assert_eq!(
+            shared("a"),
+            vec![("team-a".to_string(), vec!["e".to_string()])]
+        );
+        assert_eq!(
+            shared("e"),
+            vec![
+                ("team-a".to_string(), vec!["a".to_string()]),
+                ("team-e".to_string(), vec!["f".to_string()]),
+            ]
+        );
+        assert_eq!(
+            shared("f"),
+            vec![("team-e".to_string(), vec!["e".to_string()])]
+        );
+        assert_eq!(shared("b"), vec![]);
     }
 
     #[test]

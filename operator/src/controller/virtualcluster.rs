@@ -1,8 +1,9 @@
 //! The VirtualCluster reconciler: status (guaranteed, in use, bonus, lent), the
 //! `OverCommitted` condition when guarantees exceed the physical cluster, `GuaranteeAtRisk`
 //! when lost capacity leaves part of the guarantee unobtainable even by reclaim (the core's
-//! numbers), and `Ready=False` when `spec.defaultQueue` names a queue that is missing or
-//! another VirtualCluster's. A finalizer keeps a deleted VirtualCluster until the jobs of its
+//! numbers), and `Ready=False` when the spec cannot work as written (a default queue that is
+//! missing or another VirtualCluster's, cells larger than the guarantee, a namespace another
+//! VirtualCluster owns too: [`configuration_problems`]). A finalizer keeps a deleted VirtualCluster until the jobs of its
 //! queues that hold GPUs have finished: gone earlier, they would run on charged to no tenant,
 //! neither guaranteed nor bonus, and nothing would reclaim them.
 
@@ -23,7 +24,7 @@ use super::status;
 use super::validate;
 use super::validate::effective_queue;
 use crate::api::virtualcluster::FlavorUsage;
-use crate::api::{GpuAmount, Phase, VirtualCluster, VirtualClusterStatus};
+use crate::api::{GpuAmount, VirtualCluster, VirtualClusterStatus};
 use crate::sched;
 
 pub const FINALIZER: &str = "kubetrain.io/virtualcluster-jobs";
@@ -46,8 +47,8 @@ pub async fn reconcile(vc: Arc<VirtualCluster>, ctx: Arc<Context>) -> Result<Act
     .await
 }
 
-/// The jobs of the VirtualCluster's queues that hold or are about to hold GPUs (`Running`,
-/// `Preempting`). From the job cache, as for queues (`queue::unfinished_jobs`): letting the
+/// The jobs of the VirtualCluster's queues that hold or are about to hold GPUs
+/// ([`Context::holds_gpus`]). From the job cache, as for queues (`queue::unfinished_jobs`): letting the
 /// finalizer go cannot be undone, and the cache is newer than the last cycle's usage.
 fn admitted_jobs(vc: &VirtualCluster, ctx: &Context) -> i32 {
     let name = vc.name_any();
@@ -60,10 +61,7 @@ fn admitted_jobs(vc: &VirtualCluster, ctx: &Context) -> i32 {
     };
     let mut admitted = 0;
     for j in ctx.stores.jobs.state() {
-        let phase = j.status.as_ref().map(|s| s.phase).unwrap_or_default();
-        if matches!(phase, Phase::Running | Phase::Preempting)
-            && effective_queue(&j, &refs).is_ok_and(|q| ours(&q))
-        {
+        if effective_queue(&j, &refs).is_ok_and(|q| ours(&q)) && ctx.holds_gpus(&j) {
             admitted += 1;
         }
     }
@@ -91,23 +89,25 @@ async fn apply(vc: &VirtualCluster, ctx: &Context) -> Result<Action, Error> {
     let Some(mut status) = computed_status(vc, ctx) else {
         return Ok(Action::requeue(Duration::from_secs(1)));
     };
-    // spec.defaultQueue must name a queue of this VirtualCluster: a CEL rule cannot see the
-    // Queue, so the operator says it here (and on the jobs that rely on it).
     let generation = vc.metadata.generation;
     let t = now();
-    match validate::default_queue_problem(vc, &ctx.ref_maps().queues) {
-        Some(problem) => conditions::set(
-            &mut status.conditions,
-            "Ready",
-            false,
-            "DefaultQueueInvalid",
-            format!(
-                "spec.defaultQueue cannot be used: {problem}; jobs of the tenant that name no \
-                 queue are not valid."
-            ),
-            generation,
-            &t,
-        ),
+    match configuration_problems(vc, ctx).split_first() {
+        Some(((reason, first), rest)) => {
+            let mut message = first.clone();
+            for (_, m) in rest {
+                message.push(' ');
+                message.push_str(m);
+            }
+            conditions::set(
+                &mut status.conditions,
+                "Ready",
+                false,
+                reason,
+                message,
+                generation,
+                &t,
+            )
+        }
         None => conditions::set(
             &mut status.conditions,
             "Ready",
@@ -120,6 +120,75 @@ async fn apply(vc: &VirtualCluster, ctx: &Context) -> Result<Action, Error> {
     };
     write_status(vc, ctx, status).await?;
     Ok(Action::requeue(Duration::from_secs(5)))
+}
+
+/// What in the spec cannot work as written, each as the `Ready=False` reason and a message,
+/// the most pressing first. CEL rules cannot see other objects or the nodes, so the operator
+/// says these:
+/// - `DefaultQueueInvalid`: `spec.defaultQueue` names a queue that is missing or another
+///   VirtualCluster's (the jobs that rely on it are `Valid=False` too);
+/// - `CellsExceedGuarantee`: a type's cells hold more GPUs than its `gpus`, which they count
+///   towards, so the tenant can never hold them all as guaranteed, and the clean domains set
+///   aside for the cells it misses stay set aside for good;
+/// - `NamespaceConflict`: another VirtualCluster owns one of its namespaces too, so that
+///   namespace's jobs may use either's queues.
+fn configuration_problems(vc: &VirtualCluster, ctx: &Context) -> Vec<(&'static str, String)> {
+    let maps = ctx.ref_maps();
+    let mut problems = Vec::new();
+    if let Some(problem) = validate::default_queue_problem(vc, &maps.queues) {
+        problems.push((
+            "DefaultQueueInvalid",
+            format!(
+                "spec.defaultQueue cannot be used: {problem}; jobs of the tenant that name no \
+                 queue are not valid."
+            ),
+        ));
+    }
+    let cells: Vec<String> = {
+        let state = ctx.state();
+        let flavors = state.usage.vcs.get(&vc.name_any()).map(|u| &u.flavors);
+        vc.spec
+            .guarantee
+            .iter()
+            .filter(|g| !g.cells.is_empty())
+            .filter_map(|g| {
+                let held = flavors?.get(&g.flavor)?.cells_gpus;
+                (i64::from(held) > i64::from(g.gpus)).then(|| {
+                    format!(
+                        "{}: its cells hold at least {held} GPUs, more than the {} of \
+                         spec.guarantee's gpus they count towards; raise gpus to {held} or \
+                         guarantee fewer cells",
+                        g.flavor, g.gpus
+                    )
+                })
+            })
+            .collect()
+    };
+    if !cells.is_empty() {
+        problems.push((
+            "CellsExceedGuarantee",
+            format!(
+                "Cells cannot be held within the guarantee ({}).",
+                cells.join("; ")
+            ),
+        ));
+    }
+    let shared: Vec<String> = validate::shared_namespaces(vc, &maps.vcs, &maps.namespaces)
+        .into_iter()
+        .map(|(ns, others)| format!("{ns} is owned by {} too", others.join(", ")))
+        .collect();
+    if !shared.is_empty() {
+        problems.push((
+            "NamespaceConflict",
+            format!(
+                "A namespace should belong to one VirtualCluster ({}): its jobs may use the \
+                 queues of each owner, and those naming no queue take the defaultQueue of the \
+                 first owner by name that sets one. Remove it from all but one.",
+                shared.join("; ")
+            ),
+        ));
+    }
+    problems
 }
 
 /// A deleted VirtualCluster admits nothing new into its queues (the core's

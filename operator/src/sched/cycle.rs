@@ -210,6 +210,9 @@ struct Cycle<'a> {
     no_victims: BTreeSet<NoVictims>,
     /// Jobs a cell guarantee kept from capacity that would otherwise fit.
     cells_blocked: BTreeSet<JobIdx>,
+    /// VirtualClusters and types whose guarantee cannot be obtained now, even by reclaim
+    /// (`risk`): a job within such a guarantee that finds no room is told so.
+    at_risk: BTreeSet<(VcId, FlavorId)>,
     /// Consolidation searches left this cycle ([`CONSOLIDATION_SEARCHES`]).
     consolidations_left: usize,
     /// Whether any node has a taint that keeps pods out (then every job is checked).
@@ -257,6 +260,10 @@ pub fn schedule_with(snap: &Snapshot, opts: &Options) -> Decisions {
     let mut cy = Cycle::build(snap, c, &mix);
     cy.opts = *opts;
     let at_risk = risk::shortfalls(snap, &cy.c, &cy.t, &cy.cells, &cy.runs);
+    cy.at_risk = at_risk
+        .keys()
+        .filter_map(|(vc, f)| Some((*cy.t.vc_by_name.get(vc)?, *cy.c.flavor_by_name.get(&f.0)?)))
+        .collect();
     cy.drain();
     let pending = cy.digest();
     cy.run(pending);
@@ -422,6 +429,7 @@ impl<'a> Cycle<'a> {
             no_fit: BTreeSet::new(),
             no_victims: BTreeSet::new(),
             cells_blocked: BTreeSet::new(),
+            at_risk: BTreeSet::new(),
             consolidations_left: CONSOLIDATION_SEARCHES,
             any_taints: snap.nodes.iter().any(|n| {
                 n.taints
@@ -1322,6 +1330,11 @@ impl<'a> Cycle<'a> {
                     .map(|&f| Flavor(self.c.flavor_names[f].clone()))
                     .collect(),
                 needed_gpus: gpus(p.milli),
+                guarantee_at_risk: p
+                    .flavors
+                    .iter()
+                    .any(|&f| self.at_risk.contains(&(p.vc, f)))
+                    .then(|| self.t.vc_names[p.vc].clone()),
                 largest_per_replica: p.largest_replica,
                 required: job.topology.required,
                 largest_free_on_node: largest,

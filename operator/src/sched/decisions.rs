@@ -226,6 +226,10 @@ pub enum WaitReason {
         largest_free_on_node: u32,
         /// Free whole GPUs of acceptable types in total.
         free_gpus: u32,
+        /// The job's VirtualCluster, when the job is within its guarantee but that guarantee
+        /// cannot be obtained now even by reclaim (guarantees above what the cluster has,
+        /// or GPUs lost): the room it waits for is other tenants' guaranteed work.
+        guarantee_at_risk: Option<String>,
     },
     /// The job can never fit this cluster (even empty).
     NeverFits { message: String },
@@ -439,6 +443,7 @@ impl fmt::Display for WaitReason {
                 required,
                 largest_free_on_node,
                 free_gpus,
+                guarantee_at_risk,
             } => {
                 write!(
                     f,
@@ -455,7 +460,14 @@ impl fmt::Display for WaitReason {
                 if required.is_some() {
                     write!(f, ", a looser topology requirement")?;
                 }
-                write!(f, " or more GPU types would let it start sooner.")
+                write!(f, " or more GPU types would let it start sooner.")?;
+                if let Some(vc) = guarantee_at_risk {
+                    write!(
+                        f,
+                        " The job is within VirtualCluster {vc}'s guarantee, but that guarantee cannot all be obtained now, even by reclaim: the GPUs it would take back are other teams' guaranteed work (see the VirtualCluster's GuaranteeAtRisk condition: guarantees above what the cluster has, or GPUs lost)."
+                    )?;
+                }
+                Ok(())
             }
             WaitReason::NeverFits { message } => {
                 write!(f, "The job can never run on this cluster: {message}.")

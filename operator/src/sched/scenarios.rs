@@ -2211,6 +2211,43 @@ fn guarantees_beyond_the_cluster_are_at_risk_for_that_reason() {
     assert!(at_risk(&d, "b", "A100").is_some());
 }
 
+/// With guarantees beyond the cluster, a job within its team's guarantee that finds every
+/// GPU held by another team's guaranteed work cannot reclaim it: its wait says so, not only
+/// that it waits for room (an admin read a plain NoFit and looked for fragmentation).
+#[test]
+fn a_job_within_a_guarantee_at_risk_is_told_why_it_finds_no_room() {
+    let nodes = vec![node("n0", "A100", 8, None)];
+    let vcs = vec![vc("a", "A100", 8), vc("b", "A100", 8)];
+    let queues = vec![queue("qa", "a"), queue("qb", "b")];
+    let jobs = vec![
+        run(
+            job("a/held", "qa", 1, 8),
+            &[("n0", &[0, 1, 2, 3, 4, 5, 6, 7])],
+            false,
+            0,
+            None,
+        ),
+        job("b/waits", "qb", 1, 4),
+    ];
+    let d = schedule(&snapshot(100, nodes, vcs, queues, jobs));
+    assert!(d.preemptions.is_empty(), "{d:?}");
+    match d.waiting_reason("b/waits") {
+        Some(
+            r @ WaitReason::NoFit {
+                guarantee_at_risk, ..
+            },
+        ) => {
+            assert_eq!(guarantee_at_risk.as_deref(), Some("b"));
+            assert!(
+                r.to_string()
+                    .contains("within VirtualCluster b's guarantee"),
+                "{r}"
+            );
+        }
+        r => panic!("NoFit expected: {r:?}"),
+    }
+}
+
 /// Capacity borrowed by others is not a risk: team b runs bonus jobs on all of team a's
 /// idle nodes; reclaim gives them back, so nobody is told its guarantee is at risk. A
 /// guaranteed job of b in the way of a's cells is, since reclaim cannot move it.

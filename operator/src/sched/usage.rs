@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use super::cluster::Cluster;
+use super::ids::FlavorId;
 use super::model::{Flavor, ReplicaPlacement, Snapshot, TopologyLevel};
 
 /// One VirtualCluster's numbers for one GPU type (amounts in milli-GPUs).
@@ -28,6 +29,12 @@ pub struct FlavorUsage {
     pub lent_milli: u64,
     /// Set when the guarantee (GPUs or cells) cannot be obtained now, even by reclaim.
     pub at_risk: Option<GuaranteeShortfall>,
+    /// The fewest GPUs the guaranteed cells hold, per level the `count` smallest domains of
+    /// the type in the cluster, the largest over levels ([`cells_gpus`]); 0 without cells.
+    /// Cells count towards `guaranteed`: above it, the tenant can never hold all its cells
+    /// as guaranteed GPUs, and the clean domains set aside for the missing ones stay set
+    /// aside for good.
+    pub cells_gpus: u32,
 }
 
 /// A guarantee the cluster cannot currently honour, even by reclaiming every borrowed GPU:
@@ -201,11 +208,13 @@ pub(crate) fn report(
     for vc in &snap.virtual_clusters {
         let entry = usage.virtual_clusters.entry(vc.name.clone()).or_default();
         for g in &vc.guarantee {
-            entry
-                .flavors
-                .entry(g.flavor.clone())
-                .or_default()
-                .guaranteed += g.gpus;
+            let f = entry.flavors.entry(g.flavor.clone()).or_default();
+            f.guaranteed += g.gpus;
+            if let Some(&id) = c.flavor_by_name.get(g.flavor.as_str()) {
+                for cell in &g.cells {
+                    f.cells_gpus = f.cells_gpus.max(cells_gpus(c, id, cell.level, cell.count));
+                }
+            }
         }
     }
     for q in &snap.queues {
@@ -237,6 +246,28 @@ pub(crate) fn report(
     }
     settle_bonus_and_lent(&mut usage);
     usage
+}
+
+/// The fewest GPUs `count` cells of `level` of type `f` hold: the `count` smallest domains of
+/// the type in the cluster, healthy or not (all of them when there are fewer: then
+/// `GuaranteeAtRisk` says the cells are missing).
+pub(crate) fn cells_gpus(c: &Cluster, f: FlavorId, level: TopologyLevel, count: u32) -> u32 {
+    let nodes = || c.nodes.iter().filter(move |n| n.flavor == f);
+    let mut sizes: Vec<u32> = match level {
+        TopologyLevel::Node => nodes().map(|n| n.gpus.len() as u32).collect(),
+        TopologyLevel::GpuGroup => nodes()
+            .flat_map(|n| n.groups.iter().map(|g| g.len() as u32))
+            .collect(),
+        TopologyLevel::Rack => c
+            .racks
+            .iter()
+            .filter(|r| r.flavor == f)
+            .map(|r| r.nodes.iter().map(|&n| c.nodes[n].gpus.len() as u32).sum())
+            .collect(),
+    };
+    sizes.retain(|&s| s > 0);
+    sizes.sort_unstable();
+    sizes.iter().take(count as usize).sum()
 }
 
 /// Bonus and lent per GPU type, so that a VirtualCluster's numbers add up whatever flag its
@@ -343,6 +374,32 @@ mod tests {
         assert_eq!(
             u.capacity,
             [(Flavor::new("A100"), 8), (Flavor::new("H100"), 4)].into()
+        );
+    }
+
+    /// Two node cells of a type whose smallest nodes have 4 and 8 GPUs hold at least 12,
+    /// more than the 8 guaranteed; one rack cell at least the smaller rack's 8.
+    #[test]
+    fn cells_hold_at_least_their_smallest_domains() {
+        use crate::sched::model::CellGuarantee;
+        let nodes = vec![
+            node("n0", "A100", 8, Some("r1")),
+            node("n1", "A100", 4, Some("r1")),
+            node("n2", "A100", 8, Some("r2")),
+            node("n3", "H100", 2, Some("r2")),
+        ];
+        let mut a = vc("a", "A100", 8);
+        let cells = |level, count| CellGuarantee { level, count };
+        a.guarantee[0].cells = vec![cells(TopologyLevel::Node, 2)];
+        let mut b = vc("b", "A100", 8);
+        b.guarantee[0].cells = vec![cells(TopologyLevel::Rack, 1)];
+        let c = vc("c", "A100", 4);
+        let d = schedule(&snapshot(100, nodes, vec![a, b, c], vec![], vec![]));
+        let cells_gpus =
+            |v: &str| d.usage.virtual_clusters[v].flavors[&Flavor::new("A100")].cells_gpus;
+        assert_eq!(
+            (cells_gpus("a"), cells_gpus("b"), cells_gpus("c")),
+            (12, 8, 0)
         );
     }
 
