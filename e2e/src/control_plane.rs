@@ -33,7 +33,13 @@ pub struct ControlPlane {
     dir: Option<PathBuf>,
     kubeconfig: PathBuf,
     kubectl: PathBuf,
+    /// Whether the operator's RBAC was applied ([`ControlPlane::operator_client`]).
+    operator_rbac: OnceLock<Result<(), String>>,
 }
+
+/// The operator's namespace and service account, as `config/rbac` installs them.
+pub const OPERATOR_NAMESPACE: &str = "kubetrain-system";
+const OPERATOR_USER: &str = "system:serviceaccount:kubetrain-system:kubetrain-operator";
 
 static SHARED: OnceLock<Result<ControlPlane, String>> = OnceLock::new();
 
@@ -66,6 +72,7 @@ impl ControlPlane {
                 dir: None,
                 kubeconfig: PathBuf::from(kc),
                 kubectl,
+                operator_rbac: OnceLock::new(),
             }
         } else {
             let base = std::env::temp_dir().join(format!("kubetrain-test-{}", std::process::id()));
@@ -86,6 +93,7 @@ impl ControlPlane {
                 kubeconfig: base.join("kubeconfig"),
                 dir: Some(base),
                 kubectl,
+                operator_rbac: OnceLock::new(),
             }
         };
         cp.apply_crds()?;
@@ -176,6 +184,51 @@ impl ControlPlane {
                 source,
             })?;
         Ok(kube::Client::try_from(config)?)
+    }
+
+    /// A kube client with the operator's own rights: those `config/rbac` grants its service
+    /// account (applied on first use), by impersonation. The tests run the operator with it,
+    /// so a call the shipped RBAC forbids fails a test instead of a user's install (a pod
+    /// read on the path of a leftover pod was one).
+    pub async fn operator_client(&self) -> Result<kube::Client, Error> {
+        self.operator_rbac
+            .get_or_init(|| self.apply_operator_rbac().map_err(|e| e.to_string()))
+            .clone()
+            .map_err(Error::Start)?;
+        let kc = Kubeconfig::read_from(&self.kubeconfig).map_err(|source| Error::Kubeconfig {
+            path: self.kubeconfig.clone(),
+            source,
+        })?;
+        let mut config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+            .await
+            .map_err(|source| Error::Kubeconfig {
+                path: self.kubeconfig.clone(),
+                source,
+            })?;
+        config.auth_info.impersonate = Some(OPERATOR_USER.into());
+        config.auth_info.impersonate_groups = Some(vec![
+            "system:serviceaccounts".into(),
+            format!("system:serviceaccounts:{OPERATOR_NAMESPACE}"),
+            "system:authenticated".into(),
+        ]);
+        Ok(kube::Client::try_from(config)?)
+    }
+
+    /// The operator's namespace, service account and roles, as `kubectl apply -k
+    /// config/rbac` installs them.
+    fn apply_operator_rbac(&self) -> Result<(), Error> {
+        let namespace = format!(
+            "{{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{{\"name\":\"{OPERATOR_NAMESPACE}\"}}}}"
+        );
+        let out = self.kubectl_stdin(&["apply", "-f", "-"], &namespace)?;
+        if !out.success {
+            return Err(Error::Kubectl {
+                args: format!("apply namespace {OPERATOR_NAMESPACE}"),
+                stderr: out.stderr,
+            });
+        }
+        self.kubectl_ok(&["apply", "-k", "config/rbac"])?;
+        Ok(())
     }
 
     /// Creates a fresh namespace `<prefix>-<n>` for one test.

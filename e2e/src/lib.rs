@@ -14,7 +14,7 @@ pub mod process;
 pub mod scenario;
 pub mod simnode;
 
-pub use control_plane::{ControlPlane, Error};
+pub use control_plane::{ControlPlane, Error, OPERATOR_NAMESPACE};
 pub use kubectl::KubectlOutput;
 pub use operator::Operator;
 

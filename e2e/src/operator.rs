@@ -34,7 +34,7 @@ pub fn test_config(identity: &str) -> Config {
     Config {
         settings,
         leader: LeaderSettings {
-            namespace: "default".into(),
+            namespace: crate::control_plane::OPERATOR_NAMESPACE.into(),
             name: "kubetrain-operator".into(),
             identity: identity.into(),
             duration: Duration::from_secs(6),
@@ -66,7 +66,7 @@ impl Operator {
                 Err(e) => panic!("operator runtime: {e}"),
             };
             rt.block_on(async move {
-                let client = match cp.client().await {
+                let client = match cp.operator_client().await {
                     Ok(c) => c,
                     Err(e) => panic!("operator client: {e}"),
                 };

@@ -413,6 +413,13 @@ fn operator_service_account_can_do_what_the_code_does() {
         &["delete", "services", "-n", team],
         &["create", "poddisruptionbudgets.policy", "-n", team],
         &["delete", "poddisruptionbudgets.policy", "-n", team],
+        // an object of the gang's name that exists already: read, and adopted when it has
+        // no owner (scheduler.rs create_pod, create_owned)
+        &["get", "pods", "-n", team],
+        &["get", "services", "-n", team],
+        &["patch", "services", "-n", team],
+        &["get", "poddisruptionbudgets.policy", "-n", team],
+        &["patch", "poddisruptionbudgets.policy", "-n", team],
         // status, finalizer, TTL
         &[
             "patch",
@@ -494,12 +501,11 @@ fn operator_service_account_can_do_nothing_more() {
         &["update", "nodes"],
         &["delete", "nodes"],
         &["create", "nodes"],
-        &["get", "pods", "-n", team],
         &["update", "pods", "-n", team],
         &["create", "pods", "--subresource=exec", "-n", team],
         &["get", "pods", "--subresource=log", "-n", team],
         &["create", "pods", "--subresource=eviction", "-n", team],
-        &["patch", "services", "-n", team],
+        &["update", "services", "-n", team],
         &["create", "events", "-n", team],
         &["delete", "events.events.k8s.io", "-n", team],
         &["create", "leases.coordination.k8s.io", "-n", "default"],

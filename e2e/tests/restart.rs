@@ -101,7 +101,12 @@ async fn operator_restarts_and_failover() {
     let d = Operator::start(cp, test_config("replica-d"));
     tokio::time::sleep(Duration::from_secs(2)).await;
     let holder = cp.jsonpath(
-        &["lease", "kubetrain-operator", "-n", "default"],
+        &[
+            "lease",
+            "kubetrain-operator",
+            "-n",
+            kubetrain_e2e::OPERATOR_NAMESPACE,
+        ],
         "{.spec.holderIdentity}",
     );
     assert_eq!(holder, "replica-c", "the running leader keeps the lease");
@@ -109,7 +114,12 @@ async fn operator_restarts_and_failover() {
     s.cp.apply(&s.job("after", &q, 1, 8, &[("run-seconds", "1")], ""));
     s.wait_phase("after", "Succeeded", T).await;
     let holder = cp.jsonpath(
-        &["lease", "kubetrain-operator", "-n", "default"],
+        &[
+            "lease",
+            "kubetrain-operator",
+            "-n",
+            kubetrain_e2e::OPERATOR_NAMESPACE,
+        ],
         "{.spec.holderIdentity}",
     );
     assert_eq!(holder, "replica-d");
@@ -130,7 +140,12 @@ async fn operator_restarts_and_failover() {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let text = cp.jsonpath(
-            &["configmap", "kubetrain-workload-history", "-n", "default"],
+            &[
+                "configmap",
+                "kubetrain-workload-history",
+                "-n",
+                kubetrain_e2e::OPERATOR_NAMESPACE,
+            ],
             "{.data.history\\.json}",
         );
         let stored: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();

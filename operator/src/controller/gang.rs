@@ -202,7 +202,7 @@ impl Gang {
         let mut out: BTreeMap<GangKey, Gang> = BTreeMap::new();
         for p in pods {
             if let Some(key) = JobKey::of_pod(p) {
-                let uid = super::job_key::controller_uid(p).map(str::to_string);
+                let uid = super::job_key::controller_uid(p.as_ref()).map(str::to_string);
                 out.entry((key, uid))
                     .or_default()
                     .members

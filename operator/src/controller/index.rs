@@ -108,7 +108,7 @@ impl PodIndex {
             .into_iter()
             .filter_map(|n| pods.get(&ObjectRef::new(&n).within(&job.namespace)))
             // The cache is the truth; the index may trail it by one event.
-            .filter(|p| JobKey::of_pod(p).as_ref() == Some(job) && owned_by(p, uid))
+            .filter(|p| JobKey::of_pod(p).as_ref() == Some(job) && owned_by(p.as_ref(), uid))
             .collect()
     }
 }

@@ -7,8 +7,8 @@ use std::fmt;
 use std::str::FromStr;
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
+use kube::{Resource, ResourceExt};
 
 use crate::api::TrainingJob;
 use crate::api::annotations::JOB_LABEL;
@@ -74,14 +74,17 @@ impl FromStr for JobKey {
 /// controller matches its pods. The job label names the job only by name: a job deleted with
 /// `--cascade=orphan` leaves pods under it that a new job of the name must not take for its
 /// own (finished, they made it Succeeded with nothing run).
-pub fn owned_by(pod: &Pod, uid: &str) -> bool {
-    controller_uid(pod) == Some(uid)
+/// The same holds for the job's Service and PodDisruptionBudget.
+pub fn owned_by<K: Resource>(obj: &K, uid: &str) -> bool {
+    controller_uid(obj) == Some(uid)
 }
 
-/// The UID of the pod's controller (the API server allows one), if it has one.
-pub fn controller_uid(pod: &Pod) -> Option<&str> {
-    pod.owner_references()
+/// The UID of the object's controller (the API server allows one), if it has one.
+pub fn controller_uid<K: Resource>(obj: &K) -> Option<&str> {
+    obj.meta()
+        .owner_references
         .iter()
+        .flatten()
         .find(|o| o.controller == Some(true))
         .map(|o| o.uid.as_str())
 }

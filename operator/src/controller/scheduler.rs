@@ -43,10 +43,12 @@ pub enum AdmitError {
     /// refused again, so the job is held until it changes ([`Context::refuse`]).
     #[error("the API server refused {object}: {message}")]
     Refused { object: String, message: String },
-    /// A pod of the gang's name that is not the job's (left by a deleted job of the same
-    /// name): the operator neither adopts nor deletes it.
+    /// An object of the gang's name (a pod, the Service, the budget) that another
+    /// controller owns: left by a deleted job of the same name, which garbage collection may
+    /// still be removing. The operator neither adopts nor deletes it.
     #[error(
-        "pod {0} already exists and is not this job's (an earlier job of the same name left          it?); delete it to let the job start"
+        "{0} already exists and is not this job's (an earlier job of the same name left it?); \
+         delete it to let the job start"
     )]
     Occupied(String),
     /// Anything else (5xx, a conflict, a timeout, a quota): the next cycle tries again.
@@ -416,27 +418,14 @@ async fn admit(
     let service = headless_service(job, &ctx.settings.pods);
     let budgets: Api<PodDisruptionBudget> = Api::namespaced(ctx.client.clone(), &ns);
     let budget = disruption_budget(job);
-    // A Service or budget that already exists (409) is this admission's own, from an earlier
-    // try, or one a job of the same name left: it selects the pods by the job's name all the
-    // same.
-    let existing_ok = |r: Result<(), kube::Error>| match r {
-        Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
-        r => r,
-    };
+    let uid = job.uid().unwrap_or_default();
     let create_service = async {
         match &service {
-            Some(service) => existing_ok(
-                services
-                    .create(&PostParams::default(), service)
-                    .await
-                    .map(|_| ()),
-            )
-            .map_err(|e| create_error(format!("Service {}", service.name_any()), e)),
+            Some(service) => create_owned(&services, service, &uid, "Service", create_error).await,
             None => Ok(()),
         }
     };
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
-    let uid = job.uid().unwrap_or_default();
     let create_pods = futures::stream::iter(pods)
         .map(|pod| create_pod(&api, pod, &uid))
         .buffer_unordered(16)
@@ -455,18 +444,17 @@ async fn admit(
     // created beside its pods found none in a responsive cluster (a `NoPods` Event and one
     // more status write per job).
     if failed.is_none()
-        && let Err(e) = existing_ok(
-            budgets
-                .create(&PostParams::default(), &budget)
-                .await
-                .map(|_| ()),
+        && let Err(e) = create_owned(
+            &budgets,
+            &budget,
+            &uid,
+            "PodDisruptionBudget",
+            // Built by the operator from the job's name alone: never the job's fault.
+            |object, source| AdmitError::Kube { object, source },
         )
+        .await
     {
-        // Built by the operator from the job's name alone: never the job's fault.
-        failed = Some(AdmitError::Kube {
-            object: format!("PodDisruptionBudget {}", budget.name_any()),
-            source: e,
-        });
+        failed = Some(e);
     }
     if let Some(err) = failed {
         for name in results.iter().filter_map(|r| r.as_ref().ok()) {
@@ -514,6 +502,64 @@ async fn admit(
     Ok(())
 }
 
+/// Creates the job's Service or budget (`what`). One of its name that exists already (409)
+/// is the job's when its controller is the job (an earlier try of this admission); it is
+/// adopted when it has no controller and is not being deleted (a job deleted with
+/// `--cascade=orphan` left it: it selects the pods by the job's name, as this job's would,
+/// and owned it goes with this job). One another controller owns is another job's, most
+/// often a job of the same name deleted a moment ago whose garbage collection will remove
+/// it: taken as it was, it would vanish under the running job, so the admission fails
+/// ([`AdmitError::Occupied`]) and the next cycle tries again. `failed` names a failed
+/// create.
+async fn create_owned<K>(
+    api: &Api<K>,
+    obj: &K,
+    uid: &str,
+    what: &str,
+    failed: fn(String, kube::Error) -> AdmitError,
+) -> Result<(), AdmitError>
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + serde::Serialize,
+{
+    let name = obj.name_any();
+    let object = format!("{what} {name}");
+    let exists = match api.create(&PostParams::default(), obj).await {
+        Ok(_) => return Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 409 => kube::Error::Api(e),
+        Err(e) => return Err(failed(object, e)),
+    };
+    let found = match api.get_opt(&name).await {
+        Ok(Some(found)) => found,
+        // Gone again in between: the next cycle tries again.
+        Ok(None) => {
+            return Err(AdmitError::Kube {
+                object,
+                source: exists,
+            });
+        }
+        Err(e) => return Err(AdmitError::Kube { object, source: e }),
+    };
+    let deleting = found.meta().deletion_timestamp.is_some();
+    match super::job_key::controller_uid(&found) {
+        Some(owner) if owner == uid && !deleting => Ok(()),
+        None if !deleting => {
+            let mut owners = found.meta().owner_references.clone().unwrap_or_default();
+            owners.extend(obj.meta().owner_references.iter().flatten().cloned());
+            // The resourceVersion makes the adoption fail rather than overwrite a change
+            // made since the read.
+            let patch = serde_json::json!({"metadata": {
+                "ownerReferences": owners,
+                "resourceVersion": found.meta().resource_version,
+            }});
+            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map(|_| ())
+                .map_err(|e| AdmitError::Kube { object, source: e })
+        }
+        _ => Err(AdmitError::Occupied(object)),
+    }
+}
+
 /// Creates one pod of the gang; returns its name. A pod of the name that exists already (409)
 /// is the job's own when its controller is the job (an earlier try of this admission);
 /// otherwise it is another's, and is neither adopted nor touched.
@@ -526,7 +572,7 @@ async fn create_pod(api: &Api<Pod>, pod: Pod, uid: &str) -> Result<String, Admit
     };
     match api.get_opt(&name).await {
         Ok(Some(p)) if owned_by(&p, uid) => Ok(name),
-        Ok(Some(_)) => Err(AdmitError::Occupied(name)),
+        Ok(Some(_)) => Err(AdmitError::Occupied(format!("pod {name}"))),
         // Gone again in between: the next cycle tries again.
         Ok(None) => Err(AdmitError::Kube {
             object: format!("pod {name}"),
