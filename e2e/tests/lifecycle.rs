@@ -307,10 +307,22 @@ async fn gang_is_never_partly_created() {
     s.cp.apply(&s.job("first", &q, 4, 8, &[("run-seconds", "4")], ""));
     s.cp.apply(&s.job("second", &q, 4, 8, &[("run-seconds", "2")], ""));
     let deadline = Instant::now() + Duration::from_secs(90);
+    // A gang's pods are created (and deleted) concurrently, and the API server shows them
+    // one by one: a list can catch some of them for a moment. A partial gang is one that
+    // stays partial.
+    let mut partial_since: std::collections::BTreeMap<&str, Instant> = Default::default();
     loop {
         for job in ["first", "second"] {
             let n = s.pods_of(job).len();
-            assert!(n == 0 || n == 4, "{job} has {n} of 4 pods: a partial gang");
+            if n == 0 || n == 4 {
+                partial_since.remove(job);
+                continue;
+            }
+            let since = *partial_since.entry(job).or_insert_with(Instant::now);
+            assert!(
+                since.elapsed() < Duration::from_secs(10),
+                "{job} has had {n} of 4 pods for 10 s: a partial gang"
+            );
         }
         // The GPUs are what counts: a job's status may still say Running for a moment after
         // its pods finished, while the next gang already holds the GPUs.
@@ -509,6 +521,99 @@ async fn a_recreated_job_does_not_adopt_the_pods_an_earlier_one_left() {
     );
     let owner = get_pod("{.metadata.ownerReferences[0].uid}");
     assert_eq!(owner, uid, "the pod that ran is the new job's");
+    s.finish().await;
+}
+
+/// The job's Service and disruption budget are the job's as its pods are. One another
+/// controller owns (a job of the same name deleted a moment ago, whose garbage collection
+/// would remove it under the new job) holds the admission back with a Warning naming it;
+/// one left without an owner by a running job deleted with `--cascade=orphan` is adopted,
+/// and goes with the new job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recreated_job_adopts_an_orphaned_service_and_waits_for_a_foreign_one() {
+    let s = Scenario::new("svcown", 1, 8, 1).await;
+    let q = s.tenant("svcown", 8, "FIFO", "");
+    let ns = s.ns.clone();
+    // A Service of the job's name that a ConfigMap controls.
+    s.cp.apply(&format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: holder\n  namespace: {ns}\n"
+    ));
+    let holder =
+        s.cp.jsonpath(&["cm", "holder", "-n", &ns], "{.metadata.uid}");
+    s.cp.apply(&format!(
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: dist\n  namespace: {ns}\n  ownerReferences:\n  - {{apiVersion: v1, kind: ConfigMap, name: holder, uid: {holder}, controller: true}}\nspec:\n  clusterIP: None\n  selector: {{app: other}}\n"
+    ));
+    let manifest = s.job("dist", &q, 2, 1, &[("run-seconds", "600")], "");
+    s.cp.apply(&manifest);
+    let uid = s.job_status("dist", "{.metadata.uid}");
+    let warning = kubetrain_e2e::ControlPlane::eventually("an AdmissionFailed Event", T, || {
+        let notes = s.cp.jsonpath(
+            &[
+                "events",
+                "-n",
+                &ns,
+                "--field-selector",
+                &format!("involvedObject.uid={uid},reason=AdmissionFailed"),
+            ],
+            "{.items[*].message}",
+        );
+        async move { (!notes.is_empty()).then_some(notes) }
+    })
+    .await;
+    assert!(
+        warning.contains("Service dist already exists and is not this job's"),
+        "{warning}"
+    );
+    // The pods that went out beside the Service are undone each time: the job stays queued.
+    assert_ne!(s.job_status("dist", "{.status.phase}"), "Running");
+    assert_eq!(
+        s.cp.jsonpath(
+            &["svc", "dist", "-n", &ns],
+            "{.metadata.ownerReferences[0].uid}"
+        ),
+        holder,
+        "the operator leaves the Service alone"
+    );
+    // Gone, it no longer stands in the way.
+    s.cp.kubectl_ok(&["delete", "svc", "dist", "-n", &ns])
+        .expect("delete the Service");
+    s.wait_phase("dist", "Running", T).await;
+
+    // Deleted while running, orphaning its objects, and applied again: the new job adopts
+    // the Service and the budget the first one left.
+    s.cp.kubectl_ok(&["delete", "tj", "dist", "-n", &ns, "--cascade=orphan"])
+        .expect("delete, orphaning");
+    let owner = |kind: &str| {
+        s.cp.jsonpath(
+            &[kind, "dist", "-n", &ns],
+            "{.metadata.ownerReferences[*].uid}",
+        )
+    };
+    kubetrain_e2e::ControlPlane::eventually(
+        "the Service and budget to lose their owner",
+        T,
+        || {
+            let orphaned = owner("svc").is_empty() && owner("pdb").is_empty();
+            async move { orphaned.then_some(()) }
+        },
+    )
+    .await;
+    for pod in s.pods_of("dist") {
+        s.cp.kubectl_ok(&[
+            "delete",
+            "pod",
+            &pod,
+            "-n",
+            &ns,
+            "--grace-period=0",
+            "--force",
+        ])
+        .expect("delete an orphaned pod");
+    }
+    s.cp.apply(&manifest);
+    let uid = s.job_status("dist", "{.metadata.uid}");
+    s.wait_phase("dist", "Running", T).await;
+    assert_eq!((owner("svc"), owner("pdb")), (uid.clone(), uid));
     s.finish().await;
 }
 

@@ -312,6 +312,17 @@ async fn unhealthy_gpu_is_published_and_restored() {
     assert!(!gpu3.healthy);
     assert_eq!(gpu3.unhealthy_reason.as_deref(), Some("XID 79"));
     assert_eq!(t.healthy_count(), 7);
+    let healthy_label = |n: &Node| {
+        let labels = n.metadata.labels.as_ref()?;
+        labels
+            .get(kubetrain::api::node_labels::HEALTHY_COUNT)
+            .cloned()
+    };
+    assert_eq!(
+        healthy_label(&n).as_deref(),
+        Some("7"),
+        "as the labeler publishes it"
+    );
     // Other nodes are untouched.
     let other = s.nodes().get(&s.sim.node_names()[0]).await.expect("node");
     assert_eq!(allocatable(&other, GPU).as_deref(), Some("8"));
@@ -320,6 +331,7 @@ async fn unhealthy_gpu_is_published_and_restored() {
     let n = s.nodes().get(&node).await.expect("node");
     assert_eq!(allocatable(&n, GPU).as_deref(), Some("8"));
     assert_eq!(topology(&n).healthy_count(), 8);
+    assert_eq!(healthy_label(&n).as_deref(), Some("8"));
     s.finish().await;
 }
 

@@ -8,8 +8,9 @@
 //! * `sim.kubetrain.io/node-fault: unreachable` — the kubelet just goes silent (Lease and status
 //!   stop); the controller-manager notices after its 40 s grace.
 //! * `sim.kubetrain.io/unhealthy-gpus: {"3":"XID 79"}` — those GPUs are published
-//!   `healthy: false` with the reason in the topology annotation, and `nvidia.com/gpu`
-//!   allocatable drops by their number.
+//!   `healthy: false` with the reason in the topology annotation, the
+//!   `gpu.kubetrain.io/healthy-count` label and `nvidia.com/gpu` allocatable drop by their
+//!   number.
 //!
 //! Removing the annotations restores the node. Pods on a faulted node are frozen (no status
 //! changes, no deletion handling) and left to the controller-manager, as on a real cluster.

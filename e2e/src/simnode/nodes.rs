@@ -28,7 +28,7 @@ use tokio::task::JoinSet;
 use super::cluster::{CLUSTER_LABEL, SimNode};
 use super::faults::{Faults, NodeFault};
 use super::{Agent, Error};
-use kubetrain::api::{NodeTopology, TOPOLOGY_ANNOTATION};
+use kubetrain::api::{NodeTopology, TOPOLOGY_ANNOTATION, node_labels};
 
 /// Extended resource name of whole GPUs.
 pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
@@ -395,7 +395,8 @@ fn allocatable_gpus(node: &Node) -> Option<String> {
     a.get(GPU_RESOURCE).map(|q| q.0.clone())
 }
 
-/// True when the node's topology annotation and allocatable GPUs match its fault annotations.
+/// True when the node's topology annotation, healthy-count label and allocatable GPUs match
+/// its fault annotations.
 pub(crate) fn faults_published(node: &Node) -> bool {
     let faults = Faults::of(node);
     let Some(annotation) = node.annotations().get(TOPOLOGY_ANNOTATION) else {
@@ -408,7 +409,10 @@ pub(crate) fn faults_published(node: &Node) -> bool {
         .gpus
         .iter()
         .all(|g| g.healthy != faults.unhealthy_gpus.contains_key(&g.index));
-    marked && allocatable_gpus(node) == Some(topology.healthy_count().to_string())
+    let healthy = topology.healthy_count().to_string();
+    marked
+        && allocatable_gpus(node).as_ref() == Some(&healthy)
+        && node.labels().get(node_labels::HEALTHY_COUNT) == Some(&healthy)
 }
 
 /// True when the node is Ready and carries none of the controller-manager's health taints.
@@ -438,9 +442,17 @@ pub(crate) async fn sync_node(agent: &Agent, name: &str, heartbeat: bool) -> Res
     let api: Api<Node> = Api::all(agent.client.clone());
     let faults = Faults::of(&node);
     if let Some(base) = &sim.topology {
-        let desired = faults.apply(base).to_annotation();
-        if node.annotations().get(TOPOLOGY_ANNOTATION) != Some(&desired) {
-            let patch = json!({ "metadata": { "annotations": { TOPOLOGY_ANNOTATION: desired } } });
+        // As the node labeler does, the topology and the healthy-count label go together.
+        let faulted = faults.apply(base);
+        let desired = faulted.to_annotation();
+        let healthy = faulted.healthy_count().to_string();
+        if node.annotations().get(TOPOLOGY_ANNOTATION) != Some(&desired)
+            || node.labels().get(node_labels::HEALTHY_COUNT) != Some(&healthy)
+        {
+            let patch = json!({ "metadata": {
+                "annotations": { TOPOLOGY_ANNOTATION: desired },
+                "labels": { (node_labels::HEALTHY_COUNT): healthy },
+            } });
             api.patch(name, &PatchParams::default(), &Patch::Merge(patch))
                 .await?;
         }
