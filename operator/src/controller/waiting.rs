@@ -76,13 +76,14 @@ fn moved(old: Option<u32>, new: Option<u32>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sched::Gpus;
 
     fn quota(in_use: u32) -> WaitReason {
         WaitReason::QuotaExhausted {
             virtual_cluster: "vc".into(),
             guaranteed_gpus: 8,
-            in_use_gpus: in_use,
-            needed_gpus: 8,
+            in_use_gpus: Gpus::whole(in_use),
+            needed_gpus: Gpus(8000),
         }
     }
 

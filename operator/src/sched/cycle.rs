@@ -14,7 +14,7 @@ use super::constraints::{self, Mismatch, NodeConstraints};
 use super::decisions::{Admission, Decisions, Preemption, PreemptionReason, WaitReason, Waiting};
 use super::frag::{self, Mix};
 use super::ids::{Claimant, FlavorId, IdVec, JobIdx, NodeId, QueueId, RunIdx, VcId};
-use super::model::{Flavor, GpuDemand, Job, Snapshot, TopologyLevel};
+use super::model::{Flavor, GpuDemand, Gpus, Job, Snapshot, TopologyLevel};
 use super::options::Options;
 use super::order;
 use super::placement::{Demand, NodeFilter, NodeMask, Request, Scope, Trial, place};
@@ -1329,7 +1329,7 @@ impl<'a> Cycle<'a> {
                     .iter()
                     .map(|&f| Flavor(self.c.flavor_names[f].clone()))
                     .collect(),
-                needed_gpus: gpus(p.milli),
+                needed_gpus: Gpus(p.milli),
                 guarantee_at_risk: p
                     .flavors
                     .iter()
@@ -1350,8 +1350,8 @@ impl<'a> Cycle<'a> {
             WaitReason::QuotaExhausted {
                 virtual_cluster: self.t.vc_names[p.vc].clone(),
                 guaranteed_gpus: gpus(g),
-                in_use_gpus: gpus(u),
-                needed_gpus: gpus(p.milli),
+                in_use_gpus: Gpus(u),
+                needed_gpus: Gpus(p.milli),
             }
         }
     }

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use super::model::{Flavor, ReplicaPlacement, TopologyLevel};
+use super::model::{Flavor, Gpus, ReplicaPlacement, TopologyLevel};
 use super::usage::Usage;
 
 /// The output of [`schedule`](super::schedule).
@@ -191,35 +191,35 @@ pub enum WaitReason {
     QuotaExhausted {
         virtual_cluster: String,
         guaranteed_gpus: u32,
-        in_use_gpus: u32,
-        needed_gpus: u32,
+        in_use_gpus: Gpus,
+        needed_gpus: Gpus,
     },
     /// The VC's hard limit would be exceeded.
     OverLimit {
         virtual_cluster: String,
         limit_gpus: u32,
-        in_use_gpus: u32,
-        needed_gpus: u32,
+        in_use_gpus: Gpus,
+        needed_gpus: Gpus,
     },
     /// The queue (or an ancestor) would go above its maxShare.
     QueueMaxShare {
         queue: String,
-        max_gpus: u32,
-        in_use_gpus: u32,
-        needed_gpus: u32,
+        max_gpus: Gpus,
+        in_use_gpus: Gpus,
+        needed_gpus: Gpus,
     },
     /// The user would go above the queue's per-user limit.
     UserLimit {
         user: String,
         queue: String,
         limit_gpus: u32,
-        in_use_gpus: u32,
-        needed_gpus: u32,
+        in_use_gpus: Gpus,
+        needed_gpus: Gpus,
     },
     /// Within quota, but no free GPUs in the shape the job needs.
     NoFit {
         flavors: Vec<Flavor>,
-        needed_gpus: u32,
+        needed_gpus: Gpus,
         largest_per_replica: u32,
         required: Option<TopologyLevel>,
         /// Most free whole GPUs on one node of an acceptable type.
@@ -281,20 +281,20 @@ impl WaitReason {
     pub fn exceeds_limit(&self) -> bool {
         match self {
             WaitReason::OverLimit {
-                limit_gpus: limit,
-                needed_gpus: needed,
-                ..
-            }
-            | WaitReason::QueueMaxShare {
-                max_gpus: limit,
-                needed_gpus: needed,
+                limit_gpus,
+                needed_gpus,
                 ..
             }
             | WaitReason::UserLimit {
-                limit_gpus: limit,
-                needed_gpus: needed,
+                limit_gpus,
+                needed_gpus,
                 ..
-            } => needed > limit,
+            } => *needed_gpus > Gpus::whole(*limit_gpus),
+            WaitReason::QueueMaxShare {
+                max_gpus,
+                needed_gpus,
+                ..
+            } => needed_gpus > max_gpus,
             _ => false,
         }
     }
@@ -311,7 +311,7 @@ impl WaitReason {
             WaitReason::QuotaExhausted { in_use_gpus, .. }
             | WaitReason::OverLimit { in_use_gpus, .. }
             | WaitReason::QueueMaxShare { in_use_gpus, .. }
-            | WaitReason::UserLimit { in_use_gpus, .. } => *in_use_gpus = 0,
+            | WaitReason::UserLimit { in_use_gpus, .. } => *in_use_gpus = Gpus(0),
             WaitReason::NoFit {
                 largest_free_on_node,
                 free_gpus,
@@ -356,7 +356,7 @@ impl fmt::Display for WaitReason {
                 guaranteed_gpus,
                 in_use_gpus,
                 needed_gpus,
-            } if needed_gpus > guaranteed_gpus => write!(
+            } if *needed_gpus > Gpus::whole(*guaranteed_gpus) => write!(
                 f,
                 "VirtualCluster {virtual_cluster} guarantees {guaranteed_gpus} GPUs ({in_use_gpus} in use) and this job needs {needed_gpus}, more than the whole guarantee: it can start only on borrowed GPUs, and it does not fit on the idle GPUs it may borrow. It starts when enough idle GPUs appear; a job within the guarantee would start sooner and could not be preempted."
             ),
@@ -366,7 +366,7 @@ impl fmt::Display for WaitReason {
                 in_use_gpus,
                 needed_gpus,
             } => {
-                let left = guaranteed_gpus.saturating_sub(*in_use_gpus);
+                let left = Gpus::whole(*guaranteed_gpus).saturating_sub(*in_use_gpus);
                 write!(
                     f,
                     "VirtualCluster {virtual_cluster} has {left} of its {guaranteed_gpus} guaranteed GPUs left ({in_use_gpus} in use); this job needs {needed_gpus}, {} more than are left, and it does not fit on the idle GPUs it may borrow. It starts when the team's own jobs free {}, or enough idle GPUs appear.",
@@ -379,7 +379,7 @@ impl fmt::Display for WaitReason {
                 limit_gpus,
                 needed_gpus,
                 ..
-            } if needed_gpus > limit_gpus => write!(
+            } if *needed_gpus > Gpus::whole(*limit_gpus) => write!(
                 f,
                 "VirtualCluster {virtual_cluster} may hold at most {limit_gpus} GPUs and this job needs {needed_gpus}, more than the limit itself: it cannot start as it is. Ask for fewer GPUs, or for a higher limit."
             ),
@@ -391,8 +391,8 @@ impl fmt::Display for WaitReason {
             } => write!(
                 f,
                 "VirtualCluster {virtual_cluster} holds {in_use_gpus} GPUs of its limit of {limit_gpus}, so {} are left; this job needs {needed_gpus}. It starts when the team's jobs free {}, or ask for a higher limit.",
-                limit_gpus.saturating_sub(*in_use_gpus),
-                (in_use_gpus + needed_gpus).saturating_sub(*limit_gpus),
+                Gpus::whole(*limit_gpus).saturating_sub(*in_use_gpus),
+                (*in_use_gpus + *needed_gpus).saturating_sub(Gpus::whole(*limit_gpus)),
             ),
             WaitReason::QueueMaxShare {
                 queue,
@@ -412,7 +412,7 @@ impl fmt::Display for WaitReason {
                 f,
                 "Queue {queue} holds {in_use_gpus} GPUs of its maximum of {max_gpus}, so {} are left; this job needs {needed_gpus}. It starts when jobs of the queue free {}, or raise the queue's maxShare.",
                 max_gpus.saturating_sub(*in_use_gpus),
-                (in_use_gpus + needed_gpus).saturating_sub(*max_gpus),
+                (*in_use_gpus + *needed_gpus).saturating_sub(*max_gpus),
             ),
             WaitReason::UserLimit {
                 user,
@@ -420,7 +420,7 @@ impl fmt::Display for WaitReason {
                 limit_gpus,
                 needed_gpus,
                 ..
-            } if needed_gpus > limit_gpus => write!(
+            } if *needed_gpus > Gpus::whole(*limit_gpus) => write!(
                 f,
                 "Queue {queue} lets each user hold at most {limit_gpus} GPUs and this job of user {user} needs {needed_gpus}, more than the limit itself: it cannot start as it is. Ask for fewer GPUs, or raise the queue's userLimit."
             ),
@@ -433,8 +433,8 @@ impl fmt::Display for WaitReason {
             } => write!(
                 f,
                 "User {user} holds {in_use_gpus} GPUs in queue {queue}, whose per-user limit is {limit_gpus}, so {} are left; this job needs {needed_gpus}. It starts when the user's other jobs free {}.",
-                limit_gpus.saturating_sub(*in_use_gpus),
-                (in_use_gpus + needed_gpus).saturating_sub(*limit_gpus),
+                Gpus::whole(*limit_gpus).saturating_sub(*in_use_gpus),
+                (*in_use_gpus + *needed_gpus).saturating_sub(Gpus::whole(*limit_gpus)),
             ),
             WaitReason::NoFit {
                 flavors,
@@ -516,8 +516,8 @@ mod tests {
         let over = WaitReason::OverLimit {
             virtual_cluster: "nlp".into(),
             limit_gpus: 20,
-            in_use_gpus: 17,
-            needed_gpus: 24,
+            in_use_gpus: Gpus(17000),
+            needed_gpus: Gpus(24000),
         };
         assert!(
             over.to_string().contains("more than the limit itself"),
@@ -526,8 +526,8 @@ mod tests {
         let within = WaitReason::OverLimit {
             virtual_cluster: "nlp".into(),
             limit_gpus: 20,
-            in_use_gpus: 17,
-            needed_gpus: 8,
+            in_use_gpus: Gpus(17000),
+            needed_gpus: Gpus(8000),
         };
         assert!(
             within
@@ -539,8 +539,8 @@ mod tests {
             user: "bob".into(),
             queue: "dev".into(),
             limit_gpus: 4,
-            in_use_gpus: 0,
-            needed_gpus: 8,
+            in_use_gpus: Gpus(0),
+            needed_gpus: Gpus(8000),
         };
         assert!(
             user.to_string().contains("more than the limit itself"),
@@ -548,9 +548,9 @@ mod tests {
         );
         let share = WaitReason::QueueMaxShare {
             queue: "dev".into(),
-            max_gpus: 4,
-            in_use_gpus: 0,
-            needed_gpus: 8,
+            max_gpus: Gpus(4000),
+            in_use_gpus: Gpus(0),
+            needed_gpus: Gpus(8000),
         };
         assert!(
             share.to_string().contains("more than the queue's maximum"),
@@ -559,12 +559,29 @@ mod tests {
         let quota = WaitReason::QuotaExhausted {
             virtual_cluster: "nlp".into(),
             guaranteed_gpus: 8,
-            in_use_gpus: 0,
-            needed_gpus: 24,
+            in_use_gpus: Gpus(0),
+            needed_gpus: Gpus(24000),
         };
         let text = quota.to_string();
         assert!(
             text.contains("more than the whole guarantee") && !text.contains("free 16"),
+            "{text}"
+        );
+    }
+
+    /// Shared GPUs count as their share: 8.25 in use read "9 in use", and a half-GPU job
+    /// "needs 1".
+    #[test]
+    fn fractional_gpus_read_as_they_are() {
+        let quota = WaitReason::QuotaExhausted {
+            virtual_cluster: "nlp".into(),
+            guaranteed_gpus: 9,
+            in_use_gpus: Gpus(8_250),
+            needed_gpus: Gpus(1_500),
+        };
+        let text = quota.to_string();
+        assert!(
+            text.contains("has 0.75 of its 9 guaranteed GPUs left (8.25 in use); this job needs 1.5, 0.75 more"),
             "{text}"
         );
     }
@@ -575,27 +592,27 @@ mod tests {
         let over = |needed_gpus| WaitReason::OverLimit {
             virtual_cluster: "nlp".into(),
             limit_gpus: 20,
-            in_use_gpus: 17,
+            in_use_gpus: Gpus(17000),
             needed_gpus,
         };
-        assert_eq!(over(24).code(), "ExceedsLimit");
-        assert_eq!(over(20).code(), "OverLimit");
+        assert_eq!(over(Gpus(24_000)).code(), "ExceedsLimit");
+        assert_eq!(over(Gpus(20_000)).code(), "OverLimit");
         let share = |needed_gpus| WaitReason::QueueMaxShare {
             queue: "dev".into(),
-            max_gpus: 4,
-            in_use_gpus: 3,
+            max_gpus: Gpus(4000),
+            in_use_gpus: Gpus(3000),
             needed_gpus,
         };
-        assert_eq!(share(5).code(), "ExceedsLimit");
-        assert_eq!(share(2).code(), "QueueMaxShare");
+        assert_eq!(share(Gpus(5_000)).code(), "ExceedsLimit");
+        assert_eq!(share(Gpus(2_000)).code(), "QueueMaxShare");
         let user = |needed_gpus| WaitReason::UserLimit {
             user: "bob".into(),
             queue: "dev".into(),
             limit_gpus: 4,
-            in_use_gpus: 4,
+            in_use_gpus: Gpus(4000),
             needed_gpus,
         };
-        assert_eq!(user(8).code(), "ExceedsLimit");
-        assert_eq!(user(1).code(), "UserLimit");
+        assert_eq!(user(Gpus(8_000)).code(), "ExceedsLimit");
+        assert_eq!(user(Gpus(1_000)).code(), "UserLimit");
     }
 }

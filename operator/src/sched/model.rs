@@ -24,6 +24,39 @@ impl fmt::Display for MilliGpu {
     }
 }
 
+/// A number of GPUs in a message, in milli-GPUs: a shared GPU counts as its share, and it
+/// reads `8`, `0.5` or `8.25`, not rounded up to a whole GPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Gpus(pub u64);
+
+impl Gpus {
+    pub fn whole(gpus: u32) -> Gpus {
+        Gpus(u64::from(gpus) * 1000)
+    }
+    pub fn saturating_sub(self, other: Gpus) -> Gpus {
+        Gpus(self.0.saturating_sub(other.0))
+    }
+}
+
+impl std::ops::Add for Gpus {
+    type Output = Gpus;
+    fn add(self, other: Gpus) -> Gpus {
+        Gpus(self.0.saturating_add(other.0))
+    }
+}
+
+impl fmt::Display for Gpus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (whole, frac) = (self.0 / 1000, self.0 % 1000);
+        if frac == 0 {
+            write!(f, "{whole}")
+        } else {
+            let digits = format!("{frac:03}");
+            write!(f, "{whole}.{}", digits.trim_end_matches('0'))
+        }
+    }
+}
+
 /// Index of a GPU on its node, as NVML numbers them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct GpuIndex(pub u32);

@@ -223,7 +223,7 @@ fn volcano_ancestor_capability_blocks_the_child_queue() {
     assert!(
         matches!(
             d.waiting_reason("ns1/p10"),
-            Some(WaitReason::QueueMaxShare { queue, max_gpus: 4, .. }) if queue == "q3"
+            Some(WaitReason::QueueMaxShare { queue, max_gpus: Gpus(4000), .. }) if queue == "q3"
         ),
         "{d:?}"
     );

@@ -375,23 +375,8 @@ fn check_strict_order(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> 
                     heads.insert(head.as_str());
                 }
                 // decided before any turn, or larger than a limit: they hold back nobody
-                // (the reasons round GPUs, so a job as large as its limit may be larger)
                 WaitReason::Invalid { .. } | WaitReason::NeverFits { .. } => {}
-                WaitReason::OverLimit {
-                    limit_gpus: l,
-                    needed_gpus: n,
-                    ..
-                }
-                | WaitReason::QueueMaxShare {
-                    max_gpus: l,
-                    needed_gpus: n,
-                    ..
-                }
-                | WaitReason::UserLimit {
-                    limit_gpus: l,
-                    needed_gpus: n,
-                    ..
-                } if n >= l => {}
+                r if r.exceeds_limit() => {}
                 _ => {
                     heads.insert(id);
                 }

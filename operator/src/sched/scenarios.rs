@@ -474,7 +474,7 @@ fn limits_stop_admissions_with_their_own_reason() {
             d.waiting_reason("t/bob-big"),
             Some(WaitReason::UserLimit {
                 limit_gpus: 3,
-                needed_gpus: 8,
+                needed_gpus: Gpus(8000),
                 ..
             })
         ),
@@ -502,7 +502,7 @@ fn limits_stop_admissions_with_their_own_reason() {
             d.waiting_reason("t/six"),
             Some(WaitReason::OverLimit {
                 limit_gpus: 10,
-                in_use_gpus: 5,
+                in_use_gpus: Gpus(5000),
                 ..
             })
         ),
@@ -1124,8 +1124,8 @@ fn reasons_are_sentences() {
     let r = WaitReason::OverLimit {
         virtual_cluster: "a".into(),
         limit_gpus: 8,
-        in_use_gpus: 8,
-        needed_gpus: 1,
+        in_use_gpus: Gpus(8000),
+        needed_gpus: Gpus(1000),
     };
     assert!(r.to_string().ends_with('.'));
     assert_eq!(r.code(), "OverLimit");
@@ -1138,8 +1138,8 @@ fn reasons_do_the_arithmetic() {
     let quota = WaitReason::QuotaExhausted {
         virtual_cluster: "vision".into(),
         guaranteed_gpus: 16,
-        in_use_gpus: 4,
-        needed_gpus: 16,
+        in_use_gpus: Gpus(4000),
+        needed_gpus: Gpus(16000),
     }
     .to_string();
     assert!(
@@ -1150,8 +1150,8 @@ fn reasons_do_the_arithmetic() {
     let limit = WaitReason::OverLimit {
         virtual_cluster: "vision".into(),
         limit_gpus: 24,
-        in_use_gpus: 20,
-        needed_gpus: 8,
+        in_use_gpus: Gpus(20000),
+        needed_gpus: Gpus(8000),
     }
     .to_string();
     assert!(
@@ -1162,8 +1162,8 @@ fn reasons_do_the_arithmetic() {
         user: "alice".into(),
         queue: "q".into(),
         limit_gpus: 8,
-        in_use_gpus: 6,
-        needed_gpus: 4,
+        in_use_gpus: Gpus(6000),
+        needed_gpus: Gpus(4000),
     }
     .to_string();
     assert!(

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 use super::decisions::WaitReason;
 use super::ids::{FlavorId, IdVec, QueueId, VcId};
-use super::model::Snapshot;
+use super::model::{Gpus, Snapshot};
 
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Tenants {
@@ -248,8 +248,8 @@ impl Tenants {
             let r = WaitReason::OverLimit {
                 virtual_cluster: self.vc_names[vc].clone(),
                 limit_gpus: gpus(l),
-                in_use_gpus: gpus(self.vc_used[vc]),
-                needed_gpus: gpus(need),
+                in_use_gpus: Gpus(self.vc_used[vc]),
+                needed_gpus: Gpus(need),
             };
             if need > l {
                 return Err(r);
@@ -262,9 +262,9 @@ impl Tenants {
             {
                 let r = WaitReason::QueueMaxShare {
                     queue: snap.queue(qi).name.clone(),
-                    max_gpus: gpus(m),
-                    in_use_gpus: gpus(self.queue_used[qi]),
-                    needed_gpus: gpus(need),
+                    max_gpus: Gpus(m),
+                    in_use_gpus: Gpus(self.queue_used[qi]),
+                    needed_gpus: Gpus(need),
                 };
                 if need > m {
                     return Err(r);
@@ -284,8 +284,8 @@ impl Tenants {
                     user: user.to_string(),
                     queue: snap.queue(q).name.clone(),
                     limit_gpus: gpus(l),
-                    in_use_gpus: gpus(used),
-                    needed_gpus: gpus(need),
+                    in_use_gpus: Gpus(used),
+                    needed_gpus: Gpus(need),
                 };
                 if need > l {
                     return Err(r);

@@ -79,6 +79,7 @@ use crate::api::annotations::{
     RANK_ANNOTATION, TASK_LABEL,
 };
 use crate::controller::pods::pod_name;
+use crate::sched::Gpus;
 
 /// A job of several tasks, admitted at t = 0, every replica's pod in phase `phase`.
 fn admitted_gang(tasks: &[(&str, u32, bool)], phase: &str) -> Story {
@@ -623,8 +624,8 @@ fn jobset_a_new_reason_keeps_the_conditions_transition_time() {
         WaitReason::QuotaExhausted {
             virtual_cluster: "vc".into(),
             guaranteed_gpus: 8,
-            in_use_gpus: 8,
-            needed_gpus: 1,
+            in_use_gpus: Gpus(8000),
+            needed_gpus: Gpus(1000),
         },
         Some(2),
     ));
@@ -634,8 +635,8 @@ fn jobset_a_new_reason_keeps_the_conditions_transition_time() {
         WaitReason::OverLimit {
             virtual_cluster: "vc".into(),
             limit_gpus: 8,
-            in_use_gpus: 8,
-            needed_gpus: 1,
+            in_use_gpus: Gpus(8000),
+            needed_gpus: Gpus(1000),
         },
         Some(2),
     ));

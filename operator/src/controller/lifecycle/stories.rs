@@ -5,6 +5,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::sched::Gpus;
+
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
@@ -395,8 +397,8 @@ fn a_new_job_that_waits_is_written_with_the_schedulers_reason() {
         WaitReason::QuotaExhausted {
             virtual_cluster: "vc".into(),
             guaranteed_gpus: 8,
-            in_use_gpus: 8,
-            needed_gpus: 2,
+            in_use_gpus: Gpus(8000),
+            needed_gpus: Gpus(2000),
         },
         Some(4),
     ));
