@@ -337,14 +337,39 @@ fn fractional_gpu(spec: &k8s_openapi::api::core::v1::PodSpec) -> Option<String> 
         .map(|q| q.0.clone())
 }
 
-/// The API server's refusal of the job as it stands, if any; no lookup at all in the usual
-/// case of none (the snapshot validates every job each cycle).
-fn refusal<'r>(job: &TrainingJob, refused: &'r BTreeMap<JobKey, Refusal>) -> Option<&'r Refusal> {
-    if refused.is_empty() {
+/// The API server's refusal of the job as it stands, if any, as (object, message): the one
+/// this process saw, else the one the job's status records for its current generation. A
+/// refusal outlives an operator restart: tried again, the job's pods would be created and
+/// undone once more, with the same Warning.
+fn refusal(job: &TrainingJob, refused: &BTreeMap<JobKey, Refusal>) -> Option<(String, String)> {
+    if !refused.is_empty()
+        && let Some(r) = refused.get(&JobKey::of(job)).filter(|r| r.holds_for(job))
+    {
+        return Some((r.object.clone(), r.message.clone()));
+    }
+    let status = job.status.as_ref()?;
+    let valid = super::conditions::get(
+        &status.conditions,
+        crate::api::reasons::ConditionType::Valid,
+    )?;
+    let recorded = valid.status == "False"
+        && valid.reason == "InvalidTemplate"
+        && valid.observed_generation.is_some()
+        && valid.observed_generation == job.metadata.generation;
+    if !recorded {
         return None;
     }
-    refused.get(&JobKey::of(job)).filter(|r| r.holds_for(job))
+    // Written by `Invalid::Refused`'s Display; the operator's own template checks
+    // (`BadTemplate`) share the reason but not the words.
+    let (object, message) = valid
+        .message
+        .strip_prefix(REFUSED_PREFIX)?
+        .split_once(": ")?;
+    Some((object.to_string(), message.to_string()))
 }
+
+/// How `Invalid::Refused` begins.
+const REFUSED_PREFIX: &str = "the API server refused ";
 
 /// Checks a job and returns its queue, priority and tasks in the scheduling core's terms.
 pub fn validate(job: &TrainingJob, refs: &Refs<'_>) -> Result<Validated, Invalid> {
@@ -373,11 +398,8 @@ pub fn validate(job: &TrainingJob, refs: &Refs<'_>) -> Result<Validated, Invalid
     let tasks = tasks(job, refs)?;
     // Last: the operator's own checks name a problem more precisely than the API server's
     // refusal of what they let through.
-    if let Some(r) = refusal(job, refs.refused) {
-        return Err(Invalid::Refused {
-            object: r.object.clone(),
-            message: r.message.clone(),
-        });
+    if let Some((object, message)) = refusal(job, refs.refused) {
+        return Err(Invalid::Refused { object, message });
     }
     Ok(Validated {
         queue: queue_name,
@@ -800,6 +822,28 @@ mod tests {
                 .starts_with("the API server refused pod j-t0-0: Pod \"j-t0-0\" is invalid")
                 && e.to_string().contains("volumeMounts[0].name"),
             "{e}"
+        );
+        // After a restart the refusal is read back from the job's status.
+        let mut restarted = j.clone();
+        let mut status = crate::api::TrainingJobStatus::default();
+        crate::controller::conditions::set(
+            &mut status.conditions,
+            crate::api::reasons::ConditionType::Valid,
+            false,
+            e.reason(),
+            e.to_string(),
+            Some(3),
+            &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+            ),
+        );
+        restarted.status = Some(status);
+        let again = validate(&restarted, &World::new().refs()).unwrap_err();
+        assert_eq!(again, e, "read back from the status");
+        restarted.metadata.generation = Some(4);
+        assert!(
+            validate(&restarted, &World::new().refs()).is_ok(),
+            "the spec changed since"
         );
         j.metadata.generation = Some(4);
         assert!(validate(&j, &w.refs()).is_ok(), "the spec changed");
