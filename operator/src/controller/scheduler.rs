@@ -402,6 +402,17 @@ async fn admit(
         &ctx.settings.pods,
         &advertises_gpus,
     )?;
+    // A pod of the gang's name that the cache shows as another's: fail before creating
+    // anything, rather than create the rest of the gang and undo it every cycle.
+    let uid = job.uid().unwrap_or_default();
+    if let Some(taken) = pods.iter().find(|p| {
+        ctx.stores
+            .pods
+            .get(&ObjectRef::new(&p.name_any()).within(&ns))
+            .is_some_and(|present| !owned_by(present.as_ref(), &uid))
+    }) {
+        return Err(AdmitError::Occupied(format!("pod {}", taken.name_any())));
+    }
     ctx.state().inflight.insert(
         key.clone(),
         Inflight {
@@ -418,7 +429,6 @@ async fn admit(
     let service = headless_service(job, &ctx.settings.pods);
     let budgets: Api<PodDisruptionBudget> = Api::namespaced(ctx.client.clone(), &ns);
     let budget = disruption_budget(job);
-    let uid = job.uid().unwrap_or_default();
     let create_service = async {
         match &service {
             Some(service) => create_owned(&services, service, &uid, "Service", create_error).await,
