@@ -37,6 +37,8 @@ const ALL_ON: &[&str] = &[
     "grafanaDashboard.enabled=true",
     "--set",
     "argocd.healthChecks.enabled=true",
+    "--set",
+    "userPolicy.enabled=true",
 ];
 
 /// Tests that install or delete cluster-wide objects of fixed names (ClusterRoles, ...) take
@@ -316,6 +318,28 @@ fn chart_copies_equal_config() {
         "Helm must not touch the alerts' {{{{ }}}} templates"
     );
     find("ServiceMonitor", "kubetrain-operator");
+    // The admission policy: the same rules, bound with the release's parameters.
+    let policy = find("ValidatingAdmissionPolicy", "kubetrain-user-is-submitter");
+    assert_eq!(
+        policy["spec"],
+        from_kustomize("config/policies", "ValidatingAdmissionPolicy")["spec"]
+    );
+    let binding = find(
+        "ValidatingAdmissionPolicyBinding",
+        "kubetrain-user-is-submitter",
+    );
+    let kustomize_binding = from_kustomize("config/policies", "ValidatingAdmissionPolicyBinding");
+    assert_eq!(
+        binding["spec"]["policyName"],
+        kustomize_binding["spec"]["policyName"]
+    );
+    assert_eq!(binding["spec"]["paramRef"]["namespace"], "default");
+    let params = find("ConfigMap", "kubetrain-user-policy");
+    assert_eq!(
+        params["data"],
+        from_kustomize("config/policies", "ConfigMap")["data"],
+        "values.yaml's defaults are the kustomize ConfigMap's"
+    );
 }
 
 #[test]
