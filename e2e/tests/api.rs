@@ -301,6 +301,7 @@ fn get_shows_printer_columns() {
             vec![
                 "NAME",
                 "VIRTUALCLUSTER",
+                "READY",
                 "POLICY",
                 "PENDING",
                 "RUNNING",
@@ -312,7 +313,7 @@ fn get_shows_printer_columns() {
         ),
         (
             "virtualclusters",
-            vec!["NAME", "GUARANTEED", "INUSE", "BONUS", "LENT", "AGE"],
+            vec!["NAME", "READY", "GUARANTEED", "INUSE", "BONUS", "LENT", "AGE"],
         ),
     ];
     for (kind, columns) in cases {

@@ -19,6 +19,7 @@ use super::common::GpuAmount;
     category = "kubetrain",
     status = "QueueStatus",
     printcolumn = r#"{"name":"VirtualCluster","type":"string","jsonPath":".spec.virtualCluster"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Policy","type":"string","jsonPath":".spec.policy"}"#,
     printcolumn = r#"{"name":"Strategy","type":"string","jsonPath":".spec.queueingStrategy","priority":1}"#,
     printcolumn = r#"{"name":"Pending","type":"integer","jsonPath":".status.pending"}"#,

@@ -20,6 +20,7 @@ use super::common::{GpuAmount, TopologyLevel};
     shortname = "vc",
     category = "kubetrain",
     status = "VirtualClusterStatus",
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Guaranteed","type":"integer","jsonPath":".status.guaranteedGpus"}"#,
     printcolumn = r#"{"name":"InUse","type":"number","jsonPath":".status.inUseGpus"}"#,
     printcolumn = r#"{"name":"Bonus","type":"number","jsonPath":".status.bonusGpus"}"#,
