@@ -87,14 +87,16 @@ The operator runs below; Ctrl-C stops it, the simulated nodes and the control pl
 
 MSG
 # As a Deployment would: an operator that exits on its own (a crash, a lost Lease) is started
-# again after a short pause, and the control plane, the nodes and the jobs stay. It runs in
-# the foreground, so Ctrl-C reaches it (it releases its Lease and exits) and then this
-# script, whose INT trap stops the rest.
+# again after a short pause, and the control plane, the nodes and the jobs stay. The script
+# waits on it rather than running it in the foreground: bash runs a trap only once the
+# foreground command ends, so a SIGTERM to this script (`kill <run.pid>`) stopped nothing.
+# Ctrl-C or SIGTERM now stop the operator (SIGTERM: it releases its Lease), the nodes and
+# the control plane.
 echo $$ > "$STATE/run.pid"
 while true; do
   status=0
-  bash -c 'echo $$ > "$1"; exec "$2"' operator "$STATE/operator.pid" "$BIN/kubetrain-operator" \
-    || status=$?
+  bash -c 'echo $$ > "$1"; exec "$2"' operator "$STATE/operator.pid" "$BIN/kubetrain-operator" &
+  wait $! || status=$?
   echo "[run] the operator exited with status $status; restarting it in 2 s (Ctrl-C stops everything)" >&2
   sleep 2
 done

@@ -361,24 +361,27 @@ fn node_down(world: &World, m: &Member) -> Option<String> {
     }
 }
 
-/// The GPUs the job asks for, in total.
+/// The GPUs the job asks for, in total. Summed in milli-GPUs and divided once, so three
+/// shares of 0.3 read 0.9, not 0.8999999999999999.
 pub fn requested_gpus(job: &TrainingJob) -> f64 {
-    job.spec
+    let milli: u64 = job
+        .spec
         .tasks
         .iter()
         .map(|t| {
             let per = match t.gpu_share {
-                Some(s) => f64::from(s) / 1000.0,
+                Some(s) => u64::try_from(s).unwrap_or(0),
                 None => t
                     .pod_template()
                     .ok()
                     .and_then(|tpl| tpl.spec)
                     .and_then(|s| super::resources::pod_demand(&s).ok())
-                    .map_or(0.0, |d| d.gpus as f64),
+                    .map_or(0, |d| d.gpus * 1000),
             };
-            per * f64::from(t.replicas())
+            per * u64::try_from(t.replicas()).unwrap_or(0)
         })
-        .sum()
+        .sum();
+    milli as f64 / 1000.0
 }
 
 /// Why a running gang stopped.

@@ -1393,3 +1393,14 @@ fn the_nodes_column_lists_every_node_of_the_gang() {
     assert_eq!(s.phase(), Phase::Suspended);
     assert_eq!(s.status().nodes, None);
 }
+
+/// `kubectl get tj`'s GPUS column: three shares of 0.3 are 0.9, not 0.8999999999999999.
+#[test]
+fn requested_gpus_add_up_without_float_noise() {
+    let mut j = job(3);
+    j.spec.tasks[0].gpu_share = Some(300);
+    assert_eq!(super::requested_gpus(&j).to_string(), "0.9");
+    j.spec.tasks[0].gpu_share = Some(100);
+    assert_eq!(super::requested_gpus(&j).to_string(), "0.3");
+    assert_eq!(super::requested_gpus(&job(4)).to_string(), "4");
+}
