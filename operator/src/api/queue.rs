@@ -47,15 +47,17 @@ pub struct QueueSpec {
     pub share: i32,
 
     /// Percentage (0-100) of the VirtualCluster's limit that jobs of this queue may hold at
-    /// once, bonus included. Defaults to 100.
+    /// once, bonus included. Defaults to 100. Of another base than `share` (the guarantee):
+    /// with a guarantee of 12 and a limit of 24, `share: 50` is 6 GPUs and `maxShare: 40`
+    /// 9.6.
     #[serde(default = "default_max_share")]
     #[schemars(range(min = 0, max = 100))]
     pub max_share: i32,
 
-    /// Most GPUs one user (`spec.user` of a TrainingJob) may hold in this queue at once.
-    /// Unset means no per-user limit.
+    /// Most GPUs one user (`spec.user` of a TrainingJob) may hold in this queue at once, at
+    /// least 1 (a queue no one may use is `maxShare: 0`). Unset means no per-user limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 0))]
+    #[schemars(range(min = 1))]
     pub user_limit: Option<i32>,
 
     /// Order in which the queue's jobs are admitted: `FIFO` (submission order), `Priority`

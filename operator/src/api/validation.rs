@@ -317,15 +317,6 @@ pub fn rules() -> Vec<Rule> {
             reason: "FieldValueForbidden",
         },
         Rule {
-            crd: "queues",
-            at: &["spec"],
-            rule: "self.maxShare >= self.share",
-            message: "spec.maxShare must be at least spec.share: the queue's cap cannot be \
-                      below its own entitlement",
-            field_path: ".maxShare",
-            reason: "FieldValueInvalid",
-        },
-        Rule {
             crd: "virtualclusters",
             at: &["spec"],
             rule: "!has(self.guarantee) \
