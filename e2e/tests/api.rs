@@ -313,7 +313,15 @@ fn get_shows_printer_columns() {
         ),
         (
             "virtualclusters",
-            vec!["NAME", "READY", "GUARANTEED", "INUSE", "BONUS", "LENT", "AGE"],
+            vec![
+                "NAME",
+                "READY",
+                "GUARANTEED",
+                "INUSE",
+                "BONUS",
+                "LENT",
+                "AGE",
+            ],
         ),
     ];
     for (kind, columns) in cases {

@@ -179,6 +179,15 @@ async fn no_queue_without_a_default_is_invalid_until_the_tenant_sets_a_good_one(
     let _ = s.cp.kubectl(&["delete", "vc", &other, "--wait=false"]);
     let _ = s.cp.kubectl(&["delete", "queue", &other, "--wait=false"]);
     wait_vc_ready(&s, &own, "True/Ready").await;
+
+    // A GPU type no node has (a typo) is not a guarantee anyone can use.
+    let typo = format!("typo-{}", s.id);
+    s.cp.apply(&format!(
+        "apiVersion: kubetrain.io/v1alpha1\nkind: VirtualCluster\nmetadata:\n  name: {typo}\nspec:\n  guarantee:\n  - flavor: NoSuchGPU\n    gpus: 1\n"
+    ));
+    let msg = wait_vc_ready(&s, &typo, "False/UnknownGpuType").await;
+    assert!(msg.contains("No node has GPU type NoSuchGPU"), "{msg}");
+    let _ = s.cp.kubectl(&["delete", "vc", &typo, "--wait=false"]);
     s.finish().await;
 }
 

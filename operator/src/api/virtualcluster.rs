@@ -140,6 +140,7 @@ pub struct VirtualClusterStatus {
     /// queue that does not exist or belongs to another VirtualCluster,
     /// `CellsExceedGuarantee` when a type's cells hold more GPUs than its `gpus`,
     /// `NamespaceConflict` when another VirtualCluster owns one of its namespaces too,
+    /// `UnknownGpuType` when no node has a GPU type it guarantees,
     /// `Terminating` while its deletion waits for its running jobs), `OverCommitted` when guarantees exceed what
     /// the cluster has, `GuaranteeAtRisk` (True with the numbers when part of the guarantee
     /// cannot be obtained even by reclaim: reason `CapacityLost` for unhealthy GPUs or

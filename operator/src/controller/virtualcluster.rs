@@ -131,7 +131,9 @@ async fn apply(vc: &VirtualCluster, ctx: &Context) -> Result<Action, Error> {
 ///   towards, so the tenant can never hold them all as guaranteed, and the clean domains set
 ///   aside for the cells it misses stay set aside for good;
 /// - `NamespaceConflict`: another VirtualCluster owns one of its namespaces too, so that
-///   namespace's jobs may use either's queues.
+///   namespace's jobs may use either's queues;
+/// - `UnknownGpuType`: no node has a GPU type it guarantees (a typo reads only as
+///   `OverCommitted` otherwise).
 fn configuration_problems(vc: &VirtualCluster, ctx: &Context) -> Vec<(&'static str, String)> {
     let maps = ctx.ref_maps();
     let mut problems = Vec::new();
@@ -141,6 +143,25 @@ fn configuration_problems(vc: &VirtualCluster, ctx: &Context) -> Vec<(&'static s
             format!(
                 "spec.defaultQueue cannot be used: {problem}; jobs of the tenant that name no \
                  queue are not valid."
+            ),
+        ));
+    }
+    // Only once some node has a GPU type: before, every type would read unknown.
+    let unknown: Vec<&str> = vc
+        .spec
+        .guarantee
+        .iter()
+        .map(|g| g.flavor.as_str())
+        .filter(|f| !maps.flavors.is_empty() && !maps.flavors.contains(*f))
+        .collect();
+    if !unknown.is_empty() {
+        problems.push((
+            "UnknownGpuType",
+            format!(
+                "No node has GPU type {}: the guarantee of it can never be used. GPU types \
+                 are the nodes' gpu.kubetrain.io/product label; the cluster has {}.",
+                unknown.join(", "),
+                maps.flavors.iter().cloned().collect::<Vec<_>>().join(", ")
             ),
         ));
     }
