@@ -146,8 +146,11 @@ pub struct QueueStatus {
     /// The `metadata.generation` this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    /// `Ready` when the queue and its VirtualCluster are valid; `Terminating` while a deleted
-    /// queue, admitting nothing new, waits for its admitted jobs to finish.
+    /// `Ready` when the queue and its VirtualCluster are valid (False with reason
+    /// `UnknownVirtualCluster`, `VirtualClusterTerminating`, or `InvalidParent` when its
+    /// `spec.parent` chain names a missing queue, another VirtualCluster's, or a cycle);
+    /// `Terminating` while a deleted queue, admitting nothing new, waits for its admitted jobs
+    /// to finish.
     #[serde(default)]
     pub conditions: Vec<Condition>,
 }

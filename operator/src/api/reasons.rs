@@ -252,6 +252,7 @@ mod tests {
             "UnknownQueue",
             "UnknownVirtualCluster",
             "QueueOfAnotherTenant",
+            "InvalidQueueParent",
             "UnknownGpuType",
             "DuplicateTask",
             "NameTooLong",

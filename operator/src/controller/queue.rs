@@ -109,11 +109,18 @@ async fn apply(queue: &Queue, ctx: &Context) -> Result<Action, Error> {
                  running jobs finish."
             ),
         ),
-        Some(_) => (
-            true,
-            "Ready",
-            format!("Admitting jobs into VirtualCluster {vc}."),
-        ),
+        Some(_) => match super::validate::queue_parent_problem(queue, &ctx.ref_maps().queues) {
+            Some(problem) => (
+                false,
+                "InvalidParent",
+                format!("The queue admits no jobs: {problem}. Fix spec.parent."),
+            ),
+            None => (
+                true,
+                "Ready",
+                format!("Admitting jobs into VirtualCluster {vc}."),
+            ),
+        },
         None => (
             false,
             "UnknownVirtualCluster",

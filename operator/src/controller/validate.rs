@@ -27,6 +27,11 @@ pub enum Invalid {
         vc: String,
         namespace: String,
     },
+    #[error(
+        "queue {queue} cannot admit jobs: {problem}; the platform team that manages queues \
+         must fix its spec.parent (or point spec.queue at another queue)"
+    )]
+    InvalidQueueParent { queue: String, problem: String },
     #[error("task {0} appears more than once")]
     DuplicateTask(String),
     #[error("pod name {0} is longer than 63 characters; shorten the job or task name")]
@@ -76,6 +81,7 @@ impl Invalid {
             Invalid::UnknownQueue(_) => "UnknownQueue",
             Invalid::UnknownVirtualCluster { .. } => "UnknownVirtualCluster",
             Invalid::ForeignQueue { .. } => "QueueOfAnotherTenant",
+            Invalid::InvalidQueueParent { .. } => "InvalidQueueParent",
             Invalid::DuplicateTask(_) => "DuplicateTask",
             Invalid::NameTooLong(_) => "NameTooLong",
             Invalid::BadTemplate { .. } => "InvalidTemplate",
@@ -225,6 +231,36 @@ pub fn shared_namespaces(
             (!others.is_empty()).then(|| (ns.to_string(), others))
         })
         .collect()
+}
+
+/// Why `queue`'s chain of parents is unusable, if it is: a parent that does not exist, one
+/// of another VirtualCluster, or a cycle. The scheduling core then admits none of its jobs
+/// (`Tenants::build` skips the queue); the Queue's `Ready` condition and its jobs' `Valid`
+/// say why, where the fix is the Queue's, not the job's.
+pub fn queue_parent_problem(
+    queue: &Queue,
+    queues: &BTreeMap<String, std::sync::Arc<Queue>>,
+) -> Option<String> {
+    let mut chain = vec![queue.name_any()];
+    let mut cur = queue;
+    while let Some(parent) = &cur.spec.parent {
+        if chain.contains(parent) {
+            chain.push(parent.clone());
+            return Some(format!("its parents form a cycle ({})", chain.join(" → ")));
+        }
+        let Some(p) = queues.get(parent) else {
+            return Some(format!("parent queue {parent} does not exist"));
+        };
+        if p.spec.virtual_cluster != queue.spec.virtual_cluster {
+            return Some(format!(
+                "parent queue {parent} belongs to VirtualCluster {}, not {}",
+                p.spec.virtual_cluster, queue.spec.virtual_cluster
+            ));
+        }
+        chain.push(parent.clone());
+        cur = p;
+    }
+    None
 }
 
 /// The queue a job is in: `spec.queue` when set, else the `defaultQueue` of the
@@ -387,6 +423,12 @@ pub fn validate(job: &TrainingJob, refs: &Refs<'_>) -> Result<Validated, Invalid
             queue: queue_name.clone(),
             vc: vc_name.clone(),
         })?;
+    if let Some(problem) = queue_parent_problem(queue, refs.queues) {
+        return Err(Invalid::InvalidQueueParent {
+            queue: queue_name,
+            problem,
+        });
+    }
     if !owns_namespace(vc, &ns, refs.namespaces) {
         return Err(Invalid::ForeignQueue {
             queue: queue_name.clone(),
@@ -660,6 +702,44 @@ mod tests {
         let e = validate(&job("nobody", None, None, &[None]), &refs).unwrap_err();
         assert_eq!(e.reason(), "NoQueue");
         assert!(e.to_string().contains("no VirtualCluster owns it"), "{e}");
+    }
+
+    /// A parent that is missing, of another tenant, or part of a cycle makes the queue
+    /// unusable: its jobs are told the queue is at fault, naming the problem.
+    #[test]
+    fn a_queue_with_a_broken_parent_chain_is_named() {
+        let mut w = World::new();
+        let child = |name: &str, vc: &str, parent: &str| {
+            let mut q: Queue = (*queue(name, vc).1).clone();
+            q.spec.parent = Some(parent.into());
+            (name.to_string(), std::sync::Arc::new(q))
+        };
+        for (name, q) in [
+            child("orphan", "a", "gone"),
+            child("crossed", "a", "nlp"),
+            child("cyc-a", "a", "cyc-b"),
+            child("cyc-b", "a", "cyc-a"),
+            child("fine", "a", "vision"),
+        ] {
+            w.queues.insert(name, q);
+        }
+        let problem = |q: &str| queue_parent_problem(&w.queues[q], &w.queues);
+        assert_eq!(
+            problem("orphan").as_deref(),
+            Some("parent queue gone does not exist")
+        );
+        assert_eq!(
+            problem("crossed").as_deref(),
+            Some("parent queue nlp belongs to VirtualCluster b, not a")
+        );
+        assert_eq!(
+            problem("cyc-a").as_deref(),
+            Some("its parents form a cycle (cyc-a → cyc-b → cyc-a)")
+        );
+        assert_eq!(problem("fine"), None);
+        let e = validate(&job("team-a", Some("cyc-a"), None, &[None]), &w.refs()).unwrap_err();
+        assert_eq!(e.reason(), "InvalidQueueParent");
+        assert!(e.to_string().contains("must fix its spec.parent"), "{e}");
     }
 
     /// A namespace two VirtualClusters own, by name or by selector, is reported on both;
