@@ -254,6 +254,7 @@ mod tests {
             "QueueOfAnotherTenant",
             "InvalidQueueParent",
             "UnknownGpuType",
+            "UnknownResource",
             "DuplicateTask",
             "NameTooLong",
             "InvalidTemplate",

@@ -155,6 +155,8 @@ pub struct RefMaps {
     pub vcs: BTreeMap<String, Arc<VirtualCluster>>,
     pub namespaces: BTreeMap<String, Namespace>,
     pub flavors: std::collections::BTreeSet<String>,
+    /// The resources some node's allocatable has.
+    pub resources: std::collections::BTreeSet<String>,
     /// Node affinity of the volume bound to each claim (`namespace/claim`), where it has one.
     pub volumes: BTreeMap<String, crate::sched::constraints::Affinity>,
     /// PriorityClasses by name (a job's priority when `spec.priority` is unset).
@@ -170,6 +172,7 @@ impl RefMaps {
             vcs: &self.vcs,
             namespaces: &self.namespaces,
             flavors: &self.flavors,
+            resources: &self.resources,
             volumes: &self.volumes,
             priority_classes: &self.priority_classes,
             refused: &self.refused,
@@ -360,6 +363,14 @@ impl Context {
                         .get(crate::api::annotations::PRODUCT_LABEL)
                         .cloned()
                 })
+                .collect(),
+            resources: self
+                .stores
+                .nodes
+                .state()
+                .iter()
+                .filter_map(|n| n.status.as_ref()?.allocatable.as_ref())
+                .flat_map(|a| a.keys().cloned())
                 .collect(),
             volumes: super::placement_rules::volume_affinities(
                 &self.stores.claims.state(),

@@ -640,6 +640,7 @@ mod tests {
                 vcs,
                 namespaces: &BTreeMap::new(),
                 flavors: &BTreeSet::from([FLAVOR.to_string()]),
+                resources: &Default::default(),
                 volumes: &Default::default(),
                 priority_classes: &Default::default(),
                 refused: &Default::default(),

@@ -47,6 +47,15 @@ pub enum Invalid {
     FractionalGpu { task: String, value: String },
     #[error("no node has any of the GPU types {0}; known types: {1}")]
     UnknownGpuType(String, String),
+    #[error(
+        "task {task} requests {resource}, which no node offers{hint}; the nodes offer {offered}"
+    )]
+    UnknownResource {
+        task: String,
+        resource: String,
+        hint: String,
+        offered: String,
+    },
     #[error("spec.queue is unset and namespace {namespace} has no default queue: {detail}")]
     NoQueue { namespace: String, detail: String },
     #[error(
@@ -88,6 +97,7 @@ impl Invalid {
             Invalid::ShareAndWholeGpus(_) => "InvalidGpuRequest",
             Invalid::FractionalGpu { .. } => "FractionalGpuRequest",
             Invalid::UnknownGpuType(..) => "UnknownGpuType",
+            Invalid::UnknownResource { .. } => "UnknownResource",
             Invalid::NoQueue { .. } => "NoQueue",
             Invalid::DefaultQueueInvalid { .. } => "DefaultQueueInvalid",
             Invalid::UnknownPriorityClass { .. } => "UnknownPriorityClass",
@@ -143,6 +153,8 @@ pub struct Refs<'a> {
     pub namespaces: &'a BTreeMap<String, Namespace>,
     /// GPU types some node has.
     pub flavors: &'a BTreeSet<String>,
+    /// The resources some node's allocatable has (empty before the first node is seen).
+    pub resources: &'a BTreeSet<String>,
     /// Node affinity of the volume bound to each claim (`namespace/claim`).
     pub volumes: &'a BTreeMap<String, sched::constraints::Affinity>,
     /// The cluster's PriorityClasses, by name.
@@ -407,6 +419,32 @@ fn refusal(job: &TrainingJob, refused: &BTreeMap<JobKey, Refusal>) -> Option<(St
 /// How `Invalid::Refused` begins.
 const REFUSED_PREFIX: &str = "the API server refused ";
 
+/// A resource a container requests that no node offers (a typo such as `nvidia.com/gpus`):
+/// kube-scheduler would refuse every node for it, one after the other, and the job would be
+/// told its node selector is at fault. None before any node is seen, and never for the
+/// resources every node has or kubetrain places itself (`nvidia.com/gpu`, which nodes of
+/// the `kubetrain` GPU binding do not advertise).
+fn unoffered_resource(
+    spec: &k8s_openapi::api::core::v1::PodSpec,
+    offered: &BTreeSet<String>,
+) -> Option<String> {
+    if offered.is_empty() {
+        return None;
+    }
+    let standard = |r: &str| {
+        matches!(r, "cpu" | "memory" | "ephemeral-storage" | GPU_RESOURCE)
+            || r.starts_with("hugepages-")
+    };
+    spec.containers
+        .iter()
+        .chain(spec.init_containers.iter().flatten())
+        .filter_map(|c| c.resources.as_ref())
+        .flat_map(|r| r.limits.iter().chain(r.requests.iter()).flatten())
+        .map(|(name, _)| name)
+        .find(|name| !standard(name) && !offered.contains(*name))
+        .cloned()
+}
+
 /// Checks a job and returns its queue, priority and tasks in the scheduling core's terms.
 pub fn validate(job: &TrainingJob, refs: &Refs<'_>) -> Result<Validated, Invalid> {
     let ns = job.namespace().unwrap_or_default();
@@ -476,6 +514,24 @@ pub fn tasks(job: &TrainingJob, refs: &Refs<'_>) -> Result<Vec<sched::Task>, Inv
         let spec = template.spec.ok_or_else(|| bad("spec is missing".into()))?;
         if spec.containers.is_empty() {
             return Err(bad("spec.containers is empty".into()));
+        }
+        if let Some(resource) = unoffered_resource(&spec, refs.resources) {
+            let offered: Vec<&str> = refs
+                .resources
+                .iter()
+                .map(String::as_str)
+                .filter(|r| !r.starts_with("hugepages-"))
+                .collect();
+            return Err(Invalid::UnknownResource {
+                task: t.name.clone(),
+                hint: if resource.to_ascii_lowercase().contains("gpu") {
+                    format!(" (GPUs are {GPU_RESOURCE})")
+                } else {
+                    String::new()
+                },
+                resource,
+                offered: offered.join(", "),
+            });
         }
         if names_containers {
             containers.extend(
@@ -622,6 +678,7 @@ pub(crate) mod fixtures {
         pub vcs: BTreeMap<String, Arc<VirtualCluster>>,
         pub namespaces: BTreeMap<String, Namespace>,
         pub flavors: BTreeSet<String>,
+        pub resources: BTreeSet<String>,
         pub volumes: BTreeMap<String, sched::constraints::Affinity>,
         pub classes: BTreeMap<String, PriorityClassValue>,
         pub refused: BTreeMap<JobKey, Refusal>,
@@ -640,6 +697,7 @@ pub(crate) mod fixtures {
                 .into(),
                 namespaces: BTreeMap::new(),
                 flavors: BTreeSet::new(),
+                resources: BTreeSet::new(),
                 volumes: BTreeMap::new(),
                 classes: BTreeMap::new(),
                 refused: BTreeMap::new(),
@@ -661,6 +719,7 @@ pub(crate) mod fixtures {
                 vcs: &self.vcs,
                 namespaces: &self.namespaces,
                 flavors: &self.flavors,
+                resources: &self.resources,
                 volumes: &self.volumes,
                 priority_classes: &self.classes,
                 refused: &self.refused,
@@ -702,6 +761,32 @@ mod tests {
         let e = validate(&job("nobody", None, None, &[None]), &refs).unwrap_err();
         assert_eq!(e.reason(), "NoQueue");
         assert!(e.to_string().contains("no VirtualCluster owns it"), "{e}");
+    }
+
+    /// A misspelt GPU resource is accepted by the schema (any extended resource is) but no
+    /// node offers it: the job is told so, with the right name, instead of every node being
+    /// refused in turn.
+    #[test]
+    fn a_resource_no_node_offers_is_named() {
+        let mut w = World::new();
+        let mut j = job("team-a", None, None, &[None]);
+        j.spec.tasks[0].template["spec"]["containers"][0]["resources"] =
+            serde_json::json!({"limits": {"nvidia.com/gpus": 4}});
+        assert!(validate(&j, &w.refs()).is_ok(), "no node seen yet");
+        w.resources = ["cpu", "memory", "pods", "hugepages-2Mi", "rdma/hca"]
+            .map(String::from)
+            .into();
+        let e = validate(&j, &w.refs()).unwrap_err();
+        assert_eq!(e.reason(), "UnknownResource");
+        assert_eq!(
+            e.to_string(),
+            "task t0 requests nvidia.com/gpus, which no node offers (GPUs are nvidia.com/gpu); \
+             the nodes offer cpu, memory, pods, rdma/hca"
+        );
+        // Offered, or placed by kubetrain whether nodes advertise it or not: fine.
+        j.spec.tasks[0].template["spec"]["containers"][0]["resources"] =
+            serde_json::json!({"limits": {"nvidia.com/gpu": 4, "rdma/hca": 1}});
+        assert!(validate(&j, &w.refs()).is_ok());
     }
 
     /// A parent that is missing, of another tenant, or part of a cycle makes the queue
