@@ -196,6 +196,9 @@ pub(crate) struct FlavorFacts {
     pub max_group_gpus: u32,
     pub max_rack_gpus: u32,
     pub total_gpus: u32,
+    /// The most CPU (milli) and memory (bytes) one schedulable node of the type has.
+    pub max_node_cpu: u64,
+    pub max_node_mem: u64,
 }
 
 impl FlavorFacts {
@@ -411,6 +414,8 @@ impl Cluster {
             if n.schedulable {
                 facts.nodes.push(i);
                 facts.max_node_gpus = facts.max_node_gpus.max(healthy);
+                facts.max_node_cpu = facts.max_node_cpu.max(n.cpu.cap);
+                facts.max_node_mem = facts.max_node_mem.max(n.mem.cap);
                 let mg = n
                     .groups
                     .iter()

@@ -655,6 +655,7 @@ impl<'a> Cycle<'a> {
             });
         }
         flavors.retain(|&f| fits(&self.c.facts[f]));
+        self.fits_a_node(&demands, &flavors)?;
         let filter = self.node_filter(job, &mut flavors)?;
         let nvlink = largest_replica >= 2
             || job.topology.required == Some(TopologyLevel::GpuGroup)
@@ -671,6 +672,41 @@ impl<'a> Cycle<'a> {
             nvlink,
             filter,
         })
+    }
+
+    /// `NeverFits` when a replica asks for more CPU or memory than any one node of the
+    /// acceptable types has: it would wait for GPUs to free up for ever, told it waits for
+    /// room (kube-scheduler refuses every node for it as well).
+    fn fits_a_node(&self, demands: &[Demand], flavors: &[FlavorId]) -> Result<(), WaitReason> {
+        let most = |of: fn(&FlavorFacts) -> u64| {
+            flavors
+                .iter()
+                .map(|&f| of(&self.c.facts[f]))
+                .max()
+                .unwrap_or(0)
+        };
+        let cpu = demands.iter().map(|d| d.cpu).max().unwrap_or(0);
+        let mem = demands.iter().map(|d| d.mem).max().unwrap_or(0);
+        let (most_cpu, most_mem) = (most(|x| x.max_node_cpu), most(|x| x.max_node_mem));
+        // A type whose nodes report no CPU or memory at all tells nothing.
+        let message = if most_cpu > 0 && cpu > most_cpu {
+            format!(
+                "a replica requests {} CPUs and no node of the acceptable GPU types has more \
+                 than {} allocatable; request less CPU per replica",
+                cores(cpu),
+                cores(most_cpu)
+            )
+        } else if most_mem > 0 && mem > most_mem {
+            format!(
+                "a replica requests {} of memory and no node of the acceptable GPU types has \
+                 more than {} allocatable; request less memory per replica",
+                gib(mem),
+                gib(most_mem)
+            )
+        } else {
+            return Ok(());
+        };
+        Err(WaitReason::NeverFits { message })
     }
 
     /// The nodes each task may use, when node constraints rule any out; keeps only the
@@ -1815,4 +1851,22 @@ impl<'a> Cycle<'a> {
         }
         false
     }
+}
+
+/// Milli-CPUs as cores: `200`, `0.5`.
+fn cores(milli: u64) -> String {
+    if milli.is_multiple_of(1000) {
+        (milli / 1000).to_string()
+    } else {
+        format!("{:.3}", milli as f64 / 1000.0)
+            .trim_end_matches('0')
+            .to_string()
+    }
+}
+
+/// Bytes as GiB: `2048Gi`, `0.5Gi`.
+fn gib(bytes: u64) -> String {
+    const GIB: f64 = (1u64 << 30) as f64;
+    let g = format!("{:.2}", bytes as f64 / GIB);
+    format!("{}Gi", g.trim_end_matches('0').trim_end_matches('.'))
 }

@@ -2211,6 +2211,36 @@ fn guarantees_beyond_the_cluster_are_at_risk_for_that_reason() {
     assert!(at_risk(&d, "b", "A100").is_some());
 }
 
+/// A replica asking for more CPU or memory than any node has can never run: it is told
+/// so, naming the request, not that it waits for GPUs to free up (nodes here have 96 CPUs
+/// and 1024 GiB).
+#[test]
+fn a_replica_larger_than_any_node_in_cpu_or_memory_never_fits() {
+    let nodes = vec![node("n0", "A100", 8, None)];
+    let vcs = vec![vc("a", "A100", 8)];
+    let queues = vec![queue("qa", "a")];
+    let mut cpu = job("a/cpu", "qa", 1, 1);
+    cpu.tasks[0].cpu_milli = 200_000;
+    let mut mem = job("a/mem", "qa", 1, 1);
+    mem.tasks[0].memory_bytes = 2048 * GIB;
+    let d = schedule(&snapshot(100, nodes, vcs, queues, vec![cpu, mem]));
+    let said = |j: &str| match d.waiting_reason(j) {
+        Some(WaitReason::NeverFits { message }) => message.clone(),
+        r => panic!("{j}: NeverFits expected: {r:?}"),
+    };
+    assert!(
+        said("a/cpu").starts_with("a replica requests 200 CPUs and no node"),
+        "{}",
+        said("a/cpu")
+    );
+    assert!(
+        said("a/mem").starts_with("a replica requests 2048Gi of memory"),
+        "{}",
+        said("a/mem")
+    );
+    assert!(d.admissions.is_empty());
+}
+
 /// With guarantees beyond the cluster, a job within its team's guarantee that finds every
 /// GPU held by another team's guaranteed work cannot reclaim it: its wait says so, not only
 /// that it waits for room (an admin read a plain NoFit and looked for fragmentation).
