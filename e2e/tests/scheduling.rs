@@ -487,6 +487,7 @@ async fn get_queues_and_vcs_show_live_numbers() {
         [
             "NAME",
             "VIRTUALCLUSTER",
+            "READY",
             "POLICY",
             "PENDING",
             "RUNNING",
@@ -503,13 +504,22 @@ async fn get_queues_and_vcs_show_live_numbers() {
         .split_whitespace()
         .collect();
     assert_eq!(
-        &row[..7],
-        [owner.as_str(), owner.as_str(), "FIFO", "1", "2", "12", "4"],
+        &row[..8],
+        [
+            owner.as_str(),
+            owner.as_str(),
+            "True",
+            "FIFO",
+            "1",
+            "2",
+            "12",
+            "4"
+        ],
         "{table}"
     );
     // c waits: the oldest pending job's age is shown (an age such as `5s`, not `<none>`).
     assert!(
-        row.get(7)
+        row.get(8)
             .is_some_and(|age| age.ends_with(['s', 'm', 'h', 'd'])),
         "{table}"
     );
@@ -575,8 +585,8 @@ async fn vc_numbers_count_shares_as_fractions_and_bonus_beyond_the_guarantee() {
         .split_whitespace()
         .collect();
     assert_eq!(
-        &row[..5],
-        [owner.as_str(), "1", "1.25", "0.25", "0"],
+        &row[..6],
+        [owner.as_str(), "True", "1", "1.25", "0.25", "0"],
         "{table}"
     );
     s.finish().await;
