@@ -1602,21 +1602,36 @@ impl Step<'_> {
         }
         let due = status.retry_at.as_ref().is_none_or(|r| t.0 >= r.0);
         if due {
+            // kube-scheduler refusing the chosen node is not the job's failure: it is placed
+            // again, and counts no retry.
+            let rejected = conditions::get(&status.conditions, ConditionType::Running)
+                .is_some_and(|c| c.reason == Reason::SchedulerRejected.as_str());
             status.phase = Phase::Queued;
             status.retry_at = None;
             status.placement.clear();
             status.started_at = None;
-            status.message = Some(format!(
-                "Back in queue {} after a failure (retry {} of {}).",
-                queue_name(status),
-                status.retries,
-                self.job.spec.max_retries
-            ));
-            fx.event(
-                EventType::Normal,
-                EventReason::Requeued,
-                "Backoff over: back in the queue.",
-            );
+            let (message, note) = if rejected {
+                (
+                    format!(
+                        "Back in queue {} to be placed on another node: kube-scheduler refused \
+                         the one chosen (no retry counted).",
+                        queue_name(status)
+                    ),
+                    "Back in the queue to be placed again after kube-scheduler refused a node.",
+                )
+            } else {
+                (
+                    format!(
+                        "Back in queue {} after a failure (retry {} of {}).",
+                        queue_name(status),
+                        status.retries,
+                        self.job.spec.max_retries
+                    ),
+                    "Backoff over: back in the queue.",
+                )
+            };
+            status.message = Some(message);
+            fx.event(EventType::Normal, EventReason::Requeued, note);
         } else if let Some(r) = &status.retry_at {
             fx.requeue(Duration::from_secs(
                 (r.0.as_second() - t.0.as_second()).max(1) as u64,

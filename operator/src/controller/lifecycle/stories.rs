@@ -797,6 +797,19 @@ fn a_pod_the_cluster_scheduler_refuses_rolls_the_admission_back() {
     );
     assert_eq!(reasons(&fx), ["SchedulerRejected"]);
     assert_eq!(deleted(&fx), ["llm-worker-0"]);
+    // Back in the queue once the pod is gone, told it is placed again, not retried (an
+    // acceptance run read "Backoff over" and a retry count it did not have).
+    s.pods.clear();
+    s.after(60).tick();
+    assert_eq!(s.phase(), Phase::Queued);
+    assert!(
+        s.status()
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("kube-scheduler refused the one chosen (no retry")),
+        "{:?}",
+        s.status().message
+    );
 }
 
 /// A claim that is not bound is no node's fault: no node is refused (a Kubeflow user's run
