@@ -326,25 +326,17 @@ fn get_shows_printer_columns() {
     ];
     for (kind, columns) in cases {
         let out = cp.kubectl_ok(&["get", kind, "-A"]).expect("kubectl get");
-        let header: Vec<&str> = out
-            .lines()
-            .next()
-            .unwrap_or_default()
-            .split_whitespace()
+        let header: Vec<&str> = columns_of(&out)
+            .into_iter()
+            .filter(|h| *h != "NAMESPACE")
             .collect();
-        let header: Vec<&str> = header.into_iter().filter(|h| *h != "NAMESPACE").collect();
         assert_eq!(header, columns, "{kind} columns:\n{out}");
     }
     // -o wide adds the limit and the two conditions an admin watches.
     let wide = cp
         .kubectl_ok(&["get", "vc", "-o", "wide"])
         .expect("kubectl get vc -o wide");
-    let header: Vec<&str> = wide
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .split_whitespace()
-        .collect();
+    let header = columns_of(&wide);
     for column in ["LIMIT", "ATRISK", "ABOVELIMIT"] {
         assert!(header.contains(&column), "{column} missing:\n{wide}");
     }
@@ -377,15 +369,20 @@ fn get_shows_printer_columns() {
     let wide = cp
         .kubectl_ok(&["get", "tj", "-n", "team-vision", "-o", "wide"])
         .expect("get -o wide");
-    let header: Vec<&str> = wide
+    let header = columns_of(&wide);
+    for column in ["PRIORITY", "BONUS", "PREEMPTIONS", "NODES"] {
+        assert!(header.contains(&column), "-o wide lacks {column}:\n{wide}");
+    }
+}
+
+/// The column names of a `kubectl get` table.
+fn columns_of(table: &str) -> Vec<&str> {
+    table
         .lines()
         .next()
         .unwrap_or_default()
         .split_whitespace()
-        .collect();
-    for column in ["PRIORITY", "BONUS", "PREEMPTIONS", "NODES"] {
-        assert!(header.contains(&column), "-o wide lacks {column}:\n{wide}");
-    }
+        .collect()
 }
 
 /// `kubectl explain PATH`, retried: the server publishes each CRD's OpenAPI a moment after

@@ -533,21 +533,8 @@ where
 {
     let name = obj.name_any();
     let object = format!("{what} {name}");
-    let exists = match api.create(&PostParams::default(), obj).await {
-        Ok(_) => return Ok(()),
-        Err(kube::Error::Api(e)) if e.code == 409 => kube::Error::Api(e),
-        Err(e) => return Err(failed(object, e)),
-    };
-    let found = match api.get_opt(&name).await {
-        Ok(Some(found)) => found,
-        // Gone again in between: the next cycle tries again.
-        Ok(None) => {
-            return Err(AdmitError::Kube {
-                object,
-                source: exists,
-            });
-        }
-        Err(e) => return Err(AdmitError::Kube { object, source: e }),
+    let Some(found) = create_or_existing(api, obj, &object, failed).await? else {
+        return Ok(());
     };
     let deleting = found.meta().deletion_timestamp.is_some();
     match super::job_key::controller_uid(&found) {
@@ -575,23 +562,38 @@ where
 /// otherwise it is another's, and is neither adopted nor touched.
 async fn create_pod(api: &Api<Pod>, pod: Pod, uid: &str) -> Result<String, AdmitError> {
     let name = pod.name_any();
-    let exists = match api.create(&PostParams::default(), &pod).await {
-        Ok(_) => return Ok(name),
+    let object = format!("pod {name}");
+    match create_or_existing(api, &pod, &object, create_error).await? {
+        Some(p) if !owned_by(&p, uid) => Err(AdmitError::Occupied(object)),
+        _ => Ok(name),
+    }
+}
+
+/// Creates `obj` (`object` names it in errors; `failed` names a failed create): None once
+/// created, or the object of its name that exists already (409), read back for its owner.
+async fn create_or_existing<K>(
+    api: &Api<K>,
+    obj: &K,
+    object: &str,
+    failed: fn(String, kube::Error) -> AdmitError,
+) -> Result<Option<K>, AdmitError>
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + serde::Serialize,
+{
+    let exists = match api.create(&PostParams::default(), obj).await {
+        Ok(_) => return Ok(None),
         Err(kube::Error::Api(e)) if e.code == 409 => kube::Error::Api(e),
-        Err(e) => return Err(create_error(format!("pod {name}"), e)),
+        Err(e) => return Err(failed(object.to_string(), e)),
     };
-    match api.get_opt(&name).await {
-        Ok(Some(p)) if owned_by(&p, uid) => Ok(name),
-        Ok(Some(_)) => Err(AdmitError::Occupied(format!("pod {name}"))),
+    let kube_error = |source| AdmitError::Kube {
+        object: object.to_string(),
+        source,
+    };
+    match api.get_opt(&obj.name_any()).await {
+        Ok(Some(found)) => Ok(Some(found)),
         // Gone again in between: the next cycle tries again.
-        Ok(None) => Err(AdmitError::Kube {
-            object: format!("pod {name}"),
-            source: exists,
-        }),
-        Err(e) => Err(AdmitError::Kube {
-            object: format!("pod {name}"),
-            source: e,
-        }),
+        Ok(None) => Err(kube_error(exists)),
+        Err(e) => Err(kube_error(e)),
     }
 }
 

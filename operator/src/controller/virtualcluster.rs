@@ -91,23 +91,22 @@ async fn apply(vc: &VirtualCluster, ctx: &Context) -> Result<Action, Error> {
     };
     let generation = vc.metadata.generation;
     let t = now();
-    match configuration_problems(vc, ctx).split_first() {
-        Some(((reason, first), rest)) => {
-            let mut message = first.clone();
-            for (_, m) in rest {
-                message.push(' ');
-                message.push_str(m);
-            }
-            conditions::set(
-                &mut status.conditions,
-                "Ready",
-                false,
-                reason,
-                message,
-                generation,
-                &t,
-            )
-        }
+    let problems = configuration_problems(vc, ctx);
+    match problems.first() {
+        // The first problem's reason; every problem's message.
+        Some((reason, _)) => conditions::set(
+            &mut status.conditions,
+            "Ready",
+            false,
+            reason,
+            problems
+                .iter()
+                .map(|(_, m)| m.as_str())
+                .collect::<Vec<_>>()
+                .join(" "),
+            generation,
+            &t,
+        ),
         None => conditions::set(
             &mut status.conditions,
             "Ready",
