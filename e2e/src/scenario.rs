@@ -126,16 +126,13 @@ impl Scenario {
     }
 
     /// Waits for a job to reach `phase`, failing with its status after `timeout`. `Running`
-    /// waits until every replica runs too (`status.startedAt`): the phase begins at
-    /// admission, and a gang preempted before it started is stopped at once, with nothing
-    /// to checkpoint (`NotStarted`).
+    /// is the phase once every replica runs (`Starting` before), so a job seen `Running` has
+    /// started, and a preemption of it checkpoints.
     pub async fn wait_phase(&self, job: &str, phase: &str, timeout: Duration) {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let now = self.job_status(job, "{.status.phase}");
-            if now == phase
-                && (phase != "Running" || !self.job_status(job, "{.status.startedAt}").is_empty())
-            {
+            if now == phase {
                 return;
             }
             if tokio::time::Instant::now() > deadline {

@@ -156,16 +156,19 @@ fn a_running_jobs_tasks_cannot_change() {
     };
     let phase = |phase: &str| set_phase(cp, "reshape", phase);
     cp.apply(&manifest(2, "trainer:1"));
-    phase("Running");
-    let out = cp
-        .kubectl_stdin(&["apply", "-f", "-"], &manifest(4, "trainer:1"))
-        .expect("kubectl runs");
-    assert!(!out.success, "a running gang was resized: {}", out.stdout);
-    assert!(
-        out.stderr.contains("spec.tasks") && out.stderr.contains("spec.suspend"),
-        "{}",
-        out.stderr
-    );
+    // Admitted and starting holds GPUs as running does.
+    for held in ["Starting", "Running"] {
+        phase(held);
+        let out = cp
+            .kubectl_stdin(&["apply", "-f", "-"], &manifest(4, "trainer:1"))
+            .expect("kubectl runs");
+        assert!(!out.success, "a {held} gang was resized: {}", out.stdout);
+        assert!(
+            out.stderr.contains("spec.tasks") && out.stderr.contains("spec.suspend"),
+            "{}",
+            out.stderr
+        );
+    }
     cp.apply(&manifest(2, "trainer:2"));
     phase("Preempting");
     phase("Queued");
@@ -294,7 +297,7 @@ fn get_shows_printer_columns() {
     let cases = [
         (
             "trainingjobs",
-            vec!["NAME", "QUEUE", "PHASE", "GPUS", "RETRIES", "AGE"],
+            vec!["NAME", "QUEUE", "PHASE", "REASON", "GPUS", "RETRIES", "AGE"],
         ),
         (
             "queues",
@@ -338,6 +341,13 @@ fn get_shows_printer_columns() {
         .expect("kubectl get vc -o wide");
     let header = columns_of(&wide);
     for column in ["LIMIT", "ATRISK", "ABOVELIMIT"] {
+        assert!(header.contains(&column), "{column} missing:\n{wide}");
+    }
+    let wide = cp
+        .kubectl_ok(&["get", "queues", "-o", "wide"])
+        .expect("kubectl get queues -o wide");
+    let header = columns_of(&wide);
+    for column in ["STRATEGY", "STARTING"] {
         assert!(header.contains(&column), "{column} missing:\n{wide}");
     }
     let queues = cp.kubectl_ok(&["get", "q"]).expect("short name q");

@@ -124,6 +124,7 @@ fn trainingjob_health() {
 
     for phase in [
         Phase::Pending,
+        Phase::Starting,
         Phase::Running,
         Phase::Preempting,
         Phase::Retrying,

@@ -368,6 +368,14 @@ async fn unknown_queue_is_reported_and_recovered_by_a_later_apply() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     assert_eq!(s.job_status("early", "{.status.phase}"), "Pending");
+    // `kubectl get tj` says why in its REASON column.
+    let table =
+        s.cp.kubectl_ok(&["get", "tj", "early", "-n", &s.ns])
+            .expect("kubectl get tj");
+    assert!(
+        table.contains("REASON") && table.contains("UnknownQueue"),
+        "{table}"
+    );
     // The queue arrives later (another file of the same GitOps sync): the job recovers.
     let vc = format!("late-{}", s.id);
     s.cp.apply(&format!(

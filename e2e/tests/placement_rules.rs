@@ -77,6 +77,7 @@ async fn tainted_gpu_nodes_take_only_jobs_that_tolerate_the_taint() {
                 message.contains("2 nodes have the taint nvidia.com/gpu=present:NoSchedule"),
                 "{message}"
             );
+            assert_eq!(s.job_status("plain", "{.status.reason}"), "NeverFits");
             break;
         }
         assert!(

@@ -162,6 +162,11 @@ pub fn reason(job: &TrainingJob) -> String {
         Phase::Suspended | Phase::Retrying | Phase::Failed | Phase::Preempting => {
             status.message.clone().unwrap_or_default()
         }
+        // Admitted: what it waits for is its replicas.
+        Phase::Starting => condition(&status.conditions, "Running")
+            .filter(|c| c.status == "False")
+            .map(|c| c.message.clone())
+            .unwrap_or_default(),
         _ => String::new(),
     }
 }
@@ -321,7 +326,7 @@ impl QueueReport {
 
     pub fn render(&self) -> String {
         let mut out = format!(
-            "Queue {} (VirtualCluster {}, policy {})\nGPUs in use: {} ({} bonus)   Running: {}   Admitted: {}   Pending: {}\n",
+            "Queue {} (VirtualCluster {}, policy {})\nGPUs in use: {} ({} bonus)   Running: {}   Starting: {}   Pending: {}\n",
             self.name,
             self.virtual_cluster,
             self.policy,
@@ -825,7 +830,7 @@ mod tests {
         let names: Vec<&str> = r.jobs.iter().map(|j| j.name.as_str()).collect();
         assert_eq!(names, ["first", "second"]);
         let text = r.render();
-        assert!(text.starts_with("Queue q (VirtualCluster a, policy FIFO)\nGPUs in use: 8 (0.5 bonus)   Running: 1   Admitted: 0   Pending: 2\n\nPOSITION   NAMESPACE   NAME"), "{text}");
+        assert!(text.starts_with("Queue q (VirtualCluster a, policy FIFO)\nGPUs in use: 8 (0.5 bonus)   Running: 1   Starting: 0   Pending: 2\n\nPOSITION   NAMESPACE   NAME"), "{text}");
         let v: serde_json::Value =
             serde_json::from_str(&structured(&r, Output::Json).expect("json")).expect("parses");
         assert_eq!(v["jobs"][1]["position"], 2);

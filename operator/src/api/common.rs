@@ -27,7 +27,8 @@ impl std::fmt::Display for TopologyLevel {
 }
 
 /// Where a TrainingJob is in its life: `Pending` (not yet validated), `Queued` (waiting for
-/// capacity), `Running` (the whole gang is placed and its pods exist), `Preempting` (asked to
+/// capacity), `Starting` (admitted and placed; its pods are being created or start: images
+/// pulled, init containers run), `Running` (every replica has run), `Preempting` (asked to
 /// checkpoint before its pods are deleted), `Retrying` (a replica failed; waiting out the
 /// backoff), `Suspended` (`spec.suspend` is true), `Succeeded`, `Failed`.
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -35,6 +36,7 @@ pub enum Phase {
     #[default]
     Pending,
     Queued,
+    Starting,
     Running,
     Preempting,
     Retrying,
@@ -47,6 +49,12 @@ impl Phase {
     /// Succeeded and Failed are final: nothing moves a job out of them.
     pub fn is_finished(self) -> bool {
         matches!(self, Phase::Succeeded | Phase::Failed)
+    }
+
+    /// Admitted and not yet stopped: the job's GPUs are charged to its queue's team, whether
+    /// its pods are starting, running or asked to checkpoint.
+    pub fn holds_gpus(self) -> bool {
+        matches!(self, Phase::Starting | Phase::Running | Phase::Preempting)
     }
 }
 

@@ -23,6 +23,7 @@ use super::common::GpuAmount;
     printcolumn = r#"{"name":"Policy","type":"string","jsonPath":".spec.policy"}"#,
     printcolumn = r#"{"name":"Strategy","type":"string","jsonPath":".spec.queueingStrategy","priority":1}"#,
     printcolumn = r#"{"name":"Pending","type":"integer","jsonPath":".status.pending"}"#,
+    printcolumn = r#"{"name":"Starting","type":"integer","priority":1,"jsonPath":".status.admitted"}"#,
     printcolumn = r#"{"name":"Running","type":"integer","jsonPath":".status.running"}"#,
     printcolumn = r#"{"name":"GPUs","type":"number","jsonPath":".status.gpusInUse"}"#,
     printcolumn = r#"{"name":"Bonus","type":"number","jsonPath":".status.bonusGpus"}"#,
@@ -121,7 +122,7 @@ pub struct QueueStatus {
     /// Jobs waiting for capacity (phases Pending, Queued and Retrying).
     #[serde(default)]
     pub pending: i32,
-    /// Jobs admitted whose pods are not all running yet.
+    /// Jobs admitted whose pods are not all running yet (phase `Starting`).
     #[serde(default)]
     pub admitted: i32,
     /// Jobs running.

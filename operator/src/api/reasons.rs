@@ -70,6 +70,8 @@ names! {
         AdmittedWithinGuarantee,
         /// `Admitted=True` on borrowed GPUs.
         AdmittedAsBonus,
+        /// `Running=False` from the admission until every replica runs (phase `Starting`).
+        Starting,
         /// `Running=True`.
         AllReplicasRunning,
         /// `Running=False`: a replica failed (counts as a retry).

@@ -26,6 +26,7 @@ use super::common::{Phase, TopologyLevel};
     status = "TrainingJobStatus",
     printcolumn = r#"{"name":"Queue","type":"string","jsonPath":".status.queue"}"#,
     printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
+    printcolumn = r#"{"name":"Reason","type":"string","jsonPath":".status.reason"}"#,
     printcolumn = r#"{"name":"GPUs","type":"number","jsonPath":".status.gpus"}"#,
     printcolumn = r#"{"name":"Retries","type":"integer","jsonPath":".status.retries"}"#,
     printcolumn = r#"{"name":"Position","type":"integer","priority":1,"jsonPath":".status.queuePosition"}"#,
@@ -469,6 +470,12 @@ pub struct TrainingJobStatus {
     /// placement until `until` (with `--binding scheduler`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refused_nodes: Vec<RefusedNode>,
+    /// Why the job is in its phase, in one word: the reason of the condition that explains
+    /// it (why it waits, why it is invalid, retrying, preempted or failed, for example
+    /// `QuotaExhausted`, `NeverFits`, `UnknownQueue`, `ReplicaFailed`, `RetriesExhausted`).
+    /// Unset while it starts, runs, is suspended or succeeded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     /// A sentence on the current state, for example why the job waits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,

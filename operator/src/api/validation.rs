@@ -207,7 +207,7 @@ pub fn rules() -> Vec<Rule> {
             // while it is not admitted).
             at: &[],
             rule: "!has(oldSelf.status) || !has(oldSelf.status.phase) \
-                   || !(oldSelf.status.phase in ['Running', 'Preempting']) \
+                   || !(oldSelf.status.phase in ['Starting', 'Running', 'Preempting']) \
                    || (has(self.spec.queue) ? self.spec.queue : '') \
                    == (has(oldSelf.spec.queue) ? oldSelf.spec.queue : '')",
             message: "cannot change while the job runs: its GPUs are charged to its queue's \
@@ -220,7 +220,7 @@ pub fn rules() -> Vec<Rule> {
             crd: "trainingjobs",
             at: &[],
             rule: "!has(oldSelf.status) || !has(oldSelf.status.phase) \
-                   || !(oldSelf.status.phase in ['Running', 'Preempting']) \
+                   || !(oldSelf.status.phase in ['Starting', 'Running', 'Preempting']) \
                    || (has(self.spec.user) ? self.spec.user : '') \
                    == (has(oldSelf.spec.user) ? oldSelf.spec.user : '')",
             message: "cannot change while the job runs: its GPUs count against its user's \
@@ -236,7 +236,7 @@ pub fn rules() -> Vec<Rule> {
             // the next attempt.
             at: &[],
             rule: "!has(oldSelf.status) || !has(oldSelf.status.phase) \
-                   || !(oldSelf.status.phase in ['Running', 'Preempting']) \
+                   || !(oldSelf.status.phase in ['Starting', 'Running', 'Preempting']) \
                    || (self.spec.tasks.map(t, t.name) == oldSelf.spec.tasks.map(t, t.name) \
                    && self.spec.tasks.map(t, has(t.replicas) ? t.replicas : 1) \
                    == oldSelf.spec.tasks.map(t, has(t.replicas) ? t.replicas : 1))",

@@ -22,7 +22,7 @@ use super::validate::{PriorityClassValue, Refs, Refusal};
 use super::waiting::Published;
 use super::watches::{JobTriggers, Stores, Watches};
 use super::workload::{History, WorkloadSettings};
-use crate::api::{Phase, Queue, TrainingJob, VirtualCluster};
+use crate::api::{Queue, TrainingJob, VirtualCluster};
 
 /// Field manager of every write the operator makes.
 pub const MANAGER: &str = "kubetrain";
@@ -239,13 +239,13 @@ impl Context {
     }
 
     /// Whether the job holds GPUs or is about to: its status says it was admitted
-    /// (`Running`, `Preempting`), or an admission of it is in flight, or pods of it are
+    /// (`Starting`, `Running`, `Preempting`), or an admission of it is in flight, or pods of it are
     /// present (its status not written yet, or its pods still leaving). What a deleted Queue
     /// or VirtualCluster waits for: a job admitted in the very cycle of the deletion is not
     /// `Running` yet, and letting the finalizer go cannot be undone.
     pub fn holds_gpus(&self, job: &TrainingJob) -> bool {
         let phase = job.status.as_ref().map(|s| s.phase).unwrap_or_default();
-        if matches!(phase, Phase::Running | Phase::Preempting) {
+        if phase.holds_gpus() {
             return true;
         }
         if phase.is_finished() {

@@ -47,7 +47,7 @@ pub fn request(
 /// leaving, not suspended, no stop decided. A job that finished or failed meanwhile is
 /// stopping for its own reasons.
 fn withdrawable(job: &TrainingJob, status: &TrainingJobStatus, gang: &Gang) -> bool {
-    matches!(status.phase, Phase::Running | Phase::Preempting)
+    status.phase.holds_gpus()
         && !gang.acknowledged()
         && !gang.leaving()
         && !job.spec.suspend

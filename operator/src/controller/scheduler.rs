@@ -195,6 +195,7 @@ pub async fn cycle(ctx: &Arc<Context>) -> Duration {
     let mut by_phase: std::collections::BTreeMap<String, i64> = [
         Phase::Pending,
         Phase::Queued,
+        Phase::Starting,
         Phase::Running,
         Phase::Preempting,
         Phase::Retrying,

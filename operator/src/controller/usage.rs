@@ -152,7 +152,7 @@ pub fn compute(
                     usage.vcs.entry(vc).or_default().pending += 1;
                 }
             }
-            Phase::Running | Phase::Preempting => {
+            Phase::Starting | Phase::Running | Phase::Preempting => {
                 if status.started_at.is_some() {
                     q.running += 1;
                 } else {

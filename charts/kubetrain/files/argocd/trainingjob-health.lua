@@ -54,7 +54,7 @@ elseif phase == "Queued" then
     hs.status = "Progressing"
   end
 else
-  -- Pending, Running, Preempting, Retrying: the operator is working on it.
+  -- Pending, Starting, Running, Preempting, Retrying: the operator is working on it.
   hs.status = "Progressing"
 end
 hs.message = message

@@ -206,6 +206,7 @@ pub fn next(
     }
     status.observed_generation = job.metadata.generation;
     status.nodes = placement_nodes(&status);
+    status.reason = phase_reason(&status);
     if status.gpus.is_none() || old.phase != status.phase {
         status.gpus = Some(requested_gpus(job));
     }
@@ -225,6 +226,31 @@ fn placement_nodes(status: &TrainingJobStatus) -> Option<String> {
         }
     }
     (!nodes.is_empty()).then(|| nodes.join(","))
+}
+
+/// Why the job is in its phase, for the `REASON` column: the reason of the condition that
+/// explains it. A spec gone invalid comes first (the job cannot be admitted again until it
+/// is fixed, even while it runs on); a job running, starting, suspended or done as asked has
+/// none. Taken from conditions written in the same status, so it never costs a write of its
+/// own.
+fn phase_reason(status: &TrainingJobStatus) -> Option<String> {
+    let reason_of = |type_: ConditionType, when: &str| {
+        conditions::get(&status.conditions, type_)
+            .filter(|c| c.status == when && !c.reason.is_empty())
+            .map(|c| c.reason.clone())
+    };
+    if !status.phase.is_finished()
+        && let Some(invalid) = reason_of(ConditionType::Valid, "False")
+    {
+        return Some(invalid);
+    }
+    match status.phase {
+        Phase::Pending | Phase::Queued => reason_of(ConditionType::Admitted, "False"),
+        Phase::Retrying => reason_of(ConditionType::Running, "False"),
+        Phase::Preempting => reason_of(ConditionType::Preempting, "True"),
+        Phase::Failed => reason_of(ConditionType::Failed, "True"),
+        Phase::Starting | Phase::Running | Phase::Suspended | Phase::Succeeded => None,
+    }
 }
 
 /// How long a new job's first status write waits for the scheduler's first word on it.
@@ -700,7 +726,7 @@ impl Step<'_> {
         // finished before status had them gets them once.
         // A running job whose queue or priority no longer resolves (its PriorityClass was
         // deleted) keeps those it was admitted with: the scheduler charges it by them.
-        let holds_gpus = matches!(status.phase, Phase::Running | Phase::Preempting);
+        let holds_gpus = status.phase.holds_gpus();
         if !status.phase.is_finished() || status.queue.is_none() {
             status.queue = self
                 .world
@@ -727,7 +753,7 @@ impl Step<'_> {
         }
         match status.phase {
             Phase::Queued => self.queued(status, fx),
-            Phase::Running => self.running(status, fx),
+            Phase::Starting | Phase::Running => self.running(status, fx),
             Phase::Preempting => self.preempting(status, fx),
             Phase::Retrying => self.retrying(status, fx),
             Phase::Pending | Phase::Suspended | Phase::Succeeded | Phase::Failed => {}
@@ -899,7 +925,7 @@ impl Step<'_> {
         // What happened before the suspension was seen goes first: a job done succeeds, a
         // replica failed counts (or the job would run again, its failure forgotten).
         if self.job.spec.suspend
-            && status.phase == Phase::Running
+            && matches!(status.phase, Phase::Starting | Phase::Running)
             && (self.deciding_succeeded(&status.succeeded_replicas)
                 || self.present.iter().any(|m| pod_failure(m).is_some()))
         {
@@ -1028,7 +1054,7 @@ impl Step<'_> {
             );
             return;
         }
-        status.phase = Phase::Running;
+        status.phase = Phase::Starting;
         status.admitted_at = Some(t.clone());
         status.started_at = None;
         status.retry_at = None;
@@ -1036,13 +1062,25 @@ impl Step<'_> {
         status.bonus = self.gang.bonus();
         status.placement = self.gang.recorded_placement();
         let msg = admitted(status, gang_size, generation, t);
+        // In the same write as the admission: a retry's `ReplicaFailed` (or a preemption's
+        // `Preempted`) would otherwise read as this run's.
+        conditions::set(
+            &mut status.conditions,
+            ConditionType::Running,
+            false,
+            Reason::Starting,
+            format!("Waiting for the {gang_size} replica(s) to start."),
+            generation,
+            t,
+        );
         status.message = Some(msg);
         fx.requeue(Duration::from_secs(2));
     }
 
-    /// Running: to Preempting when asked to checkpoint, to Succeeded when the deciding tasks
-    /// succeeded, to Retrying (or Failed) when a replica or its node failed or the cluster's
-    /// scheduler refused a pod; records the start once every replica runs.
+    /// Starting and Running: to Preempting when asked to checkpoint, to Succeeded when the
+    /// deciding tasks succeeded, to Retrying (or Failed) when a replica or its node failed or
+    /// the cluster's scheduler refused a pod; from Starting to Running, recording the start,
+    /// once every replica runs.
     fn running(&self, status: &mut TrainingJobStatus, fx: &mut Effects) {
         let (job, t, generation) = (self.job, self.t, self.generation);
         let present = self.present;
@@ -1258,6 +1296,7 @@ impl Step<'_> {
             );
         }
         if all_running && status.started_at.is_none() {
+            status.phase = Phase::Running;
             status.started_at = Some(t.clone());
             let msg = format!("All {gang_size} replica(s) are running.");
             conditions::set(
@@ -1673,7 +1712,11 @@ impl Step<'_> {
             fx.requeue(Duration::from_secs(1));
             return;
         }
-        status.phase = Phase::Running;
+        status.phase = if status.started_at.is_some() {
+            Phase::Running
+        } else {
+            Phase::Starting
+        };
         let msg = "The checkpoint request was withdrawn: the job it made room for no longer \
                    waits. The job runs on.";
         conditions::set(

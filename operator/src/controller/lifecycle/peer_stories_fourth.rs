@@ -101,7 +101,7 @@ fn kueue_a_gang_requeued_after_its_start_timeout_goes_to_the_back() {
     assert_eq!(s.status().queued_at, Some(at(0)));
     s = s.admitted("Pending");
     s.after(1).tick();
-    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(s.phase(), Phase::Starting);
     // The image cannot be pulled: 600 s after its admission the gang stops.
     s.after(600).tick();
     assert_eq!(s.phase(), Phase::Retrying, "{}", message(&s));
@@ -225,9 +225,11 @@ fn kueue_a_readmitted_job_records_its_new_admission() {
     s.after(50);
     s.pods = (0..2).map(|i| replica(i, "n1", "Pending")).collect();
     s.tick();
-    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(s.phase(), Phase::Starting);
     assert_eq!(s.status().admitted_at, Some(at(153)));
     assert_eq!(s.status().started_at, None, "not running yet");
+    // The preemption's `Running=False` is this run's no more.
+    assert_eq!(s.says(ConditionType::Running), ("False", "Starting"));
     let admitted = s.condition(ConditionType::Admitted);
     assert_eq!(admitted.status, "True");
     assert_ne!(admitted.last_transition_time, first);
@@ -260,7 +262,7 @@ fn kueue_the_start_timeout_counts_from_the_new_admission() {
     assert_eq!(s.status().admitted_at, Some(at(504)));
     // 600 s after the first admission, 300 s after this one: it waits on.
     s.after(300).tick();
-    assert_eq!(s.phase(), Phase::Running, "{}", message(&s));
+    assert_eq!(s.phase(), Phase::Starting, "{}", message(&s));
     assert_eq!(s.status().retries, 0);
     // 600 s after this one: stopped, counted.
     s.after(300).tick();
@@ -384,7 +386,7 @@ fn k8s_replicas_done_before_a_suspension_run_again_differs() {
     s.after(1).tick();
     s.pods = (0..2).map(|i| replica(i, "n1", "Running")).collect();
     s.after(1).tick();
-    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(s.phase(), Phase::Starting);
     assert!(s.status().succeeded_replicas.is_empty());
     // The second replica alone finishing does not finish the job.
     set_phase(&mut s.pods[1], "Succeeded");

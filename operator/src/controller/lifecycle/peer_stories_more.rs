@@ -190,7 +190,7 @@ fn k8s_suspending_a_gang_that_never_started_loses_no_work() {
     s.tick();
     s = s.admitted("Pending");
     s.tick();
-    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(s.phase(), Phase::Starting);
     assert!(s.status().started_at.is_none(), "never started");
     s.job.spec.suspend = true;
     let first = s.after(5).tick();
@@ -462,7 +462,7 @@ fn kueue_a_gang_whose_pods_never_become_ready_is_requeued() {
         ]}),
     );
     s.tick();
-    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(s.phase(), Phase::Starting);
     let mut stopped = Vec::new();
     for _ in 0..20 {
         let fx = s.after(30).tick();
@@ -495,7 +495,7 @@ fn volcano_a_replica_failing_before_the_gang_starts_restarts_it() {
     s.tick();
     s = s.admitted("Pending");
     s.tick();
-    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(s.phase(), Phase::Starting);
     assert!(s.status().started_at.is_none());
     status(
         &mut s.pods[1],

@@ -107,7 +107,7 @@ fn admitted_gang(tasks: &[(&str, u32, bool)], phase: &str) -> Story {
         }
     }
     s.tick();
-    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(s.phase(), Phase::Starting);
     s
 }
 
@@ -122,14 +122,14 @@ fn running_is_true(s: &Story) -> bool {
 /// `Running`) and `TestLauncherActiveWorkerReady` (every worker runs too: `Running=True`), with
 /// Kubeflow training-operator's "Test MPIJob with Running launcher Pod and Pending worker Pods".
 /// In kubetrain the gang has not started while its launcher runs and its workers are still
-/// pending: no `startedAt`, no `Running=True`, no `Running` Event, nothing stopped; it starts
-/// when the last worker runs.
+/// pending: phase `Starting`, no `startedAt`, no `Running=True`, no `Running` Event, nothing
+/// stopped; it starts when the last worker runs.
 #[test]
 fn mpi_a_running_launcher_with_pending_workers_has_not_started() {
     let mut s = admitted_gang(&[("launcher", 1, true), ("worker", 2, false)], "Pending");
     set_phase(pod(&mut s, "llm-launcher-0"), "Running");
     let fx = s.after(5).tick();
-    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(s.phase(), Phase::Starting);
     assert!(s.status().started_at.is_none());
     assert!(!running_is_true(&s));
     assert!(fx.events.is_empty(), "{:?}", reasons(&fx));
@@ -279,7 +279,7 @@ fn kueue_a_replica_recorded_as_done_counts_towards_the_start_after_its_pod_is_go
     // The finished pod is removed (`kubectl delete pod`); the last replica then runs.
     s.pods.remove(0);
     s.after(5).tick();
-    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(s.phase(), Phase::Starting);
     set_phase(pod(&mut s, "llm-worker-2"), "Running");
     let fx = s.after(5).tick();
     assert_eq!(s.phase(), Phase::Running);
@@ -336,7 +336,7 @@ fn kueue_a_start_timeout_retry_waits_the_doubling_backoff_up_to_its_cap() {
         s.tick();
         s = s.admitted("Pending");
         s.tick();
-        assert_eq!(s.phase(), Phase::Running);
+        assert_eq!(s.phase(), Phase::Starting);
         s.job.status.as_mut().expect("status").retries = used;
         let fx = s.after(600).tick();
         assert_eq!(s.phase(), Phase::Retrying, "{}", message(&s));
@@ -408,7 +408,7 @@ fn kueue_without_a_start_timeout_a_gang_that_never_runs_keeps_its_admission() {
         let fx = s.after(1800).tick();
         assert!(fx.pod_deletions.is_empty());
     }
-    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(s.phase(), Phase::Starting);
     assert!(s.status().started_at.is_none());
     assert_eq!(s.status().retries, 0);
     assert_eq!(s.says(ConditionType::Admitted).0, "True");
@@ -463,7 +463,7 @@ fn k8s_a_pod_late_in_the_cache_is_waited_for_not_torn_down() {
     assert_eq!(fx.requeue, Some(Duration::from_secs(1)));
     s.pods.push(replica(1, "n1", "Pending"));
     let fx = s.after(1).tick();
-    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(s.phase(), Phase::Starting);
     assert!(fx.pod_deletions.is_empty());
     assert_eq!(s.status().infrastructure_retries, 0);
     assert_eq!(s.status().retries, 0);
@@ -664,7 +664,7 @@ fn jobset_an_in_order_startup_is_one_gang_start_differs() {
         set_phase(pod(&mut s, w), "Running");
     }
     let fx = s.after(5).tick();
-    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(s.phase(), Phase::Starting);
     assert!(s.status().started_at.is_none());
     assert!(fx.pod_deletions.is_empty());
     assert!(fx.events.is_empty());

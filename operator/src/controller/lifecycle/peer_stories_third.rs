@@ -425,10 +425,10 @@ fn kueue_a_gang_never_ready_fails_once_its_retries_are_used() {
                                                "message": "Back-off pulling image \"x\""}}))]}),
     );
     s.tick();
-    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(s.phase(), Phase::Starting);
     assert_eq!(s.status().admitted_at, Some(at(0)));
     let fx = s.after(599).tick();
-    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(s.phase(), Phase::Starting);
     assert!(fx.pod_deletions.is_empty());
     let fx = s.after(1).tick();
     assert_eq!(s.phase(), Phase::Failed, "{}", message(&s));
@@ -471,9 +471,9 @@ fn k8s_the_deadline_runs_before_any_pod_starts() {
     s.tick();
     s = s.admitted("Pending");
     s.tick();
-    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(s.phase(), Phase::Starting);
     s.after(9).tick();
-    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(s.phase(), Phase::Starting);
     let fx = s.after(1).tick();
     assert_eq!(s.phase(), Phase::Failed);
     assert_eq!(s.says(ConditionType::Failed), ("True", "DeadlineExceeded"));

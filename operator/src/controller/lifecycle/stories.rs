@@ -334,7 +334,7 @@ fn a_waiting_job_whose_pods_are_being_created_is_written_once_they_exist() {
     s = s.admitted("Pending");
     s.after(1).tick();
     assert_eq!(s.writes, writes + 1);
-    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(s.phase(), Phase::Starting);
     assert_eq!(s.says(ConditionType::Admitted).0, "True");
 }
 
@@ -362,7 +362,7 @@ fn a_job_admitted_in_its_first_cycle_is_written_once_before_it_runs() {
     s = s.admitted("Pending");
     let fx = s.after(1).tick();
     assert_eq!(s.writes, 1);
-    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(s.phase(), Phase::Starting);
     assert!(
         fx.events.is_empty(),
         "admitted before it waited: the Admitted Event says it all"
@@ -409,6 +409,7 @@ fn a_new_job_that_waits_is_written_with_the_schedulers_reason() {
     assert_eq!(s.status().queued_at, Some(at(0)));
     assert_eq!(s.status().queue_position, Some(4));
     assert_eq!(s.says(ConditionType::Admitted), ("False", "QuotaExhausted"));
+    assert_eq!(s.status().reason.as_deref(), Some("QuotaExhausted"));
     assert_eq!(fx.requeue, Some(Duration::from_secs(30)));
 }
 
@@ -455,7 +456,7 @@ fn an_admitted_gang_runs_then_starts() {
     s = s.admitted("Pending");
     s.now = 3;
     let fx = s.tick();
-    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(s.phase(), Phase::Starting);
     assert_eq!(s.status().admitted_at, Some(at(3)));
     assert_eq!(s.status().placement.len(), 2);
     assert_eq!(s.status().placement[1].node, "n1");
@@ -465,6 +466,8 @@ fn an_admitted_gang_runs_then_starts() {
         ("True", "AdmittedWithinGuarantee")
     );
     assert!(s.status().started_at.is_none(), "not running yet");
+    assert_eq!(s.says(ConditionType::Running), ("False", "Starting"));
+    assert_eq!(s.status().reason, None, "the phase says it all");
     assert_eq!(fx.requeue, Some(Duration::from_secs(2)));
     assert_eq!(s.status().queue_position, None);
 
@@ -475,6 +478,7 @@ fn an_admitted_gang_runs_then_starts() {
 
     s.set_pods_phase("Running");
     let fx = s.after(2).tick();
+    assert_eq!(s.phase(), Phase::Running);
     assert_eq!(s.status().started_at, Some(at(7)));
     assert_eq!(
         s.says(ConditionType::Running),
@@ -493,7 +497,7 @@ fn a_gang_on_borrowed_gpus_is_admitted_as_bonus() {
     let mut s = Story::new(1).admitted("Pending");
     s.annotate_all(BONUS_ANNOTATION, "true");
     s.tick();
-    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(s.phase(), Phase::Starting);
     assert!(s.status().bonus);
     assert_eq!(s.says(ConditionType::Admitted), ("True", "AdmittedAsBonus"));
 }
@@ -606,6 +610,7 @@ fn a_failed_replica_is_retried_after_its_backoff() {
     assert_eq!(s.status().retries, 1);
     assert_eq!(s.status().retry_at, Some(at(60)));
     assert_eq!(s.says(ConditionType::Running), ("False", "ReplicaFailed"));
+    assert_eq!(s.status().reason.as_deref(), Some("ReplicaFailed"));
     assert!(
         s.status()
             .message
@@ -647,6 +652,7 @@ fn a_job_out_of_retries_fails() {
     assert_eq!(s.status().finished_at, Some(at(10)));
     assert_eq!(s.says(ConditionType::Failed), ("True", "RetriesExhausted"));
     assert_eq!(s.says(ConditionType::Running), ("False", "ReplicaFailed"));
+    assert_eq!(s.status().reason.as_deref(), Some("RetriesExhausted"));
     assert_eq!(reasons(&fx), ["Failed"]);
     // The replica still running stops; the one that failed stays for `kubectl logs`.
     assert_eq!(deleted(&fx), ["llm-worker-1"]);
@@ -779,10 +785,14 @@ fn a_pod_the_cluster_scheduler_refuses_rolls_the_admission_back() {
     s.tick();
     s.pods = vec![unschedulable("volume node affinity conflict")];
     s.tick();
-    assert_eq!(s.phase(), Phase::Running, "placed, waiting for its binding");
+    assert_eq!(
+        s.phase(),
+        Phase::Starting,
+        "placed, waiting for its binding"
+    );
     // Within the deadline: keep waiting.
     let fx = s.after(30).tick();
-    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(s.phase(), Phase::Starting);
     assert!(fx.pod_deletions.is_empty());
     let fx = s.after(30).tick();
     assert_eq!(s.phase(), Phase::Retrying);
@@ -852,6 +862,7 @@ fn a_preempted_job_checkpoints_and_returns_to_its_queue() {
         s.says(ConditionType::Preempting),
         ("True", "CheckpointRequested")
     );
+    assert_eq!(s.status().reason.as_deref(), Some("CheckpointRequested"));
     assert!(fx.pod_deletions.is_empty(), "the pods checkpoint first");
     assert!(fx.requeue.is_some_and(|d| d <= Duration::from_secs(2)));
 
@@ -1072,6 +1083,7 @@ fn an_invalid_job_waits_in_pending_until_fixed() {
     let fx = s.tick();
     assert_eq!(s.phase(), Phase::Pending);
     assert_eq!(s.says(ConditionType::Valid), ("False", "UnknownQueue"));
+    assert_eq!(s.status().reason.as_deref(), Some("UnknownQueue"));
     assert_eq!(
         s.status().message.as_deref(),
         Some("queue q does not exist")
@@ -1089,6 +1101,7 @@ fn an_invalid_job_waits_in_pending_until_fixed() {
     let fx = s.after(15).tick();
     assert_eq!(s.says(ConditionType::Valid), ("True", "Valid"));
     assert_eq!(s.phase(), Phase::Queued);
+    assert_ne!(s.status().reason.as_deref(), Some("UnknownQueue"));
     assert_eq!(reasons(&fx), ["Valid", "Queued"]);
     // A new job valid from the start has no such Event.
     let mut s = Story::new(1);
@@ -1397,7 +1410,7 @@ fn the_nodes_column_lists_every_node_of_the_gang() {
         replica(2, "n2", "Running"),
     ];
     s.tick();
-    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(s.phase(), Phase::Starting);
     assert_eq!(s.status().nodes.as_deref(), Some("n2,n1"));
     s.job.spec.suspend = true;
     s.after(1).tick();
