@@ -349,6 +349,46 @@ async fn gang_is_never_partly_created() {
     s.finish().await;
 }
 
+/// A gang whose image cannot be pulled stays `Starting` (not `Running`), and `kubectl get tj`
+/// says why in its REASON column, the kubelet's word; the status names the pod.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gang_whose_image_cannot_be_pulled_says_so_while_it_starts() {
+    let s = Scenario::new("pull", 1, 8, 1).await;
+    let q = s.tenant("pull", 8, "FIFO", "");
+    s.cp.apply(&s.job(
+        "stuck",
+        &q,
+        2,
+        1,
+        &[("image-pull-error", "manifest unknown")],
+        "",
+    ));
+    let deadline = Instant::now() + T;
+    while s.job_status("stuck", "{.status.reason}") != "ImagePullBackOff" {
+        assert!(
+            Instant::now() < deadline,
+            "no ImagePullBackOff: {}",
+            s.job_status("stuck", "{.status}")
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(s.job_status("stuck", "{.status.phase}"), "Starting");
+    let message = s.job_status("stuck", "{.status.message}");
+    assert!(
+        message.contains("stuck-worker-0 is not running: ImagePullBackOff")
+            && message.contains("manifest unknown"),
+        "{message}"
+    );
+    let table =
+        s.cp.kubectl_ok(&["get", "tj", "stuck", "-n", &s.ns])
+            .expect("kubectl get tj");
+    assert!(
+        table.contains("Starting") && table.contains("ImagePullBackOff"),
+        "{table}"
+    );
+    s.finish().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_queue_is_reported_and_recovered_by_a_later_apply() {
     let s = Scenario::new("gitops", 1, 8, 1).await;

@@ -10,7 +10,8 @@
 //!    are instead `Failed` with that reason at once, as a kubelet admission rejection is.
 //! 2. `startTime` + start delay (`sim.kubetrain.io/start-seconds`, default 1 s): `Running`,
 //!    containers running and ready from `startedAt`, `Ready=True`, a fake pod IP unique among
-//!    bound pods in 10.244.0.0/16.
+//!    bound pods in 10.244.0.0/16. With `sim.kubetrain.io/image-pull-error: <message>` the
+//!    containers wait in `ImagePullBackOff` with that message instead, for ever.
 //! 3. With `sim.kubetrain.io/run-seconds`, at `startedAt` + run time: `Succeeded` (exit 0),
 //!    `Failed` with `sim.kubetrain.io/exit-code` (reason `Error`), or, with
 //!    `sim.kubetrain.io/oom-killed: "true"`, `Failed` with reason `OOMKilled`, exit 137.
@@ -254,6 +255,13 @@ async fn reconcile(pod: Arc<Pod>, ctx: Arc<PodCtx>) -> Result<Action, Error> {
         if now < due {
             return Ok(at(due, now));
         }
+        if let Some(error) = annotation(&pod, sim::IMAGE_PULL_ERROR) {
+            if !pull_failing(&status) {
+                write_status(&api, &pod, &ctx, pull_failed(&pod, error)).await?;
+                tracing::debug!(pod = %pod.name_any(), node = %node_name, "image pull fails");
+            }
+            return Ok(Action::await_change());
+        }
         let ip = status
             .pod_ip
             .clone()
@@ -444,6 +452,41 @@ fn accepted(pod: &Pod, node: &SimNode, now: Timestamp) -> PodStatus {
             .collect(),
     );
     s
+}
+
+const PULL_BACKOFF: &str = "ImagePullBackOff";
+
+/// Containers waiting on an image that cannot be pulled, as a kubelet reports it between
+/// its attempts.
+fn pull_failed(pod: &Pod, error: &str) -> PodStatus {
+    let mut s = pod.status.clone().unwrap_or_default();
+    let waiting = |image: Option<&String>| ContainerState {
+        waiting: Some(ContainerStateWaiting {
+            reason: Some(PULL_BACKOFF.into()),
+            message: Some(format!(
+                "Back-off pulling image \"{}\": {error}",
+                image.map_or("", |i| i.as_str())
+            )),
+        }),
+        ..Default::default()
+    };
+    s.container_statuses = Some(
+        containers(pod)
+            .map(|(n, i)| container_status(pod, n, i, waiting(i), false))
+            .collect(),
+    );
+    s
+}
+
+/// Whether the pod already says its image cannot be pulled.
+fn pull_failing(status: &PodStatus) -> bool {
+    status.container_statuses.iter().flatten().any(|c| {
+        c.state
+            .as_ref()
+            .and_then(|s| s.waiting.as_ref())
+            .and_then(|w| w.reason.as_deref())
+            == Some(PULL_BACKOFF)
+    })
 }
 
 /// Containers started at `now`, pod Running and Ready with IP `ip`.

@@ -66,4 +66,7 @@ pub mod sim {
     /// reason (for example `OutOfnvidia.com/gpu`, as when a GPU failed between the
     /// scheduling decision and the pod's arrival); later attempts are admitted.
     pub const ADMISSION_REJECT: &str = "sim.kubetrain.io/admission-reject";
+    /// The replica's image cannot be pulled: its containers wait in `ImagePullBackOff` with
+    /// this message, and it never runs.
+    pub const IMAGE_PULL_ERROR: &str = "sim.kubetrain.io/image-pull-error";
 }

@@ -72,6 +72,9 @@ names! {
         AdmittedAsBonus,
         /// `Running=False` from the admission until every replica runs (phase `Starting`).
         Starting,
+        /// `Running=False` while starting: a replica's pod reports a problem instead of
+        /// progress (an image that cannot be pulled, a container that cannot be created).
+        ReplicaNotStarting,
         /// `Running=True`.
         AllReplicasRunning,
         /// `Running=False`: a replica failed (counts as a retry).
@@ -281,6 +284,7 @@ mod tests {
             "OOMKilled",
             "Unschedulable",
             "ImagePullBackOff",
+            "CreateContainerConfigError",
         ]
         .into_iter()
         .collect();

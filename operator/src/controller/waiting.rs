@@ -84,6 +84,7 @@ mod tests {
             guaranteed_gpus: 8,
             in_use_gpus: Gpus::whole(in_use),
             needed_gpus: Gpus(8000),
+            share_kept_by: None,
         }
     }
 

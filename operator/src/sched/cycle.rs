@@ -1388,8 +1388,37 @@ impl<'a> Cycle<'a> {
                 guaranteed_gpus: gpus(g),
                 in_use_gpus: Gpus(u),
                 needed_gpus: Gpus(p.milli),
+                share_kept_by: self.share_kept_by(p),
             }
         }
+    }
+
+    /// The sibling queue that keeps what `p`'s queue could take back as its share: `p`'s
+    /// queue is within its share with `p`, and the sibling uses more than its own, but every
+    /// job it runs there is of higher priority than `p` (`Kind::QueueShare` takes none of
+    /// those). The message says so, or the wait reads as the team's guarantee simply used up.
+    fn share_kept_by(&self, p: &Pending) -> Option<String> {
+        if !self.may_take_share(p) {
+            return None;
+        }
+        let t = &self.t;
+        let prio = self.snap.job(p.job).priority;
+        let mut kept = None;
+        for r in self.runs.iter().filter(|r| !r.gone && r.vc == Some(p.vc)) {
+            let Some(sibling) = r
+                .queue
+                .and_then(|rq| t.parting(p.queue, rq))
+                .filter(|&s| t.beyond_share(s) > 0)
+            else {
+                continue;
+            };
+            if r.priority <= prio {
+                // Something could be taken back: the wait has another cause.
+                return None;
+            }
+            kept.get_or_insert(sibling);
+        }
+        kept.map(|s| self.snap.queue(s).name.clone())
     }
 
     fn run(&mut self, pending: IdVec<JobIdx, Option<Pending>>) {

@@ -193,6 +193,10 @@ pub enum WaitReason {
         guaranteed_gpus: u32,
         in_use_gpus: Gpus,
         needed_gpus: Gpus,
+        /// The job's queue is within its share of the guarantee with the job, and this
+        /// sibling queue uses more than its own share, but only with jobs of higher priority
+        /// than this one: a share is never taken back from those.
+        share_kept_by: Option<String>,
     },
     /// The VC's hard limit would be exceeded.
     OverLimit {
@@ -356,6 +360,7 @@ impl fmt::Display for WaitReason {
                 guaranteed_gpus,
                 in_use_gpus,
                 needed_gpus,
+                ..
             } if *needed_gpus > Gpus::whole(*guaranteed_gpus) => write!(
                 f,
                 "VirtualCluster {virtual_cluster} guarantees {guaranteed_gpus} GPUs ({in_use_gpus} in use) and this job needs {needed_gpus}, more than the whole guarantee: it can start only on borrowed GPUs, and it does not fit on the idle GPUs it may borrow. It starts when enough idle GPUs appear; a job within the guarantee would start sooner and could not be preempted."
@@ -365,6 +370,7 @@ impl fmt::Display for WaitReason {
                 guaranteed_gpus,
                 in_use_gpus,
                 needed_gpus,
+                share_kept_by,
             } => {
                 let left = Gpus::whole(*guaranteed_gpus).saturating_sub(*in_use_gpus);
                 write!(
@@ -372,7 +378,14 @@ impl fmt::Display for WaitReason {
                     "VirtualCluster {virtual_cluster} has {left} of its {guaranteed_gpus} guaranteed GPUs left ({in_use_gpus} in use); this job needs {needed_gpus}, {} more than are left, and it does not fit on the idle GPUs it may borrow. It starts when the team's own jobs free {}, or enough idle GPUs appear.",
                     needed_gpus.saturating_sub(left),
                     needed_gpus.saturating_sub(left),
-                )
+                )?;
+                if let Some(sibling) = share_kept_by {
+                    write!(
+                        f,
+                        " Its queue is within its share of the guarantee, but queue {sibling} uses more than its own share with jobs of higher priority than this one, and a share is taken back only from jobs of no higher priority."
+                    )?;
+                }
+                Ok(())
             }
             WaitReason::OverLimit {
                 virtual_cluster,
@@ -561,6 +574,7 @@ mod tests {
             guaranteed_gpus: 8,
             in_use_gpus: Gpus(0),
             needed_gpus: Gpus(24000),
+            share_kept_by: None,
         };
         let text = quota.to_string();
         assert!(
@@ -578,6 +592,7 @@ mod tests {
             guaranteed_gpus: 9,
             in_use_gpus: Gpus(8_250),
             needed_gpus: Gpus(1_500),
+            share_kept_by: None,
         };
         let text = quota.to_string();
         assert!(

@@ -1140,6 +1140,7 @@ fn reasons_do_the_arithmetic() {
         guaranteed_gpus: 16,
         in_use_gpus: Gpus(4000),
         needed_gpus: Gpus(16000),
+        share_kept_by: None,
     }
     .to_string();
     assert!(
@@ -2516,6 +2517,16 @@ fn overlapping_shares_only_order_admission() {
     ));
     assert!(d.preemptions.is_empty(), "{d:?}");
     assert!(d.admission("t/r1").is_none());
+    assert!(
+        matches!(
+            d.waiting_reason("t/r1"),
+            Some(WaitReason::QuotaExhausted {
+                share_kept_by: None,
+                ..
+            })
+        ),
+        "no share to keep: {d:?}"
+    );
     // 60 + 50 = 110 %: overlapping too
     let d = schedule(&share_world(
         (60, 50),
@@ -2526,7 +2537,7 @@ fn overlapping_shares_only_order_admission() {
 }
 
 /// A sibling's more important jobs keep running: a share is taken back only from jobs of no
-/// higher priority than the job that needs it.
+/// higher priority than the job that needs it, and the waiting job is told so.
 #[test]
 fn a_share_is_not_taken_back_from_more_important_jobs() {
     let d = schedule(&share_world(
@@ -2535,6 +2546,17 @@ fn a_share_is_not_taken_back_from_more_important_jobs() {
         vec![job("t/r1", "research", 1, 2)],
     ));
     assert!(d.preemptions.is_empty(), "{d:?}");
+    let reason = d.waiting_reason("t/r1").expect("waits");
+    assert!(
+        matches!(reason, WaitReason::QuotaExhausted { share_kept_by: Some(q), .. } if q == "dev"),
+        "{reason:?}"
+    );
+    assert!(
+        reason.to_string().contains(
+            "queue dev uses more than its own share with jobs of higher priority than this one"
+        ),
+        "{reason}"
+    );
     // one of them as important as the job: that one goes, although d4 would lose less
     let d = schedule(&share_world(
         (50, 50),

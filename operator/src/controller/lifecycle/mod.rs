@@ -206,7 +206,16 @@ pub fn next(
     }
     status.observed_generation = job.metadata.generation;
     status.nodes = placement_nodes(&status);
-    status.reason = phase_reason(&status);
+    status.reason = phase_reason(&status).or_else(|| {
+        // A starting gang's stuck replica: the kubelet's own word, as `kubectl get pods`
+        // shows it (`ImagePullBackOff`), in the same write as the condition that names it.
+        let stalled = status.phase == Phase::Starting
+            && conditions::get(&status.conditions, ConditionType::Running)
+                .is_some_and(|c| c.reason == Reason::ReplicaNotStarting.as_str());
+        stalled
+            .then(|| stalled_replica(&present).map(|(_, why, _)| why.to_string()))
+            .flatten()
+    });
     if status.gpus.is_none() || old.phase != status.phase {
         status.gpus = Some(requested_gpus(job));
     }
@@ -660,6 +669,28 @@ fn container_states(status: &PodStatus) -> impl Iterator<Item = &ContainerState>
         .flatten()
         .chain(status.container_statuses.iter().flatten())
         .filter_map(|c| c.state.as_ref())
+}
+
+/// Waiting reasons of a container on its way to running, as opposed to one that is stuck.
+const STARTING_REASONS: [&str; 2] = ["ContainerCreating", "PodInitializing"];
+
+/// A replica of a starting gang whose pod reports a problem instead of progress: the first
+/// pod, in rank order, not running whose (init) container waits for another reason than
+/// being created (`ErrImagePull`, `ImagePullBackOff`, `CreateContainerConfigError`, ...).
+/// Returns the pod, the kubelet's reason and its message.
+fn stalled_replica<'a>(present: &[&'a Member]) -> Option<(&'a Member, &'a str, &'a str)> {
+    present
+        .iter()
+        .filter(|m| !matches!(m.phase.as_deref(), Some("Running" | "Succeeded")))
+        .find_map(|m| {
+            container_states(m.pod.status.as_ref()?)
+                .filter_map(|s| s.waiting.as_ref())
+                .find_map(|w| {
+                    let reason = w.reason.as_deref().filter(|r| !r.is_empty())?;
+                    (!STARTING_REASONS.contains(&reason))
+                        .then(|| (*m, reason, w.message.as_deref().unwrap_or_default()))
+                })
+        })
 }
 
 /// Why a replica's pod is not running yet, from its containers' waiting states
@@ -1295,6 +1326,9 @@ impl Step<'_> {
                 },
             );
         }
+        if !all_running && status.started_at.is_none() {
+            self.starting(status, gang_size);
+        }
         if all_running && status.started_at.is_none() {
             status.phase = Phase::Running;
             status.started_at = Some(t.clone());
@@ -1317,6 +1351,55 @@ impl Step<'_> {
                 (due.as_second() - t.0.as_second()).max(1) as u64,
             ));
         }
+    }
+
+    /// Starting: `Running=False` (and the status message) says which replica holds the start
+    /// when its pod reports a problem (reason `ReplicaNotStarting`), and goes back to
+    /// `Starting` when none does. A gang that starts as it should keeps the condition of its
+    /// admission: no write.
+    fn starting(&self, status: &mut TrainingJobStatus, gang_size: usize) {
+        let was_stalled = conditions::get(&status.conditions, ConditionType::Running)
+            .is_some_and(|c| c.reason == Reason::ReplicaNotStarting.as_str());
+        let (reason, msg) = match stalled_replica(self.present) {
+            Some((m, why, detail)) => {
+                let timeout = self
+                    .world
+                    .settings
+                    .start_timeout
+                    .map_or_else(String::new, |limit| {
+                        format!(
+                            " The gang is stopped and retried if it does not all run within {} \
+                             s of its admission.",
+                            limit.as_secs()
+                        )
+                    });
+                let detail = if detail.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {detail}")
+                };
+                (
+                    Reason::ReplicaNotStarting,
+                    format!("Replica {} is not running: {why}{detail}.{timeout}", m.name),
+                )
+            }
+            None => (
+                Reason::Starting,
+                format!("Waiting for the {gang_size} replica(s) to start."),
+            ),
+        };
+        if was_stalled || reason == Reason::ReplicaNotStarting {
+            status.message = Some(msg.clone());
+        }
+        conditions::set(
+            &mut status.conditions,
+            ConditionType::Running,
+            false,
+            reason,
+            msg,
+            self.generation,
+            self.t,
+        );
     }
 
     /// The job's `activeDeadlineSeconds` and when it falls: counted from the current

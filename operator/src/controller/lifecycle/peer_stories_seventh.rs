@@ -626,6 +626,7 @@ fn jobset_a_new_reason_keeps_the_conditions_transition_time() {
             guaranteed_gpus: 8,
             in_use_gpus: Gpus(8000),
             needed_gpus: Gpus(1000),
+            share_kept_by: None,
         },
         Some(2),
     ));

@@ -399,6 +399,7 @@ fn a_new_job_that_waits_is_written_with_the_schedulers_reason() {
             guaranteed_gpus: 8,
             in_use_gpus: Gpus(8000),
             needed_gpus: Gpus(2000),
+            share_kept_by: None,
         },
         Some(4),
     ));
@@ -490,6 +491,68 @@ fn an_admitted_gang_runs_then_starts() {
     let fx = s.after(30).tick();
     assert!(fx.events.is_empty());
     assert_eq!(s.status().started_at, Some(at(7)));
+}
+
+/// A starting gang one of whose replicas cannot pull its image says so while it waits for
+/// it: `Running=False` with reason `ReplicaNotStarting` and the status message name the pod
+/// and the kubelet's words, and `status.reason` (the REASON column) is the kubelet's reason.
+/// Containers being created are progress: nothing to say, no write.
+#[test]
+fn a_starting_gang_names_the_replica_that_does_not_start() {
+    let waiting = |reason: &str, message: &str| {
+        json!({"phase": "Pending", "containerStatuses": [
+            container("c", json!({"waiting": {"reason": reason, "message": message}}))]})
+    };
+    let mut s = Story::new(2);
+    s.tick();
+    s = s.admitted("Pending");
+    s.tick();
+    assert_eq!(s.phase(), Phase::Starting);
+    for p in &mut s.pods {
+        status(p, waiting("ContainerCreating", ""));
+    }
+    let writes = s.writes;
+    s.after(2).tick();
+    assert_eq!(s.writes, writes, "progress is not news");
+    assert_eq!(s.says(ConditionType::Running), ("False", "Starting"));
+
+    status(
+        &mut s.pods[1],
+        waiting("ImagePullBackOff", "Back-off pulling image \"x\""),
+    );
+    let fx = s.after(2).tick();
+    assert_eq!(s.phase(), Phase::Starting);
+    assert!(fx.pod_deletions.is_empty(), "the start timeout decides");
+    assert_eq!(
+        s.says(ConditionType::Running),
+        ("False", "ReplicaNotStarting")
+    );
+    assert_eq!(s.status().reason.as_deref(), Some("ImagePullBackOff"));
+    let msg = s.status().message.clone().unwrap_or_default();
+    assert!(
+        msg.starts_with(
+            "Replica llm-worker-1 is not running: ImagePullBackOff: Back-off pulling image \"x\"."
+        ),
+        "{msg}"
+    );
+    assert_eq!(s.condition(ConditionType::Running).message, msg);
+
+    // The image is there now: back to progress, then the gang runs.
+    status(&mut s.pods[1], waiting("ContainerCreating", ""));
+    s.after(2).tick();
+    assert_eq!(s.says(ConditionType::Running), ("False", "Starting"));
+    assert_eq!(s.status().reason, None);
+    assert_eq!(
+        s.status().message.as_deref(),
+        Some("Waiting for the 2 replica(s) to start.")
+    );
+    s.set_pods_phase("Running");
+    s.after(2).tick();
+    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(
+        s.says(ConditionType::Running),
+        ("True", "AllReplicasRunning")
+    );
 }
 
 #[test]
