@@ -340,7 +340,7 @@ fn get_shows_printer_columns() {
         .kubectl_ok(&["get", "vc", "-o", "wide"])
         .expect("kubectl get vc -o wide");
     let header = columns_of(&wide);
-    for column in ["LIMIT", "ATRISK", "ABOVELIMIT"] {
+    for column in ["LIMIT", "ATRISK", "ABOVELIMIT", "OVERCOMMITTED"] {
         assert!(header.contains(&column), "{column} missing:\n{wide}");
     }
     let wide = cp

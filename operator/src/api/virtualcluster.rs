@@ -28,6 +28,7 @@ use super::common::{GpuAmount, TopologyLevel};
     printcolumn = r#"{"name":"Limit","type":"integer","jsonPath":".spec.limit.gpus","priority":1}"#,
     printcolumn = r#"{"name":"AtRisk","type":"string","jsonPath":".status.conditions[?(@.type==\"GuaranteeAtRisk\")].status","priority":1}"#,
     printcolumn = r#"{"name":"AboveLimit","type":"string","jsonPath":".status.conditions[?(@.type==\"AboveLimit\")].status","priority":1}"#,
+    printcolumn = r#"{"name":"OverCommitted","type":"string","jsonPath":".status.conditions[?(@.type==\"OverCommitted\")].status","priority":1}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
