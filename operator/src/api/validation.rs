@@ -102,10 +102,17 @@ const GPU_REQUEST_IS_LIMIT_MESSAGE: &str = "a GPU request needs a limit of the s
     (Kubernetes does not overcommit GPUs): set only limits['nvidia.com/gpu'], and the request \
     defaults to it";
 /// Where in each task's pod template kubetrain decides in place of the template: it chooses
-/// the gang's nodes and hands the pods to kube-scheduler, so these would be overridden or
-/// leave the pods pending. Each rule sits on the field itself, so it is evaluated only where
-/// the field is set.
-const PLACEMENT_FIELDS: [(&[&str], &str, &str); 4] = [
+/// the gang's nodes and hands the pods to kube-scheduler, and restarts the gang as a whole,
+/// so these would be overridden or leave the pods pending. Each rule sits on the field
+/// itself, so it is evaluated only where the field is set.
+const TEMPLATE_FIELDS_DECIDED: [(&[&str], &str, &str); 5] = [
+    (
+        &["spec", "tasks", "[]", "template", "spec", "restartPolicy"],
+        "self == 'Never'",
+        "kubetrain restarts the whole gang after a failure (spec.maxRetries, spec.backoff), \
+         so its pods run with restartPolicy: Never; remove restartPolicy (OnFailure or Always \
+         would restart one replica in place, out of step with the others)",
+    ),
     (
         &["spec", "tasks", "[]", "template", "spec", "nodeName"],
         "size(self) == 0",
@@ -362,7 +369,7 @@ pub fn rules() -> Vec<Rule> {
             reason: "FieldValueInvalid",
         });
     }
-    for (at, rule, message) in PLACEMENT_FIELDS {
+    for (at, rule, message) in TEMPLATE_FIELDS_DECIDED {
         rules.push(Rule {
             crd: "trainingjobs",
             at,

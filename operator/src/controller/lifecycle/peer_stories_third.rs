@@ -17,7 +17,8 @@
 //! (`TestSyncJobWithJobBackoffLimitPerIndex`, `TestGetRemainingBackoffTimePerIndex`): the gang
 //! restarts as a whole; `restartPolicy: OnFailure` with container restarts
 //! counted against the limit (Kubeflow `TestPastBackoffLimit` "backOffLimit is 3",
-//! `TestJobBackoffForOnFailure`): replicas run with `restartPolicy: Never`; `cleanPodPolicy`
+//! `TestJobBackoffForOnFailure`): replicas run with `restartPolicy: Never` (another is refused
+//! at apply); `cleanPodPolicy`
 //! `All` or `None` (Kubeflow `TestDeletePodsAndServices`): a finished job always stops what
 //! runs and keeps its finished pods; JobSet's `RecreateJob` action (one child restarted alone):
 //! no partial restart; Volcano's `AbortJob`/`TerminateJob` actions and their states: no such
