@@ -1373,6 +1373,7 @@ impl Step<'_> {
                             limit.as_secs()
                         )
                     });
+                let detail = detail.trim().trim_end_matches('.');
                 let detail = if detail.is_empty() {
                     String::new()
                 } else {
