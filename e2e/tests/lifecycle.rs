@@ -350,7 +350,8 @@ async fn gang_is_never_partly_created() {
 }
 
 /// A gang whose image cannot be pulled stays `Starting` (not `Running`), and `kubectl get tj`
-/// says why in its REASON column, the kubelet's word; the status names the pod.
+/// says why in its REASON column, the kubelet's word; the status names the pod. Fixing the
+/// template starts it again at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gang_whose_image_cannot_be_pulled_says_so_while_it_starts() {
     let s = Scenario::new("pull", 1, 8, 1).await;
@@ -386,6 +387,23 @@ async fn a_gang_whose_image_cannot_be_pulled_says_so_while_it_starts() {
         table.contains("Starting") && table.contains("ImagePullBackOff"),
         "{table}"
     );
+    // The image is fixed in the template: the gang starts again with it at once, with no
+    // retry counted, rather than after the start timeout.
+    s.cp.kubectl_ok(&[
+        "patch",
+        "tj",
+        "stuck",
+        "-n",
+        &s.ns,
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/spec/tasks/0/template/metadata/annotations/sim.kubetrain.io~1image-pull-error"}]"#,
+    ])
+    .expect("patch the template");
+    s.wait_phase("stuck", "Running", T).await;
+    assert_eq!(s.job_status("stuck", "{.status.retries}"), "0");
+    let events = s.event_reasons("stuck");
+    assert!(events.iter().any(|e| e == "TemplateChanged"), "{events:?}");
     s.finish().await;
 }
 

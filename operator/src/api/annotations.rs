@@ -28,6 +28,9 @@ pub const GPU_SHARE_ANNOTATION: &str = "kubetrain.io/gpu-share";
 /// Pod annotation: which admission of the job created the pod (retries + preemptions +
 /// infrastructure retries at that time); pods of an older attempt are stale.
 pub const ATTEMPT_ANNOTATION: &str = "kubetrain.io/attempt";
+/// Pod annotation: a digest of the task's pod template the pod was made from
+/// (`pods::template_digest`), so a gang still starting can tell that its template changed.
+pub const TEMPLATE_DIGEST_ANNOTATION: &str = "kubetrain.io/template-digest";
 /// Pod annotation: the node kubetrain chose for the replica. With `--binding scheduler` the
 /// pod is created pinned there by required node affinity and kube-scheduler binds it, so
 /// until then `spec.nodeName` is empty and this is where its resources are counted.

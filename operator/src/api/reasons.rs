@@ -83,6 +83,9 @@ names! {
         InfrastructureFailure,
         /// `Running=False`: the cluster's scheduler would not bind a pod where it was placed.
         SchedulerRejected,
+        /// `Running=False`: a task's pod template changed before every replica ran; the gang
+        /// starts again with the new one (not counted).
+        TemplateChanged,
         /// `Running=False`: an `Ignore` rule of `spec.podFailurePolicy` matched a failed
         /// replica (not counted).
         FailureIgnored,
@@ -165,6 +168,9 @@ names! {
         InfrastructureFailure,
         /// The cluster's scheduler would not bind a pod where it was placed.
         SchedulerRejected,
+        /// A task's pod template changed before every replica ran: the gang starts again
+        /// with the new one.
+        TemplateChanged,
         /// An `Ignore` rule of `spec.podFailurePolicy` matched a failed replica (not counted).
         FailureIgnored,
         /// Every replica succeeded.

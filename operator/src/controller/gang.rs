@@ -29,6 +29,7 @@ use crate::api::annotations::{
     ATTEMPT_ANNOTATION, BONUS_ANNOTATION, CHECKPOINT_DONE, CHECKPOINT_REQUESTED,
     GANG_SIZE_ANNOTATION, GPU_ASSIGNMENT_ANNOTATION, GPU_SHARE_ANNOTATION, GPUS_ANNOTATION,
     INDEX_LABEL, NODE_ANNOTATION, PREEMPTED_FOR, PREEMPTION_REASON, RANK_ANNOTATION, TASK_LABEL,
+    TEMPLATE_DIGEST_ANNOTATION,
 };
 use crate::api::trainingjob::{GpuAssignment, ReplicaPlacement as RecordedPlacement};
 use crate::sched::{GpuIndex, MilliGpu, ReplicaPlacement};
@@ -81,6 +82,9 @@ pub struct Member {
     pub attempt: Option<i32>,
     /// The gang's size when it was created (`kubetrain.io/gang-size`).
     pub gang_size: Option<usize>,
+    /// The digest of the task template it was made from (`kubetrain.io/template-digest`);
+    /// `None` on pods an operator without it created.
+    pub template_digest: Option<String>,
     pub checkpoint_request: Option<CheckpointRequest>,
     /// When the job acknowledged a checkpoint (`kubetrain.io/checkpoint-done`, a readable time).
     pub checkpoint_done: Option<Timestamp>,
@@ -106,6 +110,7 @@ impl Member {
             bonus: get(BONUS_ANNOTATION).is_some_and(|b| b.trim() == "true"),
             attempt: get(ATTEMPT_ANNOTATION).and_then(|a| a.trim().parse().ok()),
             gang_size: get(GANG_SIZE_ANNOTATION).and_then(|a| a.trim().parse().ok()),
+            template_digest: get(TEMPLATE_DIGEST_ANNOTATION).map(str::to_string),
             checkpoint_request: get(CHECKPOINT_REQUESTED).map(|_| CheckpointRequest {
                 at: time(CHECKPOINT_REQUESTED),
                 reason: get(PREEMPTION_REASON).map(str::to_string),

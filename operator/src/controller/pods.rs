@@ -31,6 +31,7 @@ use crate::api::annotations::{
     ATTEMPT_ANNOTATION, BONUS_ANNOTATION, CHECKPOINT_REQUESTED, GANG_SIZE_ANNOTATION,
     GPU_ASSIGNMENT_ANNOTATION, GPU_SHARE_ANNOTATION, GPUS_ANNOTATION, INDEX_LABEL, JOB_LABEL,
     NODE_ANNOTATION, PREEMPTED_FOR, PREEMPTION_REASON, RANK_ANNOTATION, TASK_LABEL,
+    TEMPLATE_DIGEST_ANNOTATION,
 };
 use crate::api::trainingjob::GpuAssignment;
 use crate::sched::ReplicaPlacement;
@@ -297,7 +298,7 @@ pub fn gang_pods(
                     GpuBinding::DevicePlugin => true,
                     GpuBinding::Auto => advertises_gpus(&p.node),
                 };
-            Ok(replica_pod(
+            let mut pod = replica_pod(
                 job,
                 &template,
                 p,
@@ -307,9 +308,29 @@ pub fn gang_pods(
                 common_env,
                 settings,
                 device_plugin,
-            ))
+            );
+            pod.metadata
+                .annotations
+                .get_or_insert_with(BTreeMap::new)
+                .insert(
+                    TEMPLATE_DIGEST_ANNOTATION.into(),
+                    template_digest(&task.template),
+                );
+            Ok(pod)
         })
         .collect()
+}
+
+/// A digest of a task's pod template as the job's spec holds it: FNV-1a over its JSON, whose
+/// object keys serde_json writes sorted, so the same template gives the same digest in every
+/// build of the operator (std's hasher promises that only within one).
+pub fn template_digest(template: &serde_json::Value) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in template.to_string().bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -568,6 +589,11 @@ mod tests {
         assert_eq!(pods.len(), 2);
         let p0 = &pods[0];
         assert_eq!(p0.metadata.name.as_deref(), Some("llm-worker-0"));
+        assert_eq!(
+            p0.annotations().get(TEMPLATE_DIGEST_ANNOTATION),
+            Some(&template_digest(&job().spec.tasks[0].template)),
+            "the pod says which template it was made from"
+        );
         let spec = p0.spec.as_ref().expect("spec");
         assert_eq!(spec.node_name.as_deref(), Some("n2"));
         assert_eq!(spec.subdomain.as_deref(), Some("llm"));
@@ -606,6 +632,18 @@ mod tests {
 
     /// Replicas find rank 0 through the job's headless Service; a job of one replica has
     /// nobody to find, so it gets `localhost` and no Service (nor its Endpoints).
+    /// The digest is the same in every build (a pod made by the last release's operator is
+    /// not taken for a changed template) and changes with any field.
+    #[test]
+    fn the_template_digest_is_stable_and_tells_templates_apart() {
+        let t = serde_json::json!({"spec": {"containers": [{"name": "c", "image": "x"}]}});
+        // FNV-1a of {"spec":{"containers":[{"image":"x","name":"c"}]}}, keys sorted.
+        assert_eq!(template_digest(&t), "2e1c99292190319f");
+        let mut u = t.clone();
+        u["spec"]["containers"][0]["image"] = "y".into();
+        assert_ne!(template_digest(&t), template_digest(&u));
+    }
+
     #[test]
     fn only_a_job_of_several_replicas_gets_a_service_and_the_budget_keeps_the_gang() {
         let settings = PodSettings::default();

@@ -1273,6 +1273,13 @@ impl Step<'_> {
         {
             return self.roll_back(status, fx, refusal);
         }
+        // A gang that has not started has nothing to lose: a fixed template (an image name,
+        // say) applies now rather than after the start timeout has cost a retry.
+        if status.started_at.is_none()
+            && let Some((pod, task)) = self.made_from_an_old_template()
+        {
+            return self.restart_with_new_template(status, fx, pod, task);
+        }
         // What the replicas did before the deadline was seen goes first (above): a success
         // is one, a failure is retried as any other.
         let deadline = self.deadline(status);
@@ -1703,6 +1710,50 @@ impl Step<'_> {
         fx.event(EventType::Warning, EventReason::SchedulerRejected, msg);
     }
 
+    /// A present pod made from another template than its task's now, and the task: its
+    /// digest (`kubetrain.io/template-digest`) differs from the spec's. Pods without the
+    /// annotation never differ.
+    fn made_from_an_old_template(&self) -> Option<(String, String)> {
+        self.present.iter().find_map(|m| {
+            let digest = m.template_digest.as_deref()?;
+            let task = &m.placement.as_ref()?.task;
+            let spec = self.job.spec.tasks.iter().find(|t| &t.name == task)?;
+            (super::pods::template_digest(&spec.template) != digest)
+                .then(|| (m.name.clone(), task.clone()))
+        })
+    }
+
+    /// Stops a gang that has not started because its template changed, and places it again
+    /// at once, in its place in the queue; no retry is counted.
+    fn restart_with_new_template(
+        &self,
+        status: &mut TrainingJobStatus,
+        fx: &mut Effects,
+        pod: String,
+        task: String,
+    ) {
+        let t = self.t;
+        fx.stop = Stop::All;
+        status.phase = Phase::Retrying;
+        status.retry_at = Some(t.clone());
+        let msg = format!(
+            "The pod template of task {task} changed before every replica ran (pod {pod} was \
+             made from the old one): the gang is stopped and placed again with the new \
+             template; this is not a retry."
+        );
+        conditions::set(
+            &mut status.conditions,
+            ConditionType::Running,
+            false,
+            Reason::TemplateChanged,
+            msg.clone(),
+            self.generation,
+            t,
+        );
+        status.message = Some(msg.clone());
+        fx.event(EventType::Normal, EventReason::TemplateChanged, msg);
+    }
+
     /// Retrying: stop what is left of the gang, wait out the backoff, back to Queued.
     fn retrying(&self, status: &mut TrainingJobStatus, fx: &mut Effects) {
         let t = self.t;
@@ -1727,13 +1778,25 @@ impl Step<'_> {
         if due {
             // kube-scheduler refusing the chosen node is not the job's failure: it is placed
             // again, and counts no retry.
-            let rejected = conditions::get(&status.conditions, ConditionType::Running)
-                .is_some_and(|c| c.reason == Reason::SchedulerRejected.as_str());
+            let why = conditions::get(&status.conditions, ConditionType::Running)
+                .map(|c| c.reason.as_str())
+                .unwrap_or_default();
+            let rejected = why == Reason::SchedulerRejected.as_str();
+            let changed = why == Reason::TemplateChanged.as_str();
             status.phase = Phase::Queued;
             status.retry_at = None;
             status.placement.clear();
             status.started_at = None;
-            let (message, note) = if rejected {
+            let (message, note) = if changed {
+                (
+                    format!(
+                        "Back in queue {} to start again with the changed template (no retry \
+                         counted).",
+                        queue_name(status)
+                    ),
+                    "Back in the queue to start again with the changed template.",
+                )
+            } else if rejected {
                 (
                     format!(
                         "Back in queue {} to be placed on another node: kube-scheduler refused \

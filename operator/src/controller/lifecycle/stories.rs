@@ -555,6 +555,57 @@ fn a_starting_gang_names_the_replica_that_does_not_start() {
     );
 }
 
+/// A template fixed while the gang starts (the image name, say) applies at once: the pods
+/// made from the old one are stopped and the gang is placed again, in its place and with no
+/// retry counted, rather than after the start timeout has cost one. A gang that has started
+/// runs on: a template change waits for its next attempt.
+#[test]
+fn a_template_changed_while_the_gang_starts_starts_it_again() {
+    use crate::api::annotations::TEMPLATE_DIGEST_ANNOTATION;
+    use crate::controller::pods::template_digest;
+    let mut s = Story::new(2);
+    s.tick();
+    s = s.admitted("Pending");
+    let old = template_digest(&s.job.spec.tasks[0].template);
+    s.annotate_all(TEMPLATE_DIGEST_ANNOTATION, &old);
+    s.tick();
+    assert_eq!(s.phase(), Phase::Starting);
+    // Unchanged: nothing happens.
+    let fx = s.after(2).tick();
+    assert!(fx.pod_deletions.is_empty());
+
+    s.job.spec.tasks[0].template["spec"]["containers"][0]["image"] = json!("trainer:fixed");
+    let fx = s.after(2).tick();
+    assert_eq!(s.phase(), Phase::Retrying);
+    assert_eq!(s.says(ConditionType::Running), ("False", "TemplateChanged"));
+    assert_eq!(s.status().reason.as_deref(), Some("TemplateChanged"));
+    assert_eq!(reasons(&fx), ["TemplateChanged"]);
+    assert_eq!(deleted(&fx), ["llm-worker-0", "llm-worker-1"]);
+    assert_eq!(s.status().retries, 0);
+    assert_eq!(s.status().infrastructure_retries, 0);
+    s.pods_gone();
+    let fx = s.after(1).tick();
+    assert_eq!(s.phase(), Phase::Queued);
+    assert_eq!(s.status().queued_at, Some(at(0)), "keeps its place");
+    assert_eq!(reasons(&fx), ["Requeued"]);
+    assert!(
+        s.status()
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("start again with the changed template")),
+        "{:?}",
+        s.status().message
+    );
+
+    // Started: the change waits for the next attempt.
+    let mut s = Story::running(2);
+    s.annotate_all(TEMPLATE_DIGEST_ANNOTATION, &old);
+    s.job.spec.tasks[0].template["spec"]["containers"][0]["image"] = json!("trainer:fixed");
+    let fx = s.after(5).tick();
+    assert_eq!(s.phase(), Phase::Running);
+    assert!(fx.pod_deletions.is_empty());
+}
+
 #[test]
 fn a_gang_on_borrowed_gpus_is_admitted_as_bonus() {
     let mut s = Story::new(1).admitted("Pending");
