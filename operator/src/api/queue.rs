@@ -23,7 +23,7 @@ use super::common::GpuAmount;
     printcolumn = r#"{"name":"Policy","type":"string","jsonPath":".spec.policy"}"#,
     printcolumn = r#"{"name":"Strategy","type":"string","jsonPath":".spec.queueingStrategy","priority":1}"#,
     printcolumn = r#"{"name":"Pending","type":"integer","jsonPath":".status.pending"}"#,
-    printcolumn = r#"{"name":"Starting","type":"integer","priority":1,"jsonPath":".status.admitted"}"#,
+    printcolumn = r#"{"name":"Starting","type":"integer","jsonPath":".status.admitted"}"#,
     printcolumn = r#"{"name":"Running","type":"integer","jsonPath":".status.running"}"#,
     printcolumn = r#"{"name":"GPUs","type":"number","jsonPath":".status.gpusInUse"}"#,
     printcolumn = r#"{"name":"Bonus","type":"number","jsonPath":".status.bonusGpus"}"#,

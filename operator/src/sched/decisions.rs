@@ -373,19 +373,23 @@ impl fmt::Display for WaitReason {
                 share_kept_by,
             } => {
                 let left = Gpus::whole(*guaranteed_gpus).saturating_sub(*in_use_gpus);
+                let more = needed_gpus.saturating_sub(left);
                 write!(
                     f,
-                    "VirtualCluster {virtual_cluster} has {left} of its {guaranteed_gpus} guaranteed GPUs left ({in_use_gpus} in use); this job needs {needed_gpus}, {} more than are left, and it does not fit on the idle GPUs it may borrow. It starts when the team's own jobs free {}, or enough idle GPUs appear.",
-                    needed_gpus.saturating_sub(left),
-                    needed_gpus.saturating_sub(left),
+                    "VirtualCluster {virtual_cluster} has {left} of its {guaranteed_gpus} guaranteed GPUs left ({in_use_gpus} in use); this job needs {needed_gpus}, {more} more than are left, and it does not fit on the idle GPUs it may borrow."
                 )?;
-                if let Some(sibling) = share_kept_by {
-                    write!(
+                // The last sentence is what would start the job (`kubectl kubetrain why`
+                // shows it as such); "at least": where the freed GPUs lie matters too.
+                match share_kept_by {
+                    Some(sibling) => write!(
                         f,
-                        " Its queue is within its share of the guarantee, but queue {sibling} uses more than its own share with jobs of higher priority than this one, and a share is taken back only from jobs of no higher priority."
-                    )?;
+                        " Its queue is within its share of the guarantee, but queue {sibling} uses more than its own share with jobs of higher priority than this one, and a share is taken back only from jobs of no higher priority. It starts when those jobs free at least {more}, when it is given a higher priority, or when enough idle GPUs appear."
+                    ),
+                    None => write!(
+                        f,
+                        " It starts when the team's own jobs free at least {more}, or enough idle GPUs appear."
+                    ),
                 }
-                Ok(())
             }
             WaitReason::OverLimit {
                 virtual_cluster,

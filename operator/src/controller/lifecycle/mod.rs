@@ -1030,6 +1030,17 @@ impl Step<'_> {
                 .as_ref()
                 .and_then(|(_, p)| *p)
                 .map(|p| i32::try_from(p).unwrap_or(i32::MAX));
+            // A wait no cycle ends (the job or the cluster must change) is a Warning, once,
+            // as an invalid spec is: `kubectl get events --field-selector type=Warning` and
+            // alerts on them see it, not only a job that waits long.
+            let hopeless = wait
+                .as_ref()
+                .map(|(r, _)| r.code())
+                .filter(|c| matches!(*c, "NeverFits" | "ExceedsLimit"))
+                .filter(|c| {
+                    conditions::get(&status.conditions, ConditionType::Admitted)
+                        .is_none_or(|a| a.reason != *c)
+                });
             let (code, msg) = match wait {
                 Some((r, _)) => (r.code().to_string(), r.to_string()),
                 None => (
@@ -1049,6 +1060,9 @@ impl Step<'_> {
                 generation,
                 t,
             );
+            if let Some(code) = hopeless {
+                fx.event_named(EventType::Warning, code, msg.clone());
+            }
             status.message = Some(msg);
             // The scheduler asks for a reconcile whenever the reason it waits changes;
             // this is only a safety net.
@@ -1925,12 +1939,20 @@ impl Step<'_> {
             .last_preemption
             .as_ref()
             .filter(|r| r.outcome == PreemptionOutcome::CheckpointLost);
+        let outcome = status.last_preemption.as_ref().map(|r| r.outcome);
         let msg = match (job.spec.suspend, lost) {
             _ if suspension && !job.spec.suspend => format!(
                 "Resumed while it stopped for its suspension; back in queue {}, keeping its \
                  place in line.",
                 queue_name(status)
             ),
+            // Nothing was saved where nothing had run: say how it ended.
+            (true, None) if outcome == Some(PreemptionOutcome::NotStarted) => {
+                "Suspended before every replica ran: nothing to checkpoint.".to_string()
+            }
+            (true, None) if outcome == Some(PreemptionOutcome::PodsExited) => {
+                "Suspended: its replicas exited on their own.".to_string()
+            }
             (true, None) => "Suspended after its checkpoint.".to_string(),
             (true, Some(r)) => format!(
                 "Suspended without a checkpoint (about {} GPU-seconds of work lost).",

@@ -324,7 +324,8 @@ fn k8s_resuming_a_suspended_job_queues_it_again_in_its_place() {
     ));
     let fx = s.after(60).tick();
     assert_eq!(s.phase(), Phase::Queued);
-    assert_eq!(reasons(&fx), ["Resumed"]);
+    // (A job that can never start is told so by a Warning too.)
+    assert_eq!(reasons(&fx), ["Resumed", "NeverFits"]);
     assert_eq!(s.status().queued_at, Some(at(0)), "same place in line");
     assert_eq!(s.status().preemptions, 0);
     // The same write says why it waits, and where.

@@ -218,6 +218,11 @@ fn k8s_suspending_a_gang_that_never_started_loses_no_work() {
         0
     );
     assert!(!message(&s).contains("lost"), "{}", message(&s));
+    assert_eq!(
+        message(&s),
+        "Suspended before every replica ran: nothing to checkpoint.",
+        "no checkpoint was taken"
+    );
     assert!(fx.events.iter().all(|e| e.type_ == EventType::Normal));
 }
 

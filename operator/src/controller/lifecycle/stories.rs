@@ -303,6 +303,43 @@ fn a_new_job_enters_its_queue_and_waits_for_the_scheduler() {
     assert_eq!(s.status().queued_at, Some(at(0)));
 }
 
+/// A wait no scheduling cycle ends (`NeverFits`, `ExceedsLimit`) is a Warning Event once,
+/// as an invalid spec is; the same wait seen again is not news, and another such wait is.
+#[test]
+fn a_job_that_can_never_start_gets_a_warning_once() {
+    let mut s = Story::new(1);
+    s.world.wait = Some((
+        WaitReason::NeverFits {
+            message: "no node has 16 GPUs".into(),
+        },
+        Some(1),
+    ));
+    let fx = s.tick();
+    assert_eq!(s.status().reason.as_deref(), Some("NeverFits"));
+    let warnings: Vec<&str> = fx
+        .events
+        .iter()
+        .filter(|e| e.type_ == EventType::Warning)
+        .map(|e| e.reason)
+        .collect();
+    assert_eq!(warnings, ["NeverFits"]);
+    let fx = s.after(30).tick();
+    assert!(fx.events.is_empty(), "{:?}", reasons(&fx));
+    // A wait that ends on its own is no Warning.
+    s.world.wait = Some((
+        WaitReason::QuotaExhausted {
+            virtual_cluster: "vc".into(),
+            guaranteed_gpus: 8,
+            in_use_gpus: Gpus(8000),
+            needed_gpus: Gpus(1000),
+            share_kept_by: None,
+        },
+        Some(1),
+    ));
+    let fx = s.after(30).tick();
+    assert!(fx.events.iter().all(|e| e.type_ != EventType::Warning));
+}
+
 /// A job that waited in line is admitted: while its pods are being created its status keeps
 /// the wait it had (no write saying it waits for the next cycle), and the pods' arrival writes
 /// the admission.
