@@ -1541,7 +1541,8 @@ impl Step<'_> {
         // A failure that would not count, past the budget of those, counts: say so.
         let reason = match uncounted {
             Some(_) => format!(
-                "{reason} (counted: the job's {budget} restarts that do not count are used up)"
+                "{reason} (judged as the job's own failure: its {budget} restarts that do not \
+                 count are used up)"
             ),
             None => reason,
         };

@@ -587,7 +587,9 @@ fn k8s_an_ignore_rule_restarts_without_counting() {
     assert_eq!(s.phase(), Phase::Retrying);
     assert_eq!(s.status().retries, 1, "past the budget, it counts");
     assert!(
-        message(&s).contains("counted: the job's 1 restarts that do not count are used up"),
+        message(&s).contains(
+            "judged as the job's own failure: its 1 restarts that do not count are used up"
+        ),
         "{}",
         message(&s)
     );
