@@ -490,6 +490,7 @@ async fn get_queues_and_vcs_show_live_numbers() {
             "READY",
             "POLICY",
             "PENDING",
+            "STARTING",
             "RUNNING",
             "GPUS",
             "BONUS",
@@ -504,13 +505,14 @@ async fn get_queues_and_vcs_show_live_numbers() {
         .split_whitespace()
         .collect();
     assert_eq!(
-        &row[..8],
+        &row[..9],
         [
             owner.as_str(),
             owner.as_str(),
             "True",
             "FIFO",
             "1",
+            "0",
             "2",
             "12",
             "4"
@@ -519,7 +521,7 @@ async fn get_queues_and_vcs_show_live_numbers() {
     );
     // c waits: the oldest pending job's age is shown (an age such as `5s`, not `<none>`).
     assert!(
-        row.get(8)
+        row.get(9)
             .is_some_and(|age| age.ends_with(['s', 'm', 'h', 'd'])),
         "{table}"
     );
