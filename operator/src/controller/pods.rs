@@ -248,6 +248,7 @@ pub fn gang_pods(
 ) -> Result<Vec<Pod>, PodError> {
     let ns = job.namespace().ok_or(PodError::NoNamespace)?;
     let name = job.name_any();
+    let digests = template_digests(job);
     let master = placement
         .iter()
         .min_by_key(|p| p.rank)
@@ -314,7 +315,7 @@ pub fn gang_pods(
                 .get_or_insert_with(BTreeMap::new)
                 .insert(
                     TEMPLATE_DIGEST_ANNOTATION.into(),
-                    template_digest(&task.template),
+                    digests[task.name.as_str()].clone(),
                 );
             Ok(pod)
         })
@@ -331,6 +332,16 @@ pub fn template_digest(template: &serde_json::Value) -> String {
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     format!("{h:016x}")
+}
+
+/// [`template_digest`] of each task's template, by task name: computed once per gang, not
+/// once per replica.
+pub fn template_digests(job: &TrainingJob) -> BTreeMap<&str, String> {
+    job.spec
+        .tasks
+        .iter()
+        .map(|t| (t.name.as_str(), template_digest(&t.template)))
+        .collect()
 }
 
 #[allow(clippy::too_many_arguments)]

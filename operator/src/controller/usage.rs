@@ -152,7 +152,7 @@ pub fn compute(
                     usage.vcs.entry(vc).or_default().pending += 1;
                 }
             }
-            Phase::Starting | Phase::Running | Phase::Preempting => {
+            phase if phase.holds_gpus() => {
                 if status.started_at.is_some() {
                     q.running += 1;
                 } else {

@@ -683,28 +683,38 @@ fn stalled_replica<'a>(present: &[&'a Member]) -> Option<(&'a Member, &'a str, &
         .iter()
         .filter(|m| !matches!(m.phase.as_deref(), Some("Running" | "Succeeded")))
         .find_map(|m| {
-            container_states(m.pod.status.as_ref()?)
-                .filter_map(|s| s.waiting.as_ref())
-                .find_map(|w| {
-                    let reason = w.reason.as_deref().filter(|r| !r.is_empty())?;
-                    (!STARTING_REASONS.contains(&reason))
-                        .then(|| (*m, reason, w.message.as_deref().unwrap_or_default()))
-                })
+            waiting(m)
+                .find(|(reason, _)| !reason.is_empty() && !STARTING_REASONS.contains(reason))
+                .map(|(reason, message)| (*m, reason, message))
+        })
+}
+
+/// The (reason, message) of each of a pod's (init) containers that waits and says why.
+fn waiting(m: &Member) -> impl Iterator<Item = (&str, &str)> {
+    m.pod
+        .status
+        .as_ref()
+        .into_iter()
+        .flat_map(container_states)
+        .filter_map(|s| s.waiting.as_ref())
+        .filter_map(|w| {
+            Some((
+                w.reason.as_deref()?,
+                w.message.as_deref().unwrap_or_default(),
+            ))
         })
 }
 
 /// Why a replica's pod is not running yet, from its containers' waiting states
 /// (`ImagePullBackOff: Back-off pulling image "x"`), if they say.
 fn not_running_because(m: &Member) -> Option<String> {
-    container_states(m.pod.status.as_ref()?)
-        .filter_map(|s| s.waiting.as_ref())
-        .find_map(|w| {
-            let reason = w.reason.as_deref()?;
-            Some(match w.message.as_deref() {
-                Some(msg) if !msg.is_empty() => format!("{reason}: {msg}"),
-                _ => reason.to_string(),
-            })
-        })
+    waiting(m).next().map(|(reason, msg)| {
+        if msg.is_empty() {
+            reason.to_string()
+        } else {
+            format!("{reason}: {msg}")
+        }
+    })
 }
 
 /// `status.lastPreemption.reason` of a stop caused by `spec.suspend`.
@@ -1683,8 +1693,6 @@ impl Step<'_> {
         (pod, node, message): (String, String, String),
     ) {
         let t = self.t;
-        fx.stop = Stop::All;
-        status.phase = Phase::Retrying;
         status
             .refused_nodes
             .retain(|r| r.node != node && r.until.0 > t.0);
@@ -1712,29 +1720,54 @@ impl Step<'_> {
                 REFUSED_NODE_TTL / 60
             )
         };
+        self.stop_uncounted(
+            status,
+            fx,
+            (Reason::SchedulerRejected, EventReason::SchedulerRejected),
+            EventType::Warning,
+            msg,
+        );
+    }
+
+    /// Stops the gang for a cause that is not the job's and sends it back to its queue through
+    /// `Retrying` (at `status.retryAt`, which the caller sets), counting no retry: the
+    /// `Running=False` reason, the message and an Event say why.
+    fn stop_uncounted(
+        &self,
+        status: &mut TrainingJobStatus,
+        fx: &mut Effects,
+        (reason, event): (Reason, EventReason),
+        kind: EventType,
+        msg: String,
+    ) {
+        fx.stop = Stop::All;
+        status.phase = Phase::Retrying;
         conditions::set(
             &mut status.conditions,
             ConditionType::Running,
             false,
-            Reason::SchedulerRejected,
+            reason,
             msg.clone(),
             self.generation,
-            t,
+            self.t,
         );
         status.message = Some(msg.clone());
-        fx.event(EventType::Warning, EventReason::SchedulerRejected, msg);
+        fx.event(kind, event, msg);
     }
 
     /// A present pod made from another template than its task's now, and the task: its
     /// digest (`kubetrain.io/template-digest`) differs from the spec's. Pods without the
     /// annotation never differ.
     fn made_from_an_old_template(&self) -> Option<(String, String)> {
+        if self.present.iter().all(|m| m.template_digest.is_none()) {
+            return None;
+        }
+        // Each task's digest once, not once per replica: a gang may have thousands.
+        let digests = super::pods::template_digests(self.job);
         self.present.iter().find_map(|m| {
             let digest = m.template_digest.as_deref()?;
             let task = &m.placement.as_ref()?.task;
-            let spec = self.job.spec.tasks.iter().find(|t| &t.name == task)?;
-            (super::pods::template_digest(&spec.template) != digest)
-                .then(|| (m.name.clone(), task.clone()))
+            (digests.get(task.as_str())? != digest).then(|| (m.name.clone(), task.clone()))
         })
     }
 
@@ -1747,26 +1780,19 @@ impl Step<'_> {
         pod: String,
         task: String,
     ) {
-        let t = self.t;
-        fx.stop = Stop::All;
-        status.phase = Phase::Retrying;
-        status.retry_at = Some(t.clone());
+        status.retry_at = Some(self.t.clone());
         let msg = format!(
             "The pod template of task {task} changed before every replica ran (pod {pod} was \
              made from the old one): the gang is stopped and placed again with the new \
              template; this is not a retry."
         );
-        conditions::set(
-            &mut status.conditions,
-            ConditionType::Running,
-            false,
-            Reason::TemplateChanged,
-            msg.clone(),
-            self.generation,
-            t,
+        self.stop_uncounted(
+            status,
+            fx,
+            (Reason::TemplateChanged, EventReason::TemplateChanged),
+            EventType::Normal,
+            msg,
         );
-        status.message = Some(msg.clone());
-        fx.event(EventType::Normal, EventReason::TemplateChanged, msg);
     }
 
     /// Retrying: stop what is left of the gang, wait out the backoff, back to Queued.
