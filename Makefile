@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: run test e2e unit lint fmt clippy crds bench bench-sizes bench-docs control-plane control-plane-down deploy release
+.PHONY: run test e2e unit lint fmt clippy crds bench bench-sizes bench-docs control-plane control-plane-down deploy release labeler-gpu-check
 
 # The release version: the workspace version of Cargo.toml, the one place it is written
 # (charts/kubetrain/Chart.yaml and the image tags of config/ must equal it; e2e/tests/helm.rs
@@ -93,6 +93,16 @@ control-plane:
 
 control-plane-down:
 	bash e2e/scripts/control-plane.sh down .kubetrain
+
+## labeler-gpu-check: on a machine with an NVIDIA driver, run the node labeler through NVML
+## against a throwaway API server, with the RBAC of config/labeler (results in target/labeler-gpu-check)
+labeler-gpu-check:
+	bash e2e/scripts/install-control-plane.sh >/dev/null
+	$(CARGO) build --release -p kubetrain-node-labeler
+	rm -rf target/labeler-gpu-bin && mkdir -p target/labeler-gpu-bin
+	cp $(KUBETRAIN_CACHE)/bin/etcd $(KUBETRAIN_CACHE)/bin/kube-apiserver $(KUBETRAIN_CACHE)/bin/kubectl \
+	  target/release/kubetrain-node-labeler target/labeler-gpu-bin/
+	bash e2e/scripts/labeler-on-gpu.sh target/labeler-gpu-bin target/labeler-gpu-check
 
 ## deploy: install the CRDs and the operator on the cluster of the current kubeconfig
 deploy:
