@@ -187,6 +187,14 @@ async fn no_queue_without_a_default_is_invalid_until_the_tenant_sets_a_good_one(
     ));
     let msg = wait_vc_ready(&s, &typo, "False/UnknownGpuType").await;
     assert!(msg.contains("No node has GPU type NoSuchGPU"), "{msg}");
+    // ... and only that: not also over-committed or at risk, as a real type would be.
+    for condition in ["OverCommitted", "GuaranteeAtRisk"] {
+        let said = s.cp.jsonpath(
+            &["vc", &typo],
+            &format!("{{.status.conditions[?(@.type==\"{condition}\")].status}}"),
+        );
+        assert_eq!(said, "False", "{condition}");
+    }
     let _ = s.cp.kubectl(&["delete", "vc", &typo, "--wait=false"]);
     s.finish().await;
 }

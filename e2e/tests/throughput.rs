@@ -73,9 +73,9 @@ fn profile() -> &'static str {
     }
 }
 
-/// Write requests the API server has served so far, by "VERB resource[/subresource]", read
-/// from its own `/metrics` (`apiserver_request_total`) through kubectl.
-fn api_writes(s: &Scenario) -> BTreeMap<String, f64> {
+/// Requests the API server has served so far, by "VERB resource[/subresource]", read from
+/// its own `/metrics` (`apiserver_request_total`) through kubectl.
+fn api_requests(s: &Scenario) -> BTreeMap<String, f64> {
     let text =
         s.cp.kubectl_ok(&["get", "--raw", "/metrics"])
             .unwrap_or_default();
@@ -93,9 +93,6 @@ fn api_writes(s: &Scenario) -> BTreeMap<String, f64> {
             .map(|(k, v)| (k, v.trim_end_matches('"')))
             .collect();
         let verb = labels.get("verb").copied().unwrap_or_default();
-        if !matches!(verb, "POST" | "PUT" | "PATCH" | "APPLY" | "DELETE") {
-            continue;
-        }
         let resource = match labels.get("subresource").copied().unwrap_or_default() {
             "" => labels
                 .get("resource")
@@ -129,19 +126,31 @@ fn cluster_cpu(before: &[(&str, f64)], after: &[(&str, f64)]) -> String {
     format!("control plane CPU-s {}", parts.join(", "))
 }
 
-/// Writes per job between two `api_writes` readings, largest first, as one line.
+/// Writes per job between two `api_requests` readings, and the reads beside them, largest first, as one line.
 fn writes_per_job(
     before: &BTreeMap<String, f64>,
     after: &BTreeMap<String, f64>,
     jobs: usize,
 ) -> String {
-    let (total, rows) = per_job(
-        after
-            .iter()
-            .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0.0))),
-        jobs,
-    );
-    format!("{total:.1} API writes per job ({rows})")
+    let (total, rows) = per_job(requests_of(before, after, WRITES), jobs);
+    let (reads, read_rows) = per_job(requests_of(before, after, READS), jobs);
+    format!("{total:.1} API writes per job ({rows}) and {reads:.1} reads ({read_rows})")
+}
+
+const WRITES: &[&str] = &["POST", "PUT", "PATCH", "APPLY", "DELETE"];
+/// A WATCH counts once when it starts, however many events it then carries.
+const READS: &[&str] = &["GET", "LIST", "WATCH"];
+
+/// The requests of the given verbs served between two [`api_requests`] readings.
+fn requests_of<'a>(
+    before: &'a BTreeMap<String, f64>,
+    after: &'a BTreeMap<String, f64>,
+    verbs: &'a [&str],
+) -> impl Iterator<Item = (String, f64)> + 'a {
+    after
+        .iter()
+        .filter(|(k, _)| verbs.iter().any(|v| k.split(' ').next() == Some(*v)))
+        .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0.0)))
 }
 
 /// Counts by key, per job: their sum, and `key n.nn` of the keys above 0.01, largest first.
@@ -315,7 +324,7 @@ async fn submit_to_bound_throughput() {
         .collect();
     let (rss_before, _) = process::memory_mib(std::process::id());
     let (cpu_before, _) = process::usage(std::process::id());
-    let writes_before = api_writes(&s);
+    let writes_before = api_requests(&s);
     let cpu_cluster_before = s.cp.component_cpu();
     let start = Instant::now();
     let submitted = create_all(&api, manifests).await;
@@ -371,7 +380,7 @@ async fn submit_to_bound_throughput() {
     };
     // The last Events land within a few seconds.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let writes = writes_per_job(&writes_before, &api_writes(&s), jobs);
+    let writes = writes_per_job(&writes_before, &api_requests(&s), jobs);
     let cluster = cluster_cpu(&cpu_cluster_before, &s.cp.component_cpu());
     let line = format!(
         "throughput ({:?} binding): {nodes} nodes, {jobs} jobs of {gang} 1-GPU pod(s){}: submitted in {submit_secs:.1}s, all bound in {total:.1}s; {:.0} jobs admitted/s, {:.0} pods bound/s; submit→bound p50 {:.2}s p99 {:.2}s; 25/50/75/100 % submitted by {}, first pod created by {}, bound by {}; test process (operator, simulated kubelets and client) {cpu:.1} CPU-s during the run, RSS {rss:.0} MiB (peak {hwm:.0} MiB, {rss_before:.0} MiB before submitting); {} profile",
@@ -634,7 +643,7 @@ where
     let objects: Vec<K> = (0..n)
         .map(|i| serde_json::from_value(make(i, &names)).expect("manifest"))
         .collect();
-    let writes_before = api_writes(s);
+    let writes_before = api_requests(s);
     let cpu_cluster_before = s.cp.component_cpu();
     let start = Instant::now();
     let submitted = create_all(&api, objects).await;
@@ -647,7 +656,7 @@ where
     tokio::time::sleep(Duration::from_secs(3)).await;
     let line = format!(
         "{what}: {}; {}; {}",
-        writes_per_job(&writes_before, &api_writes(s), n),
+        writes_per_job(&writes_before, &api_requests(s), n),
         events_per_job(s, n).await,
         cluster_cpu(&cpu_cluster_before, &s.cp.component_cpu())
     );

@@ -473,8 +473,9 @@ pub struct TrainingJobStatus {
     /// Why the job is in its phase, in one word: the reason of the condition that explains
     /// it (why it waits, why it is invalid, retrying, preempted or failed, for example
     /// `QuotaExhausted`, `NeverFits`, `UnknownQueue`, `ReplicaFailed`, `RetriesExhausted`);
-    /// while it starts, the kubelet's reason for a replica that does not (`ImagePullBackOff`).
-    /// Unset while it starts as it should, runs, is suspended or succeeded.
+    /// while it starts, `Starting`, or the kubelet's reason for a replica that does not
+    /// (`ImagePullBackOff`); `Suspended` while suspended. Unset while it runs or once it
+    /// succeeded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// A sentence on the current state, for example why the job waits.

@@ -279,6 +279,10 @@ fn computed_status(vc: &VirtualCluster, ctx: &Context) -> Option<VirtualClusterS
     status.running = u.running;
     status.observed_generation = vc.metadata.generation;
 
+    // A GPU type no node has is `Ready=False UnknownGpuType` (a typo, most likely): read as
+    // a real type it would also be "over-committed" and "at risk", which misleads.
+    let maps = ctx.ref_maps();
+    let known = |flavor: &str| maps.flavors.is_empty() || maps.flavors.contains(flavor);
     // OverCommitted: all VCs' guarantees for a flavor above what the cluster has of it.
     let mut guaranteed: std::collections::BTreeMap<String, i64> = Default::default();
     for other in ctx.stores.vcs.state() {
@@ -290,6 +294,7 @@ fn computed_status(vc: &VirtualCluster, ctx: &Context) -> Option<VirtualClusterS
         .spec
         .guarantee
         .iter()
+        .filter(|g| known(&g.flavor))
         .filter_map(|g| {
             let total = guaranteed.get(&g.flavor).copied().unwrap_or(0);
             let have = i64::from(capacity.get(&g.flavor).copied().unwrap_or(0));
@@ -334,8 +339,9 @@ fn computed_status(vc: &VirtualCluster, ctx: &Context) -> Option<VirtualClusterS
     // admin did not choose.
     let shortfalls: Vec<&sched::GuaranteeShortfall> = u
         .flavors
-        .values()
-        .filter_map(|f| f.at_risk.as_ref())
+        .iter()
+        .filter(|(flavor, _)| known(flavor))
+        .filter_map(|(_, f)| f.at_risk.as_ref())
         .collect();
     let at_risk: Vec<String> = shortfalls.iter().map(ToString::to_string).collect();
     let cause = shortfalls

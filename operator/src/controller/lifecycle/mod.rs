@@ -206,15 +206,15 @@ pub fn next(
     }
     status.observed_generation = job.metadata.generation;
     status.nodes = placement_nodes(&status);
-    status.reason = phase_reason(&status).or_else(|| {
+    status.reason = phase_reason(&status).map(|reason| {
         // A starting gang's stuck replica: the kubelet's own word, as `kubectl get pods`
         // shows it (`ImagePullBackOff`), in the same write as the condition that names it.
-        let stalled = status.phase == Phase::Starting
-            && conditions::get(&status.conditions, ConditionType::Running)
-                .is_some_and(|c| c.reason == Reason::ReplicaNotStarting.as_str());
-        stalled
-            .then(|| stalled_replica(&present).map(|(_, why, _)| why.to_string()))
-            .flatten()
+        if reason == Reason::ReplicaNotStarting.as_str()
+            && let Some((_, why, _)) = stalled_replica(&present)
+        {
+            return why.to_string();
+        }
+        reason
     });
     if status.gpus.is_none() || old.phase != status.phase {
         status.gpus = Some(requested_gpus(job));
@@ -239,7 +239,9 @@ fn placement_nodes(status: &TrainingJobStatus) -> Option<String> {
 
 /// Why the job is in its phase, for the `REASON` column: the reason of the condition that
 /// explains it. A spec gone invalid comes first (the job cannot be admitted again until it
-/// is fixed, even while it runs on); a job running, starting, suspended or done as asked has
+/// is fixed, even while it runs on). Every phase short of done says something, as users
+/// read the column to see what a job waits for: a starting gang `Starting` (or why a
+/// replica does not start), a suspended job `Suspended`; a job running or done as asked has
 /// none. Taken from conditions written in the same status, so it never costs a write of its
 /// own.
 fn phase_reason(status: &TrainingJobStatus) -> Option<String> {
@@ -255,10 +257,11 @@ fn phase_reason(status: &TrainingJobStatus) -> Option<String> {
     }
     match status.phase {
         Phase::Pending | Phase::Queued => reason_of(ConditionType::Admitted, "False"),
-        Phase::Retrying => reason_of(ConditionType::Running, "False"),
+        Phase::Starting | Phase::Retrying => reason_of(ConditionType::Running, "False"),
         Phase::Preempting => reason_of(ConditionType::Preempting, "True"),
         Phase::Failed => reason_of(ConditionType::Failed, "True"),
-        Phase::Starting | Phase::Running | Phase::Suspended | Phase::Succeeded => None,
+        Phase::Suspended => Some(Reason::Suspended.to_string()),
+        Phase::Running | Phase::Succeeded => None,
     }
 }
 

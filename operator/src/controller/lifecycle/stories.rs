@@ -505,7 +505,7 @@ fn an_admitted_gang_runs_then_starts() {
     );
     assert!(s.status().started_at.is_none(), "not running yet");
     assert_eq!(s.says(ConditionType::Running), ("False", "Starting"));
-    assert_eq!(s.status().reason, None, "the phase says it all");
+    assert_eq!(s.status().reason.as_deref(), Some("Starting"));
     assert_eq!(fx.requeue, Some(Duration::from_secs(2)));
     assert_eq!(s.status().queue_position, None);
 
@@ -578,7 +578,7 @@ fn a_starting_gang_names_the_replica_that_does_not_start() {
     status(&mut s.pods[1], waiting("ContainerCreating", ""));
     s.after(2).tick();
     assert_eq!(s.says(ConditionType::Running), ("False", "Starting"));
-    assert_eq!(s.status().reason, None);
+    assert_eq!(s.status().reason.as_deref(), Some("Starting"));
     assert_eq!(
         s.status().message.as_deref(),
         Some("Waiting for the 2 replica(s) to start.")
@@ -1205,6 +1205,7 @@ fn a_suspended_job_checkpoints_stops_and_resumes() {
     assert_eq!(s.phase(), Phase::Suspended);
     assert_eq!(s.status().preemptions, 0, "a suspension is no preemption");
     assert_eq!(reasons(&fx), ["Suspended"]);
+    assert_eq!(s.status().reason.as_deref(), Some("Suspended"));
     // Suspended is quiet.
     let fx = s.after(60).tick();
     assert!(fx.events.is_empty());
@@ -1224,6 +1225,7 @@ fn a_queued_job_suspended_before_admission_is_suspended_at_once() {
     let fx = s.after(1).tick();
     assert_eq!(s.phase(), Phase::Suspended);
     assert_eq!(reasons(&fx), ["Suspended"]);
+    assert_eq!(s.status().reason.as_deref(), Some("Suspended"));
 }
 
 #[test]
