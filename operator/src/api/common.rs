@@ -100,15 +100,11 @@ impl std::iter::Sum for GpuAmount {
     }
 }
 
+/// Written as the scheduling core writes GPU amounts in its messages (`1`, `0.25`), so the
+/// status's numbers and the core's words agree.
 impl std::fmt::Display for GpuAmount {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let (whole, frac) = (self.0 / 1000, self.0 % 1000);
-        if frac == 0 {
-            write!(f, "{whole}")
-        } else {
-            let digits = format!("{frac:03}");
-            write!(f, "{whole}.{}", digits.trim_end_matches('0'))
-        }
+        crate::sched::Gpus(self.0).fmt(f)
     }
 }
 
