@@ -67,7 +67,8 @@ async fn happy_path_queued_running_succeeded() {
         "train",
         "{range .status.conditions[*]}{.type}={.status} {end}",
     );
-    for c in ["Valid=True", "Admitted=True", "Succeeded=True"] {
+    // Finished, it holds no GPUs and no longer says it is admitted.
+    for c in ["Valid=True", "Admitted=False", "Succeeded=True"] {
         assert!(
             conditions.contains(c),
             "missing condition {c}: {conditions}"

@@ -61,7 +61,8 @@ pub struct QueueSpec {
     #[schemars(range(min = 1))]
     pub user_limit: Option<i32>,
 
-    /// Order in which the queue's jobs are admitted: `FIFO` (submission order), `Priority`
+    /// Order in which the queue's jobs are admitted (priority first, whatever the policy,
+    /// with `priorityPreemption`): `FIFO` (submission order), `Priority`
     /// (higher priority first, then FIFO; a job's priority is its `spec.priority`, else its
     /// templates' PriorityClass value), `ShortestPredictedFirst` (smallest
     /// `spec.predictedDurationSeconds` first; jobs without a prediction in FIFO order after),
@@ -76,7 +77,9 @@ pub struct QueueSpec {
     pub min_runtime_seconds: Option<i32>,
 
     /// Allow a higher-priority job of this queue to preempt lower-priority jobs of the same
-    /// queue (with a checkpoint request) when it cannot otherwise run.
+    /// queue (with a checkpoint request) when it cannot otherwise run. Priority then comes
+    /// first in the queue's order whatever the `policy`, which orders the jobs of one
+    /// priority: the GPUs a preemption frees go to the job it was made for.
     #[serde(default)]
     pub priority_preemption: bool,
 

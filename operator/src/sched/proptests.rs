@@ -1078,7 +1078,9 @@ fn priority_plan_fits_beside_the_cycles_admissions() {
             spec(0, 0, GpuDemand::Whole(1), Some(1), 0),
         ],
         second: vec![
-            spec(0, 1, GpuDemand::Whole(2), None, 0),
+            // Priority 1 as second-3, so that it still goes first in q1, where priority
+            // leads (`order`).
+            spec(0, 1, GpuDemand::Whole(2), None, 1),
             spec(0, 0, GpuDemand::Whole(2), Some(1), 0),
             spec(0, 0, GpuDemand::Share(MilliGpu(657)), None, 0),
             spec(0, 1, GpuDemand::Whole(4), None, 1),

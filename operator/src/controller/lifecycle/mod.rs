@@ -1610,14 +1610,17 @@ impl Step<'_> {
         }
     }
 
-    /// A job that holds no admission (back in its queue, suspended, waiting out a backoff)
-    /// never says `Admitted=True`: whatever way it left its admission, the same write says
-    /// `Admitted=False` with why it stopped (its `Running=False` reason and message), and
-    /// `queued` words the wait itself once the scheduler has spoken.
+    /// A job that holds no admission (back in its queue, suspended, waiting out a backoff,
+    /// finished) never says `Admitted=True`: whatever way it left its admission, the same
+    /// write says `Admitted=False` with why it stopped (its `Running=False` reason and
+    /// message), and `queued` words the wait itself once the scheduler has spoken. A
+    /// finished job holds no quota, and a condition saying otherwise misleads whoever counts
+    /// admitted jobs (Kueue's finished Workloads keep `QuotaReserved=True`, which its
+    /// maintainers call confusing, kubernetes-sigs/kueue#7480).
     fn admission_ended(&self, status: &mut TrainingJobStatus) {
         if !matches!(
             status.phase,
-            Phase::Queued | Phase::Retrying | Phase::Suspended
+            Phase::Queued | Phase::Retrying | Phase::Suspended | Phase::Succeeded | Phase::Failed
         ) || !conditions::is_true(&status.conditions, ConditionType::Admitted)
         {
             return;

@@ -727,6 +727,8 @@ fn the_deciding_replicas_succeed_and_the_job_succeeds() {
     assert_eq!(s.status().finished_at, Some(at(100)));
     assert_eq!(s.says(ConditionType::Succeeded), ("True", "Succeeded"));
     assert_eq!(s.says(ConditionType::Running), ("False", "Succeeded"));
+    // Its GPUs went back with the same write: it no longer says it is admitted.
+    assert_eq!(s.says(ConditionType::Admitted), ("False", "Succeeded"));
     assert_eq!(reasons(&fx), ["Succeeded"]);
     // The pods finished: nothing to stop.
     assert!(fx.pod_deletions.is_empty());
@@ -803,6 +805,7 @@ fn a_job_out_of_retries_fails() {
     assert_eq!(s.status().finished_at, Some(at(10)));
     assert_eq!(s.says(ConditionType::Failed), ("True", "RetriesExhausted"));
     assert_eq!(s.says(ConditionType::Running), ("False", "ReplicaFailed"));
+    assert_eq!(s.says(ConditionType::Admitted), ("False", "ReplicaFailed"));
     assert_eq!(s.status().reason.as_deref(), Some("RetriesExhausted"));
     assert_eq!(reasons(&fx), ["Failed"]);
     // The replica still running stops; the one that failed stays for `kubectl logs`.
