@@ -152,6 +152,18 @@ impl Metrics {
         }
         out
     }
+
+    /// Drops a deleted VirtualCluster's gauges. Kept, they froze at their last values: a
+    /// tenant that no longer exists still "guaranteed" its GPUs in every sum, and the
+    /// guarantee-not-met alert could fire for it.
+    pub fn forget_virtual_cluster(&self, name: &str) {
+        let labels = VcLabels {
+            virtual_cluster: name.to_string(),
+        };
+        self.gpus_guaranteed.remove(&labels);
+        self.gpus_in_use.remove(&labels);
+        self.gpus_bonus.remove(&labels);
+    }
 }
 
 #[cfg(test)]
@@ -172,6 +184,27 @@ mod tests {
             r#"kubetrain_preemptions_total{reason="UnhealthyGpu"} 0"#,
         ] {
             assert!(text.contains(line), "{line} missing from:\n{text}");
+        }
+    }
+
+    #[test]
+    fn a_deleted_virtual_cluster_leaves_no_series() {
+        let m = Metrics::default();
+        for vc in ["gone", "kept"] {
+            let labels = VcLabels {
+                virtual_cluster: vc.into(),
+            };
+            m.gpus_guaranteed.get_or_create(&labels).set(16);
+            m.gpus_in_use.get_or_create(&labels).set(8.0);
+            m.gpus_bonus.get_or_create(&labels).set(0.5);
+        }
+        m.forget_virtual_cluster("gone");
+        let text = m.encode();
+        assert!(!text.contains(r#"virtual_cluster="gone""#), "{text}");
+        for metric in ["guaranteed", "in_use", "bonus"] {
+            let line =
+                format!(r#"kubetrain_virtualcluster_gpus_{metric}{{virtual_cluster="kept"}}"#);
+            assert!(text.contains(&line), "{line} missing from:\n{text}");
         }
     }
 }

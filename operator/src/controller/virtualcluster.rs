@@ -220,6 +220,7 @@ async fn cleanup(vc: &VirtualCluster, ctx: &Context) -> Result<Action, Error> {
     let admitted = admitted_jobs(vc, ctx);
     if admitted == 0 {
         debug!("no job of its queues holds GPUs; the finalizer goes");
+        ctx.metrics.forget_virtual_cluster(&vc.name_any());
         return Ok(Action::await_change());
     }
     if let Some(mut status) = computed_status(vc, ctx) {
