@@ -1,6 +1,7 @@
 //! `kubectl drain` of a node under a running gang: the gang's PodDisruptionBudget keeps the
 //! drain from evicting it outright, kubetrain asks the job to checkpoint, stops it and
-//! requeues it (a preemption, not a retry), and the drain then finishes.
+//! requeues it (a preemption, not a retry), and the drain then finishes. While it returns,
+//! it keeps its place: a job behind it that would fit on the GPUs it needs waits for it.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -29,6 +30,17 @@ async fn drain_asks_the_gang_to_checkpoint_then_finishes() {
         "{.items[0].spec.nodeName}",
     );
     assert!(!node.is_empty());
+    // Behind the gang in its queue, one node short of room until the drain frees the gang's
+    // other node: it would take the two nodes the gang needs while the gang returns.
+    s.cp.apply(&s.job("behind", &q, 2, 8, &[("run-seconds", "600")], ""));
+    let deadline = tokio::time::Instant::now() + T;
+    while s.job_status("behind", "{.status.phase}") != "Queued" {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "behind never queued"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
 
     let drain = Command::new(s.cp.kubectl_path())
         .args([
@@ -80,6 +92,10 @@ async fn drain_asks_the_gang_to_checkpoint_then_finishes() {
         "{range .items[*]}{.spec.nodeName}{\"\\n\"}{end}",
     );
     assert!(!nodes.lines().any(|n| n == node), "{nodes}");
+    // The job behind it kept waiting: it never ran, so the gang never had to take it back.
+    assert_eq!(s.job_status("behind", "{.status.phase}"), "Queued");
+    assert_eq!(s.job_status("behind", "{.status.preemptions}"), "0");
+    assert!(s.pods_of("behind").is_empty());
 
     // The drain finishes on its own.
     let out = tokio::task::spawn_blocking(move || drain.wait_with_output())

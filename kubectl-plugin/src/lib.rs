@@ -403,6 +403,10 @@ pub fn blocking_resource(code: &str) -> Option<&'static str> {
         "WaitingForPreemption" => "GPUs still held by jobs being preempted for this one",
         "WaitingForMinRuntime" => "GPUs held by jobs still within their minimum runtime",
         "BehindQueueHead" => "a job ahead of it in its strict queue that has not started",
+        "Returning" => "nothing: stopped for a drain or a preemption, it is on its way back",
+        "BehindReturningJob" => {
+            "a job ahead of it, on its way back to the queue after a drain or a preemption"
+        }
         "QueueTerminating" => "its queue, which was deleted and admits nothing new",
         "VirtualClusterTerminating" => {
             "its VirtualCluster, which was deleted and admits nothing new into its queues"

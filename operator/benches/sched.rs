@@ -77,6 +77,7 @@ fn job(i: usize, rng: &mut Lcg, vcs: usize) -> Job {
         preemptions: 0,
         predicted_duration_seconds: None,
         running: None,
+        returning: false,
     }
 }
 
@@ -283,6 +284,7 @@ fn fragmented(c: &mut Criterion) {
             preemptions: 0,
             predicted_duration_seconds: None,
             running: None,
+            returning: false,
         };
         for n in 0..nodes {
             for gpu in 0..7u32 {

@@ -416,20 +416,32 @@ fn job_model(
         || job.spec.suspend;
     let checkpoint_request = super::preemption::request(job, &status, gang)
         .or_else(|| asked.map(|a| super::preemption::asked(job, &status, gang, a)));
+    // Stopped for a preemption or a drain, its pods gone, and not yet back in its queue (a
+    // drained job waits a few seconds there): it keeps its place in the core, where the jobs
+    // behind it wait for it. Left out, they took the GPUs it needed meanwhile, and it
+    // preempted them on its return (an acceptance run saw one drain cost three preemptions).
+    let returning = placement.is_empty()
+        && status.phase == Phase::Preempting
+        && !job.spec.suspend
+        && gang.is_empty();
     let running = if placement.is_empty() {
-        // A Pending job that validates is queued in all but its status: the scheduler takes it
-        // at once rather than after the reconciler's first status write, and when its pods
-        // exist by the time that reconcile runs, one write records Queued and Running together.
-        if job.spec.suspend || !matches!(status.phase, Phase::Pending | Phase::Queued) {
-            return None;
-        }
-        // Pods of the job that hold nothing are still there: a short job finished before its
-        // reconciler wrote Running, or an earlier attempt's pods are still being deleted.
-        // Their names are the ones an admission would create, so it would take them for its
-        // own (409) and post a second `Admitted`; the reconciler records the outcome first
-        // (`lifecycle`, `queued`). Seen as 0.18 extra admissions per job in Setup C.
-        if !gang.is_empty() {
-            return None;
+        if !returning {
+            // A Pending job that validates is queued in all but its status: the scheduler
+            // takes it at once rather than after the reconciler's first status write, and
+            // when its pods exist by the time that reconcile runs, one write records Queued
+            // and Running together.
+            if job.spec.suspend || !matches!(status.phase, Phase::Pending | Phase::Queued) {
+                return None;
+            }
+            // Pods of the job that hold nothing are still there: a short job finished before
+            // its reconciler wrote Running, or an earlier attempt's pods are still being
+            // deleted. Their names are the ones an admission would create, so it would take
+            // them for its own (409) and post a second `Admitted`; the reconciler records
+            // the outcome first (`lifecycle`, `queued`). Seen as 0.18 extra admissions per
+            // job in Setup C.
+            if !gang.is_empty() {
+                return None;
+            }
         }
         None
     } else {
@@ -492,6 +504,7 @@ fn job_model(
         preemptions: status.preemptions.max(0) as u32,
         predicted_duration_seconds: job.spec.predicted_duration_seconds,
         running,
+        returning,
     })
 }
 
@@ -870,6 +883,50 @@ mod tests {
                 "job {phase}, its pod {pod_phase} (terminating: {terminating})"
             );
         }
+    }
+
+    /// A job stopped for a drain or a preemption whose pods are gone keeps its place until its
+    /// reconciler puts it back in its queue: the job behind it is not admitted on the GPUs
+    /// it needs, and it is not admitted itself while still `Preempting`. Suspended, it has no
+    /// place to keep; with its pods still leaving it holds their GPUs as before.
+    #[test]
+    fn a_job_on_its_way_back_keeps_its_place() {
+        let (queues, vcs) = one_team();
+        let nodes = vec![node()];
+        let decide_with = |back: Arc<TrainingJob>, pods: Vec<Arc<Pod>>| {
+            let jobs = vec![back, job("behind", "q", GPUS, "Queued")];
+            decide((&nodes, &pods, &jobs), &queues, &vcs, &BTreeMap::new())
+        };
+        let admitted = |d: &sched::Decisions| -> Vec<String> {
+            d.admissions.iter().map(|a| a.job.clone()).collect()
+        };
+
+        let d = decide_with(job("back", "q", GPUS, "Preempting"), vec![]);
+        assert!(admitted(&d).is_empty(), "{:?}", admitted(&d));
+        let code = |id: &str| {
+            d.waiting
+                .iter()
+                .find(|w| w.job == id)
+                .map(|w| w.reason.code())
+        };
+        assert_eq!(code("team/back"), Some("Returning"));
+        assert_eq!(code("team/behind"), Some("BehindReturningJob"));
+
+        let mut suspended = (*job("back", "q", GPUS, "Preempting")).clone();
+        suspended.spec.suspend = true;
+        let d = decide_with(Arc::new(suspended), vec![]);
+        assert_eq!(admitted(&d), ["team/behind"]);
+
+        let leaving = pod("back", &[0], None, true);
+        let d = decide_with(job("back", "q", GPUS, "Preempting"), vec![leaving]);
+        assert!(admitted(&d).is_empty(), "its pod still holds a GPU");
+        assert_ne!(
+            d.waiting
+                .iter()
+                .find(|w| w.job == "team/behind")
+                .map(|w| w.reason.code()),
+            Some("BehindReturningJob")
+        );
     }
 
     /// Pods labelled with a job's name that the job does not control (left by a deleted job

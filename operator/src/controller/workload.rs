@@ -604,6 +604,7 @@ mod tests {
             retries: 0,
             preemptions: 0,
             predicted_duration_seconds: None,
+            returning: false,
             running: None,
         }
     }

@@ -1468,6 +1468,13 @@ impl<'a> Cycle<'a> {
                         .any(|&f| self.t.within_guarantee(p.vc, f, p.milli));
                     deferred[vc].push((j, within));
                 }
+                Entry::Vacant(slot) if snap.job(j).returning => {
+                    // Not admitted yet, and no plan made for it: it holds its place, and
+                    // the jobs behind it wait for it (phase 2 tells them why).
+                    let queue = snap.queue(p.queue).name.clone();
+                    self.wait(j, WaitReason::Returning { queue });
+                    slot.insert(j);
+                }
                 Entry::Vacant(slot) => {
                     let admitted = self.out.admissions.len();
                     self.guaranteed(p, &mut deferred[vc]);
@@ -1499,11 +1506,20 @@ impl<'a> Cycle<'a> {
             let p = pending[j].as_ref().expect("deferred jobs are digested");
             match blocker.get(&p.queue) {
                 Some(&head) if place[head] < place[j] => {
-                    let reason = WaitReason::BehindQueueHead {
-                        queue: snap.queue(p.queue).name.clone(),
-                        head: snap.job(head).id.clone(),
+                    let (queue, head) =
+                        (snap.queue(p.queue).name.clone(), snap.job(head).id.clone());
+                    let reason = if snap.job(blocker[&p.queue]).returning {
+                        WaitReason::BehindReturningJob { queue, head }
+                    } else {
+                        WaitReason::BehindQueueHead { queue, head }
                     };
                     self.wait(j, reason);
+                }
+                // Behind a strict head, it had no turn in phase 1; it keeps its place all
+                // the same.
+                _ if snap.job(j).returning => {
+                    let queue = snap.queue(p.queue).name.clone();
+                    self.wait(j, WaitReason::Returning { queue });
                 }
                 _ if self.bonus(p) => {
                     if blocker.get(&p.queue) == Some(&j) {

@@ -249,6 +249,12 @@ pub enum WaitReason {
     WaitingForMinRuntime { until: i64, victims: Vec<String> },
     /// The queue keeps a strict order and `head`, ahead of this job, has not started.
     BehindQueueHead { queue: String, head: String },
+    /// Stopped for a preemption or a drain, the job is on its way back to `queue`, keeping
+    /// its place ([`Job::returning`](super::model::Job::returning)).
+    Returning { queue: String },
+    /// `head`, ahead of this job in `queue`, is on its way back after a preemption or a
+    /// drain and keeps its place: this job's turn comes after it.
+    BehindReturningJob { queue: String, head: String },
     /// The job's queue (or one above it) was deleted: it admits nothing new while its
     /// admitted jobs finish.
     QueueTerminating { queue: String },
@@ -275,6 +281,8 @@ impl WaitReason {
             WaitReason::WaitingForPreemption { .. } => "WaitingForPreemption",
             WaitReason::WaitingForMinRuntime { .. } => "WaitingForMinRuntime",
             WaitReason::BehindQueueHead { .. } => "BehindQueueHead",
+            WaitReason::Returning { .. } => "Returning",
+            WaitReason::BehindReturningJob { .. } => "BehindReturningJob",
             WaitReason::QueueTerminating { .. } => "QueueTerminating",
             WaitReason::VirtualClusterTerminating { .. } => "VirtualClusterTerminating",
         }
@@ -330,6 +338,8 @@ impl WaitReason {
             | WaitReason::WaitingForPreemption { .. }
             | WaitReason::WaitingForMinRuntime { .. }
             | WaitReason::BehindQueueHead { .. }
+            | WaitReason::Returning { .. }
+            | WaitReason::BehindReturningJob { .. }
             | WaitReason::QueueTerminating { .. }
             | WaitReason::VirtualClusterTerminating { .. } => {}
         }
@@ -508,6 +518,14 @@ impl fmt::Display for WaitReason {
             WaitReason::BehindQueueHead { queue, head } => write!(
                 f,
                 "Queue {queue} keeps a strict order (queueingStrategy: Strict) and job {head}, ahead of this one, has not started yet. This job starts after {head} does, or once {head} is deleted."
+            ),
+            WaitReason::Returning { queue } => write!(
+                f,
+                "Stopped for a drain or a preemption; on its way back to queue {queue}, keeping its place: the jobs behind it wait until it is back, in a few seconds."
+            ),
+            WaitReason::BehindReturningJob { queue, head } => write!(
+                f,
+                "Job {head}, ahead of this one in queue {queue}, was stopped for a drain or a preemption and is on its way back, keeping its place: this job's turn comes after it, in a few seconds."
             ),
             WaitReason::QueueTerminating { queue } => write!(
                 f,

@@ -82,6 +82,7 @@ pub fn job(id: &str, queue: &str, replicas: u32, gpus: u32) -> Job {
         retries: 0,
         preemptions: 0,
         predicted_duration_seconds: None,
+        returning: false,
         running: None,
     }
 }

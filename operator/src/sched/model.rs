@@ -398,6 +398,11 @@ pub struct Job {
     pub preemptions: u32,
     pub predicted_duration_seconds: Option<i64>,
     pub running: Option<Running>,
+    /// Stopped for a preemption or a drain, its pods gone, and not yet back in its queue
+    /// (a drained job waits a few seconds for `kubectl drain` to see its old pods gone). It
+    /// keeps its place: it is not admitted yet, and the jobs behind it in its queue wait for
+    /// it rather than take the GPUs it will need.
+    pub returning: bool,
 }
 
 impl Job {

@@ -751,6 +751,39 @@ fn a_queue_with_priority_preemption_offers_freed_gpus_to_the_higher_priority_job
     }
 }
 
+/// A job stopped for a drain keeps its place while it returns: the lower-priority job behind
+/// it does not take the GPUs it needs meanwhile (it used to, then was preempted by it a few
+/// seconds later), and it is not admitted before it is back. Another queue is not held.
+#[test]
+fn a_returning_job_keeps_its_place_in_its_queue() {
+    let nodes = vec![node("n0", "A100", 8, None)];
+    let mut q = queue("q", "t");
+    q.policy = QueuePolicy::Priority;
+    let other = queue("other", "t");
+    let mut back = job("t/back", "q", 1, 8);
+    back.priority = 10;
+    back.returning = true;
+    let mut low = job("t/low", "q", 1, 8);
+    low.priority = 5;
+    let elsewhere = job("t/elsewhere", "other", 1, 4);
+    let d = schedule(&snapshot(
+        100,
+        nodes,
+        vec![vc("t", "A100", 8)],
+        vec![q, other],
+        vec![back, low, elsewhere],
+    ));
+    assert!(d.admission("t/back").is_none(), "not before it is back");
+    assert!(d.admission("t/low").is_none(), "behind it");
+    assert!(
+        d.admission("t/elsewhere").is_some(),
+        "another queue goes on"
+    );
+    assert!(d.preemptions.is_empty());
+    assert!(waits_with(&d, "t/back", "Returning"));
+    assert!(waits_with(&d, "t/low", "BehindReturningJob"));
+}
+
 /// A victim that has not run its minimum runtime is spared while another set exists, and
 /// when none does the reclaim waits for it, saying until when.
 #[test]

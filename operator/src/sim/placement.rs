@@ -365,6 +365,7 @@ pub fn run(
                 retries: 0,
                 preemptions: 0,
                 predicted_duration_seconds: None,
+                returning: false,
                 running: None,
             });
             next += 1;

@@ -429,6 +429,7 @@ impl<'a> Sim<'a> {
                 retries: 0,
                 preemptions: 0,
                 predicted_duration_seconds: None,
+                returning: false,
                 running: None,
             };
             by_id.insert(id.clone(), sim_jobs.len());
