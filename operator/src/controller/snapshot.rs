@@ -416,14 +416,12 @@ fn job_model(
         || job.spec.suspend;
     let checkpoint_request = super::preemption::request(job, &status, gang)
         .or_else(|| asked.map(|a| super::preemption::asked(job, &status, gang, a)));
-    // Stopped for a preemption or a drain, its pods gone, and not yet back in its queue (a
-    // drained job waits a few seconds there): it keeps its place in the core, where the jobs
-    // behind it wait for it. Left out, they took the GPUs it needed meanwhile, and it
-    // preempted them on its return (an acceptance run saw one drain cost three preemptions).
-    let returning = placement.is_empty()
-        && status.phase == Phase::Preempting
-        && !job.spec.suspend
-        && gang.is_empty();
+    // Stopped for a preemption or a drain, its pods holding nothing any more (exited after
+    // their checkpoint, or gone), and not yet back in its queue (a drained job waits a few
+    // seconds there): it keeps its place in the core, where the jobs behind it wait for it.
+    // Left out, they took the GPUs it needed meanwhile, and it preempted them on its return
+    // (an acceptance run saw one drain cost three preemptions).
+    let returning = placement.is_empty() && status.phase == Phase::Preempting && !job.spec.suspend;
     let running = if placement.is_empty() {
         if !returning {
             // A Pending job that validates is queued in all but its status: the scheduler
@@ -916,6 +914,13 @@ mod tests {
         suspended.spec.suspend = true;
         let d = decide_with(Arc::new(suspended), vec![]);
         assert_eq!(admitted(&d), ["team/behind"]);
+
+        // Its pod exited after the checkpoint and is not deleted yet: it holds nothing, and
+        // the job keeps its place all the same.
+        let mut exited = (*pod("back", &[0], None, false)).clone();
+        exited.status.as_mut().expect("status").phase = Some("Succeeded".into());
+        let d = decide_with(job("back", "q", GPUS, "Preempting"), vec![Arc::new(exited)]);
+        assert!(admitted(&d).is_empty(), "{:?}", admitted(&d));
 
         let leaving = pod("back", &[0], None, true);
         let d = decide_with(job("back", "q", GPUS, "Preempting"), vec![leaving]);
