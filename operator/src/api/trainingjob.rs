@@ -419,7 +419,8 @@ pub struct TrainingJobStatus {
     /// Restarts after failures so far (at most `spec.maxRetries`).
     #[serde(default)]
     pub retries: i32,
-    /// Times the job was preempted and requeued; these do not count as retries.
+    /// Times the job was preempted and requeued; these do not count as retries. A
+    /// suspension is not counted (`lastPreemption` records it, with reason `Suspend`).
     #[serde(default)]
     pub preemptions: i32,
     /// Retries caused by infrastructure (node lost, GPU unhealthy, kubelet eviction or

@@ -51,6 +51,11 @@ pub enum AdmitError {
          delete it to let the job start"
     )]
     Occupied(String),
+    /// A pod of the gang's name that an earlier job of the same name left is still being
+    /// deleted (the job was deleted and re-created at once): no one needs to act, the next
+    /// cycle tries again once it is gone.
+    #[error("pod {0} of an earlier job of the same name is still terminating")]
+    PredecessorLeaving(String),
     /// Anything else (5xx, a conflict, a timeout, a quota): the next cycle tries again.
     #[error("creating {object}: {}", api_message(.source))]
     Kube {
@@ -285,6 +290,12 @@ pub async fn cycle(ctx: &Arc<Context>) -> Duration {
                     return;
                 };
                 if let Err(e) = admit(ctx, job, admission).await {
+                    if let AdmitError::PredecessorLeaving(_) = e {
+                        // Nothing for anyone to do: a Warning here asked users to delete a
+                        // pod that was already going.
+                        debug!(job = %JobKey::of(job), reason = %e, "admission waits");
+                        return;
+                    }
                     warn!(job = %JobKey::of(job), error = %e, "admission failed");
                     if let AdmitError::Refused { object, message } = &e {
                         ctx.refuse(job, object.clone(), message.clone());
@@ -406,13 +417,18 @@ async fn admit(
     // A pod of the gang's name that the cache shows as another's: fail before creating
     // anything, rather than create the rest of the gang and undo it every cycle.
     let uid = job.uid().unwrap_or_default();
-    if let Some(taken) = pods.iter().find(|p| {
+    if let Some(taken) = pods.iter().find_map(|p| {
         ctx.stores
             .pods
             .get(&ObjectRef::new(&p.name_any()).within(&ns))
-            .is_some_and(|present| !owned_by(present.as_ref(), &uid))
+            .filter(|present| !owned_by(present.as_ref(), &uid))
     }) {
-        return Err(AdmitError::Occupied(format!("pod {}", taken.name_any())));
+        let name = taken.name_any();
+        return Err(if taken.metadata.deletion_timestamp.is_some() {
+            AdmitError::PredecessorLeaving(name)
+        } else {
+            AdmitError::Occupied(format!("pod {name}"))
+        });
     }
     ctx.state().inflight.insert(
         key.clone(),
@@ -565,6 +581,9 @@ async fn create_pod(api: &Api<Pod>, pod: Pod, uid: &str) -> Result<String, Admit
     let name = pod.name_any();
     let object = format!("pod {name}");
     match create_or_existing(api, &pod, &object, create_error).await? {
+        Some(p) if !owned_by(&p, uid) && p.metadata.deletion_timestamp.is_some() => {
+            Err(AdmitError::PredecessorLeaving(name))
+        }
         Some(p) if !owned_by(&p, uid) => Err(AdmitError::Occupied(object)),
         _ => Ok(name),
     }

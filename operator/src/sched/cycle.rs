@@ -235,6 +235,41 @@ fn sort_key(d: &Demand) -> (u8, Reverse<u64>, u16, u32) {
     }
 }
 
+/// A withdrawal that would take its tenant above a limit is not made. A job that a limit
+/// (the VirtualCluster's, a queue's `maxShare`, a user's) kept waiting is admitted while its
+/// victims leave, on their credit against the limit, and it may be placed on other free GPUs;
+/// once it runs it no longer waits, so the victims' preemption looks stale (`cancel`). Let
+/// go, a victim ran on beside it and the tenant stayed above its cap for good (an acceptance
+/// run saw 12 GPUs held under a limit of 8). Each victim whose withdrawal finds its scope
+/// above a limit goes on leaving instead (the least important first; one kept may bring the
+/// others within it).
+fn keep_preemptions_a_limit_needs(
+    snap: &Snapshot,
+    t: &mut Tenants,
+    runs: &mut IdVec<RunIdx, RunInfo>,
+    order: &[RunIdx],
+    out: &mut Decisions,
+) {
+    if out.cancellations.is_empty() {
+        return;
+    }
+    for &i in order.iter().rev() {
+        let r = &runs[i];
+        let job = snap.job(r.job);
+        let Some(q) = r.queue else { continue };
+        if !out.cancellations.iter().any(|c| c.job == job.id)
+            || t.check_limits(snap, q, &job.user, 0).is_ok()
+        {
+            continue;
+        }
+        t.charge(q, &job.user, r.flavor, r.milli, r.bonus, false);
+        out.cancellations.retain(|c| c.job != job.id);
+        out.promotions.retain(|x| x != &job.id);
+        out.demotions.retain(|x| x != &job.id);
+        runs[i].gone = true;
+    }
+}
+
 /// The order in which running jobs fill their VirtualCluster's guarantee; what is left over
 /// is bonus, so a VC's bonus jobs are its least important. Higher priority first; among
 /// equal priorities the standing a job already has (guaranteed first), so that jobs do not
@@ -412,6 +447,7 @@ impl<'a> Cycle<'a> {
             );
             runs[i].bonus = !guaranteed;
         }
+        keep_preemptions_a_limit_needs(snap, &mut t, &mut runs, &order, &mut out);
         if !out.demotions.is_empty() {
             // a demoted job no longer binds its domains: they may be clean again
             cells = Cells::build(snap, &c, &t, &runs);

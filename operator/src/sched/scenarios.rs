@@ -784,6 +784,71 @@ fn a_returning_job_keeps_its_place_in_its_queue() {
     assert!(waits_with(&d, "t/low", "BehindReturningJob"));
 }
 
+/// A priority preemption that a limit needed is not withdrawn when its beneficiary, admitted
+/// on the victim's credit against the limit, runs on other free GPUs: the victim goes on
+/// leaving, or the team would stay above its limit for good (12 GPUs under a limit of 8 in an
+/// acceptance run). Where the limit leaves room for both, the preemption is withdrawn as
+/// before and the victim runs on.
+#[test]
+fn a_preemption_a_limit_needed_is_not_withdrawn() {
+    let nodes = vec![node("n0", "A100", 8, None), node("n1", "A100", 8, None)];
+    let mut q = queue("q", "t");
+    q.policy = QueuePolicy::Priority;
+    q.priority_preemption = true;
+    let jobs = || {
+        let mut p1 = run(
+            job("t/p-1", "q", 1, 4),
+            &[("n0", &[0, 1, 2, 3])],
+            false,
+            0,
+            None,
+        );
+        p1.priority = 10;
+        let mut p2 = run(
+            job("t/p-2", "q", 1, 4),
+            &[("n0", &[4, 5, 6, 7])],
+            false,
+            0,
+            None,
+        );
+        p2.priority = 10;
+        let r = p2.running.as_mut().expect("running");
+        r.preempting = true;
+        r.checkpoint_request = Some(CheckpointRequest {
+            reason: PreemptionReason::Priority,
+            beneficiary: Some("t/p-3".into()),
+            withdrawable: true,
+        });
+        let mut p3 = run(
+            job("t/p-3", "q", 1, 4),
+            &[("n1", &[0, 1, 2, 3])],
+            false,
+            50,
+            None,
+        );
+        p3.priority = 20;
+        vec![p1, p2, p3]
+    };
+    for (limit, withdrawn) in [(8, false), (12, true), (16, true)] {
+        let mut v = vc("t", "A100", 8);
+        v.limit_gpus = Some(limit);
+        let d = schedule(&snapshot(
+            100,
+            nodes.clone(),
+            vec![v],
+            vec![q.clone()],
+            jobs(),
+        ));
+        let cancelled: Vec<&str> = d.cancellations.iter().map(|c| c.job.as_str()).collect();
+        if withdrawn {
+            assert_eq!(cancelled, ["t/p-2"], "limit {limit}");
+        } else {
+            assert!(cancelled.is_empty(), "limit {limit}: {cancelled:?}");
+        }
+        assert!(d.admissions.is_empty(), "limit {limit}");
+    }
+}
+
 /// A victim that has not run its minimum runtime is spared while another set exists, and
 /// when none does the reclaim waits for it, saying until when.
 #[test]
