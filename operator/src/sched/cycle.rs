@@ -235,6 +235,27 @@ fn sort_key(d: &Demand) -> (u8, Reverse<u64>, u16, u32) {
     }
 }
 
+/// A job leaving for a drain or an unhealthy GPU (no job takes its place) comes back to its
+/// queue: its team's limits still count it, so that no job of the team takes the room it
+/// will need under them and is preempted for it when it returns (uncharged, a job the
+/// team's limit held back started the moment a drain began, and was preempted 16 s later).
+/// Its GPUs still come free for placement as its pods go, and its guarantee for whoever
+/// waits within it, as before.
+fn charge_jobs_that_return(snap: &Snapshot, t: &mut Tenants, runs: &IdVec<RunIdx, RunInfo>) {
+    for i in runs.ids() {
+        let r = &runs[i];
+        let job = snap.job(r.job);
+        let returns = job
+            .running
+            .as_ref()
+            .and_then(|run| run.checkpoint_request.as_ref())
+            .is_some_and(|req| !req.reason.for_a_job());
+        if let (true, true, Some(q)) = (r.gone, returns, r.queue) {
+            t.hold_limits(q, &job.user, r.milli);
+        }
+    }
+}
+
 /// A withdrawal that would take its tenant above a limit is not made. A job that a limit
 /// (the VirtualCluster's, a queue's `maxShare`, a user's) kept waiting is admitted while its
 /// victims leave, on their credit against the limit, and it may be placed on other free GPUs;
@@ -448,6 +469,7 @@ impl<'a> Cycle<'a> {
             runs[i].bonus = !guaranteed;
         }
         keep_preemptions_a_limit_needs(snap, &mut t, &mut runs, &order, &mut out);
+        charge_jobs_that_return(snap, &mut t, &runs);
         if !out.demotions.is_empty() {
             // a demoted job no longer binds its domains: they may be clean again
             cells = Cells::build(snap, &c, &t, &runs);

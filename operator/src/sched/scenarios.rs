@@ -849,6 +849,60 @@ fn a_preemption_a_limit_needed_is_not_withdrawn() {
     }
 }
 
+/// A job leaving for a drain still counts against its team's limit: the job the limit holds
+/// back does not start on idle GPUs the moment the drain begins, only to be preempted when
+/// the drained job returns.
+#[test]
+fn a_drained_job_keeps_its_room_under_the_limit() {
+    let nodes = vec![
+        node("n0", "A100", 8, None),
+        node("n1", "A100", 8, None),
+        node("n2", "A100", 8, None),
+    ];
+    let mut q = queue("q", "t");
+    q.policy = QueuePolicy::Priority;
+    let world = |reason: PreemptionReason| {
+        let mut drained = run(
+            job("t/drained", "q", 1, 8),
+            &[("n0", &[0, 1, 2, 3, 4, 5, 6, 7])],
+            false,
+            0,
+            None,
+        );
+        drained.priority = 10;
+        let r = drained.running.as_mut().expect("running");
+        r.preempting = true;
+        r.checkpoint_request = Some(CheckpointRequest {
+            reason,
+            beneficiary: reason.for_a_job().then(|| "t/other".to_string()),
+            withdrawable: false,
+        });
+        let mut other = run(
+            job("t/other", "q", 1, 8),
+            &[("n1", &[0, 1, 2, 3, 4, 5, 6, 7])],
+            false,
+            0,
+            None,
+        );
+        other.priority = 10;
+        let mut low = job("t/low", "q", 1, 8);
+        low.priority = 5;
+        vec![drained, other, low]
+    };
+    let mut v = vc("t", "A100", 16);
+    v.limit_gpus = Some(16);
+    let d = schedule(&snapshot(
+        100,
+        nodes.clone(),
+        vec![v.clone()],
+        vec![q.clone()],
+        world(PreemptionReason::Drain),
+    ));
+    assert!(d.admission("t/low").is_none(), "{:?}", d.admissions);
+    assert!(waits_with(&d, "t/low", "OverLimit"));
+    assert!(d.preemptions.is_empty(), "{:?}", d.preemptions);
+}
+
 /// A victim that has not run its minimum runtime is spared while another set exists, and
 /// when none does the reclaim waits for it, saying until when.
 #[test]

@@ -361,6 +361,18 @@ impl Tenants {
                 .is_some_and(|l| need > u64::from(l) * 1000)
     }
 
+    /// Counts `milli` against the limits of `q`'s scope only (the VirtualCluster's `limit`,
+    /// the queues' `maxShare`, the user's `userLimit`), not against the guarantee: room a
+    /// job will need back under its team's caps.
+    pub fn hold_limits(&mut self, q: QueueId, user: &str, milli: u64) {
+        let Some(vc) = self.queue_vc[q] else { return };
+        self.vc_used[vc] += milli;
+        for &qi in &self.chain[q] {
+            self.queue_used[qi] += milli;
+        }
+        *self.user_used.entry((q, user.to_string())).or_insert(0) += milli;
+    }
+
     /// Add (or with `add == false` remove) usage.
     pub fn charge(
         &mut self,
