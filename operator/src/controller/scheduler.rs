@@ -423,12 +423,7 @@ async fn admit(
             .get(&ObjectRef::new(&p.name_any()).within(&ns))
             .filter(|present| !owned_by(present.as_ref(), &uid))
     }) {
-        let name = taken.name_any();
-        return Err(if taken.metadata.deletion_timestamp.is_some() {
-            AdmitError::PredecessorLeaving(name)
-        } else {
-            AdmitError::Occupied(format!("pod {name}"))
-        });
+        return Err(taken_by_another(taken.as_ref()));
     }
     ctx.state().inflight.insert(
         key.clone(),
@@ -581,11 +576,19 @@ async fn create_pod(api: &Api<Pod>, pod: Pod, uid: &str) -> Result<String, Admit
     let name = pod.name_any();
     let object = format!("pod {name}");
     match create_or_existing(api, &pod, &object, create_error).await? {
-        Some(p) if !owned_by(&p, uid) && p.metadata.deletion_timestamp.is_some() => {
-            Err(AdmitError::PredecessorLeaving(name))
-        }
-        Some(p) if !owned_by(&p, uid) => Err(AdmitError::Occupied(object)),
+        Some(p) if !owned_by(&p, uid) => Err(taken_by_another(&p)),
         _ => Ok(name),
+    }
+}
+
+/// Why a pod of the gang's name that another controller owns keeps the gang from starting:
+/// one still terminating needs nobody (the next cycle tries again), one that stays does.
+fn taken_by_another(pod: &Pod) -> AdmitError {
+    let name = pod.name_any();
+    if pod.metadata.deletion_timestamp.is_some() {
+        AdmitError::PredecessorLeaving(name)
+    } else {
+        AdmitError::Occupied(format!("pod {name}"))
     }
 }
 

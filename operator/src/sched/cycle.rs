@@ -1564,20 +1564,15 @@ impl<'a> Cycle<'a> {
             let p = pending[j].as_ref().expect("deferred jobs are digested");
             match blocker.get(&p.queue) {
                 Some(&head) if place[head] < place[j] => {
+                    let returning = snap.job(head).returning;
                     let (queue, head) =
                         (snap.queue(p.queue).name.clone(), snap.job(head).id.clone());
-                    let reason = if snap.job(blocker[&p.queue]).returning {
+                    let reason = if returning {
                         WaitReason::BehindReturningJob { queue, head }
                     } else {
                         WaitReason::BehindQueueHead { queue, head }
                     };
                     self.wait(j, reason);
-                }
-                // Behind a strict head, it had no turn in phase 1; it keeps its place all
-                // the same.
-                _ if snap.job(j).returning => {
-                    let queue = snap.queue(p.queue).name.clone();
-                    self.wait(j, WaitReason::Returning { queue });
                 }
                 _ if self.bonus(p) => {
                     if blocker.get(&p.queue) == Some(&j) {

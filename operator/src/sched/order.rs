@@ -190,12 +190,16 @@ fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
         if c.is_ascii_digit() && d.is_ascii_digit() {
             let run = |s: &[u8]| s.iter().take_while(|b| b.is_ascii_digit()).count();
             let (n, m) = (run(x), run(y));
-            let trim = |s: &[u8]| {
-                let zeros = s.iter().take_while(|&&b| b == b'0').count();
-                s[zeros.min(s.len().saturating_sub(1))..].to_vec()
+            // Leading zeros dropped (one digit kept), without allocating: this runs in
+            // every cycle's sort of every queue.
+            let trim = |s: &'_ [u8]| -> usize {
+                s.iter()
+                    .take_while(|&&b| b == b'0')
+                    .count()
+                    .min(s.len() - 1)
             };
-            let (p, q) = (trim(&x[..n]), trim(&y[..m]));
-            let by_value = p.len().cmp(&q.len()).then_with(|| p.cmp(&q));
+            let (p, q) = (&x[trim(&x[..n])..n], &y[trim(&y[..m])..m]);
+            let by_value = p.len().cmp(&q.len()).then_with(|| p.cmp(q));
             if by_value != Ordering::Equal {
                 return by_value;
             }

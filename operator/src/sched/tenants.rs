@@ -365,12 +365,25 @@ impl Tenants {
     /// the queues' `maxShare`, the user's `userLimit`), not against the guarantee: room a
     /// job will need back under its team's caps.
     pub fn hold_limits(&mut self, q: QueueId, user: &str, milli: u64) {
+        self.charge_scope(q, user, milli, true);
+    }
+
+    /// Adds (or removes) `milli` to the usage the limits read: the VirtualCluster's, each
+    /// queue's up the chain, the user's in the queue.
+    fn charge_scope(&mut self, q: QueueId, user: &str, milli: u64, add: bool) {
         let Some(vc) = self.queue_vc[q] else { return };
-        self.vc_used[vc] += milli;
+        let op = |x: &mut u64| {
+            if add {
+                *x += milli
+            } else {
+                *x = x.saturating_sub(milli)
+            }
+        };
+        op(&mut self.vc_used[vc]);
         for &qi in &self.chain[q] {
-            self.queue_used[qi] += milli;
+            op(&mut self.queue_used[qi]);
         }
-        *self.user_used.entry((q, user.to_string())).or_insert(0) += milli;
+        op(self.user_used.entry((q, user.to_string())).or_insert(0));
     }
 
     /// Add (or with `add == false` remove) usage.
@@ -384,13 +397,6 @@ impl Tenants {
         add: bool,
     ) {
         let Some(vc) = self.queue_vc[q] else { return };
-        let op = |x: &mut u64| {
-            if add {
-                *x += milli
-            } else {
-                *x = x.saturating_sub(milli)
-            }
-        };
         // A flavor no node has any more (the job's nodes are all gone) has no per-flavor
         // usage; the job still counts for its VirtualCluster, queues and user.
         let per_flavor = if bonus {
@@ -399,13 +405,13 @@ impl Tenants {
             self.guar_used[vc].get_mut(f)
         };
         if let Some(x) = per_flavor {
-            op(x);
+            if add {
+                *x += milli
+            } else {
+                *x = x.saturating_sub(milli)
+            }
         }
-        op(&mut self.vc_used[vc]);
-        for &qi in &self.chain[q] {
-            op(&mut self.queue_used[qi]);
-        }
-        op(self.user_used.entry((q, user.to_string())).or_insert(0));
+        self.charge_scope(q, user, milli, add);
     }
 
     /// Weighted dominant share of the guarantee in use (guaranteed phase turn order).
