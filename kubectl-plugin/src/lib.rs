@@ -401,6 +401,7 @@ pub fn blocking_resource(code: &str) -> Option<&'static str> {
         "NeverFits" => "the cluster itself: no node or domain can ever hold the job",
         "ReservedForCells" => "free GPUs kept as whole cells for other teams' guarantees",
         "WaitingForPreemption" => "GPUs still held by jobs being preempted for this one",
+        "WaitingForTerminatingPods" => "GPUs held by terminating pods of a deleted job",
         "WaitingForMinRuntime" => "GPUs held by jobs still within their minimum runtime",
         "BehindQueueHead" => "a job ahead of it in its strict queue that has not started",
         "Returning" => "nothing: stopped for a drain or a preemption, it is on its way back",

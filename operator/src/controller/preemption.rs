@@ -44,13 +44,14 @@ pub fn request(
 }
 
 /// Whether a request on the job could still be withdrawn: not acknowledged, its pods not
-/// leaving, not suspended, no stop decided. A job that finished or failed meanwhile is
-/// stopping for its own reasons.
+/// leaving, not suspended or deleted, no stop decided. A job that finished or failed
+/// meanwhile is stopping for its own reasons.
 fn withdrawable(job: &TrainingJob, status: &TrainingJobStatus, gang: &Gang) -> bool {
     status.phase.holds_gpus()
         && !gang.acknowledged()
         && !gang.leaving()
         && !job.spec.suspend
+        && job.metadata.deletion_timestamp.is_none()
         && !stop_decided(status)
 }
 

@@ -193,7 +193,19 @@ pub fn build(world: &World<'_>) -> sched::Snapshot {
         .filter(|(_, j)| j.running.is_some())
         .map(|(key, _)| key)
         .collect();
-    let mut held = held_by_orphans(&gangs, &charged, &node_names, &mut foreign);
+    // Jobs that keep their pods: present and not being deleted.
+    let keeping: BTreeSet<GangKey> = world
+        .jobs
+        .iter()
+        .filter(|j| j.metadata.deletion_timestamp.is_none())
+        .map(|j| (JobKey::of(j), j.metadata.uid.clone()))
+        .collect();
+    let orphans = Orphans {
+        charged: &charged,
+        keeping: &keeping,
+        now: world.now,
+    };
+    let mut held = orphans.held(&gangs, &node_names, &mut foreign);
     let nodes = world
         .nodes
         .iter()
@@ -263,48 +275,76 @@ pub fn build(world: &World<'_>) -> sched::Snapshot {
     }
 }
 
-/// A GPU is free only when no pod holds it: what the present pods of jobs that take no part
-/// in this snapshot hold (the job deleted while its pods terminate, the job invalid, gone
-/// from the cache, another job of the name that left them), per node. The pods of a job in
-/// the snapshot are charged through it.
-fn held_by_orphans(
-    gangs: &BTreeMap<GangKey, Gang>,
-    charged: &BTreeSet<&GangKey>,
-    node_names: &BTreeSet<String>,
-    foreign: &mut BTreeMap<String, sched::Resources>,
-) -> BTreeMap<String, Vec<sched::Held>> {
-    let mut out: BTreeMap<String, Vec<sched::Held>> = BTreeMap::new();
-    for (key, gang) in gangs {
-        if charged.contains(key) {
-            continue;
-        }
-        for m in gang.active() {
-            let Some(spec) = m.pod.spec.as_ref() else {
+/// How long past its deletion timestamp (the end of its grace period) a pod of no job still
+/// counts as leaving. One that outlives it is stuck (its node unreachable, a finalizer): its
+/// GPUs are held as any other's, so that jobs needing room find it elsewhere instead of
+/// waiting on a pod that may never go.
+const STUCK_AFTER_SECS: i64 = 30;
+
+/// The pods of jobs that take no part in this snapshot: the job deleted while its pods
+/// terminate, the job invalid, gone from the cache, or another job of the name that left
+/// them. A GPU is free only when no pod holds it. The pods of a job in the snapshot are
+/// charged through it.
+struct Orphans<'a> {
+    /// Jobs of the snapshot that hold resources.
+    charged: &'a BTreeSet<&'a GangKey>,
+    /// Jobs present and not being deleted: their pods stay.
+    keeping: &'a BTreeSet<GangKey>,
+    now: i64,
+}
+
+impl Orphans<'_> {
+    /// What the orphans hold, per node.
+    fn held(
+        &self,
+        gangs: &BTreeMap<GangKey, Gang>,
+        node_names: &BTreeSet<String>,
+        foreign: &mut BTreeMap<String, sched::Resources>,
+    ) -> BTreeMap<String, Vec<sched::Held>> {
+        let mut out: BTreeMap<String, Vec<sched::Held>> = BTreeMap::new();
+        for (key, gang) in gangs {
+            if self.charged.contains(key) {
                 continue;
-            };
-            let Some(node) = m.bound_node.as_ref().filter(|n| node_names.contains(*n)) else {
-                continue;
-            };
-            let demand = pod_demand(spec).unwrap_or_default();
-            match &m.placement {
-                Some(pl) => out.entry(node.clone()).or_default().push(sched::Held {
-                    gpus: pl.gpus.clone(),
-                    share: pl.share,
-                    cpu_milli: demand.cpu_milli,
-                    memory_bytes: demand.memory_bytes,
-                }),
-                // Which GPUs is unknown (no placement annotation): held by count, as a
-                // foreign pod's are.
-                None => {
-                    let f = foreign.entry(node.clone()).or_default();
-                    f.cpu_milli += demand.cpu_milli;
-                    f.memory_bytes += demand.memory_bytes;
-                    f.gpus += demand.gpus as u32;
+            }
+            for m in gang.active() {
+                let Some(spec) = m.pod.spec.as_ref() else {
+                    continue;
+                };
+                let Some(node) = m.bound_node.as_ref().filter(|n| node_names.contains(*n)) else {
+                    continue;
+                };
+                let demand = pod_demand(spec).unwrap_or_default();
+                match &m.placement {
+                    Some(pl) => out.entry(node.clone()).or_default().push(sched::Held {
+                        gpus: pl.gpus.clone(),
+                        share: pl.share,
+                        cpu_milli: demand.cpu_milli,
+                        memory_bytes: demand.memory_bytes,
+                        leaving: self.leaving(key, m).then(|| key.0.to_string()),
+                    }),
+                    // Which GPUs is unknown (no placement annotation): held by count, as a
+                    // foreign pod's are.
+                    None => {
+                        let f = foreign.entry(node.clone()).or_default();
+                        f.cpu_milli += demand.cpu_milli;
+                        f.memory_bytes += demand.memory_bytes;
+                        f.gpus += demand.gpus as u32;
+                    }
                 }
             }
         }
+        out
     }
-    out
+
+    /// Whether the pod is on its way out: being deleted (and not stuck at it), or owned by
+    /// a job that is gone or being deleted, which the garbage collector deletes next. A pod
+    /// with no owner (left by `kubectl delete --cascade=orphan`) stays.
+    fn leaving(&self, key: &GangKey, m: &super::gang::Member) -> bool {
+        match m.deleting_at {
+            Some(at) => self.now <= at.as_second() + STUCK_AFTER_SECS,
+            None => key.1.is_some() && !self.keeping.contains(key),
+        }
+    }
 }
 
 /// The job's minimum runtime before reclaim: its own, else its Queue's, else its
@@ -413,7 +453,10 @@ fn job_model(
                 | Phase::Failed
                 | Phase::Suspended
         ) && !withdrawn)
-        || job.spec.suspend;
+        || job.spec.suspend
+        // deleted, held only by a finalizer (foreground deletion, as Argo CD prunes): the
+        // garbage collector is deleting its pods
+        || job.metadata.deletion_timestamp.is_some();
     let checkpoint_request = super::preemption::request(job, &status, gang)
         .or_else(|| asked.map(|a| super::preemption::asked(job, &status, gang, a)));
     // Stopped for a preemption or a drain, its pods holding nothing any more (exited after
@@ -512,6 +555,7 @@ mod tests {
     use std::sync::Arc;
 
     use k8s_openapi::api::core::v1::{Node, Pod};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
     use proptest::prelude::*;
     use serde_json::json;
 
@@ -636,13 +680,26 @@ mod tests {
     /// The core's decisions on these objects, at a fixed time, with no namespaces and
     /// [`FLAVOR`] the only GPU type.
     fn decide(
-        (nodes, pods, jobs): Objects<'_>,
+        objects: Objects<'_>,
         queues: &BTreeMap<String, Arc<Queue>>,
         vcs: &BTreeMap<String, Arc<VirtualCluster>>,
         asked: &BTreeMap<JobKey, Asked>,
     ) -> sched::Decisions {
+        sched::schedule(&snapshot_at(NOW, objects, queues, vcs, asked))
+    }
+
+    /// The fixed time of [`decide`]'s world.
+    const NOW: i64 = 1_800_000_000;
+
+    fn snapshot_at(
+        now: i64,
+        (nodes, pods, jobs): Objects<'_>,
+        queues: &BTreeMap<String, Arc<Queue>>,
+        vcs: &BTreeMap<String, Arc<VirtualCluster>>,
+        asked: &BTreeMap<JobKey, Asked>,
+    ) -> sched::Snapshot {
         let world = World {
-            now: 1_800_000_000,
+            now,
             nodes,
             pods,
             jobs,
@@ -659,7 +716,68 @@ mod tests {
             inflight: &BTreeMap::new(),
             asked,
         };
-        sched::schedule(&build(&world))
+        build(&world)
+    }
+
+    /// Pods of no job in the snapshot are on their way out when they are being deleted
+    /// (until 30 s past their grace period: then stuck), or when their job is gone or being
+    /// deleted (the garbage collector deletes them next). An invalid job's pods, and pods
+    /// with no owner (`kubectl delete --cascade=orphan`), stay.
+    #[test]
+    fn which_pods_of_no_job_are_leaving() {
+        let (queues, vcs) = one_team();
+        let nodes = vec![node()];
+        // the test pods' deletion timestamp
+        let deleted_at = 1_767_225_610;
+        let leaving = |pods: Vec<Arc<Pod>>, jobs: Vec<Arc<TrainingJob>>, now: i64| {
+            let snap = snapshot_at(now, (&nodes, &pods, &jobs), &queues, &vcs, &BTreeMap::new());
+            let held = &snap.nodes[0].held;
+            assert_eq!(held.len(), 1, "{held:?}");
+            held[0].leaving.clone()
+        };
+        let gone = Some("team/gone".to_string());
+        assert_eq!(
+            leaving(vec![pod("gone", &[0], None, false)], vec![], NOW),
+            gone
+        );
+        let invalid = job("gone", "no-such-queue", 1, "Running");
+        assert_eq!(
+            leaving(
+                vec![pod("gone", &[0], None, false)],
+                vec![invalid.clone()],
+                NOW
+            ),
+            None,
+            "an invalid job's pods stay"
+        );
+        let terminating = pod("gone", &[0], None, true);
+        assert_eq!(
+            leaving(vec![terminating.clone()], vec![invalid], deleted_at + 30),
+            gone
+        );
+        assert_eq!(
+            leaving(vec![terminating], vec![], deleted_at + 31),
+            None,
+            "stuck terminating"
+        );
+        let mut unowned = (*pod("gone", &[0], None, false)).clone();
+        unowned.metadata.owner_references = None;
+        assert_eq!(leaving(vec![Arc::new(unowned)], vec![], NOW), None);
+
+        // A job deleted in the foreground (a finalizer holds it while the garbage collector
+        // deletes its pods) is in the snapshot, leaving.
+        let mut deleting = (*job("gone", "q", 1, "Running")).clone();
+        deleting.metadata.deletion_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::now()));
+        deleting.metadata.finalizers = Some(vec!["foregroundDeletion".into()]);
+        let (pods, jobs) = (
+            vec![pod("gone", &[0], None, false)],
+            vec![Arc::new(deleting)],
+        );
+        let snap = snapshot_at(NOW, (&nodes, &pods, &jobs), &queues, &vcs, &BTreeMap::new());
+        let running = snap.jobs[0].running.as_ref().expect("holds its GPU");
+        assert!(running.preempting, "{running:?}");
+        let r = running.checkpoint_request.as_ref();
+        assert!(r.is_none_or(|r| !r.withdrawable), "{r:?}");
     }
 
     /// Without a device plugin (no `nvidia.com/gpu` in allocatable, the

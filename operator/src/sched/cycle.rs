@@ -1276,9 +1276,10 @@ impl<'a> Cycle<'a> {
                 lost,
                 trial,
             } => {
+                // room comes from jobs already leaving these nodes (preempting, or evicted
+                // earlier in this cycle), else from pods of no job on their way out (a
+                // deleted job's): nobody else need leave for it
                 let leaving = if victims.is_empty() {
-                    // room comes from jobs already leaving these nodes (preempting, or
-                    // evicted earlier in this cycle)
                     let nodes: BTreeSet<NodeId> = trial.takes.iter().map(|t| t.1.node).collect();
                     let mut v: Vec<String> = self
                         .runs
@@ -1286,6 +1287,14 @@ impl<'a> Cycle<'a> {
                         .filter(|r| r.gone && r.nodes.iter().any(|n| nodes.contains(n)))
                         .map(|r| self.snap.job(r.job).id.clone())
                         .collect();
+                    let runs = !v.is_empty();
+                    if !runs {
+                        v = nodes
+                            .iter()
+                            .flat_map(|&n| &self.snap.nodes[self.c.nodes[n].src as usize].held)
+                            .filter_map(|h| h.leaving.clone())
+                            .collect();
+                    }
                     if v.is_empty() {
                         // Nothing is leaving: the plan fits only because it ignores what
                         // kept the job from placing now (another VC's cell reservation), and
@@ -1294,15 +1303,17 @@ impl<'a> Cycle<'a> {
                         return false;
                     }
                     v.sort();
-                    Some(v)
+                    v.dedup();
+                    Some((runs, v))
                 } else {
                     None
                 };
                 // the job waits on the kind of preemption that makes its room: when that is
                 // jobs already leaving, the kind they leave by, not the kind searched for
                 let reason = leaving
-                    .as_deref()
-                    .and_then(|v| self.leaving_by(v))
+                    .as_ref()
+                    .filter(|(runs, _)| *runs)
+                    .and_then(|(_, v)| self.leaving_by(v))
                     .unwrap_or(reason);
                 let bonus = bonus && !(combined && self.ends_guaranteed(p, &victims));
                 let (own, theirs): (Vec<RunIdx>, Vec<RunIdx>) = victims
@@ -1314,7 +1325,11 @@ impl<'a> Cycle<'a> {
                 self.t.charge(p.queue, &job.user, f, p.milli, bonus, true);
                 self.t.promise(p.queue, p.milli);
                 let waiting_on = match leaving {
-                    Some(v) => v,
+                    Some((false, pods_of)) => {
+                        self.wait(p.job, WaitReason::WaitingForTerminatingPods { pods_of });
+                        return true;
+                    }
+                    Some((true, v)) => v,
                     None if (combined || kind == Kind::QueueShare) && !theirs.is_empty() => {
                         // one plan, recorded per kind: own jobs by priority or by queue
                         // share, others' bonus jobs by reclaim

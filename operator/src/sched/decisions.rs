@@ -244,6 +244,9 @@ pub enum WaitReason {
         reason: PreemptionReason,
         victims: Vec<String>,
     },
+    /// The room the job needs is held by pods of no job on their way out (`pods_of`: the
+    /// jobs, deleted or replaced, whose pods they are); it starts once they are gone.
+    WaitingForTerminatingPods { pods_of: Vec<String> },
     /// Only victims that have not yet run their minimum runtime could make room; the
     /// preemption happens at `until` (seconds) at the latest.
     WaitingForMinRuntime { until: i64, victims: Vec<String> },
@@ -279,6 +282,7 @@ impl WaitReason {
             WaitReason::NeverFits { .. } => "NeverFits",
             WaitReason::ReservedForCells { .. } => "ReservedForCells",
             WaitReason::WaitingForPreemption { .. } => "WaitingForPreemption",
+            WaitReason::WaitingForTerminatingPods { .. } => "WaitingForTerminatingPods",
             WaitReason::WaitingForMinRuntime { .. } => "WaitingForMinRuntime",
             WaitReason::BehindQueueHead { .. } => "BehindQueueHead",
             WaitReason::Returning { .. } => "Returning",
@@ -336,6 +340,7 @@ impl WaitReason {
             | WaitReason::NeverFits { .. }
             | WaitReason::ReservedForCells { .. }
             | WaitReason::WaitingForPreemption { .. }
+            | WaitReason::WaitingForTerminatingPods { .. }
             | WaitReason::WaitingForMinRuntime { .. }
             | WaitReason::BehindQueueHead { .. }
             | WaitReason::Returning { .. }
@@ -509,6 +514,11 @@ impl fmt::Display for WaitReason {
                 victims.len(),
                 victims.join(", "),
                 reason.noun()
+            ),
+            WaitReason::WaitingForTerminatingPods { pods_of } => write!(
+                f,
+                "The GPUs this job needs are held by terminating pods of {} (deleted or replaced); the job starts once they are gone.",
+                pods_of.join(", ")
             ),
             WaitReason::WaitingForMinRuntime { until, victims } => write!(
                 f,

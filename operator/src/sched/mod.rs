@@ -72,9 +72,10 @@
 //!    the cycle); victims checkpoint, return to their queue and start again there.
 //! 6. Everything else waits with a typed reason: limits (VC limit, queue maxShare, user
 //!    limit), `QuotaExhausted` (beyond guarantee, nothing idle), `NoFit` (within quota, with the
-//!    largest free block), `ReservedForCells`, `WaitingForPreemption`, `WaitingForMinRuntime`,
-//!    `NeverFits`, `Invalid`, `BehindQueueHead`, `QueueTerminating` (its queue or one above
-//!    it was deleted and admits nothing new).
+//!    largest free block), `ReservedForCells`, `WaitingForPreemption`,
+//!    `WaitingForTerminatingPods` (a deleted job's pods hold the room it needs),
+//!    `WaitingForMinRuntime`, `NeverFits`, `Invalid`, `BehindQueueHead`, `QueueTerminating`
+//!    (its queue or one above it was deleted and admits nothing new).
 //! 7. **Usage report** (`usage`): per VirtualCluster and GPU type guaranteed, in use, bonus
 //!    and lent, per queue in use and bonus, with this cycle's promotions; the controller
 //!    only formats it for the Queue and VirtualCluster status and the metrics. A guarantee

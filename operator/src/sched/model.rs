@@ -203,7 +203,9 @@ pub struct Node {
     pub foreign: Resources,
     /// Pods of kubetrain's that are still on the node but belong to no job of the snapshot
     /// (a deleted job's pods while they terminate, an invalid job's): their GPUs stay
-    /// taken, exactly where they are, until the pods are gone.
+    /// taken, exactly where they are, until the pods are gone. Those on their way out
+    /// ([`Held::leaving`]) are room that comes free, as a preempted job's is: a job that
+    /// needs it waits for it rather than preempt another job for room elsewhere.
     pub held: Vec<Held>,
     /// The node's labels, for selectors and affinity.
     pub labels: BTreeMap<String, String>,
@@ -220,6 +222,9 @@ pub struct Held {
     pub share: Option<MilliGpu>,
     pub cpu_milli: u64,
     pub memory_bytes: u64,
+    /// The job whose pod this is (`namespace/name`), when the pod is on its way out: being
+    /// deleted, or its job deleted (the garbage collector deletes it next).
+    pub leaving: Option<String>,
 }
 
 /// How many GPUs, and which kind, a guarantee in cells means.

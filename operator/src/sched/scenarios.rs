@@ -2914,3 +2914,66 @@ fn a_never_fitting_job_is_told_what_it_is_too_large_for() {
         says("t/racked")
     );
 }
+
+/// A deleted job's pods, terminating, hold GPUs its team needs again: the team's waiting job
+/// waits for them, and another team's bonus job is not reclaimed for room that comes free a
+/// second later (an acceptance run saw the bonus job stopped and restarted for nothing, 4
+/// deletions out of 4). Pods that stay, or are stuck terminating, still make it reclaim.
+#[test]
+fn a_deleted_jobs_terminating_pods_are_waited_for_not_reclaimed_around() {
+    let orphan = |leaving: Option<&str>| Held {
+        gpus: (0..4).map(GpuIndex).collect(),
+        cpu_milli: 1000,
+        memory_bytes: 1 << 30,
+        leaving: leaving.map(str::to_string),
+        ..Default::default()
+    };
+    let case = |held: Held| {
+        let mut n0 = node("n0", "A100", 8, None);
+        n0.held = vec![held];
+        let nodes = vec![n0, node("n1", "A100", 8, None)];
+        let vcs = vec![vc("alpha", "A100", 4), vc("beta", "A100", 8)];
+        let queues = vec![queue("qa", "alpha"), queue("qb", "beta")];
+        let jobs = vec![
+            run(
+                job("beta/kept", "qb", 1, 4),
+                &[("n0", &[4, 5, 6, 7])],
+                false,
+                0,
+                None,
+            ),
+            run(
+                job("alpha/own", "qa", 1, 4),
+                &[("n1", &[0, 1, 2, 3])],
+                false,
+                0,
+                None,
+            ),
+            run(
+                job("alpha/x1", "qa", 1, 4),
+                &[("n1", &[4, 5, 6, 7])],
+                true,
+                0,
+                None,
+            ),
+            job("beta/waiting", "qb", 1, 4),
+        ];
+        schedule(&snapshot(100, nodes, vcs, queues, jobs))
+    };
+    let d = case(orphan(Some("beta/deleted")));
+    assert!(d.preemptions.is_empty(), "{d:?}");
+    assert!(
+        d.admissions.is_empty(),
+        "not before the pods are gone: {d:?}"
+    );
+    assert!(waits_with(&d, "beta/waiting", "WaitingForTerminatingPods"));
+    assert!(
+        d.waiting_reason("beta/waiting")
+            .is_some_and(|r| r.to_string().contains("beta/deleted")),
+        "{d:?}"
+    );
+    // Pods that stay (an invalid job's, or stuck terminating): the bonus job is reclaimed.
+    let d = case(orphan(None));
+    assert_eq!(victims(&d), strings(&["alpha/x1"]), "{d:?}");
+    assert!(waits_with(&d, "beta/waiting", "WaitingForPreemption"));
+}
