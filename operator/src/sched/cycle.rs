@@ -215,6 +215,9 @@ struct Cycle<'a> {
     at_risk: BTreeSet<(VcId, FlavorId)>,
     /// Consolidation searches left this cycle ([`CONSOLIDATION_SEARCHES`]).
     consolidations_left: usize,
+    /// Set while a plan is made at a job's turn in phase 1: only a plan that leaves the job
+    /// within its guarantee may be made there, before other teams' guaranteed admissions.
+    guaranteed_plans_only: bool,
     /// Whether any node has a taint that keeps pods out (then every job is checked).
     any_taints: bool,
     /// Node masks per distinct set of constraints (jobs of one template share them), and
@@ -489,6 +492,7 @@ impl<'a> Cycle<'a> {
             cells_blocked: BTreeSet::new(),
             at_risk: BTreeSet::new(),
             consolidations_left: CONSOLIDATION_SEARCHES,
+            guaranteed_plans_only: false,
             any_taints: snap.nodes.iter().any(|n| {
                 n.taints
                     .iter()
@@ -1270,6 +1274,15 @@ impl<'a> Cycle<'a> {
             self.no_victims.insert(memo);
             return false;
         }
+        // at a turn in phase 1, a plan that leaves the job borrowing would take room before
+        // other teams' guaranteed jobs had theirs
+        if self.guaranteed_plans_only
+            && !matches!(&outcome, Outcome::Plan { victims: vs, .. }
+                if !bonus || (combined && self.ends_guaranteed(p, vs)))
+        {
+            reclaim::drop_plan(&mut self.c, &mut self.runs, outcome);
+            return false;
+        }
         match outcome {
             Outcome::Plan {
                 victims,
@@ -1595,7 +1608,14 @@ impl<'a> Cycle<'a> {
                     }
                 }
                 _ => {
-                    failed.push((j, within));
+                    // as in phase 1: its plan before the jobs behind it take its room
+                    let limited = self
+                        .t
+                        .check_limits(snap, p.queue, &snap.job(j).user, p.milli)
+                        .is_err();
+                    if limited || !self.priority_plan_at_turn(p, false) {
+                        failed.push((j, within));
+                    }
                     if self.holds_back(p) {
                         blocker.entry(p.queue).or_insert(j);
                     }
@@ -1920,7 +1940,9 @@ impl<'a> Cycle<'a> {
             .filter(|&f| self.t.within_guarantee(p.vc, f, p.milli))
             .collect();
         if head.is_empty() {
-            deferred.push((p.job, false));
+            if !self.priority_plan_at_turn(p, true) {
+                deferred.push((p.job, false));
+            }
             return;
         }
         let head = self.rank_flavors(p, &head);
@@ -1935,7 +1957,35 @@ impl<'a> Cycle<'a> {
                 return;
             }
         }
-        deferred.push((p.job, true));
+        if !self.priority_plan_at_turn(p, true) {
+            deferred.push((p.job, true));
+        }
+    }
+
+    /// Phase 3's priority plan, made at the job's turn in phase 1 or 2 when nothing else can
+    /// start it: its queue allows priority preemption, and it fits nowhere now, within its
+    /// guarantee or borrowed (room only shrinks during a cycle, so phase 2 could not place it
+    /// either). Made in phase 3, the plan came after the lower-priority jobs behind it in its
+    /// queue had taken the free part of the room it needs, and the next cycle preempted them
+    /// for it (an acceptance run: admitted, then preempted 0.2 s later). In phase 1
+    /// (`guaranteed_only`) only a plan that leaves the job within its guarantee is made:
+    /// one that leaves it borrowing waits for its turn in phase 2, after every team's
+    /// guaranteed jobs.
+    /// Returns true when the job's fate is decided.
+    fn priority_plan_at_turn(&mut self, p: &Pending, guaranteed_only: bool) -> bool {
+        if !self.snap.queue(p.queue).priority_preemption {
+            return false;
+        }
+        for &f in &p.flavors {
+            if let Some(trial) = self.try_place(p, f, false) {
+                trial.undo(&mut self.c);
+                return false;
+            }
+        }
+        self.guaranteed_plans_only = guaranteed_only;
+        let decided = self.priority_plan(p, false);
+        self.guaranteed_plans_only = false;
+        decided
     }
 
     /// Bonus (or, on a flavor with guarantee left, guaranteed) admission on idle capacity.

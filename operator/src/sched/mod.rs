@@ -58,6 +58,10 @@
 //!    its turn: planned only in this phase, after the bonus phase had lent that guarantee to
 //!    other VCs (admissions no plan takes back in the cycle that made them), it freed the
 //!    limit for room on another type, and the next cycle reclaimed the borrowers instead.
+//!    Likewise a job that fits nowhere now (within its guarantee or borrowed) plans at its
+//!    turn: in the guaranteed phase when the plan leaves it within its guarantee, else at
+//!    its turn in the bonus phase; so the lower-priority jobs behind it in its queue do not
+//!    take the free part of the room it needs, to be preempted for it in the next cycle.
 //!    Then, for any queue, a **queue-share** preemption: a job whose queue stays within its
 //!    share of the VC's guarantee takes it back from its VC's sibling queue lines that use
 //!    more than theirs, where the shares at that level are firm (add up to at most 100 %;

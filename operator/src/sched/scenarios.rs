@@ -2977,3 +2977,69 @@ fn a_deleted_jobs_terminating_pods_are_waited_for_not_reclaimed_around() {
     assert_eq!(victims(&d), strings(&["alpha/x1"]), "{d:?}");
     assert!(waits_with(&d, "beta/waiting", "WaitingForPreemption"));
 }
+
+/// In a queue with priority preemption, a job that can start only by preempting keeps the
+/// room its plan needs from the lower-priority jobs behind it: an acceptance run saw the
+/// lower-priority job started on the free half of the node the higher-priority one needed,
+/// then preempted for it in the next cycle (a pod created and deleted, a preemption counted).
+/// With the team's guarantee of 16 the plan leaves the job within it and is made in phase 1;
+/// with none, the job borrows and its plan is made at its turn in phase 2.
+#[test]
+fn a_priority_plan_keeps_its_room_from_the_jobs_behind_it() {
+    let nodes = vec![
+        node("n0", "A100", 8, None),
+        node("n1", "A100", 8, None),
+        node("n2", "A100", 8, None),
+    ];
+    for (guarantee, policy) in [
+        (16, QueuePolicy::Priority),
+        (16, QueuePolicy::Fifo),
+        (0, QueuePolicy::Priority),
+        (0, QueuePolicy::Fifo),
+    ] {
+        let case = format!("guarantee {guarantee}, {policy:?}");
+        let vcs = vec![vc("alpha", "A100", guarantee), vc("beta", "A100", 8)];
+        let mut qa = queue("qa", "alpha");
+        qa.policy = policy;
+        qa.priority_preemption = true;
+        let queues = vec![qa, queue("qb", "beta")];
+        let bonus = guarantee == 0;
+        let mut d1 = run(
+            job("alpha/d1", "qa", 1, 8),
+            &[("n0", &[0, 1, 2, 3, 4, 5, 6, 7])],
+            bonus,
+            0,
+            None,
+        );
+        d1.priority = 5;
+        let x = run(
+            job("alpha/x", "qa", 1, 4),
+            &[("n1", &[0, 1, 2, 3])],
+            bonus,
+            0,
+            None,
+        );
+        let b1 = run(
+            job("beta/b1", "qb", 1, 8),
+            &[("n2", &[0, 1, 2, 3, 4, 5, 6, 7])],
+            false,
+            0,
+            None,
+        );
+        let mut lo = job("alpha/f-lo", "qa", 1, 4);
+        lo.queued_at = 10;
+        let mut hi = job("alpha/f-hi", "qa", 1, 8);
+        hi.priority = 3;
+        hi.queued_at = 20;
+        let jobs = vec![d1, x, b1, lo, hi];
+        let d = schedule(&snapshot(100, nodes.clone(), vcs, queues, jobs));
+        assert!(d.admission("alpha/f-lo").is_none(), "{case}: {d:?}");
+        assert_eq!(victims(&d), strings(&["alpha/x"]), "{case}: {d:?}");
+        assert_eq!(d.preemptions[0].beneficiary, "alpha/f-hi", "{case}");
+        assert_eq!(
+            d.preemptions[0].reason,
+            PreemptionReason::Priority,
+            "{case}"
+        );
+    }
+}
