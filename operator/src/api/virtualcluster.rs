@@ -147,7 +147,8 @@ pub struct VirtualClusterStatus {
     /// cannot be obtained even by reclaim: reason `CapacityLost` for unhealthy GPUs or
     /// cordoned nodes, `GuaranteesExceedCapacity` when the guarantees add up to more than the
     /// cluster has; False with reason `Obtainable`), and with a limit `AboveLimit` (True,
-    /// reason `LimitLowered`, when the tenant holds more than `spec.limit`). `kubectl get vc
+    /// reason `LimitLowered`, when the tenant holds more than `spec.limit`; `JobsLeaving`
+    /// while the GPUs above it are held by jobs already leaving). `kubectl get vc
     /// -o wide` shows the limit, `GuaranteeAtRisk` and `AboveLimit`.
     #[serde(default)]
     pub conditions: Vec<Condition>,

@@ -371,7 +371,13 @@ fn computed_status(vc: &VirtualCluster, ctx: &Context) -> Option<VirtualClusterS
             &t,
         );
     }
-    above_limit(vc, &mut status, generation, &t);
+    above_limit(
+        vc,
+        &mut status,
+        GpuAmount::from_milli(u.leaving_milli),
+        generation,
+        &t,
+    );
     let labels = VcLabels {
         virtual_cluster: name.clone(),
     };
@@ -396,10 +402,16 @@ pub const ABOVE_LIMIT: &str = "AboveLimit";
 
 /// `AboveLimit`: a limit lowered below what the tenant holds cuts nothing back (running jobs
 /// run on, as in Kueue), and new jobs wait with `OverLimit`; without this condition the
-/// VirtualCluster said nothing of it. No condition without a limit.
+/// VirtualCluster said nothing of it. While the GPUs above the limit are those of jobs
+/// already leaving (`leaving`: the victims of a preemption that a limit needed, which hold
+/// their GPUs while they checkpoint), it is True with reason `JobsLeaving`: nobody lowered
+/// the limit, and the excess is going (an acceptance run read `LimitLowered` there, and an
+/// alert on the condition cannot tell the two apart by status alone). No condition without
+/// a limit.
 fn above_limit(
     vc: &VirtualCluster,
     status: &mut VirtualClusterStatus,
+    leaving: GpuAmount,
     generation: Option<i64>,
     t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
 ) {
@@ -409,30 +421,41 @@ fn above_limit(
     };
     let cap = GpuAmount::whole(u32::try_from(limit.gpus).unwrap_or(0));
     let held = status.in_use_gpus;
-    if held.milli() > cap.milli() {
-        conditions::set(
-            &mut status.conditions,
-            ABOVE_LIMIT,
+    let (status_true, reason, message) = if held.milli() <= cap.milli() {
+        (
+            false,
+            "WithinLimit",
+            format!("Holds {held} of its limit of {cap} GPUs."),
+        )
+    } else if held.milli().saturating_sub(leaving.milli()) <= cap.milli() {
+        (
+            true,
+            "JobsLeaving",
+            format!(
+                "Holds {held} GPUs, above its limit of {cap}, while jobs holding {leaving} GPUs \
+                 checkpoint and leave; it is back within the limit once they are gone. New \
+                 jobs wait (OverLimit) meanwhile."
+            ),
+        )
+    } else {
+        (
             true,
             "LimitLowered",
             format!(
                 "Holds {held} GPUs, above its limit of {cap}: running jobs are not cut back; \
                  new jobs wait (OverLimit) until the tenant is below the limit."
             ),
-            generation,
-            t,
-        );
-    } else {
-        conditions::set(
-            &mut status.conditions,
-            ABOVE_LIMIT,
-            false,
-            "WithinLimit",
-            format!("Holds {held} of its limit of {cap} GPUs."),
-            generation,
-            t,
-        );
-    }
+        )
+    };
+    conditions::set(
+        &mut status.conditions,
+        ABOVE_LIMIT,
+        status_true,
+        reason,
+        message,
+        generation,
+        t,
+    );
 }
 
 /// A VirtualCluster whose deletion waits for its jobs is not failing: it looks again soon,
@@ -449,7 +472,8 @@ mod tests {
     use super::*;
 
     /// A limit lowered under what the tenant holds says so (an admin's run: nothing did),
-    /// and the condition goes with the limit.
+    /// and the condition goes with the limit. Above it only by jobs already leaving (the
+    /// victims a limit needed, checkpointing), it says that instead.
     #[test]
     fn a_limit_below_what_the_tenant_holds_is_a_condition() {
         let mut vc: VirtualCluster = serde_json::from_value(serde_json::json!({
@@ -462,23 +486,30 @@ mod tests {
             in_use_gpus: GpuAmount::whole(24),
             ..Default::default()
         };
-        above_limit(&vc, &mut status, None, &t);
-        let c = conditions::get(&status.conditions, ABOVE_LIMIT).expect("condition");
-        assert_eq!(
-            (c.status.as_str(), c.reason.as_str()),
-            ("True", "LimitLowered")
-        );
+        let none = GpuAmount::whole(0);
+        let reason = |status: &VirtualClusterStatus| {
+            let c = conditions::get(&status.conditions, ABOVE_LIMIT).expect("condition");
+            (c.status.clone(), c.reason.clone(), c.message.clone())
+        };
+        above_limit(&vc, &mut status, none, None, &t);
+        let (s, r, m) = reason(&status);
+        assert_eq!((s.as_str(), r.as_str()), ("True", "LimitLowered"));
+        assert!(m.contains("Holds 24 GPUs, above its limit of 16"), "{m}");
+        // 4 of the 8 above it leaving: the limit still holds the rest back
+        above_limit(&vc, &mut status, GpuAmount::whole(4), None, &t);
+        assert_eq!(reason(&status).1, "LimitLowered");
+        above_limit(&vc, &mut status, GpuAmount::whole(8), None, &t);
+        let (s, r, m) = reason(&status);
+        assert_eq!((s.as_str(), r.as_str()), ("True", "JobsLeaving"));
         assert!(
-            c.message.contains("Holds 24 GPUs, above its limit of 16"),
-            "{}",
-            c.message
+            m.contains("while jobs holding 8 GPUs checkpoint and leave"),
+            "{m}"
         );
         status.in_use_gpus = GpuAmount::whole(16);
-        above_limit(&vc, &mut status, None, &t);
-        let c = conditions::get(&status.conditions, ABOVE_LIMIT).expect("condition");
-        assert_eq!(c.status, "False");
+        above_limit(&vc, &mut status, none, None, &t);
+        assert_eq!(reason(&status).0, "False");
         vc.spec.limit = None;
-        above_limit(&vc, &mut status, None, &t);
+        above_limit(&vc, &mut status, none, None, &t);
         assert!(conditions::get(&status.conditions, ABOVE_LIMIT).is_none());
     }
 }

@@ -159,7 +159,7 @@ pub use usage::{
 };
 
 #[cfg(test)]
-mod fixtures;
+pub(crate) mod fixtures;
 #[cfg(test)]
 mod peer_cases;
 #[cfg(test)]
