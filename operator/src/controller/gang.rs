@@ -4,7 +4,7 @@
 //! `pods::gang_pods` writes the protocol when the scheduler admits a gang (placement, rank,
 //! attempt, bonus flag, gang size); the scheduler and the reconciler add the checkpoint
 //! request, the job (or its sidecar) the acknowledgement. Everything that reads it — the
-//! snapshot (`snapshot::job_model`, `held_by_orphans`), the lifecycle (`lifecycle::next`) and
+//! snapshot (`snapshot::job_model`, `Orphans::held`), the lifecycle (`lifecycle::next`) and
 //! the scheduler (which pods to ask to checkpoint, which to re-mark after a promotion, which
 //! in-flight admission the cache shows) — asks the view here, so each fact is read one way.
 //!
