@@ -386,7 +386,7 @@ fn charged_where_admitted(
 }
 
 /// A job as the core sees it, or None when it takes no part in this cycle (finished,
-/// suspended without pods, invalid, or waiting out a retry backoff). A new job is a
+/// suspended without pods, invalid, deleted, or waiting out a retry backoff). A new job is a
 /// candidate before its status says Queued.
 fn job_model(
     job: &TrainingJob,
@@ -394,6 +394,11 @@ fn job_model(
     gang: &Gang,
     world: &World<'_>,
 ) -> Option<sched::Job> {
+    // Deleted, held only by a finalizer (foreground deletion, as Argo CD prunes): the garbage
+    // collector is deleting its pods, which are room coming free (`Orphans`).
+    if job.metadata.deletion_timestamp.is_some() {
+        return None;
+    }
     let status = job.status.clone().unwrap_or_default();
     // Pods being deleted still hold their GPUs until their containers stop.
     let leaving = gang.leaving();
@@ -453,10 +458,7 @@ fn job_model(
                 | Phase::Failed
                 | Phase::Suspended
         ) && !withdrawn)
-        || job.spec.suspend
-        // deleted, held only by a finalizer (foreground deletion, as Argo CD prunes): the
-        // garbage collector is deleting its pods
-        || job.metadata.deletion_timestamp.is_some();
+        || job.spec.suspend;
     let checkpoint_request = super::preemption::request(job, &status, gang)
         .or_else(|| asked.map(|a| super::preemption::asked(job, &status, gang, a)));
     // Stopped for a preemption or a drain, its pods holding nothing any more (exited after
@@ -765,19 +767,18 @@ mod tests {
         assert_eq!(leaving(vec![Arc::new(unowned)], vec![], NOW), None);
 
         // A job deleted in the foreground (a finalizer holds it while the garbage collector
-        // deletes its pods) is in the snapshot, leaving.
+        // deletes its pods) takes no part: its pods are leaving.
         let mut deleting = (*job("gone", "q", 1, "Running")).clone();
         deleting.metadata.deletion_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::now()));
         deleting.metadata.finalizers = Some(vec!["foregroundDeletion".into()]);
-        let (pods, jobs) = (
-            vec![pod("gone", &[0], None, false)],
-            vec![Arc::new(deleting)],
+        assert_eq!(
+            leaving(
+                vec![pod("gone", &[0], None, false)],
+                vec![Arc::new(deleting)],
+                NOW
+            ),
+            gone
         );
-        let snap = snapshot_at(NOW, (&nodes, &pods, &jobs), &queues, &vcs, &BTreeMap::new());
-        let running = snap.jobs[0].running.as_ref().expect("holds its GPU");
-        assert!(running.preempting, "{running:?}");
-        let r = running.checkpoint_request.as_ref();
-        assert!(r.is_none_or(|r| !r.withdrawable), "{r:?}");
     }
 
     /// Without a device plugin (no `nvidia.com/gpu` in allocatable, the
