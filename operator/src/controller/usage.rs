@@ -32,9 +32,6 @@ pub struct VcUsage {
     pub flavors: BTreeMap<String, sched::FlavorUsage>,
     pub pending: i32,
     pub running: i32,
-    /// Milli-GPUs held by its jobs that are leaving (preempted, drained, suspended):
-    /// counted in use until their pods are gone.
-    pub leaving_milli: u64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -131,23 +128,6 @@ pub fn compute(
         .iter()
         .map(|q| (q.name.as_str(), q.virtual_cluster.as_str()))
         .collect();
-    for job in &snapshot.jobs {
-        let Some(r) = job.running.as_ref().filter(|r| r.preempting) else {
-            continue;
-        };
-        let Some(vc) = queue_vc.get(job.queue.as_str()) else {
-            continue;
-        };
-        let milli: u64 = r
-            .placement
-            .iter()
-            .map(|p| {
-                p.share
-                    .map_or(1000 * p.gpus.len() as u64, |s| u64::from(s.0))
-            })
-            .sum();
-        usage.vcs.entry(vc.to_string()).or_default().leaving_milli += milli;
-    }
     // Counts by phase, from the jobs themselves.
     for job in jobs {
         let Ok(queue) = effective_queue(job, refs) else {
@@ -273,48 +253,5 @@ mod tests {
         );
         j.status = Some(status);
         assert_eq!(waiting_since(&j), Some(9_005));
-    }
-
-    /// The GPUs a team's leaving jobs hold (whole GPUs and shares), which the
-    /// VirtualCluster's `AboveLimit` tells from a lowered limit.
-    #[test]
-    fn leaving_jobs_gpus_are_counted_per_team() {
-        use crate::controller::validate::fixtures::World;
-        use crate::sched::fixtures::{job, queue, run, share_job};
-        let leaving = |mut j: sched::Job| {
-            if let Some(r) = j.running.as_mut() {
-                r.preempting = true;
-            }
-            j
-        };
-        let snapshot = sched::Snapshot {
-            now: 1_000,
-            queues: vec![queue("q", "a")],
-            jobs: vec![
-                leaving(run(
-                    job("t/whole", "q", 1, 2),
-                    &[("n0", &[0, 1])],
-                    false,
-                    0,
-                    None,
-                )),
-                leaving(run(
-                    share_job("t/share", "q", 1, 250),
-                    &[("n0", &[2])],
-                    false,
-                    0,
-                    None,
-                )),
-                run(job("t/staying", "q", 1, 1), &[("n0", &[3])], false, 0, None),
-            ],
-            ..Default::default()
-        };
-        let u = compute(
-            &snapshot,
-            &sched::Usage::default(),
-            &[],
-            &World::new().refs(),
-        );
-        assert_eq!(u.vcs["a"].leaving_milli, 2_250);
     }
 }

@@ -374,7 +374,7 @@ fn computed_status(vc: &VirtualCluster, ctx: &Context) -> Option<VirtualClusterS
     above_limit(
         vc,
         &mut status,
-        GpuAmount::from_milli(u.leaving_milli),
+        GpuAmount::from_milli(u.flavors.values().map(|f| f.leaving_milli).sum()),
         generation,
         &t,
     );

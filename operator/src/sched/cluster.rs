@@ -4,14 +4,15 @@
 //! scanning the cluster.
 //!
 //! Every amount is a [`Ledger`]: `held` by running work, `releasing` (held by jobs that are
-//! being preempted, or by pods of no job on their way out) and `reserved` (promised to a job that waits for those releases). What
-//! can be used *now* is `cap - held - max(releasing, reserved)`; what can be used *after the
-//! releases* is `cap - held - reserved`. Reserving after-release capacity therefore never lets
-//! a job now take what a preemption is freeing for someone else.
+//! being preempted, or by pods of no job on their way out) and `reserved` (promised to a job
+//! that waits for those releases). What can be used *now* is `cap - held - max(releasing,
+//! reserved)`; what can be used *after the releases* is `cap - held - reserved`. Reserving
+//! after-release capacity therefore never lets a job now take what a preemption is freeing for
+//! someone else.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::model::{GpuDemand, GpuIndex, Held, Node, Snapshot, Topology, TopologyLevel};
+use super::model::{GpuDemand, GpuIndex, Node, Snapshot, Topology, TopologyLevel};
 
 use super::ids::{FlavorId, IdVec, NodeId, RackId};
 
@@ -299,27 +300,6 @@ impl Cluster {
                     g.cap = 0;
                 }
             }
-            // A leaving pod's room is `releasing`: taken now, free to plans that wait.
-            for h in &n.held {
-                let amount = h.share.map_or(1000, |s| s.0.min(1000)) as u16;
-                for i in &h.gpus {
-                    if let Some(g) = gpus.get_mut(i.0 as usize) {
-                        let l = if h.leaving.is_some() {
-                            &mut g.releasing
-                        } else {
-                            &mut g.held
-                        };
-                        *l = l.saturating_add(amount);
-                    }
-                }
-            }
-            let held_by = |leaving: bool, f: fn(&Held) -> u64| -> u64 {
-                n.held
-                    .iter()
-                    .filter(|h| h.leaving.is_some() == leaving)
-                    .map(f)
-                    .sum()
-            };
             let rack = n.rack.as_deref().map(|r| {
                 let next = RackId(rack_ids.len() as u32);
                 *rack_ids.entry((flavor, r)).or_insert(next)
@@ -332,14 +312,12 @@ impl Cluster {
                 nvlink: group_nvlink.iter().any(|&b| b),
                 cpu: Ledger {
                     cap: n.allocatable.cpu_milli,
-                    held: n.foreign.cpu_milli + held_by(false, |h| h.cpu_milli),
-                    releasing: held_by(true, |h| h.cpu_milli),
+                    held: n.foreign.cpu_milli,
                     ..Default::default()
                 },
                 mem: Ledger {
                     cap: n.allocatable.memory_bytes,
-                    held: n.foreign.memory_bytes + held_by(false, |h| h.memory_bytes),
-                    releasing: held_by(true, |h| h.memory_bytes),
+                    held: n.foreign.memory_bytes,
                     ..Default::default()
                 },
                 gpus,
@@ -350,6 +328,13 @@ impl Cluster {
                 share_keys: Vec::new(),
                 state: 0,
             });
+            // Pods of no job hold their room as a running replica does; a leaving one's is
+            // `releasing`: taken now, free to plans that wait.
+            for h in &n.held {
+                let share = h.share.map(|m| m.0);
+                let (cpu, mem) = (h.cpu_milli, h.memory_bytes);
+                c.charge_running(idx, &h.gpus, share, cpu, mem, h.leaving.is_some());
+            }
             c.node_by_name.insert(n.name.clone(), idx);
         }
         c.racks = IdVec::filled(RackGroup::default(), rack_ids.len());

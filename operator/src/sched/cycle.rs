@@ -1113,8 +1113,8 @@ impl<'a> Cycle<'a> {
         // A priority plan that a limit blocked depends on the job's user too (its user
         // limit): not shared between jobs. Without a limit it depends on what the key holds
         // (the queue, so the team; the priority; the shape), and a search that found nothing
-        // is not made again: thousands of waiting jobs of a queue repeated it, 7.5 s a cycle
-        // at 2,000 nodes and 4,000 pending jobs (`benches/sched.rs`).
+        // is not made again: thousands of waiting jobs of a queue repeated it, 6.3-6.8 s a
+        // cycle at 2,000 nodes and 4,000 pending jobs (`benches/sched.rs`).
         let priority = matches!(kind, Kind::Priority { .. });
         let memo = self.no_victims_key(p, f, kind, limited);
         if !(priority && limited) && self.no_victims.contains(&memo) {

@@ -372,13 +372,7 @@ impl Tenants {
     /// queue's up the chain, the user's in the queue.
     fn charge_scope(&mut self, q: QueueId, user: &str, milli: u64, add: bool) {
         let Some(vc) = self.queue_vc[q] else { return };
-        let op = |x: &mut u64| {
-            if add {
-                *x += milli
-            } else {
-                *x = x.saturating_sub(milli)
-            }
-        };
+        let op = |x: &mut u64| adjust(x, milli, add);
         op(&mut self.vc_used[vc]);
         for &qi in &self.chain[q] {
             op(&mut self.queue_used[qi]);
@@ -405,11 +399,7 @@ impl Tenants {
             self.guar_used[vc].get_mut(f)
         };
         if let Some(x) = per_flavor {
-            if add {
-                *x += milli
-            } else {
-                *x = x.saturating_sub(milli)
-            }
+            adjust(x, milli, add);
         }
         self.charge_scope(q, user, milli, add);
     }
@@ -445,5 +435,14 @@ impl Tenants {
             Some(ratio) => (ratio, 0),
             None => (u64::MAX, self.queue_used[q]),
         }
+    }
+}
+
+/// Adds `milli` to a usage (or with `add == false` removes it, never below 0).
+fn adjust(x: &mut u64, milli: u64, add: bool) {
+    if add {
+        *x += milli
+    } else {
+        *x = x.saturating_sub(milli)
     }
 }

@@ -23,6 +23,9 @@ pub struct FlavorUsage {
     /// Guaranteed GPUs.
     pub guaranteed: u32,
     pub in_use_milli: u64,
+    /// Of `in_use_milli`, held by jobs that are leaving (preempted, drained, suspended) until
+    /// their pods are gone.
+    pub leaving_milli: u64,
     /// In use beyond the guarantee.
     pub bonus_milli: u64,
     /// Idle guarantee that other tenants borrow.
@@ -241,7 +244,11 @@ pub(crate) fn report(
                 .node_by_name
                 .get(&p.node)
                 .map_or(&no_flavor, |&n| &snap.nodes[c.nodes[n].src as usize].flavor);
-            slot(flavors, flavor).in_use_milli += replica_milli(p);
+            let f = slot(flavors, flavor);
+            f.in_use_milli += replica_milli(p);
+            if r.preempting {
+                f.leaving_milli += replica_milli(p);
+            }
         }
     }
     settle_bonus_and_lent(&mut usage);
@@ -500,5 +507,44 @@ mod tests {
             numbers(&u, "a", "A100").2 + numbers(&u, "b", "A100").2,
             4_000
         );
+    }
+
+    /// The GPUs a team's leaving jobs hold (whole GPUs and shares), which the
+    /// VirtualCluster's `AboveLimit` tells from a lowered limit.
+    #[test]
+    fn leaving_jobs_gpus_are_counted_per_team() {
+        let leaving = |mut j: crate::sched::Job| {
+            if let Some(r) = j.running.as_mut() {
+                r.preempting = true;
+            }
+            j
+        };
+        let jobs = vec![
+            leaving(run(
+                job("t/whole", "q", 1, 2),
+                &[("n0", &[0, 1])],
+                false,
+                0,
+                None,
+            )),
+            leaving(run(
+                share_job("t/share", "q", 1, 250),
+                &[("n0", &[2])],
+                false,
+                0,
+                None,
+            )),
+            run(job("t/staying", "q", 1, 1), &[("n0", &[3])], false, 0, None),
+        ];
+        let snap = snapshot(
+            1_000,
+            vec![node("n0", "A100", 8, None)],
+            vec![vc("a", "A100", 8)],
+            vec![queue("q", "a")],
+            jobs,
+        );
+        let u = &schedule(&snap).usage.virtual_clusters["a"];
+        let leaving: u64 = u.flavors.values().map(|f| f.leaving_milli).sum();
+        assert_eq!(leaving, 2_250);
     }
 }
