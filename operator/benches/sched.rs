@@ -230,7 +230,7 @@ fn priority_preemption(c: &mut Criterion) {
     g.sample_size(10)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
-    for (nodes, pending) in [(500usize, 1_000usize), (1_000, 2_000)] {
+    for (nodes, pending) in [(1_000usize, 2_000usize), (2_000, 4_000)] {
         let mut snap = world(nodes, pending);
         for q in &mut snap.queues {
             q.priority_preemption = true;
@@ -238,10 +238,16 @@ fn priority_preemption(c: &mut Criterion) {
         let t = Instant::now();
         let d = schedule(&snap);
         eprintln!(
-            "priority preemption, {nodes} nodes, {pending} pending: cycle {:.1} ms, {} admitted, {} preemptions",
+            "priority preemption, {nodes} nodes, {pending} pending: cycle {:.1} ms, {} admitted, {} preemptions, decisions {:x}",
             t.elapsed().as_secs_f64() * 1e3,
             d.admissions.len(),
             d.preemptions.len(),
+            {
+                use std::hash::{Hash, Hasher};
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                format!("{d:?}").hash(&mut h);
+                h.finish()
+            }
         );
         g.bench_function(format!("{nodes}_nodes_{pending}_pending"), |b| {
             b.iter(|| black_box(schedule(black_box(&snap))))

@@ -31,9 +31,9 @@
 
 use super::cluster::{Cluster, Mode};
 use super::ids::{FlavorId, IdVec, JobIdx, NodeId, QueueId, RunIdx, VcId};
-use super::model::TopologyLevel;
+use super::model::{GpuDemand, TopologyLevel};
 use super::options::VictimSelection;
-use super::placement::{Request, Scope, Trial, place};
+use super::placement::{Demand, Request, Scope, Trial, place};
 
 /// What one replica of a running job holds: node, (GPU, milli) pairs, CPU, memory.
 pub(crate) type Held = (NodeId, Vec<(u8, u16)>, u64, u64);
@@ -104,6 +104,172 @@ fn fits(c: &mut Cluster, req: &Request, domain: &[NodeId]) -> bool {
     }
 }
 
+/// The nodes a placement of `req` in `domain` uses once releases complete (none: it does
+/// not fit); leaves the cluster unchanged.
+fn placed_on(c: &mut Cluster, req: &Request, domain: &[NodeId]) -> Vec<NodeId> {
+    match place(c, req, Mode::AfterRelease, Scope::Nodes(domain)) {
+        Some(t) => {
+            let mut nodes: Vec<NodeId> = t.takes.iter().map(|(_, take)| take.node).collect();
+            t.undo(c);
+            nodes.sort_unstable();
+            nodes.dedup();
+            nodes
+        }
+        None => Vec::new(),
+    }
+}
+
+/// A domain victims are chosen in: its nodes, and which of the cluster's nodes they are.
+struct Domain<'a> {
+    nodes: &'a [NodeId],
+    member: &'a IdVec<NodeId, bool>,
+}
+
+impl Domain<'_> {
+    /// Whole GPUs free in the domain once releases complete.
+    fn whole_free(&self, c: &Cluster) -> u32 {
+        self.nodes
+            .iter()
+            .map(|&n| c.nodes[n].whole_avail(Mode::AfterRelease))
+            .sum()
+    }
+
+    /// A bound below the work any victim set of `runs_here` (the eligible jobs with a
+    /// replica in the domain) loses that makes the gang's whole GPUs free there; None when
+    /// no such set exists. A victim frees at most the GPUs it holds a share of here, so a
+    /// set that makes room holds shares of at least the whole GPUs missing, and loses at
+    /// least the least work that covers them with victims taken in part: the fractional
+    /// knapsack, cheapest per GPU first.
+    fn least_loss(
+        &self,
+        c: &Cluster,
+        runs: &IdVec<RunIdx, RunInfo>,
+        whole_gpus: u32,
+        runs_here: &[RunIdx],
+    ) -> Option<u64> {
+        let missing = u64::from(whole_gpus.saturating_sub(self.whole_free(c)));
+        if missing == 0 {
+            return Some(0);
+        }
+        let mut items: Vec<(u64, u64)> = runs_here
+            .iter()
+            .filter_map(|&r| {
+                let held: usize = runs[r]
+                    .takes
+                    .iter()
+                    .filter(|t| self.member[t.0])
+                    .map(|t| t.1.len())
+                    .sum();
+                (held > 0).then_some((runs[r].lost, held as u64))
+            })
+            .collect();
+        // least work lost per GPU held first (`held` is never 0, so the products order the
+        // fractions)
+        items.sort_unstable_by(|a, b| {
+            (u128::from(a.0) * u128::from(b.1)).cmp(&(u128::from(b.0) * u128::from(a.1)))
+        });
+        let mut need = missing;
+        let mut bound: u64 = 0;
+        for (lost, held) in items {
+            if held >= need {
+                let part = u128::from(lost) * u128::from(need) / u128::from(held);
+                return Some(bound.saturating_add(part as u64));
+            }
+            bound = bound.saturating_add(lost);
+            need -= held;
+        }
+        None
+    }
+}
+
+/// The whole GPUs free once releases complete on a domain's nodes, as a count of nodes by
+/// how many each has, kept as victims are released: enough to tell cheaply that a gang
+/// cannot fit there, before a placement looks. A flavor-wide domain has free GPUs to spare
+/// for a gang of whole nodes, and a placement over thousands of nodes after each candidate
+/// was most of a cycle with priority preemption everywhere.
+struct Room {
+    /// Nodes by whole GPUs free.
+    nodes_by_free: Vec<u32>,
+    free: u32,
+}
+
+impl Room {
+    fn of(c: &Cluster, domain: &Domain) -> Room {
+        let mut room = Room {
+            nodes_by_free: Vec::new(),
+            free: 0,
+        };
+        room.count(c, domain, domain.nodes, true);
+        room
+    }
+
+    /// Count (`on`) or uncount the free GPUs of those of `nodes` in the domain.
+    fn count(&mut self, c: &Cluster, domain: &Domain, nodes: &[NodeId], on: bool) {
+        for &n in nodes.iter().filter(|&&n| domain.member[n]) {
+            let free = c.nodes[n].whole_avail(Mode::AfterRelease);
+            let i = free as usize;
+            if self.nodes_by_free.len() <= i {
+                self.nodes_by_free.resize(i + 1, 0);
+            }
+            if on {
+                self.nodes_by_free[i] += 1;
+                self.free += free;
+            } else {
+                self.nodes_by_free[i] -= 1;
+                self.free -= free;
+            }
+        }
+    }
+
+    /// Whether `need` may fit: enough whole GPUs in all, and for each size `k` of whole
+    /// replica, nodes for the replicas of at least `k` GPUs (a node with `f` free holds at
+    /// most `f / k` of them). Necessary, not sufficient: a placement decides.
+    fn may_fit(&self, need: &Need) -> bool {
+        self.free >= need.whole
+            && need.at_least.iter().all(|&(k, replicas)| {
+                let hosts: u64 = self
+                    .nodes_by_free
+                    .iter()
+                    .enumerate()
+                    .map(|(f, &n)| u64::from(n) * (f as u64 / u64::from(k)))
+                    .sum();
+                hosts >= u64::from(replicas)
+            })
+    }
+}
+
+/// What a gang needs of whole GPUs, for [`Room::may_fit`].
+struct Need {
+    whole: u32,
+    /// (k, replicas asking at least k whole GPUs), for each k a replica asks.
+    at_least: Vec<(u32, u32)>,
+}
+
+impl Need {
+    fn of(req: &Request) -> Need {
+        Need::from_demands(req.demands, req.whole_gpus)
+    }
+
+    fn from_demands(demands: &[Demand], whole: u32) -> Need {
+        let mut sizes: Vec<u32> = demands
+            .iter()
+            .filter_map(|d| match d.gpu {
+                GpuDemand::Whole(k) if k > 0 => Some(k),
+                _ => None,
+            })
+            .collect();
+        sizes.sort_unstable_by(|a, b| b.cmp(a));
+        let mut at_least: Vec<(u32, u32)> = Vec::new();
+        for (i, &k) in sizes.iter().enumerate() {
+            match at_least.last_mut() {
+                Some(last) if last.0 == k => last.1 = i as u32 + 1,
+                _ => at_least.push((k, i as u32 + 1)),
+            }
+        }
+        Need { whole, at_least }
+    }
+}
+
 /// Whether the limits that blocked the job pass once `victims` are gone (always, when no
 /// limit blocked it).
 pub(crate) type Limits<'a> = Option<&'a dyn Fn(&[RunIdx]) -> Credit>;
@@ -161,12 +327,15 @@ fn in_domain(
     c: &mut Cluster,
     runs: &IdVec<RunIdx, RunInfo>,
     req: &Request,
-    domain: &[NodeId],
+    domain: &Domain,
     cands: &[RunIdx],
     limits: Limits,
     seeded: bool,
 ) -> Option<(Vec<RunIdx>, SetKey)> {
-    if limits_ok(limits, &[]) && fits(c, req, domain) {
+    if limits_ok(limits, &[])
+        && Room::of(c, domain).may_fit(&Need::of(req))
+        && fits(c, req, domain.nodes)
+    {
         return Some((Vec::new(), set_key(runs, &[], 0)));
     }
     // The cost order can fail where another finds a set: `limits` need not pass for a
@@ -206,17 +375,27 @@ fn in_domain(
 
 /// Candidates released in `order` until the gang fits in the domain and `limits` pass,
 /// then the set made minimal (each victim dropped, the last taken first, while the gang
-/// still fits). Leaves the cluster unchanged.
+/// still fits: one that holds nothing of the last placement found is dropped without a
+/// placement, which that one proves). Leaves the cluster unchanged.
 fn greedy(
     c: &mut Cluster,
     runs: &IdVec<RunIdx, RunInfo>,
     req: &Request,
-    domain: &[NodeId],
+    domain: &Domain,
     order: impl Iterator<Item = RunIdx>,
     limits: Limits,
 ) -> Option<(Vec<RunIdx>, u64)> {
     let mut chosen: Vec<RunIdx> = Vec::new();
     let mut ok = false;
+    let mut used: Vec<NodeId> = Vec::new();
+    let need = Need::of(req);
+    let mut room = Room::of(c, domain);
+    let release = |c: &mut Cluster, room: &mut Room, r: RunIdx, on: bool| {
+        let nodes = &runs[r].nodes;
+        room.count(c, domain, nodes, false);
+        set(c, &runs[r], on);
+        room.count(c, domain, nodes, true);
+    };
     for r in order {
         chosen.push(r);
         if never(limits, &chosen) {
@@ -224,14 +403,13 @@ fn greedy(
             chosen.pop();
             continue;
         }
-        set(c, &runs[r], true);
-        let free: u32 = domain
-            .iter()
-            .map(|&n| c.nodes[n].whole_avail(Mode::AfterRelease))
-            .sum();
-        if free >= req.whole_gpus && limits_ok(limits, &chosen) && fits(c, req, domain) {
-            ok = true;
-            break;
+        release(c, &mut room, r, true);
+        if room.may_fit(&need) && limits_ok(limits, &chosen) {
+            used = placed_on(c, req, domain.nodes);
+            if !used.is_empty() {
+                ok = true;
+                break;
+            }
         }
     }
     if !ok {
@@ -244,12 +422,31 @@ fn greedy(
     while i > 0 {
         i -= 1;
         let r = chosen[i];
-        set(c, &runs[r], false);
+        release(c, &mut room, r, false);
         let without: Vec<RunIdx> = chosen.iter().copied().filter(|&x| x != r).collect();
-        if limits_ok(limits, &without) && fits(c, req, domain) {
+        if !limits_ok(limits, &without) {
+            release(c, &mut room, r, true);
+            continue;
+        }
+        // A victim that holds nothing on the nodes of the last placement found leaves
+        // that placement as it was: the gang still fits without it, and no placement need
+        // look again (in a large domain the cost order takes cheap jobs anywhere before the
+        // room comes together, and a placement over every node of a flavor per such victim
+        // was most of a cycle with priority preemption everywhere).
+        if !runs[r].nodes.iter().any(|n| used.contains(n)) {
             chosen.remove(i);
+            continue;
+        }
+        let elsewhere = if room.may_fit(&need) {
+            placed_on(c, req, domain.nodes)
         } else {
-            set(c, &runs[r], true);
+            Vec::new()
+        };
+        if elsewhere.is_empty() {
+            release(c, &mut room, r, true);
+        } else {
+            used = elsewhere;
+            chosen.remove(i);
         }
     }
     for &r in &chosen {
@@ -433,7 +630,13 @@ pub(crate) fn plan(
                 runs[r].job,
             )
         };
-        let mut best: Option<(SetKey, Vec<RunIdx>, Vec<NodeId>)> = None;
+        let mut best: Option<(SetKey, usize, Vec<RunIdx>, Vec<NodeId>)> = None;
+        let mut member: IdVec<NodeId, bool> = IdVec::filled(false, c.nodes.len());
+        let mark = |member: &mut IdVec<NodeId, bool>, d: &[NodeId], on: bool| {
+            for &n in d {
+                member[n] = on;
+            }
+        };
         for level in levels {
             let domains: Vec<Vec<NodeId>> = match level {
                 TopologyLevel::Node => flavor_nodes
@@ -464,7 +667,41 @@ pub(crate) fn plan(
                     .collect(),
                 TopologyLevel::GpuGroup => vec![flavor_nodes.clone()],
             };
-            for d in domains {
+            // Domains by a bound on the work their set loses, least first; once the bound
+            // passes the set in hand no domain left can win. Trying every domain cost a plan
+            // for one job more than a second at 2,000 nodes (`benches/sched.rs`). Ties keep
+            // the domain order (`i`), as trying them in that order did.
+            let mut order: Vec<(u64, usize)> = domains
+                .iter()
+                .enumerate()
+                .filter_map(|(i, d)| {
+                    // every job with a replica here that may go, for the limits' credit too
+                    let mut here: Vec<RunIdx> = d
+                        .iter()
+                        .flat_map(|&n| on_node[n].iter().copied())
+                        .filter(|&r| {
+                            let x = &runs[r];
+                            !x.gone && eligible(x) && (young_ok || x.young_until.is_none())
+                        })
+                        .collect();
+                    here.sort_unstable();
+                    here.dedup();
+                    mark(&mut member, d, true);
+                    let domain = Domain {
+                        nodes: d,
+                        member: &member,
+                    };
+                    let bound = domain.least_loss(c, runs, req.whole_gpus, &here);
+                    mark(&mut member, d, false);
+                    bound.map(|b| (b, i))
+                })
+                .collect();
+            order.sort_unstable();
+            for (bound, i) in order {
+                if best.as_ref().is_some_and(|b| bound > b.0.0) {
+                    break;
+                }
+                let d = &domains[i];
                 let mut cands: Vec<RunIdx> = d
                     .iter()
                     .flat_map(|&n| on_node[n].iter().copied())
@@ -473,18 +710,26 @@ pub(crate) fn plan(
                 cands.extend_from_slice(&anywhere);
                 cands.sort_by_key(|&r| key(r));
                 cands.dedup();
-                if let Some((v, k)) = in_domain(
+                mark(&mut member, d, true);
+                let found = in_domain(
                     c,
                     runs,
                     req,
-                    &d,
+                    &Domain {
+                        nodes: d,
+                        member: &member,
+                    },
                     &cands,
                     limits,
                     selection == VictimSelection::WholeDomain,
-                ) && best.as_ref().is_none_or(|b| k < b.0)
+                );
+                mark(&mut member, d, false);
+                if let Some((v, k)) = found
+                    && best.as_ref().is_none_or(|b| (&k, i) < (&b.0, b.1))
                 {
+                    // an empty set loses nothing and has no victims: no domain after it wins
                     let empty = v.is_empty();
-                    best = Some((k, v, d));
+                    best = Some((k, i, v, d.clone()));
                     if empty {
                         break;
                     }
@@ -494,7 +739,7 @@ pub(crate) fn plan(
                 break; // the smallest level with a plan wins
             }
         }
-        best.map(|(k, v, d)| (v, k.0, d))
+        best.map(|(k, _, v, d)| (v, k.0, d))
     };
     if let Some((victims, lost, domain)) = pass(c, runs, false) {
         for &r in &victims {
@@ -521,4 +766,119 @@ pub(crate) fn plan(
         }
     }
     Outcome::None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::fixtures::{node, snapshot};
+    use crate::sched::ids::Id;
+    use crate::sched::model::GpuIndex;
+
+    /// Nodes of 8 GPUs, with the first `held[i]` GPUs of node `i` held.
+    fn cluster(held: &[u32]) -> Cluster {
+        let nodes = (0..held.len())
+            .map(|i| node(&format!("n{i}"), "H100", 8, None))
+            .collect();
+        let snap = snapshot(0, nodes, vec![], vec![], vec![]);
+        let mut c = Cluster::build(&snap);
+        for (i, &h) in held.iter().enumerate() {
+            let n = c.node_by_name[&format!("n{i}")];
+            let gpus: Vec<GpuIndex> = (0..h).map(GpuIndex).collect();
+            c.charge_running(n, &gpus, None, 0, 0, false);
+        }
+        c.index(&snap);
+        c
+    }
+
+    fn whole(k: u32) -> Demand {
+        Demand {
+            gpu: GpuDemand::Whole(k),
+            cpu: 0,
+            mem: 0,
+            task: 0,
+            index: 0,
+        }
+    }
+
+    fn all(c: &Cluster) -> (Vec<NodeId>, IdVec<NodeId, bool>) {
+        (c.nodes.ids().collect(), IdVec::filled(true, c.nodes.len()))
+    }
+
+    #[test]
+    fn a_gang_needs_replicas_of_at_least_each_size() {
+        let need = Need::from_demands(&[whole(8), whole(8), whole(4), whole(1)], 21);
+        assert_eq!(need.at_least, vec![(8, 2), (4, 3), (1, 4)]);
+        assert_eq!(need.whole, 21);
+    }
+
+    #[test]
+    fn room_rules_out_gangs_the_free_gpus_cannot_hold() {
+        // free: 8, 4, 4
+        let mut c = cluster(&[0, 4, 4]);
+        let (nodes, member) = all(&c);
+        let d = Domain {
+            nodes: &nodes,
+            member: &member,
+        };
+        let mut room = Room::of(&c, &d);
+        let two_nodes = Need::from_demands(&[whole(8), whole(8)], 16);
+        assert!(!room.may_fit(&two_nodes), "only one node has 8 free");
+        assert!(room.may_fit(&Need::from_demands(&[whole(8), whole(4), whole(4)], 16)));
+        assert!(room.may_fit(&Need::from_demands(&vec![whole(4); 4], 16)));
+        assert!(!room.may_fit(&Need::from_demands(&vec![whole(1); 17], 17)));
+        // the second node's job releases its 4 GPUs: two nodes with 8 free
+        let n1 = c.node_by_name["n1"];
+        let held: Vec<(u8, u16)> = (0..4).map(|g| (g, 1000)).collect();
+        room.count(&c, &d, &[n1], false);
+        c.set_releasing(n1, &held, 0, 0, true);
+        room.count(&c, &d, &[n1], true);
+        assert!(room.may_fit(&two_nodes));
+        assert_eq!(room.free, 20);
+    }
+
+    fn held_run(job: u32, node: NodeId, gpus: u8, lost: u64) -> RunInfo {
+        RunInfo {
+            job: JobIdx::new(job as usize),
+            queue: None,
+            vc: None,
+            flavor: FlavorId::default(),
+            milli: u64::from(gpus) * 1000,
+            bonus: true,
+            priority: 0,
+            started: 0,
+            lost,
+            young_until: None,
+            takes: vec![(node, (0..gpus).map(|g| (g, 1000)).collect(), 0, 0)],
+            nodes: vec![node],
+            gone: false,
+        }
+    }
+
+    #[test]
+    fn the_bound_is_the_cheapest_cover_with_victims_taken_in_part() {
+        let c = cluster(&[8]);
+        let (nodes, member) = all(&c);
+        let n = nodes[0];
+        let d = Domain {
+            nodes: &nodes,
+            member: &member,
+        };
+        // per GPU: 25, 10, 45
+        let runs: IdVec<RunIdx, RunInfo> = vec![
+            held_run(0, n, 4, 100),
+            held_run(1, n, 1, 10),
+            held_run(2, n, 2, 90),
+        ]
+        .into();
+        let ids: Vec<RunIdx> = runs.ids().collect();
+        // 6 GPUs: the 1-GPU job (10), the 4-GPU one (100), half the 2-GPU one (45); the
+        // cheapest real set, the 4- and 2-GPU jobs, loses 190
+        assert_eq!(d.least_loss(&c, &runs, 6, &ids), Some(155));
+        // the 1- and 2-GPU jobs hold 3 GPUs: no set frees 6
+        assert_eq!(d.least_loss(&c, &runs, 6, &ids[1..]), None);
+        // nothing missing, nothing to lose
+        let free = cluster(&[2]);
+        assert_eq!(d.least_loss(&free, &runs, 6, &ids), Some(0));
+    }
 }
