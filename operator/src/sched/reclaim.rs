@@ -18,6 +18,9 @@
 //!    least work, then has the fewest victims: one larger job can make the room of several
 //!    cheap ones for less lost work, or for as much with fewer victims.
 //!
+//! Domains are tried by a lower bound on the work their set loses, least first, and the
+//! search of a level ends once the bound passes the best set found: the bound cannot win.
+//!
 //! The smallest level with a plan decides (a node before a rack before the whole type); in
 //! it, the domain whose set loses the least work wins; then the fewest victims, the lowest
 //! priorities, the most recently started (`set_key`), then the first in order. Before
@@ -668,9 +671,10 @@ pub(crate) fn plan(
                 TopologyLevel::GpuGroup => vec![flavor_nodes.clone()],
             };
             // Domains by a bound on the work their set loses, least first; once the bound
-            // passes the set in hand no domain left can win. Trying every domain cost a plan
-            // for one job more than a second at 2,000 nodes (`benches/sched.rs`). Ties keep
-            // the domain order (`i`), as trying them in that order did.
+            // passes the set in hand no domain left can win. Searching every node for each
+            // waiting job was most of a cycle with priority preemption everywhere
+            // (`benches/sched.rs`). Ties keep the domain order (`i`), as trying them in that
+            // order did.
             let mut order: Vec<(u64, usize)> = domains
                 .iter()
                 .enumerate()
