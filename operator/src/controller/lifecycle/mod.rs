@@ -205,6 +205,13 @@ pub fn next(
         );
     }
     status.observed_generation = job.metadata.generation;
+    // Every condition was judged against this generation, those that did not change too:
+    // a condition left at an older one reads as not yet looked at (the API conventions),
+    // and tools that wait on conditions wait on (a spec edit of a running job left
+    // `Admitted` and `Running` behind for as long as it ran).
+    for c in &mut status.conditions {
+        c.observed_generation = job.metadata.generation;
+    }
     status.nodes = placement_nodes(&status);
     status.reason = phase_reason(&status).map(|reason| {
         // A starting gang's stuck replica: the kubelet's own word, as `kubectl get pods`

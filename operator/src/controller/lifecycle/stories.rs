@@ -1284,6 +1284,21 @@ fn a_running_job_whose_spec_turns_invalid_keeps_running() {
 }
 
 #[test]
+fn a_spec_edit_is_observed_by_every_condition() {
+    let mut s = Story::running(1);
+    assert!(s.status().conditions.len() > 2);
+    s.job.metadata.generation = Some(2);
+    s.job.spec.priority = Some(5);
+    let fx = s.after(1).tick();
+    assert_eq!(s.phase(), Phase::Running);
+    assert!(fx.events.is_empty(), "nothing happened: {:?}", reasons(&fx));
+    assert_eq!(s.status().observed_generation, Some(2));
+    for c in &s.status().conditions {
+        assert_eq!(c.observed_generation, Some(2), "{}", c.type_);
+    }
+}
+
+#[test]
 fn a_pod_stuck_terminating_on_a_lost_node_is_force_deleted() {
     let mut s = Story::running(1);
     s.pods[0].metadata.deletion_timestamp = Some(at(5));
