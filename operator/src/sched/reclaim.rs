@@ -122,19 +122,23 @@ fn placed_on(c: &mut Cluster, req: &Request, domain: &[NodeId]) -> Vec<NodeId> {
     }
 }
 
-/// A domain victims are chosen in: its nodes, and which of the cluster's nodes they are.
+/// A domain victims are chosen in: its nodes, which of the cluster's nodes they are, and
+/// its whole GPUs free once releases complete, as the search starts.
 struct Domain<'a> {
     nodes: &'a [NodeId],
     member: &'a IdVec<NodeId, bool>,
+    room: Room,
 }
 
-impl Domain<'_> {
-    /// Whole GPUs free in the domain once releases complete.
-    fn whole_free(&self, c: &Cluster) -> u32 {
-        self.nodes
-            .iter()
-            .map(|&n| c.nodes[n].whole_avail(Mode::AfterRelease))
-            .sum()
+impl<'a> Domain<'a> {
+    fn new(c: &Cluster, nodes: &'a [NodeId], member: &'a IdVec<NodeId, bool>) -> Self {
+        let mut room = Room::default();
+        room.count(c, member, nodes, true);
+        Domain {
+            nodes,
+            member,
+            room,
+        }
     }
 
     /// A bound below the work any victim set of `runs_here` (the eligible jobs with a
@@ -145,12 +149,11 @@ impl Domain<'_> {
     /// knapsack, cheapest per GPU first.
     fn least_loss(
         &self,
-        c: &Cluster,
         runs: &IdVec<RunIdx, RunInfo>,
         whole_gpus: u32,
         runs_here: &[RunIdx],
     ) -> Option<u64> {
-        let missing = u64::from(whole_gpus.saturating_sub(self.whole_free(c)));
+        let missing = u64::from(whole_gpus.saturating_sub(self.room.free));
         if missing == 0 {
             return Some(0);
         }
@@ -190,6 +193,7 @@ impl Domain<'_> {
 /// cannot fit there, before a placement looks. A flavor-wide domain has free GPUs to spare
 /// for a gang of whole nodes, and a placement over thousands of nodes after each candidate
 /// was most of a cycle with priority preemption everywhere.
+#[derive(Clone, Debug, Default)]
 struct Room {
     /// Nodes by whole GPUs free.
     nodes_by_free: Vec<u32>,
@@ -197,18 +201,9 @@ struct Room {
 }
 
 impl Room {
-    fn of(c: &Cluster, domain: &Domain) -> Room {
-        let mut room = Room {
-            nodes_by_free: Vec::new(),
-            free: 0,
-        };
-        room.count(c, domain, domain.nodes, true);
-        room
-    }
-
-    /// Count (`on`) or uncount the free GPUs of those of `nodes` in the domain.
-    fn count(&mut self, c: &Cluster, domain: &Domain, nodes: &[NodeId], on: bool) {
-        for &n in nodes.iter().filter(|&&n| domain.member[n]) {
+    /// Count (`on`) or uncount the free GPUs of those of `nodes` in the domain (`member`).
+    fn count(&mut self, c: &Cluster, member: &IdVec<NodeId, bool>, nodes: &[NodeId], on: bool) {
+        for &n in nodes.iter().filter(|&&n| member[n]) {
             let free = c.nodes[n].whole_avail(Mode::AfterRelease);
             let i = free as usize;
             if self.nodes_by_free.len() <= i {
@@ -242,6 +237,7 @@ impl Room {
 }
 
 /// What a gang needs of whole GPUs, for [`Room::may_fit`].
+#[derive(Debug)]
 struct Need {
     whole: u32,
     /// (k, replicas asking at least k whole GPUs), for each k a replica asks.
@@ -249,10 +245,6 @@ struct Need {
 }
 
 impl Need {
-    fn of(req: &Request) -> Need {
-        Need::from_demands(req.demands, req.whole_gpus)
-    }
-
     fn from_demands(demands: &[Demand], whole: u32) -> Need {
         let mut sizes: Vec<u32> = demands
             .iter()
@@ -270,6 +262,22 @@ impl Need {
             }
         }
         Need { whole, at_least }
+    }
+}
+
+/// The gang victims make room for: its request, and what that asks of whole GPUs (built once
+/// per plan: each domain's search tests it after every candidate).
+struct Gang<'a> {
+    req: &'a Request<'a>,
+    need: Need,
+}
+
+impl<'a> Gang<'a> {
+    fn new(req: &'a Request<'a>) -> Self {
+        Gang {
+            req,
+            need: Need::from_demands(req.demands, req.whole_gpus),
+        }
     }
 }
 
@@ -329,22 +337,20 @@ const SEEDS: usize = 16;
 fn in_domain(
     c: &mut Cluster,
     runs: &IdVec<RunIdx, RunInfo>,
-    req: &Request,
+    gang: &Gang,
     domain: &Domain,
     cands: &[RunIdx],
     limits: Limits,
     seeded: bool,
 ) -> Option<(Vec<RunIdx>, SetKey)> {
-    if limits_ok(limits, &[])
-        && Room::of(c, domain).may_fit(&Need::of(req))
-        && fits(c, req, domain.nodes)
+    if limits_ok(limits, &[]) && domain.room.may_fit(&gang.need) && fits(c, gang.req, domain.nodes)
     {
         return Some((Vec::new(), set_key(runs, &[], 0)));
     }
     // The cost order can fail where another finds a set: `limits` need not pass for a
     // superset of a set that passes (a queue-share plan may take only so much from one
     // queue), so the seeds are tried even then.
-    let mut best = greedy(c, runs, req, domain, cands.iter().copied(), limits).map(|b| {
+    let mut best = greedy(c, runs, gang, domain, cands.iter().copied(), limits).map(|b| {
         let key = set_key(runs, &b.0, b.1);
         (b, key)
     });
@@ -366,7 +372,7 @@ fn in_domain(
                 .filter(|&(j, _)| j != i)
                 .map(|(_, &r)| r),
         );
-        if let Some(found) = greedy(c, runs, req, domain, order, limits) {
+        if let Some(found) = greedy(c, runs, gang, domain, order, limits) {
             let key = set_key(runs, &found.0, found.1);
             if best.as_ref().is_none_or(|(_, best_key)| key < *best_key) {
                 best = Some((found, key));
@@ -383,21 +389,22 @@ fn in_domain(
 fn greedy(
     c: &mut Cluster,
     runs: &IdVec<RunIdx, RunInfo>,
-    req: &Request,
+    gang: &Gang,
     domain: &Domain,
     order: impl Iterator<Item = RunIdx>,
     limits: Limits,
 ) -> Option<(Vec<RunIdx>, u64)> {
+    let (req, need) = (gang.req, &gang.need);
     let mut chosen: Vec<RunIdx> = Vec::new();
     let mut ok = false;
     let mut used: Vec<NodeId> = Vec::new();
-    let need = Need::of(req);
-    let mut room = Room::of(c, domain);
+    // the search leaves the cluster as it found it, so each pass starts from the domain's room
+    let mut room = domain.room.clone();
     let release = |c: &mut Cluster, room: &mut Room, r: RunIdx, on: bool| {
         let nodes = &runs[r].nodes;
-        room.count(c, domain, nodes, false);
+        room.count(c, domain.member, nodes, false);
         set(c, &runs[r], on);
-        room.count(c, domain, nodes, true);
+        room.count(c, domain.member, nodes, true);
     };
     for r in order {
         chosen.push(r);
@@ -407,7 +414,7 @@ fn greedy(
             continue;
         }
         release(c, &mut room, r, true);
-        if room.may_fit(&need) && limits_ok(limits, &chosen) {
+        if room.may_fit(need) && limits_ok(limits, &chosen) {
             used = placed_on(c, req, domain.nodes);
             if !used.is_empty() {
                 ok = true;
@@ -440,7 +447,7 @@ fn greedy(
             chosen.remove(i);
             continue;
         }
-        let elsewhere = if room.may_fit(&need) {
+        let elsewhere = if room.may_fit(need) {
             placed_on(c, req, domain.nodes)
         } else {
             Vec::new()
@@ -575,6 +582,7 @@ pub(crate) fn plan(
     allowed: Option<&[NodeId]>,
 ) -> Outcome {
     let may = |n: &NodeId| allowed.is_none_or(|a| a.contains(n));
+    let gang = Gang::new(req);
     if selection == VictimSelection::CountOnly {
         let nodes: Vec<NodeId> = match c.facts.get(req.flavor) {
             Some(f) => f.nodes.iter().copied().filter(may).collect(),
@@ -674,43 +682,41 @@ pub(crate) fn plan(
             // passes the set in hand no domain left can win. Searching every node for each
             // waiting job was most of a cycle with priority preemption everywhere
             // (`benches/sched.rs`). Ties keep the domain order (`i`), as trying them in that
-            // order did.
-            let mut order: Vec<(u64, usize)> = domains
-                .iter()
-                .enumerate()
-                .filter_map(|(i, d)| {
-                    // every job with a replica here that may go, for the limits' credit too
-                    let mut here: Vec<RunIdx> = d
-                        .iter()
-                        .flat_map(|&n| on_node[n].iter().copied())
-                        .filter(|&r| {
-                            let x = &runs[r];
-                            !x.gone && eligible(x) && (young_ok || x.young_until.is_none())
-                        })
-                        .collect();
-                    here.sort_unstable();
-                    here.dedup();
-                    mark(&mut member, d, true);
-                    let domain = Domain {
-                        nodes: d,
-                        member: &member,
-                    };
-                    let bound = domain.least_loss(c, runs, req.whole_gpus, &here);
-                    mark(&mut member, d, false);
-                    bound.map(|b| (b, i))
-                })
-                .collect();
+            // order did. The search cannot change what a domain holds or has free (it
+            // leaves the cluster as it found it), so each domain's jobs and room are read
+            // once, here.
+            let mut seen: Vec<Option<(Vec<RunIdx>, Room)>> = Vec::with_capacity(domains.len());
+            let mut order: Vec<(u64, usize)> = Vec::new();
+            for (i, d) in domains.iter().enumerate() {
+                // every job with a replica here that may go, for the limits' credit too
+                let mut here: Vec<RunIdx> = d
+                    .iter()
+                    .flat_map(|&n| on_node[n].iter().copied())
+                    .filter(|&r| {
+                        let x = &runs[r];
+                        !x.gone && eligible(x) && (young_ok || x.young_until.is_none())
+                    })
+                    .collect();
+                here.sort_unstable();
+                here.dedup();
+                mark(&mut member, d, true);
+                let domain = Domain::new(c, d, &member);
+                let bound = domain.least_loss(runs, req.whole_gpus, &here);
+                let room = domain.room;
+                mark(&mut member, d, false);
+                seen.push(bound.map(|_| (here, room)));
+                order.extend(bound.map(|b| (b, i)));
+            }
             order.sort_unstable();
             for (bound, i) in order {
                 if best.as_ref().is_some_and(|b| bound > b.0.0) {
                     break;
                 }
                 let d = &domains[i];
-                let mut cands: Vec<RunIdx> = d
-                    .iter()
-                    .flat_map(|&n| on_node[n].iter().copied())
-                    .filter(|&r| ok(&runs[r]))
-                    .collect();
+                let Some((here, room)) = seen[i].take() else {
+                    continue;
+                };
+                let mut cands: Vec<RunIdx> = here.into_iter().filter(|&r| ok(&runs[r])).collect();
                 cands.extend_from_slice(&anywhere);
                 cands.sort_by_key(|&r| key(r));
                 cands.dedup();
@@ -718,10 +724,11 @@ pub(crate) fn plan(
                 let found = in_domain(
                     c,
                     runs,
-                    req,
+                    &gang,
                     &Domain {
                         nodes: d,
                         member: &member,
+                        room,
                     },
                     &cands,
                     limits,
@@ -821,11 +828,7 @@ mod tests {
         // free: 8, 4, 4
         let mut c = cluster(&[0, 4, 4]);
         let (nodes, member) = all(&c);
-        let d = Domain {
-            nodes: &nodes,
-            member: &member,
-        };
-        let mut room = Room::of(&c, &d);
+        let mut room = Domain::new(&c, &nodes, &member).room;
         let two_nodes = Need::from_demands(&[whole(8), whole(8)], 16);
         assert!(!room.may_fit(&two_nodes), "only one node has 8 free");
         assert!(room.may_fit(&Need::from_demands(&[whole(8), whole(4), whole(4)], 16)));
@@ -834,9 +837,9 @@ mod tests {
         // the second node's job releases its 4 GPUs: two nodes with 8 free
         let n1 = c.node_by_name["n1"];
         let held: Vec<(u8, u16)> = (0..4).map(|g| (g, 1000)).collect();
-        room.count(&c, &d, &[n1], false);
+        room.count(&c, &member, &[n1], false);
         c.set_releasing(n1, &held, 0, 0, true);
-        room.count(&c, &d, &[n1], true);
+        room.count(&c, &member, &[n1], true);
         assert!(room.may_fit(&two_nodes));
         assert_eq!(room.free, 20);
     }
@@ -864,10 +867,7 @@ mod tests {
         let c = cluster(&[8]);
         let (nodes, member) = all(&c);
         let n = nodes[0];
-        let d = Domain {
-            nodes: &nodes,
-            member: &member,
-        };
+        let d = Domain::new(&c, &nodes, &member);
         // per GPU: 25, 10, 45
         let runs: IdVec<RunIdx, RunInfo> = vec![
             held_run(0, n, 4, 100),
@@ -878,11 +878,12 @@ mod tests {
         let ids: Vec<RunIdx> = runs.ids().collect();
         // 6 GPUs: the 1-GPU job (10), the 4-GPU one (100), half the 2-GPU one (45); the
         // cheapest real set, the 4- and 2-GPU jobs, loses 190
-        assert_eq!(d.least_loss(&c, &runs, 6, &ids), Some(155));
+        assert_eq!(d.least_loss(&runs, 6, &ids), Some(155));
         // the 1- and 2-GPU jobs hold 3 GPUs: no set frees 6
-        assert_eq!(d.least_loss(&c, &runs, 6, &ids[1..]), None);
+        assert_eq!(d.least_loss(&runs, 6, &ids[1..]), None);
         // nothing missing, nothing to lose
         let free = cluster(&[2]);
-        assert_eq!(d.least_loss(&free, &runs, 6, &ids), Some(0));
+        let d = Domain::new(&free, &nodes, &member);
+        assert_eq!(d.least_loss(&runs, 6, &ids), Some(0));
     }
 }
