@@ -486,7 +486,8 @@ pub struct TrainingJobStatus {
     /// order the scheduler last offered them (1 is next). Exact within the first 10 places;
     /// further back it is rewritten once it has moved by a quarter, so it may read up to a
     /// third more than the true place while the queue drains. Unset once admitted, and for a
-    /// job the scheduler has not ordered (invalid, suspended, in a retry backoff).
+    /// job the scheduler has not ordered (invalid, suspended, in a retry backoff) or that
+    /// can never start as it is (`NeverFits`, `ExceedsLimit`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_position: Option<i32>,
     /// The `metadata.generation` this status describes.

@@ -1002,8 +1002,8 @@ impl<'a> Cycle<'a> {
 
     /// Every job with a replica on a draining node, or on a GPU turned unhealthy, checkpoints
     /// and leaves, whatever its minimum runtime: a drain waits for nobody's guarantee, and a
-    /// sick GPU may not last. Its usage is uncharged and its capacity counts as leaving, like
-    /// any victim's.
+    /// sick GPU may not last. Its usage comes off its guarantee and its capacity counts as
+    /// leaving, like any victim's; its limits still count it, since it comes back.
     fn drain(&mut self) {
         for i in self.runs.ids() {
             let r = &self.runs[i];
@@ -1014,6 +1014,12 @@ impl<'a> Cycle<'a> {
                 continue;
             };
             self.uncharge(i);
+            // It comes back to its queue: its limits keep its room from this cycle on, as
+            // in the cycles while it leaves (`charge_jobs_that_return`).
+            let r = &self.runs[i];
+            if let Some(q) = r.queue {
+                self.t.hold_limits(q, &self.snap.job(r.job).user, r.milli);
+            }
             reclaim::release(&mut self.c, &self.runs[i]);
             self.runs[i].gone = true;
             let r = &self.runs[i];
@@ -1888,13 +1894,16 @@ impl<'a> Cycle<'a> {
     }
 
     /// Gives each waiting job its place in its queue: the order phase 1 offered the queue's
-    /// jobs, counting only those still waiting.
+    /// jobs, counting only those still waiting. A job larger than one of its limits has no
+    /// place, as one larger than the cluster has none: it can never start, and holds back
+    /// nobody (an acceptance run read position 1 on it, as if it were next).
     fn number_waiting(&mut self, pending: &IdVec<JobIdx, Option<Pending>>, offered: &[JobIdx]) {
         let at: HashMap<&str, usize> = self
             .out
             .waiting
             .iter()
             .enumerate()
+            .filter(|(_, w)| !w.reason.exceeds_limit())
             .map(|(i, w)| (w.job.as_str(), i))
             .collect();
         let mut next: HashMap<QueueId, u32> = HashMap::new();

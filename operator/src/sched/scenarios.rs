@@ -901,6 +901,22 @@ fn a_drained_job_keeps_its_room_under_the_limit() {
     assert!(d.admission("t/low").is_none(), "{:?}", d.admissions);
     assert!(waits_with(&d, "t/low", "OverLimit"));
     assert!(d.preemptions.is_empty(), "{:?}", d.preemptions);
+
+    // The cycle that sees the drain begin asks the job to leave and, in the same breath,
+    // keeps its room under the limit (an acceptance run: `low` was admitted in that cycle
+    // and preempted for the drained job 17 s later).
+    let mut draining = nodes.clone();
+    draining[0].draining = true;
+    let mut jobs = world(PreemptionReason::Drain);
+    let r = jobs[0].running.as_mut().expect("running");
+    r.preempting = false;
+    r.checkpoint_request = None;
+    let d = schedule(&snapshot(100, draining, vec![v], vec![q], jobs));
+    assert_eq!(d.preemptions.len(), 1, "{:?}", d.preemptions);
+    assert_eq!(d.preemptions[0].reason, PreemptionReason::Drain);
+    assert_eq!(d.preemptions[0].victims, ["t/drained"]);
+    assert!(d.admission("t/low").is_none(), "{:?}", d.admissions);
+    assert!(waits_with(&d, "t/low", "OverLimit"));
 }
 
 /// A victim that has not run its minimum runtime is spared while another set exists, and
@@ -1763,6 +1779,33 @@ fn a_draining_node_sends_its_jobs_back_to_the_queue_with_a_checkpoint() {
     assert_eq!(p.beneficiary, "node n0");
     assert_eq!(p.lost_gpu_seconds, 8 * 500);
     assert_eq!(nodes_of(&d, "t/new"), ["n2"]);
+}
+
+/// A job larger than its team's limit can never start: like one larger than the cluster,
+/// it takes no place in its queue, and the job behind it is next.
+#[test]
+fn a_job_larger_than_its_limit_takes_no_place_in_queue() {
+    let nodes = vec![node("n0", "A100", 8, None), node("n1", "A100", 8, None)];
+    let mut v = vc("t", "A100", 8);
+    v.limit_gpus = Some(8);
+    let mut jobs = vec![
+        run(
+            job("t/runs", "q", 1, 8),
+            &[("n0", &[0, 1, 2, 3, 4, 5, 6, 7])],
+            false,
+            0,
+            None,
+        ),
+        job("t/huge", "q", 2, 8),
+        job("t/next", "q", 1, 8),
+    ];
+    for (i, j) in jobs.iter_mut().enumerate() {
+        j.queued_at = i as i64;
+    }
+    let d = schedule(&snapshot(100, nodes, vec![v], vec![queue("q", "t")], jobs));
+    assert!(waits_with(&d, "t/huge", "ExceedsLimit"), "{d:?}");
+    assert_eq!(d.position("t/huge"), None, "{d:?}");
+    assert_eq!(d.position("t/next"), Some(1), "{d:?}");
 }
 
 /// A full cluster: each queue's waiting jobs are numbered in the order the cycle offers
