@@ -1624,12 +1624,17 @@ impl Step<'_> {
     /// finished job holds no quota, and a condition saying otherwise misleads whoever counts
     /// admitted jobs (Kueue's finished Workloads keep `QuotaReserved=True`, which its
     /// maintainers call confusing, kubernetes-sigs/kueue#7480).
+    /// Nor does it say it runs on borrowed GPUs (`status.bonus`, the BONUS column): it runs
+    /// on none (an acceptance run read `Failed ... BONUS true`).
     fn admission_ended(&self, status: &mut TrainingJobStatus) {
         if !matches!(
             status.phase,
             Phase::Queued | Phase::Retrying | Phase::Suspended | Phase::Succeeded | Phase::Failed
-        ) || !conditions::is_true(&status.conditions, ConditionType::Admitted)
-        {
+        ) {
+            return;
+        }
+        status.bonus = false;
+        if !conditions::is_true(&status.conditions, ConditionType::Admitted) {
             return;
         }
         let (reason, msg) = conditions::get(&status.conditions, ConditionType::Running)

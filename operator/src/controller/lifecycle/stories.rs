@@ -693,6 +693,21 @@ fn a_demoted_gang_runs_on_as_bonus() {
     assert!(reasons(&s.after(1).tick()).is_empty(), "once per change");
 }
 
+/// A failed job runs on nobody's GPUs: it no longer says it borrows them, though a replica
+/// that still ran when another failed was marked bonus.
+#[test]
+fn a_failed_job_is_no_longer_bonus() {
+    let mut s = Story::running(2);
+    s.job.status.as_mut().expect("status").retries = 2;
+    s.annotate_all(BONUS_ANNOTATION, "true");
+    s.tick();
+    assert!(s.status().bonus);
+    set_phase(&mut s.pods[0], "Failed");
+    s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Failed);
+    assert!(!s.status().bonus);
+}
+
 #[test]
 fn a_half_created_gang_waits_for_its_admission_then_is_torn_down() {
     let mut s = Story::new(2);
