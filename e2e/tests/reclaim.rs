@@ -97,6 +97,12 @@ async fn reclaim(name: &str, checkpoint_delay: &str, grace: u32) {
         "victim was not asked to checkpoint: {events:?}"
     );
     assert!(events.iter().any(|e| e == "Requeued"), "{events:?}");
+    // The owner says whose room it got: afterwards, its wait reason is gone.
+    let own_events = s.event_reasons("own");
+    assert!(
+        own_events.iter().any(|e| e == "MakingRoom"),
+        "{own_events:?}"
+    );
     // A lost checkpoint is told apart from a saved one, with the work lost.
     let outcome = s.job_status("borrow", "{.status.lastPreemption.outcome}");
     let lost: i64 = s

@@ -143,6 +143,9 @@ names! {
         Valid,
         /// A gang was left half-created; it was removed and queued again.
         IncompleteGang,
+        /// The scheduler asked other jobs to checkpoint and leave to make room for this one
+        /// (a reclaim, priority, queue-share or consolidation preemption): the note names them.
+        MakingRoom,
         /// The scheduler asked the gang to checkpoint.
         Preempting,
         /// The scheduler withdrew its checkpoint request: the job it made room for no longer

@@ -340,6 +340,23 @@ pub async fn cycle(ctx: &Arc<Context>) -> Duration {
             }
         })
         .await;
+    // The job the room is made for says so too: its wait reason names the victims only
+    // while it waits, and afterwards `kubectl describe` showed nothing of why it waited
+    // (an acceptance run).
+    for preemption in decisions
+        .preemptions
+        .iter()
+        .filter(|p| p.reason.for_a_job())
+    {
+        if let Some(job) = job_of(&preemption.beneficiary) {
+            event_in_background(
+                ctx,
+                job,
+                EventReason::MakingRoom,
+                making_room_note(preemption),
+            );
+        }
+    }
     // Which jobs are bonus follows priority: the pods' mark (and with it the job's status)
     // follows each change of standing.
     let promoted = decisions.promotions.iter().map(|id| (id, false));
@@ -693,6 +710,21 @@ async fn request_checkpoint(ctx: &Arc<Context>, job: &Arc<TrainingJob>, p: &sche
     }
 }
 
+/// The beneficiary's Event of a preemption: who was asked to leave, and why.
+fn making_room_note(p: &sched::Preemption) -> String {
+    const NAMED: usize = 5;
+    let mut victims = p.victims[..p.victims.len().min(NAMED)].join(", ");
+    if p.victims.len() > NAMED {
+        victims.push_str(&format!(" and {} more", p.victims.len() - NAMED));
+    }
+    format!(
+        "{} preemption to make room for this job: asked {} job(s) to checkpoint and leave \
+         ({victims}); it starts once they are gone.",
+        p.reason,
+        p.victims.len()
+    )
+}
+
 /// Writes a Normal Event about `job` in the background: an Event is a record, not a step of
 /// what it reports, so the cycle does not wait for it.
 /// An Event of one admission or preemption of the job. The recorder folds Events of one
@@ -780,6 +812,29 @@ async fn mark_bonus(ctx: &Arc<Context>, job: &Arc<TrainingJob>, bonus: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_beneficiary_is_told_whom_its_room_is_made_of() {
+        let p = |n: usize| sched::Preemption {
+            beneficiary: "a/big".into(),
+            reason: sched::PreemptionReason::Reclaim,
+            victims: (0..n).map(|i| format!("b/v{i}")).collect(),
+            lost_gpu_seconds: 0,
+        };
+        assert_eq!(
+            making_room_note(&p(1)),
+            "Reclaim preemption to make room for this job: asked 1 job(s) to checkpoint and \
+             leave (b/v0); it starts once they are gone."
+        );
+        // a long list is cut, with the count kept
+        let note = making_room_note(&p(7));
+        assert!(
+            note.contains(
+                "asked 7 job(s) to checkpoint and leave (b/v0, b/v1, b/v2, b/v3, b/v4 and 2 more)"
+            ),
+            "{note}"
+        );
+    }
 
     fn api(code: u16, reason: &str, message: &str) -> kube::Error {
         kube::Error::Api(
