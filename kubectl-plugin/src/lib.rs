@@ -390,8 +390,11 @@ pub struct WhyReport {
 /// The resource a wait reason code says is exhausted.
 pub fn blocking_resource(code: &str) -> Option<&'static str> {
     Some(match code {
+        // Both the guarantee in use and a job larger than the whole guarantee wait with it
+        // (the message says which): "in use" alone misread the second (an acceptance run).
         "QuotaExhausted" => {
-            "the VirtualCluster's guaranteed GPUs (in use), with too few idle GPUs to borrow"
+            "the VirtualCluster's guarantee (in use, or smaller than the job), with too few \
+             idle GPUs to borrow"
         }
         "OverLimit" => "the VirtualCluster's hard GPU limit",
         "QueueMaxShare" => "the queue's maxShare of GPUs",
@@ -773,7 +776,10 @@ mod tests {
         assert!(text.starts_with("TrainingJob team-a/first: Queued in queue q, position 1\n"));
         assert!(text.contains("GPUs:      8 (A100)\n"), "{text}");
         assert!(text.contains(&format!("Admitted:  QuotaExhausted: {QUOTA}\n")));
-        assert!(text.contains("Blocked by: the VirtualCluster's guaranteed GPUs"));
+        assert!(text.contains(
+            "Blocked by: the VirtualCluster's guarantee (in use, or smaller than the job), with \
+             too few idle GPUs to borrow\n"
+        ));
         assert!(text.contains("Unblocks:  It starts when the team's own jobs free 8"));
         // one sentence: the advice is the clause after the last "; "
         let (held, advice) = split_advice(

@@ -221,7 +221,7 @@ async fn kubectl_kubetrain_jobs_why_suspend_resume_vc() {
         "{why}"
     );
     assert!(
-        why.contains("Blocked by: the VirtualCluster's guaranteed GPUs"),
+        why.contains("Blocked by: the VirtualCluster's guarantee (in use, or smaller"),
         "{why}"
     );
     assert!(why.contains("Unblocks:  It starts when"), "{why}");
