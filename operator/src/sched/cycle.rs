@@ -274,9 +274,10 @@ fn keep_preemptions_a_limit_needs(
     runs: &mut IdVec<RunIdx, RunInfo>,
     order: &[RunIdx],
     out: &mut Decisions,
-) {
+) -> bool {
+    let mut kept = false;
     if out.cancellations.is_empty() {
-        return;
+        return kept;
     }
     for &i in order.iter().rev() {
         let r = &runs[i];
@@ -292,7 +293,49 @@ fn keep_preemptions_a_limit_needs(
         out.promotions.retain(|x| x != &job.id);
         out.demotions.retain(|x| x != &job.id);
         runs[i].gone = true;
+        kept = true;
     }
+    kept
+}
+
+/// Standing: which running jobs are within their VC's guarantee and which are bonus is
+/// decided afresh each cycle, most important first (see `standing_order`), and charged to
+/// `t`; cell ownership starts from the jobs guaranteed so far, and a bonus job becomes
+/// guaranteed only where that keeps other VCs' cells obtainable (else it stays
+/// reclaimable). Changes of standing go to `out`; returns the order and the cells.
+fn settle_standing(
+    snap: &Snapshot,
+    c: &Cluster,
+    t: &mut Tenants,
+    runs: &mut IdVec<RunIdx, RunInfo>,
+    out: &mut Decisions,
+) -> (Vec<RunIdx>, Cells) {
+    let mut order: Vec<RunIdx> = runs.ids().filter(|&i| !runs[i].gone).collect();
+    order.sort_by_key(|&i| standing_order(&runs[i], snap.job(runs[i].job).id.as_str()));
+    let mut cells = Cells::build(snap, c, t, runs);
+    for &i in &order {
+        let r = &runs[i];
+        let (Some(q), Some(vc)) = (r.queue, r.vc) else {
+            continue;
+        };
+        let guaranteed =
+            t.within_guarantee(vc, r.flavor, r.milli) && (!r.bonus || cells.promote(c, t, r, vc));
+        match (r.bonus, guaranteed) {
+            (true, true) => out.promotions.push(snap.job(r.job).id.clone()),
+            (false, false) => out.demotions.push(snap.job(r.job).id.clone()),
+            _ => {}
+        }
+        t.charge(
+            q,
+            &snap.job(r.job).user,
+            r.flavor,
+            r.milli,
+            !guaranteed,
+            true,
+        );
+        runs[i].bonus = !guaranteed;
+    }
+    (order, cells)
 }
 
 /// The order in which running jobs fill their VirtualCluster's guarantee; what is left over
@@ -427,7 +470,7 @@ impl<'a> Cycle<'a> {
             .iter()
             .map(|f| u64::from(f.total_gpus) * 1000)
             .collect();
-        let mut t = Tenants::build(snap, &c.flavor_by_name, cap);
+        let mut t = Tenants::build(snap, &c.flavor_by_name, cap.clone());
         let mut on_node = IdVec::filled(Vec::new(), c.nodes.len());
         for i in runs.ids() {
             let r: &mut RunInfo = &mut runs[i];
@@ -438,41 +481,25 @@ impl<'a> Cycle<'a> {
                 on_node[n].push(i);
             }
         }
-        // standing: which running jobs are within their VC's guarantee and which are bonus is
-        // decided afresh each cycle, most important first (see `standing_order`); cell
-        // ownership starts from the jobs guaranteed so far, and a bonus job becomes
-        // guaranteed only where that keeps other VCs' cells obtainable (else it stays
-        // reclaimable)
         let mut out = Decisions {
             cancellations: cancelled.into_values().collect(),
             ..Decisions::default()
         };
-        let mut order: Vec<RunIdx> = runs.ids().filter(|&i| !runs[i].gone).collect();
-        order.sort_by_key(|&i| standing_order(&runs[i], snap.job(runs[i].job).id.as_str()));
-        let mut cells = Cells::build(snap, &c, &t, &runs);
-        for &i in &order {
-            let r = &runs[i];
-            let (Some(q), Some(vc)) = (r.queue, r.vc) else {
-                continue;
-            };
-            let guaranteed = t.within_guarantee(vc, r.flavor, r.milli)
-                && (!r.bonus || cells.promote(&c, &t, r, vc));
-            match (r.bonus, guaranteed) {
-                (true, true) => out.promotions.push(snap.job(r.job).id.clone()),
-                (false, false) => out.demotions.push(snap.job(r.job).id.clone()),
-                _ => {}
+        let was_bonus: IdVec<RunIdx, bool> = runs.iter().map(|r| r.bonus).collect();
+        let (order, mut cells) = settle_standing(snap, &c, &mut t, &mut runs, &mut out);
+        if keep_preemptions_a_limit_needs(snap, &mut t, &mut runs, &order, &mut out) {
+            // The standing counted the victims whose withdrawal a limit then refused: they
+            // leave after all, so the others' standing is settled again without them. A
+            // sibling was demoted for as long as the victim checkpointed, and promoted when it
+            // left (Demoted, then Promoted, within seconds in an acceptance run).
+            for i in runs.ids() {
+                runs[i].bonus = was_bonus[i];
             }
-            t.charge(
-                q,
-                &snap.job(r.job).user,
-                r.flavor,
-                r.milli,
-                !guaranteed,
-                true,
-            );
-            runs[i].bonus = !guaranteed;
+            out.promotions.clear();
+            out.demotions.clear();
+            t = Tenants::build(snap, &c.flavor_by_name, cap);
+            cells = settle_standing(snap, &c, &mut t, &mut runs, &mut out).1;
         }
-        keep_preemptions_a_limit_needs(snap, &mut t, &mut runs, &order, &mut out);
         charge_jobs_that_return(snap, &mut t, &runs);
         if !out.demotions.is_empty() {
             // a demoted job no longer binds its domains: they may be clean again

@@ -795,7 +795,8 @@ fn a_preemption_a_limit_needed_is_not_withdrawn() {
     let mut q = queue("q", "t");
     q.policy = QueuePolicy::Priority;
     q.priority_preemption = true;
-    let jobs = || {
+    // the victim: the second of the two siblings by standing, or the first
+    let jobs = |victim: usize| {
         let mut p1 = run(
             job("t/p-1", "q", 1, 4),
             &[("n0", &[0, 1, 2, 3])],
@@ -812,7 +813,10 @@ fn a_preemption_a_limit_needed_is_not_withdrawn() {
             None,
         );
         p2.priority = 10;
-        let r = p2.running.as_mut().expect("running");
+        let r = [&mut p1, &mut p2][victim]
+            .running
+            .as_mut()
+            .expect("running");
         r.preempting = true;
         r.checkpoint_request = Some(CheckpointRequest {
             reason: PreemptionReason::Priority,
@@ -829,7 +833,9 @@ fn a_preemption_a_limit_needed_is_not_withdrawn() {
         p3.priority = 20;
         vec![p1, p2, p3]
     };
-    for (limit, withdrawn) in [(8, false), (12, true), (16, true)] {
+    let cases = [(8, false), (12, true), (16, true)];
+    for (victim, (limit, withdrawn)) in [1, 0].into_iter().flat_map(|v| cases.map(|c| (v, c))) {
+        let victim_id = ["t/p-1", "t/p-2"][victim];
         let mut v = vc("t", "A100", 8);
         v.limit_gpus = Some(limit);
         let d = schedule(&snapshot(
@@ -837,13 +843,17 @@ fn a_preemption_a_limit_needed_is_not_withdrawn() {
             nodes.clone(),
             vec![v],
             vec![q.clone()],
-            jobs(),
+            jobs(victim),
         ));
         let cancelled: Vec<&str> = d.cancellations.iter().map(|c| c.job.as_str()).collect();
         if withdrawn {
-            assert_eq!(cancelled, ["t/p-2"], "limit {limit}");
+            assert_eq!(cancelled, [victim_id], "limit {limit}");
         } else {
             assert!(cancelled.is_empty(), "limit {limit}: {cancelled:?}");
+            // The victim leaves after all: its sibling keeps its standing (it was demoted
+            // for as long as the victim checkpointed, and promoted when it left: Demoted,
+            // then Promoted, in an acceptance run).
+            assert!(d.demotions.is_empty(), "limit {limit}: {:?}", d.demotions);
         }
         assert!(d.admissions.is_empty(), "limit {limit}");
     }
