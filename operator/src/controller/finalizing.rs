@@ -41,6 +41,13 @@ where
             debug!("the finalizer is there already; the cache is behind");
             Ok(Action::requeue(Duration::from_secs(1)))
         }
+        // Removing the finalizer found the object gone: whoever deleted it (a team deleted
+        // in one `kubectl delete -f`, its namespace first) finished what the removal would
+        // have. Not a failure (it logged a WARN and counted a reconcile error).
+        Err(FinalizerError::RemoveFinalizer(kube::Error::Api(e))) if e.code == 404 => {
+            debug!("gone before its finalizer was removed");
+            Ok(Action::await_change())
+        }
         Err(other) => Err(Error::Finalizer(other.to_string())),
     }
 }
