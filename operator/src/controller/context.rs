@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Client, Resource, ResourceExt};
 use tokio::sync::Notify;
 
@@ -275,6 +276,23 @@ impl Context {
             .get_opt(name)
             .await
             .is_ok_and(|o| o.is_some())
+    }
+
+    /// Whether the API server holds a VirtualCluster the cache does not show as it is (new,
+    /// or its spec changed since): a job naming no queue may be owned through it. As with
+    /// [`Self::exists_on_server`], a team applied in one go (its jobs before its
+    /// VirtualCluster, as `kubectl apply -f dir/` orders the files) got a `NoQueue` Warning
+    /// for a moment. One LIST of metadata, only on that path; an error counts as "not behind".
+    pub async fn virtual_clusters_behind(&self) -> bool {
+        let api = Api::<VirtualCluster>::all(self.client.clone());
+        let Ok(list) = api.list_metadata(&Default::default()).await else {
+            return false;
+        };
+        list.items.iter().any(|vc| {
+            let cached = self.stores.vcs.get(&ObjectRef::new(&vc.name_any()));
+            // the spec's generation: status writes (frequent) change no namespace's owner
+            cached.is_none_or(|c| c.metadata.generation != vc.metadata.generation)
+        })
     }
 
     /// Locks the scheduler state; a panic elsewhere must not wedge the operator.

@@ -80,7 +80,7 @@ fn observe(ctx: &Context, job: &TrainingJob, key: &JobKey, gang: &Gang) -> World
 }
 
 /// Whether the Queue or VirtualCluster that `invalid` calls unknown exists on the API server
-/// all the same: the cache is behind ([`Context::exists_on_server`]; 0.41 `UnknownVirtualCluster`
+/// all the same, or a VirtualCluster that may own a job naming no queue: the cache is behind ([`Context::exists_on_server`]; 0.41 `UnknownVirtualCluster`
 /// Warnings per job in one quick Setup C run before this check).
 async fn reference_behind(ctx: &Context, invalid: &Invalid) -> bool {
     match invalid {
@@ -88,6 +88,7 @@ async fn reference_behind(ctx: &Context, invalid: &Invalid) -> bool {
         Invalid::UnknownVirtualCluster { vc, .. } => {
             ctx.exists_on_server::<VirtualCluster>(vc).await
         }
+        Invalid::NoQueue { .. } => ctx.virtual_clusters_behind().await,
         _ => false,
     }
 }
