@@ -402,6 +402,9 @@ pub fn blocking_resource(code: &str) -> Option<&'static str> {
         "ExceedsLimit" => "a GPU limit smaller than the job itself (the message names it)",
         "NoFit" => "free GPUs in the shape the job needs (per node / topology)",
         "NeverFits" => "the cluster itself: no node or domain can ever hold the job",
+        "NodesUnavailable" => {
+            "nodes it needs that are cordoned or not ready (the message names them)"
+        }
         "ReservedForCells" => "free GPUs kept as whole cells for other teams' guarantees",
         "WaitingForPreemption" => "GPUs still held by jobs being preempted for this one",
         "WaitingForTerminatingPods" => "GPUs held by terminating pods of a deleted job",

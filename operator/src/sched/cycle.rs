@@ -13,7 +13,7 @@ use super::cluster::{Cluster, FlavorFacts, Mode};
 use super::constraints::{self, Mismatch, NodeConstraints};
 use super::decisions::{Admission, Decisions, Preemption, PreemptionReason, WaitReason, Waiting};
 use super::frag::{self, Mix};
-use super::ids::{Claimant, FlavorId, IdVec, JobIdx, NodeId, QueueId, RunIdx, VcId};
+use super::ids::{Claimant, FlavorId, IdVec, JobIdx, NodeId, QueueId, RackId, RunIdx, VcId};
 use super::model::{Flavor, GpuDemand, Gpus, Job, Snapshot, TopologyLevel};
 use super::options::Options;
 use super::order;
@@ -230,6 +230,13 @@ struct Cycle<'a> {
 /// A node filter's identity in one cycle: its tasks' masks (by address: the masks live in
 /// `Cycle::masks` for the whole cycle) and the GPU types searched.
 type FilterKey = (Vec<Option<usize>>, Vec<FlavorId>);
+
+/// What a job needs of one GPU type at least, for the "never fits" checks.
+struct Shape {
+    largest_replica: u32,
+    whole: u32,
+    level: Option<TopologyLevel>,
+}
 
 fn sort_key(d: &Demand) -> (u8, Reverse<u64>, u16, u32) {
     match d.gpu {
@@ -695,7 +702,19 @@ impl<'a> Cycle<'a> {
                 .filter(|f| any_gpu.contains(f))
                 .collect()
         };
+        let level = job.topology.required;
+        let shape = Shape {
+            largest_replica,
+            whole,
+            level,
+        };
         if flavors.is_empty() {
+            if let Some(r) = uses_gpu
+                .then(|| self.nodes_unavailable(job, &shape))
+                .flatten()
+            {
+                return Err(r);
+            }
             return Err(WaitReason::NeverFits {
                 message: format!(
                     "no schedulable node has GPUs of type {}; list other spec.gpuTypes, or it starts once such a node joins",
@@ -707,11 +726,13 @@ impl<'a> Cycle<'a> {
                 ),
             });
         }
-        let level = job.topology.required;
         let fits = |x: &FlavorFacts| {
             largest_replica <= x.max_node_gpus && whole <= x.total_gpus && whole <= x.max_in(level)
         };
         if !flavors.iter().any(|&f| fits(&self.c.facts[f])) {
+            if let Some(r) = self.nodes_unavailable(job, &shape) {
+                return Err(r);
+            }
             // The most any acceptable type offers, to name what the job is too large for;
             // counted only for such a job, not on every job's way through each cycle.
             let most = |of: &dyn Fn(&FlavorFacts) -> u32| {
@@ -761,6 +782,58 @@ impl<'a> Cycle<'a> {
             flavors,
             nvlink,
             filter,
+        })
+    }
+
+    /// Before a job is told it never fits: whether it would, were the nodes of its GPU
+    /// types that take no new work now (cordoned, not ready) back. A cordon is maintenance:
+    /// a job that needs the cordoned node was told "can never run on this cluster", with a
+    /// Warning, and Argo CD read it Degraded (an acceptance run). Counted only for such a
+    /// job, over the nodes of its types.
+    fn nodes_unavailable(&self, job: &Job, shape: &Shape) -> Option<WaitReason> {
+        let c = &self.c;
+        let acceptable = |f: FlavorId| {
+            let name = c.flavor_names[f].as_str();
+            !name.is_empty()
+                && (job.gpu_types.is_empty() || job.gpu_types.iter().any(|t| t.as_str() == name))
+        };
+        let mut all: IdVec<FlavorId, FlavorFacts> =
+            IdVec::filled(FlavorFacts::default(), c.flavor_names.len());
+        let mut racks: BTreeMap<(FlavorId, RackId), u32> = BTreeMap::new();
+        let mut away: Vec<&str> = Vec::new();
+        for n in c.nodes.iter().filter(|n| acceptable(n.flavor)) {
+            let healthy = n.healthy_gpus();
+            if !n.schedulable && healthy > 0 {
+                away.push(self.snap.nodes[n.src as usize].name.as_str());
+            }
+            let x = &mut all[n.flavor];
+            x.max_node_gpus = x.max_node_gpus.max(healthy);
+            x.total_gpus += healthy;
+            let group = n
+                .groups
+                .iter()
+                .map(|g| g.iter().filter(|&&i| n.gpus[i as usize].cap > 0).count() as u32)
+                .max()
+                .unwrap_or(0);
+            x.max_group_gpus = x.max_group_gpus.max(group);
+            if let Some(r) = n.rack {
+                *racks.entry((n.flavor, r)).or_insert(0) += healthy;
+            }
+        }
+        for (&(f, _), &gpus) in &racks {
+            all[f].max_rack_gpus = all[f].max_rack_gpus.max(gpus);
+        }
+        let fits = all.iter().any(|x| {
+            shape.largest_replica <= x.max_node_gpus
+                && shape.whole <= x.total_gpus
+                && shape.whole <= x.max_in(shape.level)
+        });
+        (fits && !away.is_empty()).then(|| {
+            away.sort_unstable();
+            WaitReason::NodesUnavailable {
+                count: away.len() as u32,
+                nodes: away.iter().take(5).map(|n| n.to_string()).collect(),
+            }
         })
     }
 
@@ -830,6 +903,39 @@ impl<'a> Cycle<'a> {
                 .all(|(t, m)| t.replicas == 0 || has_node(m, f))
         });
         if flavors.is_empty() {
+            // Nodes of an acceptable type that take no new work now (cordoned, not ready)
+            // and take a task's pods: with them back, every task of the job has a node.
+            let passes = |m: &Option<NodeMask>, n: NodeId| m.as_ref().is_none_or(|m| m[n]);
+            let mut away: Vec<&str> = Vec::new();
+            for &f in &acceptable {
+                let of_type = || {
+                    self.c
+                        .nodes
+                        .ids()
+                        .filter(move |&n| self.c.nodes[n].flavor == f)
+                };
+                let every_task = job
+                    .tasks
+                    .iter()
+                    .zip(&per_task)
+                    .all(|(t, m)| t.replicas == 0 || of_type().any(|n| passes(m, n)));
+                if every_task {
+                    away.extend(
+                        of_type()
+                            .filter(|&n| !self.c.nodes[n].schedulable)
+                            .filter(|&n| per_task.iter().any(|m| passes(m, n)))
+                            .map(|n| self.snap.nodes[self.c.nodes[n].src as usize].name.as_str()),
+                    );
+                }
+            }
+            if !away.is_empty() {
+                away.sort_unstable();
+                away.dedup();
+                return Err(WaitReason::NodesUnavailable {
+                    count: away.len() as u32,
+                    nodes: away.iter().take(5).map(|n| n.to_string()).collect(),
+                });
+            }
             let (task, _) = job
                 .tasks
                 .iter()

@@ -237,6 +237,9 @@ pub enum WaitReason {
     },
     /// The job can never fit this cluster (even empty).
     NeverFits { message: String },
+    /// The job fits no node that takes new work now, but would with the nodes of its GPU
+    /// types that are cordoned or not ready (`count` of them; `nodes`: the first few by name).
+    NodesUnavailable { count: u32, nodes: Vec<String> },
     /// The free GPUs that would fit are whole cells kept for other tenants' cell guarantees.
     ReservedForCells { flavor: Flavor },
     /// Victims were asked to checkpoint and leave; the job starts once they are gone.
@@ -280,6 +283,7 @@ impl WaitReason {
             WaitReason::UserLimit { .. } => "UserLimit",
             WaitReason::NoFit { .. } => "NoFit",
             WaitReason::NeverFits { .. } => "NeverFits",
+            WaitReason::NodesUnavailable { .. } => "NodesUnavailable",
             WaitReason::ReservedForCells { .. } => "ReservedForCells",
             WaitReason::WaitingForPreemption { .. } => "WaitingForPreemption",
             WaitReason::WaitingForTerminatingPods { .. } => "WaitingForTerminatingPods",
@@ -338,6 +342,7 @@ impl WaitReason {
             }
             WaitReason::Invalid { .. }
             | WaitReason::NeverFits { .. }
+            | WaitReason::NodesUnavailable { .. }
             | WaitReason::ReservedForCells { .. }
             | WaitReason::WaitingForPreemption { .. }
             | WaitReason::WaitingForTerminatingPods { .. }
@@ -503,6 +508,21 @@ impl fmt::Display for WaitReason {
             }
             WaitReason::NeverFits { message } => {
                 write!(f, "The job can never run on this cluster: {message}.")
+            }
+            WaitReason::NodesUnavailable { count, nodes } => {
+                let more = count.saturating_sub(nodes.len() as u32);
+                let more = if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                };
+                write!(
+                    f,
+                    "The job fits no node that takes new work now; it would fit with the {count} \
+                     node(s) of its GPU types that are cordoned or not ready ({}{more}). It is \
+                     placed once enough of them are back.",
+                    nodes.join(", ")
+                )
             }
             WaitReason::ReservedForCells { flavor } => write!(
                 f,

@@ -78,7 +78,8 @@
 //!    limit), `QuotaExhausted` (beyond guarantee, nothing idle), `NoFit` (within quota, with the
 //!    largest free block), `ReservedForCells`, `WaitingForPreemption`,
 //!    `WaitingForTerminatingPods` (a deleted job's pods hold the room it needs),
-//!    `WaitingForMinRuntime`, `NeverFits`, `Invalid`, `BehindQueueHead`, `QueueTerminating`
+//!    `WaitingForMinRuntime`, `NeverFits`, `NodesUnavailable` (it fits only with cordoned or
+//!    not-ready nodes back), `Invalid`, `BehindQueueHead`, `QueueTerminating`
 //!    (its queue or one above it was deleted and admits nothing new).
 //! 7. **Usage report** (`usage`): per VirtualCluster and GPU type guaranteed, in use, bonus
 //!    and lent, per queue in use and bonus, with this cycle's promotions; the controller

@@ -375,7 +375,9 @@ fn check_strict_order(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> 
                     heads.insert(head.as_str());
                 }
                 // decided before any turn, or larger than a limit: they hold back nobody
-                WaitReason::Invalid { .. } | WaitReason::NeverFits { .. } => {}
+                WaitReason::Invalid { .. }
+                | WaitReason::NeverFits { .. }
+                | WaitReason::NodesUnavailable { .. } => {}
                 r if r.exceeds_limit() => {}
                 _ => {
                     heads.insert(id);

@@ -1306,6 +1306,58 @@ fn cordon_unhealthy_and_foreign_usage() {
     ));
 }
 
+/// A cordon is maintenance: a job that fits only with a cordoned node waits for it
+/// (`NodesUnavailable`, naming it) instead of being told it can never run; one larger than
+/// every node together still never fits.
+#[test]
+fn a_job_that_needs_a_cordoned_node_waits_for_it() {
+    let mut n1 = node("n1", "A100", 8, None);
+    n1.schedulable = false;
+    let nodes = vec![node("n0", "A100", 8, None), n1];
+    let mut pinned = job("t/pinned", "q", 1, 8);
+    pinned.tasks[0]
+        .constraints
+        .node_selector
+        .insert("name".into(), "n1".into());
+    let mut named = nodes;
+    for n in &mut named {
+        let name = n.name.clone();
+        n.labels.insert("name".into(), name);
+    }
+    let jobs = vec![
+        pinned,
+        job("t/two-nodes", "q", 2, 8),
+        job("t/three-nodes", "q", 3, 8),
+    ];
+    let d = schedule(&snapshot(
+        0,
+        named.clone(),
+        vec![vc("t", "A100", 24)],
+        vec![queue("q", "t")],
+        jobs,
+    ));
+    for id in ["t/pinned", "t/two-nodes"] {
+        let r = d.waiting_reason(id).expect("waits");
+        assert_eq!(r.code(), "NodesUnavailable", "{id}: {r:?}");
+        assert!(r.to_string().contains("cordoned or not ready (n1)"), "{r}");
+    }
+    assert!(waits_with(&d, "t/three-nodes", "NeverFits"), "{d:?}");
+    // every node cordoned: waiting for them, not "no node has GPUs of type " with no type
+    for n in &mut named {
+        n.schedulable = false;
+    }
+    let d = schedule(&snapshot(
+        0,
+        named,
+        vec![vc("t", "A100", 24)],
+        vec![queue("q", "t")],
+        vec![job("t/one", "q", 1, 8)],
+    ));
+    let r = d.waiting_reason("t/one").expect("waits");
+    assert_eq!(r.code(), "NodesUnavailable", "{r:?}");
+    assert!(r.to_string().contains("the 2 node(s)"), "{r}");
+}
+
 /// A CPU-only job that lists GPU types (say, a data-prep step that must stay off the H100
 /// pool) runs on a node without GPUs or of a listed type, never on a type it left out.
 #[test]
