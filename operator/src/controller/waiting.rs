@@ -85,6 +85,7 @@ mod tests {
             in_use_gpus: Gpus::whole(in_use),
             needed_gpus: Gpus(8000),
             share_kept_by: None,
+            required: None,
         }
     }
 

@@ -1619,6 +1619,7 @@ impl<'a> Cycle<'a> {
                 in_use_gpus: Gpus(u),
                 needed_gpus: Gpus(p.milli),
                 share_kept_by: self.share_kept_by(p),
+                required: job.topology.required,
             }
         }
     }

@@ -197,6 +197,9 @@ pub enum WaitReason {
         /// sibling queue uses more than its own share, but only with jobs of higher priority
         /// than this one: a share is never taken back from those.
         share_kept_by: Option<String>,
+        /// The job's `topology.required`: the idle GPUs it may borrow must lie within one
+        /// such domain, so enough of them in number can still be too few.
+        required: Option<TopologyLevel>,
     },
     /// The VC's hard limit would be exceeded.
     OverLimit {
@@ -368,6 +371,14 @@ fn list(flavors: &[Flavor]) -> String {
         .join(", ")
 }
 
+/// Where borrowed GPUs must lie for a job with `topology.required`: idle GPUs enough in
+/// number but spread over racks read as too few without it (an acceptance run).
+fn within_one(required: Option<TopologyLevel>) -> String {
+    required.map_or_else(String::new, |l| {
+        format!(" within one {l}, as its topology.required asks")
+    })
+}
+
 impl fmt::Display for WaitReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -380,10 +391,12 @@ impl fmt::Display for WaitReason {
                 guaranteed_gpus,
                 in_use_gpus,
                 needed_gpus,
+                required,
                 ..
             } if *needed_gpus > Gpus::whole(*guaranteed_gpus) => write!(
                 f,
-                "VirtualCluster {virtual_cluster} guarantees {guaranteed_gpus} GPUs ({in_use_gpus} in use) and this job needs {needed_gpus}, more than the whole guarantee: it can start only on borrowed GPUs, and it does not fit on the idle GPUs it may borrow. It starts when enough idle GPUs appear; a job within the guarantee would start sooner and could not be preempted."
+                "VirtualCluster {virtual_cluster} guarantees {guaranteed_gpus} GPUs ({in_use_gpus} in use) and this job needs {needed_gpus}, more than the whole guarantee: it can start only on borrowed GPUs, and it does not fit on the idle GPUs it may borrow{}. It starts when enough idle GPUs appear; a job within the guarantee would start sooner and could not be preempted.",
+                within_one(*required)
             ),
             WaitReason::QuotaExhausted {
                 virtual_cluster,
@@ -391,12 +404,14 @@ impl fmt::Display for WaitReason {
                 in_use_gpus,
                 needed_gpus,
                 share_kept_by,
+                required,
             } => {
                 let left = Gpus::whole(*guaranteed_gpus).saturating_sub(*in_use_gpus);
                 let more = needed_gpus.saturating_sub(left);
                 write!(
                     f,
-                    "VirtualCluster {virtual_cluster} has {left} of its {guaranteed_gpus} guaranteed GPUs left ({in_use_gpus} in use); this job needs {needed_gpus}, {more} more than are left, and it does not fit on the idle GPUs it may borrow."
+                    "VirtualCluster {virtual_cluster} has {left} of its {guaranteed_gpus} guaranteed GPUs left ({in_use_gpus} in use); this job needs {needed_gpus}, {more} more than are left, and it does not fit on the idle GPUs it may borrow{}.",
+                    within_one(*required)
                 )?;
                 // The last sentence is what would start the job (`kubectl kubetrain why`
                 // shows it as such); "at least": where the freed GPUs lie matters too.
@@ -627,11 +642,29 @@ mod tests {
             in_use_gpus: Gpus(0),
             needed_gpus: Gpus(24000),
             share_kept_by: None,
+            required: None,
         };
         let text = quota.to_string();
         assert!(
             text.contains("more than the whole guarantee") && !text.contains("free 16"),
             "{text}"
+        );
+        // idle GPUs enough in number, but not within one rack: the message says where
+        let rack = WaitReason::QuotaExhausted {
+            virtual_cluster: "alpha".into(),
+            guaranteed_gpus: 16,
+            in_use_gpus: Gpus(16000),
+            needed_gpus: Gpus(16000),
+            share_kept_by: None,
+            required: Some(TopologyLevel::Rack),
+        }
+        .to_string();
+        assert!(
+            rack.contains(
+                "does not fit on the idle GPUs it may borrow within one rack, as its \
+                 topology.required asks."
+            ),
+            "{rack}"
         );
     }
 
@@ -645,6 +678,7 @@ mod tests {
             in_use_gpus: Gpus(8_250),
             needed_gpus: Gpus(1_500),
             share_kept_by: None,
+            required: None,
         };
         let text = quota.to_string();
         assert!(

@@ -1418,6 +1418,7 @@ fn reasons_do_the_arithmetic() {
         in_use_gpus: Gpus(4000),
         needed_gpus: Gpus(16000),
         share_kept_by: None,
+        required: None,
     }
     .to_string();
     assert!(

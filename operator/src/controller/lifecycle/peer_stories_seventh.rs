@@ -627,6 +627,7 @@ fn jobset_a_new_reason_keeps_the_conditions_transition_time() {
             in_use_gpus: Gpus(8000),
             needed_gpus: Gpus(1000),
             share_kept_by: None,
+            required: None,
         },
         Some(2),
     ));

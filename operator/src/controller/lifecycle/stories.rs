@@ -333,6 +333,7 @@ fn a_job_that_can_never_start_gets_a_warning_once() {
             in_use_gpus: Gpus(8000),
             needed_gpus: Gpus(1000),
             share_kept_by: None,
+            required: None,
         },
         Some(1),
     ));
@@ -437,6 +438,7 @@ fn a_new_job_that_waits_is_written_with_the_schedulers_reason() {
             in_use_gpus: Gpus(8000),
             needed_gpus: Gpus(2000),
             share_kept_by: None,
+            required: None,
         },
         Some(4),
     ));
