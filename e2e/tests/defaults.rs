@@ -187,6 +187,27 @@ async fn no_queue_without_a_default_is_invalid_until_the_tenant_sets_a_good_one(
     ));
     let msg = wait_vc_ready(&s, &typo, "False/UnknownGpuType").await;
     assert!(msg.contains("No node has GPU type NoSuchGPU"), "{msg}");
+    // `kubectl get events` (and alerts on Warnings) see it too, not only `describe`.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let events = s.cp.jsonpath(
+            &[
+                "events",
+                "-A",
+                "--field-selector",
+                &format!("involvedObject.kind=VirtualCluster,involvedObject.name={typo}"),
+            ],
+            "{range .items[*]}{.type}/{.reason}{\"\\n\"}{end}",
+        );
+        if events.lines().any(|l| l == "Warning/UnknownGpuType") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "no Warning Event: {events:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
     // ... and only that: not also over-committed or at risk, as a real type would be.
     for condition in ["OverCommitted", "GuaranteeAtRisk"] {
         let said = s.cp.jsonpath(

@@ -60,9 +60,83 @@ pub fn remove(conditions: &mut Vec<Condition>, type_: &str) -> bool {
     before != conditions.len()
 }
 
+/// The conditions of `new` that now have the status paired with their type in `watched`
+/// and did not in `old`, or did for another reason: the transitions worth an Event.
+pub fn entered<'a>(
+    old: &[Condition],
+    new: &'a [Condition],
+    watched: &[(&str, &str)],
+) -> Vec<&'a Condition> {
+    watched
+        .iter()
+        .filter_map(|&(type_, status)| {
+            let now = get(new, type_).filter(|c| c.status == status)?;
+            let before = get(old, type_).filter(|c| c.status == status);
+            before.is_none_or(|b| b.reason != now.reason).then_some(now)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn entering_a_watched_status_or_changing_its_reason_is_a_transition() {
+        let mut old = Vec::new();
+        set(&mut old, "Ready", true, "Ready", "ok", None, &t(0));
+        set(
+            &mut old,
+            "AboveLimit",
+            true,
+            "JobsLeaving",
+            "m",
+            None,
+            &t(0),
+        );
+        let mut new = old.clone();
+        let watched = [("Ready", "False"), ("AboveLimit", "True")];
+        assert!(entered(&old, &new, &watched).is_empty(), "no change");
+        set(
+            &mut new,
+            "Ready",
+            false,
+            "UnknownGpuType",
+            "no A100",
+            None,
+            &t(1),
+        );
+        set(
+            &mut new,
+            "AboveLimit",
+            true,
+            "JobsLeaving",
+            "other numbers",
+            None,
+            &t(1),
+        );
+        let got: Vec<&str> = entered(&old, &new, &watched)
+            .iter()
+            .map(|c| c.reason.as_str())
+            .collect();
+        assert_eq!(got, ["UnknownGpuType"], "a message alone is no transition");
+        set(
+            &mut new,
+            "AboveLimit",
+            true,
+            "LimitLowered",
+            "m",
+            None,
+            &t(2),
+        );
+        let got: Vec<&str> = entered(&old, &new, &watched)
+            .iter()
+            .map(|c| c.reason.as_str())
+            .collect();
+        assert_eq!(got, ["UnknownGpuType", "LimitLowered"]);
+        // back to the good side: nothing to tell
+        assert!(entered(&new, &old, &[("Ready", "False")]).is_empty());
+    }
 
     fn t(s: i64) -> Time {
         Time(k8s_openapi::jiff::Timestamp::from_second(s).expect("valid"))

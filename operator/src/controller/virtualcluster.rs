@@ -10,7 +10,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::runtime::controller::Action;
+use kube::runtime::events::EventType;
 use kube::runtime::finalizer::Event as Finalizer;
 use kube::{Api, ResourceExt};
 use tracing::{debug, instrument};
@@ -68,6 +70,27 @@ fn admitted_jobs(vc: &VirtualCluster, ctx: &Context) -> i32 {
     admitted
 }
 
+/// The conditions an admin acts on, in the status that needs acting on: entering it (or
+/// changing its reason) is an Event too, so `kubectl get events` and alerts on Warnings see
+/// it, not only the conditions in `kubectl describe` (an acceptance run found no Event on a
+/// VirtualCluster over a whole day-2 session).
+const WATCHED: [(&str, &str); 5] = [
+    ("Ready", "False"),
+    ("OverCommitted", "True"),
+    (GUARANTEE_AT_RISK, "True"),
+    (ABOVE_LIMIT, "True"),
+    ("Terminating", "True"),
+];
+
+/// Whether entering `c` is news rather than trouble: a deletion under way, or the
+/// scheduler's own checkpoint-long overshoot of a limit while victims leave.
+fn expected(c: &Condition) -> bool {
+    matches!(
+        (c.type_.as_str(), c.reason.as_str()),
+        ("Terminating", _) | ("Ready", "Terminating") | (ABOVE_LIMIT, "JobsLeaving")
+    )
+}
+
 async fn write_status(
     vc: &VirtualCluster,
     ctx: &Context,
@@ -78,6 +101,15 @@ async fn write_status(
     }
     let api: Api<VirtualCluster> = Api::all(ctx.client.clone());
     status::apply(&api, &vc.name_any(), &status).await?;
+    let old = vc.status.as_ref().map_or(&[][..], |s| &s.conditions[..]);
+    for c in conditions::entered(old, &status.conditions, &WATCHED) {
+        let type_ = if expected(c) {
+            EventType::Normal
+        } else {
+            EventType::Warning
+        };
+        ctx.event(vc, type_, &c.reason, c.message.clone()).await;
+    }
     Ok(())
 }
 
