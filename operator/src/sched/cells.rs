@@ -278,6 +278,12 @@ impl Cells {
         self.accepts_touched(c, t, f, &Self::touched(trial), vc, milli)
     }
 
+    /// Whether some VirtualCluster guarantees cells of GPU type `f`: they weigh in on
+    /// promotions there.
+    pub fn guard(&self, f: FlavorId) -> bool {
+        self.tables.keys().any(|k| k.0 == f)
+    }
+
     /// Promote a running bonus job of `vc` (its GPUs become guaranteed, no longer
     /// reclaimable) when that keeps every cell guarantee obtainable, as a guaranteed
     /// placement must; returns whether it may be promoted. A bonus job on a clean domain

@@ -216,6 +216,9 @@ struct Cycle<'a> {
     at_risk: BTreeSet<(VcId, FlavorId)>,
     /// Consolidation searches left this cycle ([`CONSOLIDATION_SEARCHES`]).
     consolidations_left: usize,
+    /// This cycle's admissions, as `out.admissions` lists them: the job, its VC, its GPU
+    /// type and its milli-GPUs (`settle_with_admissions`).
+    admitted: Vec<(JobIdx, VcId, FlavorId, u64)>,
     /// Set while a plan is made at a job's turn in phase 1: only a plan that leaves the job
     /// within its guarantee may be made there, before other teams' guaranteed admissions.
     guaranteed_plans_only: bool,
@@ -377,6 +380,7 @@ pub fn schedule_with(snap: &Snapshot, opts: &Options) -> Decisions {
     cy.drain();
     let pending = cy.digest();
     cy.run(pending);
+    cy.settle_with_admissions();
     cancel::retarget(&mut cy.out);
     cy.out.usage = usage::report(snap, &cy.c, &cy.out.promotions, &cy.out.demotions);
     risk::attach(&mut cy.out.usage, at_risk);
@@ -527,6 +531,7 @@ impl<'a> Cycle<'a> {
             cells_blocked: BTreeSet::new(),
             at_risk: BTreeSet::new(),
             consolidations_left: CONSOLIDATION_SEARCHES,
+            admitted: Vec::new(),
             guaranteed_plans_only: false,
             any_taints: snap.nodes.iter().any(|n| {
                 n.taints
@@ -1125,12 +1130,97 @@ impl<'a> Cycle<'a> {
         let names: Vec<&str> = job.tasks.iter().map(|t| t.name.as_str()).collect();
         let placement = trial.placements(&self.c, self.snap, &p.demands, &names);
         self.t.charge(p.queue, &job.user, f, p.milli, bonus, true);
+        self.admitted.push((p.job, p.vc, f, p.milli));
         self.out.admissions.push(Admission {
             job: job.id.clone(),
             flavor: Flavor(self.c.flavor_names[f].clone()),
             bonus,
             placement,
         });
+    }
+
+    /// The next cycle settles the standing again with this cycle's admissions running: a job
+    /// admitted beyond its team's guarantee while jobs of lower priority held it was promoted
+    /// a second later, and one of them demoted (`Promoted` on a job just admitted, in an
+    /// acceptance run). Here the admissions take the standing the next cycle gives them, and
+    /// the team's jobs they displace are demoted now: by `standing_order`, filling each
+    /// team's guarantee per GPU type, as `settle_standing` does. Only on GPU types where no
+    /// VirtualCluster guarantees cells, which weigh in on a promotion (`Cells::promote`):
+    /// there the next cycle still decides.
+    fn settle_with_admissions(&mut self) {
+        let snap = self.snap;
+        let touched: BTreeSet<(VcId, FlavorId)> = self
+            .admitted
+            .iter()
+            .map(|&(_, v, f, _)| (v, f))
+            .filter(|&(_, f)| !self.cells.guard(f))
+            .collect();
+        if touched.is_empty() {
+            return;
+        }
+        // (standing key, milli, a run or the index of an admission)
+        type Item<'k> = (
+            (Reverse<i32>, bool, Reverse<u64>, i64, &'k str),
+            u64,
+            Result<RunIdx, usize>,
+        );
+        let mut teams: BTreeMap<(VcId, FlavorId), Vec<Item>> = BTreeMap::new();
+        for i in self.runs.ids() {
+            let r = &self.runs[i];
+            let Some(v) =
+                r.vc.filter(|&v| !r.gone && touched.contains(&(v, r.flavor)))
+            else {
+                continue;
+            };
+            let key = standing_order(r, snap.job(r.job).id.as_str());
+            teams
+                .entry((v, r.flavor))
+                .or_default()
+                .push((key, r.milli, Ok(i)));
+        }
+        for (k, &(j, v, f, milli)) in self.admitted.iter().enumerate() {
+            if !touched.contains(&(v, f)) {
+                continue;
+            }
+            let job = snap.job(j);
+            // as the next cycle sees it: just started, nothing to lose yet
+            let key = (
+                Reverse(job.priority),
+                self.out.admissions[k].bonus,
+                Reverse(0),
+                snap.now,
+                job.id.as_str(),
+            );
+            teams.entry((v, f)).or_default().push((key, milli, Err(k)));
+        }
+        for ((v, f), mut items) in teams {
+            items.sort_by(|a, b| a.0.cmp(&b.0));
+            let guarantee = self.t.guarantee[v][f];
+            let mut used = 0;
+            for (_, milli, who) in items {
+                let guaranteed = used + milli <= guarantee;
+                if guaranteed {
+                    used += milli;
+                }
+                match who {
+                    Err(k) => self.out.admissions[k].bonus = !guaranteed,
+                    Ok(i) if self.runs[i].bonus == guaranteed => {
+                        self.runs[i].bonus = !guaranteed;
+                        let job = snap.job(self.runs[i].job);
+                        let id = &job.id;
+                        self.out.promotions.retain(|x| x != id);
+                        self.out.demotions.retain(|x| x != id);
+                        let was = job.running.as_ref().is_some_and(|r| r.bonus);
+                        match (was, guaranteed) {
+                            (true, true) => self.out.promotions.push(id.clone()),
+                            (false, false) => self.out.demotions.push(id.clone()),
+                            _ => {}
+                        }
+                    }
+                    Ok(_) => {}
+                }
+            }
+        }
     }
 
     /// Every job with a replica on a draining node, or on a GPU turned unhealthy, checkpoints

@@ -504,27 +504,36 @@ fn kai_shares_and_whole_gpus_side_by_side() {
 /// KAI-Scheduler pkg/scheduler/actions/allocate/allocateFractionalGpu_test.go, both cases
 /// "Allow allocation of fractional training when over quota with fractional jobs": the queue
 /// deserves 1 GPU and already uses it (two 0.5 shares on GPU 0, or one whole GPU 0); a 0.5
-/// train share still starts, over quota, on GPU 1.
+/// train share still starts, over quota, on GPU 1. Which of the queue's jobs is the one over
+/// quota follows priority in kubetrain, at once: beside the build job (priority 100) the
+/// train share is; beside the two shares of priority 0 it is within the guarantee and one
+/// of them is demoted, as KAI would reclaim the least important first.
 #[test]
 fn kai_fractional_job_over_quota_borrows() {
-    for running in [
-        vec![
-            on(
-                share_job("q/running_job0", "queue0", 1, 500),
-                &[("node0", &[0])],
-                false,
-            ),
-            on(
-                share_job("q/running_job1", "queue0", 1, 500),
-                &[("node0", &[0])],
-                false,
-            ),
-        ],
-        vec![on(
-            pjob("q/running_job0", "queue0", 1, 1, BUILD),
-            &[("node0", &[0])],
+    for (over_quota, running) in [
+        (
             false,
-        )],
+            vec![
+                on(
+                    share_job("q/running_job0", "queue0", 1, 500),
+                    &[("node0", &[0])],
+                    false,
+                ),
+                on(
+                    share_job("q/running_job1", "queue0", 1, 500),
+                    &[("node0", &[0])],
+                    false,
+                ),
+            ],
+        ),
+        (
+            true,
+            vec![on(
+                pjob("q/running_job0", "queue0", 1, 1, BUILD),
+                &[("node0", &[0])],
+                false,
+            )],
+        ),
     ] {
         let mut jobs = running;
         let mut pending = share_job("q/pending_job0", "queue0", 1, 500);
@@ -538,7 +547,8 @@ fn kai_fractional_job_over_quota_borrows() {
             jobs,
         ));
         let a = d.admission("q/pending_job0").expect("borrows");
-        assert!(a.bonus, "{a:?}");
+        assert_eq!(a.bonus, over_quota, "{a:?}");
+        assert_eq!(d.demotions.len(), usize::from(!over_quota), "{d:?}");
         assert_eq!(a.placement[0].gpus, vec![GpuIndex(1)], "{a:?}");
     }
 }

@@ -936,7 +936,9 @@ fn kueue_strict_fifo_invalid_job_does_not_block_others() {
 /// Deliberate difference: kubetrain lends every idle GPU, reclaim gets it back when its owner
 /// needs it (docs/concepts.md, "GPUs a VirtualCluster does not use are lent to other teams'
 /// jobs as bonus"), and a strict queue holds back only its own jobs (docs/concepts.md, Queue,
-/// `queueingStrategy`); the strict team's waiting job could not use them anyway.
+/// `queueingStrategy`); the strict team's waiting job could not use them anyway. Which of
+/// team-a's jobs borrow follows priority, at once: player2-a (priority 11) takes team-a's
+/// guarantee from player1-a (priority 0), which is demoted to bonus in the same cycle.
 #[test]
 fn kueue_strict_fifo_pending_does_not_block_other_teams_borrowing_differs() {
     let d = schedule(&snapshot(
@@ -965,7 +967,11 @@ fn kueue_strict_fifo_pending_does_not_block_other_teams_borrowing_differs() {
         ],
     ));
     assert!(waits_with(&d, "s/pending-wl", "OverLimit"), "{d:?}");
-    assert!(d.admission("a/player2-a").is_some_and(|a| a.bonus), "{d:?}");
+    assert!(
+        d.admission("a/player2-a").is_some_and(|a| !a.bonus),
+        "{d:?}"
+    );
+    assert_eq!(d.demotions, ["a/player1-a"], "{d:?}");
     assert!(d.admission("a/player3-a").is_some_and(|a| a.bonus), "{d:?}");
     assert!(d.preemptions.is_empty(), "{d:?}");
 }

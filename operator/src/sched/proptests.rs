@@ -1689,40 +1689,69 @@ fn bonus_now(d: &Decisions, j: &Job) -> bool {
 }
 
 /// Which jobs are bonus follows priority: per VC and GPU type, once the cycle's promotions
-/// and demotions apply, its guaranteed jobs hold no more than the guarantee, and no bonus
-/// job would fit the guarantee in place of guaranteed jobs of lower priority (it would be
-/// more important than all of them). Equal priorities are not compared (a job keeps its
-/// standing among equals), nor types with cells (a cell guarantee of another VC may keep a
-/// job bonus on purpose).
+/// and demotions apply, with the cycle's admissions as they start (the next cycle's
+/// standing, which the cycle settles at once), its guaranteed jobs hold no more than the
+/// guarantee, and no bonus job would fit the guarantee in place of guaranteed jobs of lower
+/// priority (it would be more important than all of them). Equal priorities are not
+/// compared (a job keeps its standing among equals), nor types with cells (a cell guarantee
+/// of another VC may keep a job bonus on purpose).
 fn check_bonus_follows_priority(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
     let cancelled: BTreeSet<&str> = d.cancellations.iter().map(|c| c.job.as_str()).collect();
+    // asked to leave in this cycle: their GPUs count for nobody's standing any more
+    let leaving: BTreeSet<&str> = d
+        .preemptions
+        .iter()
+        .flat_map(|p| p.victims.iter().map(String::as_str))
+        .collect();
+    let on_type = |node: &str, f: &str| {
+        s.nodes
+            .iter()
+            .any(|n| n.name == node && n.flavor.as_str() == f)
+    };
     for (v, vcd) in s.virtual_clusters.iter().enumerate() {
         let mine =
             |j: &Job| j.queue == format!("q{}", v * 2) || j.queue == format!("q{}", v * 2 + 1);
-        let live: Vec<&Job> = s
-            .jobs
-            .iter()
-            .filter(|j| {
-                mine(j)
-                    && j.running
-                        .as_ref()
-                        .is_some_and(|r| !r.preempting || cancelled.contains(j.id.as_str()))
-            })
-            .collect();
         for fg in &vcd.guarantee {
             let f = fg.flavor.as_str();
-            let on = |j: &Job| held_on(s, j, f);
-            let guaranteed: Vec<&Job> = live
+            // (id, priority, GPUs of the type, bonus): running jobs, then admissions
+            let mut held: Vec<(&str, i32, u32, bool)> = s
+                .jobs
                 .iter()
-                .copied()
-                .filter(|j| on(j) > 0 && !bonus_now(d, j))
+                .filter(|j| {
+                    mine(j)
+                        && j.running
+                            .as_ref()
+                            .is_some_and(|r| !r.preempting || cancelled.contains(j.id.as_str()))
+                })
+                .map(|j| (j.id.as_str(), j.priority, held_on(s, j, f), bonus_now(d, j)))
                 .collect();
-            let used: u32 = guaranteed.iter().map(|j| on(j)).sum();
+            for a in &d.admissions {
+                let Some(j) = s.jobs.iter().find(|j| j.id == a.job && mine(j)) else {
+                    continue;
+                };
+                let gpus = a
+                    .placement
+                    .iter()
+                    .filter(|p| on_type(&p.node, f))
+                    .map(|p| p.gpus.len() as u32)
+                    .sum();
+                held.push((j.id.as_str(), j.priority, gpus, a.bonus));
+            }
+            held.retain(|h| h.2 > 0);
+            // the victims asked to leave in this cycle hold their room until they go: for
+            // the cap they count no more (a job may be admitted into their place), for
+            // the standing they still do (their room goes to the job they leave for)
+            let used: u32 = held.iter().filter(|h| !h.3).map(|h| h.2).sum();
+            let staying: u32 = held
+                .iter()
+                .filter(|h| !h.3 && !leaving.contains(h.0))
+                .map(|h| h.2)
+                .sum();
             prop_assert!(
-                used <= fg.gpus,
+                staying <= fg.gpus,
                 "vc{} holds {} guaranteed {} GPUs of {}: {:?}",
                 v,
-                used,
+                staying,
                 f,
                 fg.gpus,
                 d
@@ -1735,19 +1764,19 @@ fn check_bonus_follows_priority(s: &Snapshot, d: &Decisions) -> Result<(), TestC
             if cells {
                 continue;
             }
-            for b in live.iter().filter(|j| on(j) > 0 && bonus_now(d, j)) {
-                let lower: u32 = guaranteed
+            for &(id, priority, gpus, _) in held.iter().filter(|h| h.3) {
+                let lower: u32 = held
                     .iter()
-                    .filter(|g| g.priority < b.priority)
-                    .map(|g| on(g))
+                    .filter(|g| !g.3 && g.1 < priority)
+                    .map(|g| g.2)
                     .sum();
                 prop_assert!(
-                    used - lower + on(b) > fg.gpus,
+                    used - lower + gpus > fg.gpus,
                     "vc{}: bonus {} (priority {}) would fit its {} guarantee in place of \
                      lower-priority jobs: {:?}\n{:?}",
                     v,
-                    b.id,
-                    b.priority,
+                    id,
+                    priority,
                     f,
                     d,
                     s

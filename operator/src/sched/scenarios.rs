@@ -1844,6 +1844,55 @@ fn a_draining_node_sends_its_jobs_back_to_the_queue_with_a_checkpoint() {
     assert_eq!(nodes_of(&d, "t/new"), ["n2"]);
 }
 
+/// A job of higher priority than the team's guaranteed jobs, admitted on idle GPUs beyond
+/// the guarantee, takes its standing at once: admitted within the guarantee, and the
+/// team's least important job demoted in the same cycle, as the next cycle would settle it
+/// (an acceptance run saw `Promoted` on a job a second after its admission).
+#[test]
+fn an_admission_takes_its_standing_in_its_own_cycle() {
+    let nodes = vec![node("n0", "A100", 8, None), node("n1", "A100", 8, None)];
+    let low = |id: &str, gpus: &[u32]| run(job(id, "q", 1, 4), &[("n0", gpus)], false, 0, None);
+    let mut high = job("t/high", "q", 1, 4);
+    high.priority = 10;
+    let world = |jobs: Vec<Job>| {
+        schedule(&snapshot(
+            100,
+            nodes.clone(),
+            vec![vc("t", "A100", 8), vc("idle", "A100", 8)],
+            vec![queue("q", "t"), queue("qi", "idle")],
+            jobs,
+        ))
+    };
+    let d = world(vec![
+        low("t/low-1", &[0, 1, 2, 3]),
+        low("t/low-2", &[4, 5, 6, 7]),
+        high,
+    ]);
+    let a = d.admission("t/high").expect("admitted");
+    assert!(!a.bonus, "{d:?}");
+    assert_eq!(d.demotions.len(), 1, "{d:?}");
+    let demoted = d.demotions[0].clone();
+    assert!(d.promotions.is_empty(), "{d:?}");
+    // the next cycle, with the admission running and the demotion marked, changes nothing
+    let mut next = vec![low("t/low-1", &[0, 1, 2, 3]), low("t/low-2", &[4, 5, 6, 7])];
+    for j in &mut next {
+        if j.id == demoted {
+            j.running.as_mut().expect("running").bonus = true;
+        }
+    }
+    let mut high = run(
+        job("t/high", "q", 1, 4),
+        &[("n1", &[0, 1, 2, 3])],
+        false,
+        100,
+        None,
+    );
+    high.priority = 10;
+    next.push(high);
+    let d = world(next);
+    assert!(d.promotions.is_empty() && d.demotions.is_empty(), "{d:?}");
+}
+
 /// A job larger than its team's limit can never start: like one larger than the cluster,
 /// it takes no place in its queue, and the job behind it is next.
 #[test]
