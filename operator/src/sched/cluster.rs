@@ -168,6 +168,15 @@ impl NodeState {
     pub fn healthy_gpus(&self) -> u32 {
         self.gpus.iter().filter(|g| g.cap > 0).count() as u32
     }
+
+    /// The healthy GPUs of the node's largest GPU group.
+    pub fn largest_group(&self) -> u32 {
+        self.groups
+            .iter()
+            .map(|g| g.iter().filter(|&&x| self.gpus[x as usize].cap > 0).count() as u32)
+            .max()
+            .unwrap_or(0)
+    }
 }
 
 /// Capacity taken by one replica on one node (for undo and for the decision).
@@ -415,13 +424,7 @@ impl Cluster {
                 facts.max_node_gpus = facts.max_node_gpus.max(healthy);
                 facts.max_node_cpu = facts.max_node_cpu.max(n.cpu.cap);
                 facts.max_node_mem = facts.max_node_mem.max(n.mem.cap);
-                let mg = n
-                    .groups
-                    .iter()
-                    .map(|g| g.iter().filter(|&&x| n.gpus[x as usize].cap > 0).count() as u32)
-                    .max()
-                    .unwrap_or(0);
-                facts.max_group_gpus = facts.max_group_gpus.max(mg);
+                facts.max_group_gpus = facts.max_group_gpus.max(n.largest_group());
                 facts.total_gpus += healthy;
                 if let Some(r) = n.rack {
                     self.racks[r].nodes.push(i);

@@ -814,13 +814,7 @@ impl<'a> Cycle<'a> {
             let x = &mut all[n.flavor];
             x.max_node_gpus = x.max_node_gpus.max(healthy);
             x.total_gpus += healthy;
-            let group = n
-                .groups
-                .iter()
-                .map(|g| g.iter().filter(|&&i| n.gpus[i as usize].cap > 0).count() as u32)
-                .max()
-                .unwrap_or(0);
-            x.max_group_gpus = x.max_group_gpus.max(group);
+            x.max_group_gpus = x.max_group_gpus.max(n.largest_group());
             if let Some(r) = n.rack {
                 *racks.entry((n.flavor, r)).or_insert(0) += healthy;
             }
