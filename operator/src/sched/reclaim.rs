@@ -596,12 +596,10 @@ pub(crate) fn plan(
                 runs: &IdVec<RunIdx, RunInfo>,
                 young_ok: bool|
      -> Option<(Vec<RunIdx>, u64, Vec<NodeId>)> {
-        let ok = |r: &RunInfo| {
-            !r.gone
-                && r.flavor == req.flavor
-                && eligible(r)
-                && (young_ok || r.young_until.is_none())
-        };
+        // may be a victim (the limits' credit takes any such job); `ok`: a candidate for
+        // the room, of the gang's GPU type too
+        let may_go = |r: &RunInfo| !r.gone && eligible(r) && (young_ok || r.young_until.is_none());
+        let ok = |r: &RunInfo| r.flavor == req.flavor && may_go(r);
         let facts = c.facts.get(req.flavor)?;
         let g = req.whole_gpus;
         let mut levels = Vec::new();
@@ -624,12 +622,7 @@ pub(crate) fn plan(
         let flavor_nodes: Vec<NodeId> = facts.nodes.iter().copied().filter(may).collect();
         // candidates for the limits' credit, wherever they run
         let anywhere: Vec<RunIdx> = if limits.is_some() {
-            runs.ids()
-                .filter(|&r| {
-                    let x = &runs[r];
-                    !x.gone && eligible(x) && (young_ok || x.young_until.is_none())
-                })
-                .collect()
+            runs.ids().filter(|&r| may_go(&runs[r])).collect()
         } else {
             Vec::new()
         };
@@ -692,10 +685,7 @@ pub(crate) fn plan(
                 let mut here: Vec<RunIdx> = d
                     .iter()
                     .flat_map(|&n| on_node[n].iter().copied())
-                    .filter(|&r| {
-                        let x = &runs[r];
-                        !x.gone && eligible(x) && (young_ok || x.young_until.is_none())
-                    })
+                    .filter(|&r| may_go(&runs[r]))
                     .collect();
                 here.sort_unstable();
                 here.dedup();
