@@ -212,6 +212,17 @@ pub(crate) struct FlavorFacts {
 }
 
 impl FlavorFacts {
+    /// Counts node `n` of the type in (its GPUs, its largest node and group, its CPU and
+    /// memory); racks are summed by the caller.
+    pub fn count(&mut self, n: &NodeState) {
+        let healthy = n.healthy_gpus();
+        self.max_node_gpus = self.max_node_gpus.max(healthy);
+        self.max_node_cpu = self.max_node_cpu.max(n.cpu.cap);
+        self.max_node_mem = self.max_node_mem.max(n.mem.cap);
+        self.max_group_gpus = self.max_group_gpus.max(n.largest_group());
+        self.total_gpus += healthy;
+    }
+
     /// The most GPUs one domain of `level` holds (no level: the whole flavor).
     pub fn max_in(&self, level: Option<TopologyLevel>) -> u32 {
         match level {
@@ -421,11 +432,7 @@ impl Cluster {
             let facts = &mut self.facts[f];
             if n.schedulable {
                 facts.nodes.push(i);
-                facts.max_node_gpus = facts.max_node_gpus.max(healthy);
-                facts.max_node_cpu = facts.max_node_cpu.max(n.cpu.cap);
-                facts.max_node_mem = facts.max_node_mem.max(n.mem.cap);
-                facts.max_group_gpus = facts.max_group_gpus.max(n.largest_group());
-                facts.total_gpus += healthy;
+                facts.count(n);
                 if let Some(r) = n.rack {
                     self.racks[r].nodes.push(i);
                     self.racks[r].healthy_gpus += healthy;

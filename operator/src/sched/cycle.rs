@@ -241,6 +241,16 @@ struct Shape {
     level: Option<TopologyLevel>,
 }
 
+impl Shape {
+    /// Whether a type with these facts could ever hold the job: a node for its largest
+    /// replica, and all its GPUs in the type and in one domain of its required level.
+    fn fits(&self, x: &FlavorFacts) -> bool {
+        self.largest_replica <= x.max_node_gpus
+            && self.whole <= x.total_gpus
+            && self.whole <= x.max_in(self.level)
+    }
+}
+
 fn sort_key(d: &Demand) -> (u8, Reverse<u64>, u16, u32) {
     match d.gpu {
         GpuDemand::Whole(k) => (0, Reverse(u64::from(k)), d.task, d.index),
@@ -330,11 +340,7 @@ fn settle_standing(
         };
         let guaranteed =
             t.within_guarantee(vc, r.flavor, r.milli) && (!r.bonus || cells.promote(c, t, r, vc));
-        match (r.bonus, guaranteed) {
-            (true, true) => out.promotions.push(snap.job(r.job).id.clone()),
-            (false, false) => out.demotions.push(snap.job(r.job).id.clone()),
-            _ => {}
-        }
+        out.note_standing(&snap.job(r.job).id, r.bonus, guaranteed);
         t.charge(
             q,
             &snap.job(r.job).user,
@@ -731,10 +737,7 @@ impl<'a> Cycle<'a> {
                 ),
             });
         }
-        let fits = |x: &FlavorFacts| {
-            largest_replica <= x.max_node_gpus && whole <= x.total_gpus && whole <= x.max_in(level)
-        };
-        if !flavors.iter().any(|&f| fits(&self.c.facts[f])) {
+        if !flavors.iter().any(|&f| shape.fits(&self.c.facts[f])) {
             if let Some(r) = self.nodes_unavailable(job, &shape) {
                 return Err(r);
             }
@@ -770,7 +773,7 @@ impl<'a> Cycle<'a> {
                 },
             });
         }
-        flavors.retain(|&f| fits(&self.c.facts[f]));
+        flavors.retain(|&f| shape.fits(&self.c.facts[f]));
         self.fits_a_node(&demands, &flavors)?;
         let filter = self.node_filter(job, &mut flavors)?;
         let nvlink = largest_replica >= 2
@@ -811,10 +814,7 @@ impl<'a> Cycle<'a> {
             if !n.schedulable && healthy > 0 {
                 away.push(self.snap.nodes[n.src as usize].name.as_str());
             }
-            let x = &mut all[n.flavor];
-            x.max_node_gpus = x.max_node_gpus.max(healthy);
-            x.total_gpus += healthy;
-            x.max_group_gpus = x.max_group_gpus.max(n.largest_group());
+            all[n.flavor].count(n);
             if let Some(r) = n.rack {
                 *racks.entry((n.flavor, r)).or_insert(0) += healthy;
             }
@@ -822,18 +822,8 @@ impl<'a> Cycle<'a> {
         for (&(f, _), &gpus) in &racks {
             all[f].max_rack_gpus = all[f].max_rack_gpus.max(gpus);
         }
-        let fits = all.iter().any(|x| {
-            shape.largest_replica <= x.max_node_gpus
-                && shape.whole <= x.total_gpus
-                && shape.whole <= x.max_in(shape.level)
-        });
-        (fits && !away.is_empty()).then(|| {
-            away.sort_unstable();
-            WaitReason::NodesUnavailable {
-                count: away.len() as u32,
-                nodes: away.iter().take(5).map(|n| n.to_string()).collect(),
-            }
-        })
+        (!away.is_empty() && all.iter().any(|x| shape.fits(x)))
+            .then(|| WaitReason::nodes_unavailable(away))
     }
 
     /// `NeverFits` when a replica asks for more CPU or memory than any one node of the
@@ -928,12 +918,7 @@ impl<'a> Cycle<'a> {
                 }
             }
             if !away.is_empty() {
-                away.sort_unstable();
-                away.dedup();
-                return Err(WaitReason::NodesUnavailable {
-                    count: away.len() as u32,
-                    nodes: away.iter().take(5).map(|n| n.to_string()).collect(),
-                });
+                return Err(WaitReason::nodes_unavailable(away));
             }
             let (task, _) = job
                 .tasks
@@ -1205,11 +1190,7 @@ impl<'a> Cycle<'a> {
                         self.out.promotions.retain(|x| x != id);
                         self.out.demotions.retain(|x| x != id);
                         let was = job.running.as_ref().is_some_and(|r| r.bonus);
-                        match (was, guaranteed) {
-                            (true, true) => self.out.promotions.push(id.clone()),
-                            (false, false) => self.out.demotions.push(id.clone()),
-                            _ => {}
-                        }
+                        self.out.note_standing(id, was, guaranteed);
                     }
                     Ok(_) => {}
                 }

@@ -32,6 +32,16 @@ pub struct Decisions {
 }
 
 impl Decisions {
+    /// Records a change of standing: a job marked bonus (`was_bonus`) that is now
+    /// `guaranteed` is promoted, a guaranteed one that is no longer is demoted.
+    pub(crate) fn note_standing(&mut self, job: &str, was_bonus: bool, guaranteed: bool) {
+        match (was_bonus, guaranteed) {
+            (true, true) => self.promotions.push(job.to_string()),
+            (false, false) => self.demotions.push(job.to_string()),
+            _ => {}
+        }
+    }
+
     /// The reason a job waits, if it does.
     pub fn waiting_reason(&self, job: &str) -> Option<&WaitReason> {
         self.waiting
@@ -273,6 +283,17 @@ pub enum WaitReason {
 }
 
 impl WaitReason {
+    /// `NodesUnavailable` for these nodes (any order, repeats allowed): the count, and the
+    /// first few by name.
+    pub(crate) fn nodes_unavailable(mut nodes: Vec<&str>) -> WaitReason {
+        nodes.sort_unstable();
+        nodes.dedup();
+        WaitReason::NodesUnavailable {
+            count: nodes.len() as u32,
+            nodes: nodes.iter().take(5).map(|n| n.to_string()).collect(),
+        }
+    }
+
     /// A CamelCase reason for a Kubernetes condition.
     pub fn code(&self) -> &'static str {
         match self {
