@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::runtime::controller::Action;
-use kube::runtime::events::EventType;
 use kube::runtime::finalizer::Event as Finalizer;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
@@ -58,8 +58,18 @@ fn unfinished_jobs(queue: &Queue, ctx: &Context) -> (i32, i32) {
 }
 
 /// A queue that stops admitting (`Ready=False`: a missing VirtualCluster or parent, a
-/// deletion) says so in an Event too, as a VirtualCluster does (`virtualcluster::WATCHED`):
-/// a Warning, or a Normal one for a deletion under way.
+/// deletion) says so in an Event too, as a VirtualCluster does (`virtualcluster::WATCHED`).
+const WATCHED: [(&str, &str); 2] = [("Ready", "False"), ("Terminating", "True")];
+
+/// A deletion under way, the queue's or its VirtualCluster's: news, not trouble.
+fn deleting(c: &Condition) -> bool {
+    c.type_ == "Terminating"
+        || matches!(
+            c.reason.as_str(),
+            "Terminating" | "VirtualClusterTerminating"
+        )
+}
+
 async fn write_status(queue: &Queue, ctx: &Context, status: QueueStatus) -> Result<(), Error> {
     if queue.status.as_ref() == Some(&status) {
         return Ok(());
@@ -67,20 +77,7 @@ async fn write_status(queue: &Queue, ctx: &Context, status: QueueStatus) -> Resu
     let api: Api<Queue> = Api::all(ctx.client.clone());
     status::apply(&api, &queue.name_any(), &status).await?;
     let old = queue.status.as_ref().map_or(&[][..], |s| &s.conditions[..]);
-    let watched = [("Ready", "False"), ("Terminating", "True")];
-    for c in conditions::entered(old, &status.conditions, &watched) {
-        let deleting = c.type_ == "Terminating"
-            || matches!(
-                c.reason.as_str(),
-                "Terminating" | "VirtualClusterTerminating"
-            );
-        let type_ = if deleting {
-            EventType::Normal
-        } else {
-            EventType::Warning
-        };
-        ctx.event(queue, type_, &c.reason, c.message.clone()).await;
-    }
+    status::announce(ctx, queue, old, &status.conditions, &WATCHED, deleting).await;
     Ok(())
 }
 

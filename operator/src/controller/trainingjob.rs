@@ -80,8 +80,9 @@ fn observe(ctx: &Context, job: &TrainingJob, key: &JobKey, gang: &Gang) -> World
 }
 
 /// Whether the Queue or VirtualCluster that `invalid` calls unknown exists on the API server
-/// all the same, or a VirtualCluster that may own a job naming no queue: the cache is behind ([`Context::exists_on_server`]; 0.41 `UnknownVirtualCluster`
-/// Warnings per job in one quick Setup C run before this check).
+/// all the same, or a VirtualCluster that may own a job naming no queue does: the cache is
+/// behind ([`Context::exists_on_server`], [`Context::virtual_clusters_behind`]; 0.41
+/// `UnknownVirtualCluster` Warnings per job in one quick Setup C run before this check).
 async fn reference_behind(ctx: &Context, invalid: &Invalid) -> bool {
     match invalid {
         Invalid::UnknownQueue(name) => ctx.exists_on_server::<Queue>(name).await,

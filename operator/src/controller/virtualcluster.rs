@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::runtime::controller::Action;
-use kube::runtime::events::EventType;
 use kube::runtime::finalizer::Event as Finalizer;
 use kube::{Api, ResourceExt};
 use tracing::{debug, instrument};
@@ -102,14 +101,7 @@ async fn write_status(
     let api: Api<VirtualCluster> = Api::all(ctx.client.clone());
     status::apply(&api, &vc.name_any(), &status).await?;
     let old = vc.status.as_ref().map_or(&[][..], |s| &s.conditions[..]);
-    for c in conditions::entered(old, &status.conditions, &WATCHED) {
-        let type_ = if expected(c) {
-            EventType::Normal
-        } else {
-            EventType::Warning
-        };
-        ctx.event(vc, type_, &c.reason, c.message.clone()).await;
-    }
+    status::announce(ctx, vc, old, &status.conditions, &WATCHED, expected).await;
     Ok(())
 }
 
