@@ -49,6 +49,25 @@ pub const PREEMPTED_FOR: &str = "kubetrain.io/preempted-for";
 /// RFC 3339 time of the checkpoint).
 pub const CHECKPOINT_DONE: &str = "kubetrain.io/checkpoint-done";
 
+/// Pod label on a GPU reservation pod (value `true`). A `gpuShare` replica on a node where a
+/// device plugin hands out GPUs requests no `nvidia.com/gpu`; the operator keeps one
+/// reservation pod per shared GPU there (`controller::reservations`), requesting
+/// `nvidia.com/gpu: 1` so the plugin and kube-scheduler count that GPU as taken. Its
+/// `kubetrain.io/node` and `kubetrain.io/gpus` annotations say which of kubetrain's GPUs it
+/// holds.
+pub const RESERVATION_LABEL: &str = "kubetrain.io/gpu-reservation";
+/// Reservation pod annotation, written by the reservation's container
+/// (`kubetrain-operator reserve-gpu`): the device the plugin gave it, as the plugin put it in
+/// `NVIDIA_VISIBLE_DEVICES` (a GPU UUID, or an index).
+pub const RESERVED_DEVICE_ANNOTATION: &str = "kubetrain.io/reserved-device";
+/// Share pod annotation, set by the operator when the GPU's reservation reports its device:
+/// the container's `NVIDIA_VISIBLE_DEVICES` (through the downward API).
+pub const VISIBLE_DEVICES_ANNOTATION: &str = "kubetrain.io/visible-devices";
+/// Scheduling gate on a share pod that waits for its GPU's reservation: kube-scheduler does
+/// not bind the pod (so its container cannot start with no device) until the operator removes
+/// the gate together with setting [`VISIBLE_DEVICES_ANNOTATION`].
+pub const RESERVATION_GATE: &str = "kubetrain.io/gpu-reservation";
+
 /// Node labels the operator reads; the whole node contract is in [`super::node_labels`].
 pub use super::node_labels::{PRODUCT as PRODUCT_LABEL, RACK as RACK_LABEL};
 
