@@ -52,6 +52,12 @@ for _ in $(seq 1 50); do
   "$KUBECTL" wait --for=condition=Established --timeout=60s crd --all >/dev/null 2>&1 && break
   sleep 0.2
 done
+# The operator's namespace and identities, as an install makes them: the GPU reservation
+# pods of shares on device-plugin nodes (all simulated nodes advertise nvidia.com/gpu) run
+# there under their own ServiceAccount. The operator itself runs with the admin's kubeconfig.
+"$KUBECTL" create namespace kubetrain-system --dry-run=client -o yaml | "$KUBECTL" apply -f - >/dev/null
+"$KUBECTL" apply -k config/rbac >/dev/null
+export POD_NAMESPACE=kubetrain-system
 "$BIN/kubetrain-simnodes" --cluster "$CLUSTER" >"$STATE/logs/simnodes.log" 2>&1 &
 agent=$!
 "$KUBECTL" apply -k config/samples >/dev/null

@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use kubetrain_e2e::ControlPlane;
 use kubetrain_e2e::scenario::Scenario;
 
 const T: Duration = Duration::from_secs(60);
@@ -568,15 +569,15 @@ async fn vc_numbers_count_shares_as_fractions_and_bonus_beyond_the_guarantee() {
         );
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
-    // The simulated nodes advertise nvidia.com/gpu, so whole GPUs go to the device plugin;
-    // a share can only go by NVIDIA_VISIBLE_DEVICES, kubetrain's own choice.
+    // The simulated nodes advertise nvidia.com/gpu, so whole GPUs go to the device plugin,
+    // and the share's GPU is held from it by a reservation, whose device the share gets.
     assert_eq!(
         s.job_status("whole", "{.status.placement[0].gpusAssignedBy}"),
         "device-plugin"
     );
     assert_eq!(
         s.job_status("quarter", "{.status.placement[0].gpusAssignedBy}"),
-        "kubetrain"
+        "device-plugin"
     );
     // `kubectl get vc` prints the fractions, not whole GPUs.
     let table = s.cp.kubectl_ok(&["get", "vc", &owner]).expect("get vc");
@@ -591,5 +592,99 @@ async fn vc_numbers_count_shares_as_fractions_and_bonus_beyond_the_guarantee() {
         [owner.as_str(), "True", "1", "1.25", "0.25", "0"],
         "{table}"
     );
+    s.finish().await;
+}
+
+/// The reservation pod of the GPU a job's first share runs on: its name, node, device and
+/// phase (empty when there is none).
+fn reservation_of(s: &Scenario, node: &str, gpu: &str) -> Vec<(String, String, String, String)> {
+    let out = s.cp.jsonpath(
+        &[
+            "pods",
+            "-n",
+            kubetrain_e2e::OPERATOR_NAMESPACE,
+            "-l",
+            "kubetrain.io/gpu-reservation",
+        ],
+        "{range .items[*]}{.metadata.name} {.metadata.annotations.kubetrain\\.io/node} {.metadata.annotations.kubetrain\\.io/gpus} {.spec.nodeName} {.metadata.annotations.kubetrain\\.io/reserved-device} {.status.phase}{\"\\n\"}{end}",
+    );
+    out.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (f.len() == 6 && f[1] == node && f[2] == gpu)
+                .then(|| (f[0].into(), f[3].into(), f[4].into(), f[5].into()))
+        })
+        .collect()
+}
+
+/// A share on a node whose device plugin hands out GPUs holds its GPU from the plugin: the
+/// operator's reservation pod requests it, the share runs on the device the reservation was
+/// given, kube-scheduler keeps another pod off that GPU, and the GPU goes back to the plugin
+/// once the share is gone.
+#[tokio::test]
+async fn a_share_holds_its_gpu_from_the_device_plugin() {
+    let s = Scenario::new("reserve", 1, 2, 1).await;
+    let owner = s.tenant("reserve", 2, "FIFO", "");
+    s.cp.apply(&format!(
+        "apiVersion: kubetrain.io/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: half\n  namespace: {ns}\nspec:\n  queue: {owner}\n  gpuTypes: [{flavor}]\n  tasks:\n  - name: worker\n    gpuShare: 500\n    template:\n      spec:\n        containers:\n        - name: trainer\n          image: trainer:latest\n",
+        ns = s.ns,
+        flavor = s.flavor
+    ));
+    s.wait_phase("half", "Running", T).await;
+    let node = s.job_status("half", "{.status.placement[0].node}");
+    let gpu = s.job_status("half", "{.status.placement[0].gpus[0]}");
+    let held = reservation_of(&s, &node, &gpu);
+    assert_eq!(held.len(), 1, "one reservation for the GPU: {held:?}");
+    let (name, bound, device, phase) = held[0].clone();
+    assert_eq!((bound.as_str(), phase.as_str()), (node.as_str(), "Running"));
+    assert!(device.starts_with("GPU-"), "reported device {device:?}");
+    let pod = s.pods_of("half").pop().expect("the share's pod");
+    let share = s.cp.jsonpath(
+        &["pod", &pod, "-n", &s.ns],
+        "{.metadata.annotations.kubetrain\\.io/visible-devices} {.spec.schedulingGates}",
+    );
+    assert_eq!(
+        share.trim(),
+        device,
+        "the share runs on the reserved device, ungated"
+    );
+    assert_eq!(
+        s.job_status("half", "{.status.placement[0].gpusAssignedBy}"),
+        "device-plugin"
+    );
+    let requested = s.cp.jsonpath(
+        &["pod", &name, "-n", kubetrain_e2e::OPERATOR_NAMESPACE],
+        "{.spec.containers[0].resources.limits.nvidia\\.com/gpu}",
+    );
+    assert_eq!(requested, "1");
+
+    // A pod kubetrain does not schedule, asking for both GPUs of the node: kube-scheduler
+    // sees one held, and keeps it pending.
+    s.cp.apply(&format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: other\n  namespace: {ns}\nspec:\n  tolerations: [{{operator: Exists}}]\n  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n        nodeSelectorTerms:\n        - matchFields: [{{key: metadata.name, operator: In, values: [{node}]}}]\n  containers:\n  - name: c\n    image: other:latest\n    resources: {{limits: {{nvidia.com/gpu: 2}}}}\n",
+        ns = s.ns
+    ));
+    ControlPlane::eventually("the other pod unschedulable", T, || async {
+        let why = s.cp.jsonpath(
+            &["pod", "other", "-n", &s.ns],
+            "{.status.conditions[?(@.type==\"PodScheduled\")].reason} {.spec.nodeName}",
+        );
+        (why.trim() == "Unschedulable").then_some(())
+    })
+    .await;
+
+    // The share gone, its reservation goes, and the plugin's GPU with it.
+    s.cp.kubectl_ok(&["delete", "tj", "half", "-n", &s.ns, "--wait=false"])
+        .expect("delete");
+    ControlPlane::eventually("the reservation gone", T, || async {
+        reservation_of(&s, &node, &gpu).is_empty().then_some(())
+    })
+    .await;
+    ControlPlane::eventually("the other pod bound", T, || async {
+        let bound =
+            s.cp.jsonpath(&["pod", "other", "-n", &s.ns], "{.spec.nodeName}");
+        (bound == node).then_some(())
+    })
+    .await;
     s.finish().await;
 }

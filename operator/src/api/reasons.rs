@@ -292,6 +292,7 @@ mod tests {
             // Pod-level reasons of the kubelet and kube-scheduler.
             "OOMKilled",
             "Unschedulable",
+            "SchedulingGated",
             "ImagePullBackOff",
             "CreateContainerConfigError",
         ]

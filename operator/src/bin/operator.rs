@@ -9,6 +9,7 @@ use kube::Client;
 use kubetrain::controller::context::Settings;
 use kubetrain::controller::leader::LeaderSettings;
 use kubetrain::controller::pods::{Binding, GpuBinding, PodSettings};
+use kubetrain::controller::reservations::ReservationSettings;
 use kubetrain::controller::workload::{self, WorkloadSettings};
 use kubetrain::controller::{self, Config};
 use tracing::info;
@@ -52,7 +53,18 @@ struct Args {
     /// Port for MASTER_PORT in every replica.
     #[arg(long, default_value_t = 23456)]
     master_port: i32,
-    /// Namespace of the leader-election Lease (the operator's own namespace).
+    /// Image of the reservation pods that hold shared GPUs from a device plugin (it runs
+    /// `kubetrain-operator reserve-gpu`): the operator's own image.
+    /// Without it, the operator's own pod's image (read once at start), else
+    /// `kubetrain/operator:<version>`.
+    #[arg(long, env = "KUBETRAIN_RESERVATION_IMAGE")]
+    reservation_image: Option<String>,
+    /// ServiceAccount of the reservation pods, allowed to patch pods in the operator's
+    /// namespace (each reports the device it was given on itself).
+    #[arg(long, env = "KUBETRAIN_RESERVATION_SERVICE_ACCOUNT", default_value_t = ReservationSettings::default().service_account)]
+    reservation_service_account: String,
+    /// Namespace of the leader-election Lease and of the GPU reservation pods (the
+    /// operator's own namespace).
     #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
     namespace: String,
     /// This replica's identity in leader election.
@@ -76,6 +88,15 @@ struct Args {
     /// instead of the learned history.
     #[arg(long, env = "KUBETRAIN_WORKLOAD_SHAPES")]
     workload_shapes: Option<PathBuf>,
+}
+
+/// The image of the operator's own container, when it runs in a pod (`POD_NAME`): so the
+/// reservation pods run the same build, whatever registry or tag the install chose.
+async fn own_image(client: &Client, namespace: &str, pod: Option<&str>) -> Option<String> {
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+        kube::Api::namespaced(client.clone(), namespace);
+    let found = pods.get_opt(pod?).await.ok()??;
+    found.spec?.containers.into_iter().next()?.image
 }
 
 /// A duration flag: humantime's "30s", "5m", "1h 30m", "250ms", or a bare number of seconds
@@ -144,6 +165,12 @@ async fn main() -> anyhow::Result<()> {
             );
         }
     }
+    let reservation_image = match args.reservation_image.clone() {
+        Some(image) => image,
+        None => own_image(&client, &args.namespace, args.identity.as_deref())
+            .await
+            .unwrap_or_else(|| ReservationSettings::default().image),
+    };
     let identity = args.identity.unwrap_or_else(|| {
         // A pod's HOSTNAME is its name; a shell does not export its own, so ask the kernel.
         let host = std::env::var("HOSTNAME")
@@ -167,6 +194,11 @@ async fn main() -> anyhow::Result<()> {
                 binding: args.binding,
                 gpu_binding: args.gpu_binding,
                 master_port: args.master_port,
+                reservation: ReservationSettings {
+                    namespace: args.namespace.clone(),
+                    image: reservation_image,
+                    service_account: args.reservation_service_account,
+                },
             },
             resync: args
                 .resync_seconds

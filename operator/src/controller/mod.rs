@@ -24,6 +24,7 @@ pub mod placement_rules;
 pub mod pods;
 pub mod preemption;
 pub mod queue;
+pub mod reservations;
 pub mod resources;
 pub mod scheduler;
 pub mod snapshot;

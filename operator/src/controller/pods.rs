@@ -17,21 +17,22 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
     Container, DownwardAPIVolumeFile, DownwardAPIVolumeSource, EnvVar, EnvVarSource,
-    NodeSelectorRequirement, NodeSelectorTerm, ObjectFieldSelector, Pod, PodSpec, PodTemplateSpec,
-    Service, ServicePort, ServiceSpec, Volume, VolumeMount,
+    NodeSelectorRequirement, NodeSelectorTerm, ObjectFieldSelector, Pod, PodSchedulingGate,
+    PodSpec, PodTemplateSpec, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
 };
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::{Resource, ResourceExt};
 
+use super::reservations::ReservationSettings;
 use super::resources::GPU_RESOURCE;
 use crate::api::TrainingJob;
 use crate::api::annotations::{
     ATTEMPT_ANNOTATION, BONUS_ANNOTATION, CHECKPOINT_REQUESTED, GANG_SIZE_ANNOTATION,
     GPU_ASSIGNMENT_ANNOTATION, GPU_SHARE_ANNOTATION, GPUS_ANNOTATION, INDEX_LABEL, JOB_LABEL,
-    NODE_ANNOTATION, PREEMPTED_FOR, PREEMPTION_REASON, RANK_ANNOTATION, TASK_LABEL,
-    TEMPLATE_DIGEST_ANNOTATION,
+    NODE_ANNOTATION, PREEMPTED_FOR, PREEMPTION_REASON, RANK_ANNOTATION, RESERVATION_GATE,
+    TASK_LABEL, TEMPLATE_DIGEST_ANNOTATION, VISIBLE_DEVICES_ANNOTATION,
 };
 use crate::api::trainingjob::GpuAssignment;
 use crate::sched::ReplicaPlacement;
@@ -44,8 +45,9 @@ pub const CHECKPOINT_DIR: &str = "/etc/kubetrain";
 pub enum GpuBinding {
     /// The way the cluster hands GPUs out, node by node: where the node advertises
     /// `nvidia.com/gpu` (a device plugin runs there), `device-plugin`; elsewhere
-    /// `visible-devices`. Shares always go by `visible-devices` (a device plugin cannot split
-    /// a GPU).
+    /// `visible-devices`. A device plugin cannot split a GPU: shares go by
+    /// `NVIDIA_VISIBLE_DEVICES`, on a plugin's node with the GPU held from the plugin by a
+    /// reservation pod ([`GpuPath::Reserved`]).
     #[default]
     Auto,
     /// HiveD-style: `nvidia.com/gpu` requests are removed and `NVIDIA_VISIBLE_DEVICES` is set
@@ -80,6 +82,8 @@ pub struct PodSettings {
     pub gpu_binding: GpuBinding,
     /// Port of the rank-0 replica for `MASTER_PORT`.
     pub master_port: i32,
+    /// Reservation pods for shares on device-plugin nodes ([`GpuPath::Reserved`]).
+    pub reservation: ReservationSettings,
 }
 
 impl Default for PodSettings {
@@ -88,6 +92,7 @@ impl Default for PodSettings {
             binding: Binding::default(),
             gpu_binding: GpuBinding::default(),
             master_port: 23456,
+            reservation: ReservationSettings::default(),
         }
     }
 }
@@ -293,22 +298,9 @@ pub fn gang_pods(
                 task: task.name.clone(),
                 error: e.to_string(),
             })?;
-            let device_plugin = p.share.is_none()
-                && match settings.gpu_binding {
-                    GpuBinding::VisibleDevices => false,
-                    GpuBinding::DevicePlugin => true,
-                    GpuBinding::Auto => advertises_gpus(&p.node),
-                };
+            let path = GpuPath::of(p, settings.gpu_binding, advertises_gpus);
             let mut pod = replica_pod(
-                job,
-                &template,
-                p,
-                bonus,
-                attempt,
-                world,
-                common_env,
-                settings,
-                device_plugin,
+                job, &template, p, bonus, attempt, world, common_env, settings, path,
             );
             pod.metadata
                 .annotations
@@ -344,6 +336,59 @@ pub fn template_digests(job: &TrainingJob) -> BTreeMap<&str, String> {
         .collect()
 }
 
+/// How one replica's GPUs reach its container.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GpuPath {
+    /// The `nvidia.com/gpu` requests stay; the node's device plugin picks the devices.
+    DevicePlugin,
+    /// The requests go; `NVIDIA_VISIBLE_DEVICES` carries kubetrain's GPU indices.
+    VisibleDevices,
+    /// A share on a node whose device plugin hands out GPUs: the share's GPU is held from
+    /// the plugin by a reservation pod (`controller::reservations`), and the pod waits behind
+    /// [`RESERVATION_GATE`] until the operator copies the reserved device into
+    /// [`VISIBLE_DEVICES_ANNOTATION`], which becomes its `NVIDIA_VISIBLE_DEVICES`. Without the
+    /// reservation the plugin would hand the same GPU to a whole-GPU pod.
+    Reserved,
+}
+
+impl GpuPath {
+    /// The path of replica `p` under `binding`; `advertises_gpus` tells whether a node runs a
+    /// device plugin (for [`GpuBinding::Auto`]).
+    pub fn of(
+        p: &ReplicaPlacement,
+        binding: GpuBinding,
+        advertises_gpus: &dyn Fn(&str) -> bool,
+    ) -> GpuPath {
+        let plugin = match binding {
+            GpuBinding::VisibleDevices => false,
+            GpuBinding::DevicePlugin => true,
+            GpuBinding::Auto => advertises_gpus(&p.node),
+        };
+        match (plugin, p.share.is_some()) {
+            (false, _) => GpuPath::VisibleDevices,
+            (true, false) => GpuPath::DevicePlugin,
+            (true, true) => GpuPath::Reserved,
+        }
+    }
+
+    /// Who picks the devices the container sees.
+    fn assigned_by(self) -> GpuAssignment {
+        match self {
+            GpuPath::VisibleDevices => GpuAssignment::Kubetrain,
+            GpuPath::DevicePlugin | GpuPath::Reserved => GpuAssignment::DevicePlugin,
+        }
+    }
+
+    /// The pod annotation `NVIDIA_VISIBLE_DEVICES` is read from, when kubetrain sets it.
+    fn visible_devices_from(self) -> Option<&'static str> {
+        match self {
+            GpuPath::DevicePlugin => None,
+            GpuPath::VisibleDevices => Some(GPUS_ANNOTATION),
+            GpuPath::Reserved => Some(VISIBLE_DEVICES_ANNOTATION),
+        }
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn replica_pod(
     job: &TrainingJob,
@@ -354,7 +399,7 @@ fn replica_pod(
     world: usize,
     common_env: Vec<EnvVar>,
     settings: &PodSettings,
-    device_plugin: bool,
+    path: GpuPath,
 ) -> Pod {
     let name = job.name_any();
     let mut meta = template.metadata.clone().unwrap_or_default();
@@ -383,20 +428,29 @@ fn replica_pod(
         ann.insert(GPU_SHARE_ANNOTATION.into(), share.0.to_string());
     }
     if !p.gpus.is_empty() {
-        let by = if device_plugin {
-            GpuAssignment::DevicePlugin
-        } else {
-            GpuAssignment::Kubetrain
-        };
-        ann.insert(GPU_ASSIGNMENT_ANNOTATION.into(), by.as_str().into());
+        ann.insert(
+            GPU_ASSIGNMENT_ANNOTATION.into(),
+            path.assigned_by().as_str().into(),
+        );
     }
 
     ann.insert(NODE_ANNOTATION.into(), p.node.clone());
 
     let mut spec: PodSpec = template.spec.clone().unwrap_or_default();
-    match settings.binding {
-        Binding::Direct => spec.node_name = Some(p.node.clone()),
-        Binding::Scheduler => pin_to_node(&mut spec, &p.node),
+    if path == GpuPath::Reserved {
+        // The API server refuses a gate beside `spec.nodeName`, so such a pod is pinned and
+        // bound by the scheduler in either binding mode.
+        pin_to_node(&mut spec, &p.node);
+        spec.scheduling_gates
+            .get_or_insert_with(Vec::new)
+            .push(PodSchedulingGate {
+                name: RESERVATION_GATE.into(),
+            });
+    } else {
+        match settings.binding {
+            Binding::Direct => spec.node_name = Some(p.node.clone()),
+            Binding::Scheduler => pin_to_node(&mut spec, &p.node),
+        }
     }
     spec.hostname = Some(pod_name.clone());
     spec.subdomain = Some(name.clone());
@@ -426,7 +480,7 @@ fn replica_pod(
             volume,
             uses_gpu,
             p.share.is_some(),
-            !device_plugin,
+            path.visible_devices_from(),
         );
     }
     Pod {
@@ -439,7 +493,7 @@ fn replica_pod(
 /// Adds `metadata.name In [node]` to every required node-affinity term of the template (or
 /// makes it the only term), so the scheduler can bind the pod to that node and no other,
 /// while the template's own terms still hold.
-fn pin_to_node(spec: &mut PodSpec, node: &str) {
+pub(crate) fn pin_to_node(spec: &mut PodSpec, node: &str) {
     let pin = NodeSelectorRequirement {
         key: "metadata.name".into(),
         operator: "In".into(),
@@ -470,7 +524,7 @@ fn prepare_container(
     volume: &str,
     uses_gpu: bool,
     shared: bool,
-    visible_devices: bool,
+    visible_devices_from: Option<&str>,
 ) {
     let env = c.env.get_or_insert_with(Vec::new);
     env.retain(|e| !common_env.iter().any(|x| x.name == e.name));
@@ -481,17 +535,14 @@ fn prepare_container(
             GPU_SHARE_ANNOTATION,
         ));
     }
-    if visible_devices {
+    if let Some(annotation) = visible_devices_from {
         if let Some(r) = c.resources.as_mut() {
             r.limits.as_mut().map(|l| l.remove(GPU_RESOURCE));
             r.requests.as_mut().map(|l| l.remove(GPU_RESOURCE));
         }
         env.retain(|e| e.name != "NVIDIA_VISIBLE_DEVICES");
         if uses_gpu {
-            env.push(env_from_annotation(
-                "NVIDIA_VISIBLE_DEVICES",
-                GPUS_ANNOTATION,
-            ));
+            env.push(env_from_annotation("NVIDIA_VISIBLE_DEVICES", annotation));
         } else {
             // Without this the NVIDIA runtime may expose every GPU to a CPU-only container.
             env.push(self::env("NVIDIA_VISIBLE_DEVICES", "void"));
@@ -794,6 +845,91 @@ mod tests {
         assert!(
             env_of(&pods[1].spec.as_ref().unwrap().containers[0])
                 .contains_key("NVIDIA_VISIBLE_DEVICES")
+        );
+    }
+
+    /// A share on a node whose device plugin hands out GPUs waits behind the reservation
+    /// gate, pinned for the scheduler even with direct binding, and takes the reserved
+    /// device as `NVIDIA_VISIBLE_DEVICES`; on a node without a plugin it goes by kubetrain's
+    /// index at once. The gate's reader (`reservations`) finds it.
+    #[test]
+    fn a_share_on_a_device_plugin_node_waits_for_its_reservation() {
+        let share = |node: &str| ReplicaPlacement {
+            share: Some(crate::sched::MilliGpu(500)),
+            ..placed(0, 0, node, &[3])
+        };
+        let direct = PodSettings {
+            binding: Binding::Direct,
+            ..Default::default()
+        };
+        let env_source = |p: &Pod| {
+            p.spec.as_ref().unwrap().containers[0]
+                .env
+                .iter()
+                .flatten()
+                .find(|e| e.name == "NVIDIA_VISIBLE_DEVICES")
+                .and_then(|e| e.value_from.as_ref())
+                .and_then(|v| v.field_ref.as_ref())
+                .map(|f| f.field_path.clone())
+        };
+        let gates = |p: &Pod| {
+            p.spec
+                .as_ref()
+                .unwrap()
+                .scheduling_gates
+                .iter()
+                .flatten()
+                .map(|g| g.name.clone())
+                .collect::<Vec<_>>()
+        };
+        let mut one = job();
+        one.spec.tasks[0].replicas = Some(1);
+        let pods = gang_pods(&one, &[share("plugin")], false, 0, &direct, &|n| {
+            n == "plugin"
+        })
+        .expect("pods");
+        let pod = &pods[0];
+        assert_eq!(gates(pod), vec![RESERVATION_GATE.to_string()]);
+        let spec = pod.spec.as_ref().unwrap();
+        assert!(
+            spec.node_name.is_none(),
+            "a gated pod cannot carry nodeName"
+        );
+        assert!(spec.affinity.is_some());
+        assert!(
+            !spec.containers[0]
+                .resources
+                .as_ref()
+                .and_then(|r| r.limits.as_ref())
+                .is_some_and(|l| l.contains_key(GPU_RESOURCE))
+        );
+        assert_eq!(
+            env_source(pod).as_deref(),
+            Some("metadata.annotations['kubetrain.io/visible-devices']")
+        );
+        assert_eq!(
+            read(pod).gpus_assigned_by,
+            Some(GpuAssignment::DevicePlugin)
+        );
+        let held = super::super::reservations::held_by_shares(&[std::sync::Arc::new(pod.clone())]);
+        assert_eq!(held.len(), 1);
+
+        let pods = gang_pods(&one, &[share("bare")], false, 0, &direct, &|n| {
+            n == "plugin"
+        })
+        .expect("pods");
+        assert!(gates(&pods[0]).is_empty());
+        assert_eq!(
+            pods[0].spec.as_ref().unwrap().node_name.as_deref(),
+            Some("bare")
+        );
+        assert_eq!(
+            env_source(&pods[0]).as_deref(),
+            Some("metadata.annotations['kubetrain.io/gpus']")
+        );
+        assert_eq!(
+            read(&pods[0]).gpus_assigned_by,
+            Some(GpuAssignment::Kubetrain)
         );
     }
 

@@ -25,6 +25,7 @@ use super::metrics::{QueueLabels, ReasonLabels};
 use super::pods::{
     bonus_patch, checkpoint_request_patch, disruption_budget, gang_pods, headless_service,
 };
+use super::reservations;
 use super::snapshot::{self, Asked, Inflight, World};
 use super::usage;
 use super::waiting::{Published, publish};
@@ -175,17 +176,19 @@ pub async fn cycle(ctx: &Arc<Context>) -> Duration {
                 refs: maps.refs(),
                 inflight: &inflight,
                 asked: &asked,
+                reservation_namespace: &ctx.settings.pods.reservation.namespace,
             };
             let mut snap = snapshot::build(&world);
             snap.workload = workload_shapes(&ctx, &snap, &jobs);
             let decisions = sched::schedule_with(&snap, &ctx.settings.sched);
             let usage = usage::compute(&snap, &decisions.usage, &jobs, &world.refs);
             let sizes = (snap.nodes.len(), snap.jobs.len());
-            (decisions, usage, jobs, sizes)
+            let reserve = reservations::plan(&pods, &ctx.settings.pods.reservation.namespace);
+            (decisions, usage, jobs, sizes, reserve)
         }
     })
     .await;
-    let (decisions, usage, jobs, (snap_nodes, snap_jobs)) = match computed {
+    let (decisions, usage, jobs, (snap_nodes, snap_jobs), reserve) = match computed {
         Ok(computed) => computed,
         Err(e) => {
             // A fault of the core's, not of any one object: nothing is carried out, and the
@@ -365,6 +368,9 @@ pub async fn cycle(ctx: &Arc<Context>) -> Duration {
             mark_bonus(ctx, job, bonus).await;
         }
     }
+    // Shares on device-plugin nodes: their GPUs' reservations, and the shares whose
+    // reservation reported its device.
+    reservations::carry_out(ctx, reserve).await;
     ctx.state().scheduling = false;
     work
 }

@@ -13,6 +13,7 @@ use kube::ResourceExt;
 use super::gang::{Gang, GangKey, holds_resources};
 use super::job_key::JobKey;
 use super::node_health::NodeHealth;
+use super::reservations;
 use super::resources::{GPU_RESOURCE, cpu_milli, pod_demand, whole};
 use super::validate::{Refs, validate};
 use crate::api::annotations::{JOB_LABEL, PRODUCT_LABEL, RACK_LABEL};
@@ -55,6 +56,8 @@ pub struct World<'a> {
     pub inflight: &'a BTreeMap<JobKey, Inflight>,
     /// Checkpoint requests the pod cache may not show yet.
     pub asked: &'a BTreeMap<JobKey, Asked>,
+    /// Where the operator's GPU reservation pods are (`reservations`).
+    pub reservation_namespace: &'a str,
 }
 
 fn level(l: TopologyLevel) -> sched::TopologyLevel {
@@ -159,8 +162,16 @@ fn secs(t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time) -> i64 {
 pub fn build(world: &World<'_>) -> sched::Snapshot {
     let node_names: BTreeSet<String> = world.nodes.iter().map(|n| n.name_any()).collect();
     let mut foreign: BTreeMap<String, sched::Resources> = BTreeMap::new();
+    // A reservation pod holding a GPU that shares use is counted as those shares are; one
+    // whose shares are gone holds its GPU from the plugin still, as another's pod would.
+    let shared = reservations::held_by_shares(world.pods);
     for p in world.pods {
         if p.labels().contains_key(JOB_LABEL) || !holds_resources(p) {
+            continue;
+        }
+        if p.namespace().as_deref() == Some(world.reservation_namespace)
+            && reservations::read_reservation(p).is_some_and(|r| shared.contains(&r.gpu))
+        {
             continue;
         }
         let Some(spec) = p.spec.as_ref() else {
@@ -690,6 +701,9 @@ mod tests {
         sched::schedule(&snapshot_at(NOW, objects, queues, vcs, asked))
     }
 
+    /// The reservation namespace of [`decide`]'s world.
+    const RESERVATIONS: &str = "kubetrain-system";
+
     /// The fixed time of [`decide`]'s world.
     const NOW: i64 = 1_800_000_000;
 
@@ -717,6 +731,7 @@ mod tests {
             },
             inflight: &BTreeMap::new(),
             asked,
+            reservation_namespace: RESERVATIONS,
         };
         build(&world)
     }
@@ -880,6 +895,58 @@ mod tests {
         assert_eq!(unexplained.allocatable.gpus, 6);
         assert!(unexplained.unhealthy_gpus.is_empty());
         assert!(unexplained.topology.groups.is_empty());
+    }
+
+    /// The reservation pod that holds a shared GPU from the device plugin is the shares'
+    /// count, not another's pod: counted again it would take a second GPU. Once no share
+    /// holds the GPU, the reservation holds it from the plugin like any other pod until it
+    /// is gone.
+    #[test]
+    fn a_reservation_is_counted_as_its_shares_are() {
+        let (queues, vcs) = one_team();
+        let mut share = (*pod("s", &[0], Some(500), false)).clone();
+        share.annotations_mut().extend([
+            (
+                crate::api::annotations::GPU_ASSIGNMENT_ANNOTATION.to_string(),
+                "device-plugin".to_string(),
+            ),
+            (
+                crate::api::annotations::NODE_ANNOTATION.to_string(),
+                "n0".to_string(),
+            ),
+        ]);
+        let gpu = super::reservations::SharedGpu {
+            node: "n0".into(),
+            gpu: 0,
+        };
+        let mut reservation = super::reservations::reservation_pod(
+            &gpu,
+            None,
+            &super::reservations::ReservationSettings {
+                namespace: RESERVATIONS.into(),
+                ..Default::default()
+            },
+        );
+        reservation.spec.as_mut().expect("spec").node_name = Some("n0".into());
+        let foreign = |pods: &[Arc<Pod>], phase: &str| {
+            let jobs = [job("s", "q", 0, phase)];
+            let snap = snapshot_at(
+                NOW,
+                (&[node()], pods, &jobs),
+                &queues,
+                &vcs,
+                &BTreeMap::new(),
+            );
+            snap.nodes[0].foreign.gpus
+        };
+        let reservation = Arc::new(reservation);
+        assert_eq!(foreign(&[Arc::new(share.clone())], "Running"), 0);
+        assert_eq!(
+            foreign(&[Arc::new(share.clone()), reservation.clone()], "Running"),
+            0
+        );
+        share.status.as_mut().expect("status").phase = Some("Succeeded".into());
+        assert_eq!(foreign(&[Arc::new(share), reservation], "Succeeded"), 1);
     }
 
     /// The scheduler asks a reclaim's victims to checkpoint, and its next cycle runs before

@@ -1,0 +1,597 @@
+//! GPU reservations: holding a shared GPU from a node's device plugin.
+//!
+//! A `gpuShare` replica requests no `nvidia.com/gpu` (a device plugin cannot split a GPU), so
+//! on a node whose device plugin hands out GPUs neither the plugin nor kube-scheduler would
+//! count the GPU the shares use: a whole-GPU pod could get it. So, as KAI does, the operator
+//! keeps one *reservation pod* per shared GPU on such a node, in its own namespace: it
+//! requests `nvidia.com/gpu: 1`, the plugin gives it a device, and its container
+//! (`kubetrain-operator reserve-gpu`) writes that device on its own pod
+//! (`kubetrain.io/reserved-device`). The share pods wait behind a scheduling gate
+//! (`pods::GpuPath::Reserved`) until the operator copies the device into their
+//! `kubetrain.io/visible-devices` annotation, their `NVIDIA_VISIBLE_DEVICES`, and lifts the
+//! gate. The plugin then sees the GPU as taken for as long as a share uses it.
+//!
+//! [`plan`] is pure: from the pods it decides which reservations to create, which to delete,
+//! which share pods to release. [`carry_out`] carries it out once a scheduling cycle. A
+//! reservation is made only for a share pod the cache shows, and removed once no share pod
+//! that holds resources uses its GPU, so a lagging cache can delay a share, never strand one
+//! without its reservation. The names are fixed per GPU, so a cache that lags behind the
+//! operator's own create cannot make a second one.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{
+    Capabilities, Container, EnvVar, EnvVarSource, Node, ObjectFieldSelector, Pod,
+    PodSecurityContext, PodSpec, ResourceRequirements, SeccompProfile, SecurityContext, Toleration,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::reflector::ObjectRef;
+use tracing::{debug, info, warn};
+
+use super::context::{Context, MANAGER};
+use super::gang::holds_resources;
+use super::pods::pin_to_node;
+use super::resources::GPU_RESOURCE;
+use crate::api::annotations::{
+    GPU_ASSIGNMENT_ANNOTATION, GPU_SHARE_ANNOTATION, GPUS_ANNOTATION, JOB_LABEL, NODE_ANNOTATION,
+    RESERVATION_GATE, RESERVATION_LABEL, RESERVED_DEVICE_ANNOTATION, VISIBLE_DEVICES_ANNOTATION,
+};
+use crate::api::trainingjob::GpuAssignment;
+
+/// Where reservation pods go and what they run.
+#[derive(Clone, Debug)]
+pub struct ReservationSettings {
+    /// Their namespace (the operator's own).
+    pub namespace: String,
+    /// Their image: the operator's, whose binary has the `reserve-gpu` command.
+    pub image: String,
+    /// Their ServiceAccount, allowed to patch pods in `namespace` (to report the device).
+    pub service_account: String,
+}
+
+impl Default for ReservationSettings {
+    fn default() -> Self {
+        ReservationSettings {
+            namespace: "kubetrain-system".into(),
+            image: concat!("kubetrain/operator:", env!("CARGO_PKG_VERSION")).into(),
+            service_account: "kubetrain-gpu-reservation".into(),
+        }
+    }
+}
+
+/// One of kubetrain's GPUs that shares use on a node with a device plugin.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SharedGpu {
+    pub node: String,
+    /// kubetrain's index of the GPU on the node (its plan; the plugin picks the device).
+    pub gpu: u32,
+}
+
+impl SharedGpu {
+    /// The name of its reservation pod: fixed, so a second create of it fails. A node name
+    /// leaves no room for the prefix when it is very long; then a digest of it stands in.
+    pub fn pod_name(&self) -> String {
+        let name = format!("kubetrain-gpu-{}-{}", self.node, self.gpu);
+        if name.len() <= 253 {
+            return name;
+        }
+        let digest = super::pods::template_digest(&serde_json::Value::String(self.node.clone()));
+        format!("kubetrain-gpu-{digest}-{}", self.gpu)
+    }
+}
+
+/// A share pod that waits for, or holds, a reservation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct SharePod {
+    namespace: String,
+    name: String,
+    gpu: SharedGpu,
+    /// Still behind [`RESERVATION_GATE`].
+    gated: bool,
+    /// Holds its node's resources (not finished).
+    active: bool,
+}
+
+/// A reservation pod, read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reservation {
+    pub name: String,
+    pub gpu: SharedGpu,
+    /// What its container reported, once it runs.
+    pub device: Option<String>,
+    /// Being deleted.
+    pub deleting: bool,
+    /// Holds its node's resources: not Failed or Succeeded.
+    pub active: bool,
+}
+
+fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
+    pod.metadata
+        .annotations
+        .as_ref()?
+        .get(key)
+        .map(String::as_str)
+}
+
+/// The single GPU index in a `kubetrain.io/gpus` value; a share has exactly one.
+fn single_gpu(value: &str) -> Option<u32> {
+    value.trim().parse().ok()
+}
+
+/// The reservation a pod is, if it is one.
+pub fn read_reservation(pod: &Pod) -> Option<Reservation> {
+    if !pod.labels().contains_key(RESERVATION_LABEL) {
+        return None;
+    }
+    let node = annotation(pod, NODE_ANNOTATION)?;
+    let gpu = single_gpu(annotation(pod, GPUS_ANNOTATION)?)?;
+    Some(Reservation {
+        name: pod.name_any(),
+        gpu: SharedGpu {
+            node: node.to_string(),
+            gpu,
+        },
+        device: annotation(pod, RESERVED_DEVICE_ANNOTATION)
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+            .map(str::to_string),
+        deleting: pod.metadata.deletion_timestamp.is_some(),
+        active: holds_resources(pod),
+    })
+}
+
+/// A TrainingJob's share pod whose GPU comes through a reservation: a share
+/// (`kubetrain.io/gpu-share`) whose devices the plugin assigns.
+fn read_share(pod: &Pod) -> Option<SharePod> {
+    if !pod.labels().contains_key(JOB_LABEL) {
+        return None;
+    }
+    annotation(pod, GPU_SHARE_ANNOTATION)?;
+    let by = annotation(pod, GPU_ASSIGNMENT_ANNOTATION).and_then(GpuAssignment::parse);
+    if by != Some(GpuAssignment::DevicePlugin) {
+        return None;
+    }
+    let gpu = SharedGpu {
+        node: annotation(pod, NODE_ANNOTATION)?.to_string(),
+        gpu: single_gpu(annotation(pod, GPUS_ANNOTATION)?)?,
+    };
+    let gated = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.scheduling_gates.as_ref())
+        .is_some_and(|g| g.iter().any(|g| g.name == RESERVATION_GATE));
+    Some(SharePod {
+        namespace: pod.namespace().unwrap_or_default(),
+        name: pod.name_any(),
+        gpu,
+        gated,
+        active: holds_resources(pod),
+    })
+}
+
+/// The GPUs that shares hold from a device plugin: those of every share pod that still holds
+/// its node's resources. Their reservations are kubetrain's own count, not another's pods.
+pub fn held_by_shares<'a>(pods: impl IntoIterator<Item = &'a Arc<Pod>>) -> BTreeSet<SharedGpu> {
+    pods.into_iter()
+        .filter_map(|p| read_share(p))
+        .filter(|s| s.active)
+        .map(|s| s.gpu)
+        .collect()
+}
+
+/// A share pod to release: its reservation reported `device`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Release {
+    pub namespace: String,
+    pub name: String,
+    pub device: String,
+}
+
+/// What [`carry_out`] does.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// GPUs that need a reservation and have none.
+    pub create: Vec<SharedGpu>,
+    /// Reservation pods to delete: no share uses their GPU, or they failed (one that failed
+    /// is made again once it is gone).
+    pub delete: Vec<String>,
+    /// Gated share pods whose reservation reported its device.
+    pub release: Vec<Release>,
+}
+
+/// Decides from the pods (all of them; reservations are looked for in `namespace`).
+pub fn plan(pods: &[Arc<Pod>], namespace: &str) -> Plan {
+    let shares: Vec<SharePod> = pods.iter().filter_map(|p| read_share(p)).collect();
+    let needed: BTreeSet<&SharedGpu> = shares.iter().filter(|s| s.active).map(|s| &s.gpu).collect();
+    let reservations: BTreeMap<SharedGpu, Reservation> = pods
+        .iter()
+        .filter(|p| p.namespace().as_deref() == Some(namespace))
+        .filter_map(|p| read_reservation(p))
+        .map(|r| (r.gpu.clone(), r))
+        .collect();
+    let mut out = Plan::default();
+    for gpu in &needed {
+        if !reservations.contains_key(*gpu) {
+            out.create.push((*gpu).clone());
+        }
+    }
+    for r in reservations.values() {
+        if !r.deleting && (!r.active || !needed.contains(&r.gpu)) {
+            out.delete.push(r.name.clone());
+        }
+    }
+    for s in shares.iter().filter(|s| s.gated && s.active) {
+        let ready = reservations
+            .get(&s.gpu)
+            .filter(|r| !r.deleting && r.active)
+            .and_then(|r| r.device.clone());
+        if let Some(device) = ready {
+            out.release.push(Release {
+                namespace: s.namespace.clone(),
+                name: s.name.clone(),
+                device,
+            });
+        }
+    }
+    out
+}
+
+fn env_from_field(name: &str, path: &str) -> EnvVar {
+    EnvVar {
+        name: name.into(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: path.into(),
+                api_version: None,
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// The reservation pod of `gpu`. `node_uid` makes the Node its owner, so the garbage
+/// collector removes it with the node.
+pub fn reservation_pod(gpu: &SharedGpu, node_uid: Option<&str>, s: &ReservationSettings) -> Pod {
+    let quantity = |q: &str| Quantity(q.into());
+    let mut spec = PodSpec {
+        containers: vec![Container {
+            name: "reserve".into(),
+            image: Some(s.image.clone()),
+            args: Some(vec!["reserve-gpu".into()]),
+            env: Some(vec![
+                env_from_field("POD_NAME", "metadata.name"),
+                env_from_field("POD_NAMESPACE", "metadata.namespace"),
+            ]),
+            resources: Some(ResourceRequirements {
+                requests: Some(
+                    [
+                        ("cpu".to_string(), quantity("1m")),
+                        ("memory".to_string(), quantity("16Mi")),
+                    ]
+                    .into(),
+                ),
+                limits: Some(
+                    [
+                        ("memory".to_string(), quantity("64Mi")),
+                        (GPU_RESOURCE.to_string(), quantity("1")),
+                    ]
+                    .into(),
+                ),
+                ..Default::default()
+            }),
+            security_context: Some(SecurityContext {
+                allow_privilege_escalation: Some(false),
+                read_only_root_filesystem: Some(true),
+                run_as_non_root: Some(true),
+                capabilities: Some(Capabilities {
+                    drop: Some(vec!["ALL".into()]),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }],
+        service_account_name: Some(s.service_account.clone()),
+        // The restricted Pod Security level, which the operator's namespace may enforce.
+        security_context: Some(PodSecurityContext {
+            run_as_non_root: Some(true),
+            seccomp_profile: Some(SeccompProfile {
+                type_: "RuntimeDefault".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        // The shares it stands for passed the node's taints already; the reservation must
+        // land beside them whatever the node's taints.
+        tolerations: Some(vec![Toleration {
+            operator: Some("Exists".into()),
+            ..Default::default()
+        }]),
+        termination_grace_period_seconds: Some(1),
+        ..Default::default()
+    };
+    // Bound by the scheduler in either binding mode: it waits there while the plugin has no
+    // device free, where a kubelet handed it by `nodeName` would fail it at once.
+    pin_to_node(&mut spec, &gpu.node);
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(gpu.pod_name()),
+            namespace: Some(s.namespace.clone()),
+            labels: Some(
+                [
+                    (RESERVATION_LABEL.to_string(), "true".to_string()),
+                    (
+                        "app.kubernetes.io/managed-by".to_string(),
+                        MANAGER.to_string(),
+                    ),
+                ]
+                .into(),
+            ),
+            annotations: Some(
+                [
+                    (NODE_ANNOTATION.to_string(), gpu.node.clone()),
+                    (GPUS_ANNOTATION.to_string(), gpu.gpu.to_string()),
+                ]
+                .into(),
+            ),
+            owner_references: node_uid.map(|uid| {
+                vec![OwnerReference {
+                    api_version: "v1".into(),
+                    kind: "Node".into(),
+                    name: gpu.node.clone(),
+                    uid: uid.into(),
+                    ..Default::default()
+                }]
+            }),
+            ..Default::default()
+        },
+        spec: Some(spec),
+        status: None,
+    }
+}
+
+/// The patch that releases a gated share pod: its device, and the gate gone (a strategic
+/// merge on the gate's name, so another controller's gates stay).
+pub fn release_patch(device: &str) -> serde_json::Value {
+    serde_json::json!({
+        "metadata": {"annotations": {VISIBLE_DEVICES_ANNOTATION: device}},
+        "spec": {"schedulingGates": [{"name": RESERVATION_GATE, "$patch": "delete"}]},
+    })
+}
+
+/// Carries out a [`plan`]. Failures are logged, and the next cycle's plan tries again.
+pub async fn carry_out(ctx: &Arc<Context>, plan: Plan) {
+    let settings = &ctx.settings.pods.reservation;
+    if plan == Plan::default() {
+        return;
+    }
+    let reservations: Api<Pod> = Api::namespaced(ctx.client.clone(), &settings.namespace);
+    for gpu in &plan.create {
+        let node_uid = ctx
+            .stores
+            .nodes
+            .get(&ObjectRef::<Node>::new(&gpu.node))
+            .and_then(|n| n.uid());
+        let pod = reservation_pod(gpu, node_uid.as_deref(), settings);
+        match reservations.create(&PostParams::default(), &pod).await {
+            Ok(_) => {
+                info!(node = %gpu.node, gpu = gpu.gpu, "reserving a shared GPU from the device plugin")
+            }
+            // Made by an earlier cycle the cache does not show yet.
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(e) => {
+                warn!(node = %gpu.node, gpu = gpu.gpu, error = %e, "creating a GPU reservation failed")
+            }
+        }
+    }
+    for name in &plan.delete {
+        match reservations.delete(name, &DeleteParams::default()).await {
+            Ok(_) => info!(reservation = %name, "GPU reservation no longer needed; deleted"),
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => warn!(reservation = %name, error = %e, "deleting a GPU reservation failed"),
+        }
+    }
+    for r in &plan.release {
+        let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &r.namespace);
+        let patch = Patch::Strategic(release_patch(&r.device));
+        match api.patch(&r.name, &PatchParams::default(), &patch).await {
+            Ok(_) => {
+                debug!(pod = %r.name, device = %r.device, "share released to its reserved GPU")
+            }
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => warn!(pod = %r.name, error = %e, "releasing a share pod failed"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NS: &str = "kubetrain-system";
+
+    fn share(name: &str, node: &str, gpu: u32, gated: bool, phase: &str) -> Arc<Pod> {
+        let gates = if gated {
+            serde_json::json!([{"name": RESERVATION_GATE}])
+        } else {
+            serde_json::json!(null)
+        };
+        Arc::new(
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": name, "namespace": "team",
+                    "labels": {JOB_LABEL: "j"},
+                    "annotations": {NODE_ANNOTATION: node, GPUS_ANNOTATION: gpu.to_string(),
+                        GPU_SHARE_ANNOTATION: "500", GPU_ASSIGNMENT_ANNOTATION: "device-plugin"}},
+                "spec": {"containers": [], "schedulingGates": gates},
+                "status": {"phase": phase},
+            }))
+            .expect("pod"),
+        )
+    }
+
+    fn reservation(node: &str, gpu: u32, device: Option<&str>, deleting: bool) -> Arc<Pod> {
+        let mut pod = reservation_pod(
+            &SharedGpu {
+                node: node.into(),
+                gpu,
+            },
+            Some("uid"),
+            &ReservationSettings {
+                namespace: NS.into(),
+                ..Default::default()
+            },
+        );
+        if let Some(d) = device {
+            pod.annotations_mut()
+                .insert(RESERVED_DEVICE_ANNOTATION.into(), d.into());
+        }
+        if deleting {
+            pod.metadata.deletion_timestamp =
+                Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                    k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+                ));
+        }
+        Arc::new(pod)
+    }
+
+    fn gpu(node: &str, gpu: u32) -> SharedGpu {
+        SharedGpu {
+            node: node.into(),
+            gpu,
+        }
+    }
+
+    #[test]
+    fn a_share_gets_a_reservation_then_its_device() {
+        let waiting = share("s-0", "n1", 3, true, "Pending");
+        let p = plan(std::slice::from_ref(&waiting), NS);
+        assert_eq!(p.create, vec![gpu("n1", 3)]);
+        assert!(p.delete.is_empty() && p.release.is_empty());
+        // Created, not yet running: nothing more to do.
+        let r = reservation("n1", 3, None, false);
+        assert_eq!(plan(&[waiting.clone(), r], NS), Plan::default());
+        // Reported: the share is released with that device.
+        let r = reservation("n1", 3, Some("GPU-abc"), false);
+        let p = plan(&[waiting, r.clone()], NS);
+        assert_eq!(
+            p.release,
+            vec![Release {
+                namespace: "team".into(),
+                name: "s-0".into(),
+                device: "GPU-abc".into()
+            }]
+        );
+        assert!(p.create.is_empty() && p.delete.is_empty());
+        // Released and running: kept.
+        let running = share("s-0", "n1", 3, false, "Running");
+        assert_eq!(plan(&[running, r], NS), Plan::default());
+    }
+
+    #[test]
+    fn a_reservation_goes_when_no_share_holds_its_gpu() {
+        let r = reservation("n1", 3, Some("GPU-abc"), false);
+        let done = share("s-0", "n1", 3, false, "Succeeded");
+        let p = plan(&[done, r.clone()], NS);
+        assert_eq!(p.delete, vec![gpu("n1", 3).pod_name()]);
+        // Another share on another GPU does not keep it.
+        let other = share("t-0", "n1", 4, false, "Running");
+        let p = plan(&[other, r], NS);
+        assert_eq!(p.delete, vec![gpu("n1", 3).pod_name()]);
+        assert_eq!(p.create, vec![gpu("n1", 4)]);
+    }
+
+    #[test]
+    fn a_reservation_being_deleted_releases_nobody_and_is_made_again_once_gone() {
+        let waiting = share("s-0", "n1", 3, true, "Pending");
+        let leaving = reservation("n1", 3, Some("GPU-old"), true);
+        // Not released onto a device about to be handed back; not created again while the
+        // old one holds the name.
+        assert_eq!(plan(&[waiting.clone(), leaving], NS), Plan::default());
+        assert_eq!(plan(&[waiting], NS).create, vec![gpu("n1", 3)]);
+    }
+
+    #[test]
+    fn a_failed_reservation_is_replaced() {
+        let running = share("s-0", "n1", 3, false, "Running");
+        let mut failed = (*reservation("n1", 3, None, false)).clone();
+        failed.status = Some(k8s_openapi::api::core::v1::PodStatus {
+            phase: Some("Failed".into()),
+            ..Default::default()
+        });
+        let p = plan(&[running, Arc::new(failed)], NS);
+        assert_eq!(p.delete, vec![gpu("n1", 3).pod_name()]);
+        assert!(
+            p.create.is_empty(),
+            "made again once the failed one is gone"
+        );
+    }
+
+    #[test]
+    fn only_shares_the_plugin_serves_need_a_reservation() {
+        let mut by_kubetrain = (*share("s-0", "n1", 3, false, "Running")).clone();
+        by_kubetrain
+            .annotations_mut()
+            .insert(GPU_ASSIGNMENT_ANNOTATION.into(), "kubetrain".into());
+        let mut whole = (*share("w-0", "n1", 2, false, "Running")).clone();
+        whole.annotations_mut().remove(GPU_SHARE_ANNOTATION);
+        let pods = [Arc::new(by_kubetrain), Arc::new(whole)];
+        assert_eq!(plan(&pods, NS), Plan::default());
+        assert!(held_by_shares(&pods).is_empty());
+        // A reservation elsewhere than the operator's namespace is not one of its own.
+        let mut foreign = (*reservation("n1", 3, None, false)).clone();
+        foreign.metadata.namespace = Some("other".into());
+        assert_eq!(plan(&[Arc::new(foreign)], NS), Plan::default());
+    }
+
+    #[test]
+    fn the_reservation_pod_asks_the_plugin_for_one_gpu_on_its_node() {
+        let pod = reservation_pod(&gpu("n1", 3), Some("u"), &ReservationSettings::default());
+        assert_eq!(pod.name_any(), "kubetrain-gpu-n1-3");
+        let r = read_reservation(&pod).expect("reads back");
+        assert_eq!((r.gpu, r.device, r.active), (gpu("n1", 3), None, true));
+        let spec = pod.spec.as_ref().expect("spec");
+        let limits = spec.containers[0]
+            .resources
+            .as_ref()
+            .and_then(|r| r.limits.as_ref())
+            .expect("limits");
+        assert_eq!(limits[GPU_RESOURCE].0, "1");
+        let terms = &spec
+            .affinity
+            .as_ref()
+            .and_then(|a| a.node_affinity.as_ref())
+            .and_then(|n| {
+                n.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
+            .expect("pinned")
+            .node_selector_terms;
+        assert_eq!(
+            terms[0].match_fields.as_ref().expect("fields")[0].values,
+            Some(vec!["n1".to_string()])
+        );
+        assert!(spec.node_name.is_none());
+        let owner = &pod.owner_references()[0];
+        assert_eq!((owner.kind.as_str(), owner.name.as_str()), ("Node", "n1"));
+        let long = gpu(&"n".repeat(250), 7).pod_name();
+        assert!(long.len() <= 253 && long.ends_with("-7"), "{long}");
+    }
+
+    #[test]
+    fn the_release_patch_lifts_only_its_own_gate() {
+        let patch = release_patch("GPU-abc");
+        assert_eq!(
+            patch["metadata"]["annotations"][VISIBLE_DEVICES_ANNOTATION],
+            "GPU-abc"
+        );
+        assert_eq!(
+            patch["spec"]["schedulingGates"],
+            serde_json::json!([{"name": RESERVATION_GATE, "$patch": "delete"}])
+        );
+    }
+}
