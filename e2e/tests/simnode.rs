@@ -11,7 +11,8 @@ use k8s_openapi::jiff::Timestamp;
 use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kubetrain::api::annotations::{
-    CHECKPOINT_DONE, CHECKPOINT_REQUESTED, PRODUCT_LABEL, RACK_LABEL, sim,
+    CHECKPOINT_DONE, CHECKPOINT_REQUESTED, PRODUCT_LABEL, RACK_LABEL, RESERVATION_LABEL,
+    RESERVED_DEVICE_ANNOTATION, sim,
 };
 use kubetrain::api::{NodeTopology, TOPOLOGY_ANNOTATION};
 use kubetrain_e2e::ControlPlane;
@@ -723,5 +724,94 @@ async fn agent_restart_keeps_pod_timers() {
         (5.0..=8.0).contains(&ran),
         "ran {ran} s across the restart, want about 6"
     );
+    s.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reservation_pods_report_distinct_devices_of_their_node() {
+    let s = Setup::start(
+        "sim-reserve",
+        "e2e/clusters/dev.yaml",
+        SimOptions::default(),
+    )
+    .await;
+    let nodes = s.sim.node_names();
+    let reservation = |name: &str, node: &str| -> Pod {
+        serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": { "name": name, "labels": { RESERVATION_LABEL: "true" } },
+            "spec": {
+                "nodeName": node,
+                "containers": [{ "name": "reserve", "image": "kubetrain-operator",
+                                 "args": ["reserve-gpu"],
+                                 "resources": { "limits": { GPU: "1" } } }],
+            },
+        }))
+        .expect("pod")
+    };
+    for (name, node) in [("r-a", &nodes[0]), ("r-b", &nodes[0]), ("r-c", &nodes[1])] {
+        s.pods()
+            .create(&PostParams::default(), &reservation(name, node))
+            .await
+            .expect("create reservation");
+    }
+    s.pod("plain", &nodes[0], BTreeMap::new()).await;
+    let device = |p: &Pod| {
+        p.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(RESERVED_DEVICE_ANNOTATION).cloned())
+    };
+    let mut got = BTreeMap::new();
+    for name in ["r-a", "r-b", "r-c"] {
+        let pod = s
+            .pod_where(name, "reserved device", Duration::from_secs(10), |p| {
+                phase(p) == "Running" && device(p).is_some()
+            })
+            .await;
+        got.insert(name, device(&pod).expect("device"));
+    }
+    // The UUIDs the node's labeler published, lowest index first.
+    let mut uuids = Vec::new();
+    for node in &nodes[..2] {
+        let mut gpus = topology(&s.nodes().get(node).await.expect("node")).gpus;
+        gpus.sort_by_key(|g| g.index);
+        uuids.push(gpus.into_iter().map(|g| g.uuid).collect::<Vec<_>>());
+    }
+    let mut first_node = [got["r-a"].clone(), got["r-b"].clone()];
+    first_node.sort_by_key(|d| uuids[0].iter().position(|u| u == d));
+    assert_eq!(
+        first_node.to_vec(),
+        uuids[0][..2].to_vec(),
+        "the two lowest GPUs of the first node, one each: {got:?}"
+    );
+    assert_eq!(got["r-c"], uuids[1][0], "the other node's own first GPU");
+    let plain = s.pods().get("plain").await.expect("pod");
+    assert_eq!(phase(&plain), "Running");
+    assert_eq!(device(&plain), None, "only reservations report a device");
+
+    // A finished reservation's device is free again for the next one.
+    s.pods()
+        .delete("r-a", &DeleteParams::default())
+        .await
+        .expect("delete");
+    ControlPlane::eventually("r-a gone", Duration::from_secs(10), || async {
+        s.pods()
+            .get_opt("r-a")
+            .await
+            .ok()
+            .and_then(|p| p.is_none().then_some(()))
+    })
+    .await;
+    s.pods()
+        .create(&PostParams::default(), &reservation("r-d", &nodes[0]))
+        .await
+        .expect("create reservation");
+    let next = s
+        .pod_where("r-d", "reserved device", Duration::from_secs(10), |p| {
+            device(p).is_some()
+        })
+        .await;
+    assert_eq!(device(&next), Some(got["r-a"].clone()), "the freed device");
     s.finish().await;
 }

@@ -12,21 +12,29 @@
 //!    containers running and ready from `startedAt`, `Ready=True`, a fake pod IP unique among
 //!    bound pods in 10.244.0.0/16. With `sim.kubetrain.io/image-pull-error: <message>` the
 //!    containers wait in `ImagePullBackOff` with that message instead, for ever.
-//! 3. With `sim.kubetrain.io/run-seconds`, at `startedAt` + run time: `Succeeded` (exit 0),
+//! 3. A GPU reservation pod (label `kubetrain.io/gpu-reservation: "true"`), once running,
+//!    gets the `kubetrain.io/reserved-device` annotation its container
+//!    (`kubetrain-operator reserve-gpu`) writes on a real node, since the operator ungates the
+//!    GPU's share pods only when it is there: the device a device plugin would have
+//!    allocated, the lowest-index GPU of the node that no other reservation pod on it still
+//!    holding resources reports, by the UUID the node's simulated NVML reads
+//!    (`GPU-<node>-<index>` on a node without topology). Written on the pod itself.
+//! 4. With `sim.kubetrain.io/run-seconds`, at `startedAt` + run time: `Succeeded` (exit 0),
 //!    `Failed` with `sim.kubetrain.io/exit-code` (reason `Error`), or, with
 //!    `sim.kubetrain.io/oom-killed: "true"`, `Failed` with reason `OOMKilled`, exit 137.
 //!    Without it the pod runs until deleted. Every container behaves the same;
 //!    `restartPolicy` is not simulated (a terminated container is never restarted).
-//! 4. While running, a `kubetrain.io/checkpoint-requested` annotation (RFC 3339 time of the
+//! 5. While running, a `kubetrain.io/checkpoint-requested` annotation (RFC 3339 time of the
 //!    request) is answered with `kubetrain.io/checkpoint-done` (current time) once
 //!    `sim.kubetrain.io/checkpoint-delay-seconds` (default 2 s; `never`: no answer) have passed
 //!    since the request. A later request (newer than the last answer) is answered again.
-//! 5. Graceful deletion: a running pod's containers are stopped (terminated, exit 143) at
+//! 6. Graceful deletion: a running pod's containers are stopped (terminated, exit 143) at
 //!    deletion request + min(`deletionGracePeriodSeconds`, the agent's cap, default 2 s), and
 //!    the pod is then deleted with grace period 0; pods not running are removed at once.
 //!
 //! Status goes through `pods/status` as a merge patch carrying `metadata.resourceVersion`, so
-//! a write based on a stale view fails with a conflict and is retried from the fresh pod.
+//! a write based on a stale view fails with a conflict and is retried from the fresh pod; the
+//! reserved device goes to the pod itself the same way.
 //! Pods on a faulted node are frozen; pods on a node that is gone are left to podgc.
 
 use std::collections::{HashMap, HashSet};
@@ -52,7 +60,11 @@ use tokio::sync::Mutex;
 use super::cluster::SimNode;
 use super::faults::Faults;
 use super::{Agent, Error};
-use kubetrain::api::annotations::{ATTEMPT_ANNOTATION, CHECKPOINT_DONE, CHECKPOINT_REQUESTED, sim};
+use kubetrain::api::NodeTopology;
+use kubetrain::api::annotations::{
+    ATTEMPT_ANNOTATION, CHECKPOINT_DONE, CHECKPOINT_REQUESTED, RESERVATION_LABEL,
+    RESERVED_DEVICE_ANNOTATION, sim,
+};
 
 /// Exit code of a container stopped by pod deletion (128 + SIGTERM).
 pub const SIGTERM_EXIT_CODE: i32 = 143;
@@ -65,6 +77,8 @@ const FAULT_RECHECK: Duration = Duration::from_secs(2);
 const STALE_RECHECK: Duration = Duration::from_secs(1);
 /// Size of the fake pod network 10.244.0.0/16, minus its network and broadcast addresses.
 const POD_IPS: u32 = 65534;
+/// When a reservation pod that found every GPU of its node taken is looked at again.
+const NO_DEVICE_RECHECK: Duration = Duration::from_secs(2);
 
 struct PodCtx {
     agent: Arc<Agent>,
@@ -78,6 +92,10 @@ struct PodCtx {
     /// cache still shows that version, the write has not come back through the watch, and
     /// acting on the stale copy again would only fail with a conflict.
     written_from: Mutex<HashMap<String, String>>,
+    /// By pod uid: the device this agent wrote on a reservation pod, which the cache may not
+    /// show yet. Held while a device is picked and written, so that two reservations on one
+    /// node never get the same device (a kubelet allocates devices one pod at a time).
+    devices: Mutex<HashMap<String, String>>,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -114,6 +132,7 @@ impl PodCtx {
         let uid = pod.uid().unwrap_or_default();
         self.times.lock().await.remove(&uid);
         self.written_from.lock().await.remove(&uid);
+        self.devices.lock().await.remove(&uid);
         self.requests_seen
             .lock()
             .await
@@ -134,6 +153,7 @@ pub(crate) async fn run(agent: Arc<Agent>) {
         requests_seen: Mutex::default(),
         times: Mutex::default(),
         written_from: Mutex::default(),
+        devices: Mutex::default(),
     });
     controller
         .run(reconcile, error_policy, ctx)
@@ -271,6 +291,9 @@ async fn reconcile(pod: Arc<Pod>, ctx: Arc<PodCtx>) -> Result<Action, Error> {
         tracing::debug!(pod = %pod.name_any(), node = %node_name, "running");
         return Ok(Action::requeue(Duration::from_secs(1)));
     };
+    if is_reservation(&pod) && annotation(&pod, RESERVED_DEVICE_ANNOTATION).is_none() {
+        return reserve_device(&api, &pod, &ctx, sim_node).await;
+    }
     let mut next = checkpoint(&api, &pod, &ctx, now).await?;
     if let Some(run) = seconds(&pod, sim::RUN_SECONDS) {
         let due = add(started_at, run);
@@ -651,6 +674,99 @@ async fn checkpoint(
     Ok(None)
 }
 
+fn is_reservation(pod: &Pod) -> bool {
+    pod.labels().get(RESERVATION_LABEL).map(String::as_str) == Some("true")
+}
+
+fn node_name(pod: &Pod) -> Option<&str> {
+    pod.spec.as_ref()?.node_name.as_deref()
+}
+
+/// The devices a device plugin on node `node` hands out, lowest index first: the UUIDs of
+/// the GPUs its simulated NVML reads (the ones the simulated labeler publishes), or
+/// `GPU-<node>-<index>` without end on a node without topology (the agent does not check a
+/// pod's requests against its node, so a reservation bound there runs as any pod does).
+fn node_devices<'a>(
+    node: &'a str,
+    topology: Option<&'a NodeTopology>,
+) -> Box<dyn Iterator<Item = String> + 'a> {
+    match topology {
+        Some(t) => {
+            let mut gpus: Vec<_> = t.gpus.iter().map(|g| (g.index, g.uuid.clone())).collect();
+            gpus.sort();
+            Box::new(gpus.into_iter().map(|(_, uuid)| uuid))
+        }
+        None => Box::new((0u32..).map(move |i| format!("GPU-{node}-{i}"))),
+    }
+}
+
+/// The device a device plugin would allocate to reservation pod `pod`: the first of
+/// `devices` (lowest index first) that no other reservation pod on the same node reports
+/// while it still holds its resources (neither Succeeded nor Failed). A pod reports its
+/// device by its annotation or, while the cache does not show that yet, in `written` (uid →
+/// device this agent wrote). `None` when every device is taken.
+fn reservation_device<'a>(
+    pod: &Pod,
+    devices: impl IntoIterator<Item = String>,
+    pods: impl IntoIterator<Item = &'a Pod>,
+    written: &HashMap<String, String>,
+) -> Option<String> {
+    let node = node_name(pod)?;
+    let same_pod = |other: &Pod| match (pod.uid(), other.uid()) {
+        (Some(a), Some(b)) => a == b,
+        _ => pod.namespace() == other.namespace() && pod.name_any() == other.name_any(),
+    };
+    let taken: HashSet<String> = pods
+        .into_iter()
+        .filter(|p| is_reservation(p) && node_name(p) == Some(node) && !same_pod(p))
+        .filter(|p| {
+            let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+            !matches!(phase, Some("Succeeded" | "Failed"))
+        })
+        .filter_map(|p| {
+            annotation(p, RESERVED_DEVICE_ANNOTATION)
+                .map(|d| d.trim().to_string())
+                .or_else(|| written.get(&p.uid()?).cloned())
+        })
+        .collect();
+    devices.into_iter().find(|d| !taken.contains(d))
+}
+
+/// Plays the reservation's container: writes the device it got on its pod.
+async fn reserve_device(
+    api: &Api<Pod>,
+    pod: &Pod,
+    ctx: &PodCtx,
+    node: &SimNode,
+) -> Result<Action, Error> {
+    let mut written = ctx.devices.lock().await;
+    let pods = ctx.pods.state();
+    let devices = node_devices(&node.name, node.topology.as_ref());
+    let Some(device) = reservation_device(pod, devices, pods.iter().map(|p| &**p), &written) else {
+        tracing::warn!(pod = %pod.name_any(), node = %node.name, "reservation: every GPU of the node is taken");
+        return Ok(Action::requeue(NO_DEVICE_RECHECK));
+    };
+    let rv = pod.resource_version();
+    let body = json!({ "metadata": {
+        "resourceVersion": rv,
+        "annotations": { RESERVED_DEVICE_ANNOTATION: device },
+    } });
+    api.patch(
+        &pod.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(body),
+    )
+    .await?;
+    if let Some(uid) = pod.uid() {
+        written.insert(uid.clone(), device.clone());
+        if let Some(rv) = rv {
+            ctx.written_from.lock().await.insert(uid, rv);
+        }
+    }
+    tracing::debug!(pod = %pod.name_any(), node = %node.name, %device, "reservation reports its device");
+    Ok(Action::requeue(Duration::from_secs(1)))
+}
+
 /// Graceful deletion: stop the containers once the (capped) grace period has passed, then
 /// remove the pod.
 async fn terminate(
@@ -806,6 +922,103 @@ mod tests {
             ("Failed", 137, Some("OOMKilled"))
         );
         assert_eq!(finished(&pod(json!({})), now).0, "Succeeded");
+    }
+
+    /// A reservation pod on `node`, in `phase`, reporting `device` if any.
+    fn reservation(uid: &str, node: &str, phase: &str, device: Option<&str>) -> Pod {
+        let annotations = match device {
+            Some(d) => json!({ RESERVED_DEVICE_ANNOTATION: d }),
+            None => json!({}),
+        };
+        serde_json::from_value(json!({
+            "metadata": {
+                "name": format!("r-{uid}"), "namespace": "n", "uid": uid,
+                "labels": { RESERVATION_LABEL: "true" }, "annotations": annotations,
+            },
+            "spec": { "nodeName": node, "containers": [{ "name": "reserve", "image": "op" }] },
+            "status": { "phase": phase },
+        }))
+        .unwrap()
+    }
+
+    fn devices(n: u32) -> Vec<String> {
+        (0..n).map(|i| format!("GPU-{i}")).collect()
+    }
+
+    #[test]
+    fn a_reservation_gets_the_lowest_free_device() {
+        let me = reservation("me", "a", "Running", None);
+        let none = HashMap::new();
+        let pick = |pods: &[Pod], written: &HashMap<String, String>| {
+            reservation_device(&me, devices(4), pods.iter().chain([&me]), written)
+        };
+        assert_eq!(pick(&[], &none).as_deref(), Some("GPU-0"));
+        let others = [
+            reservation("x", "a", "Running", Some("GPU-0")),
+            reservation("y", "a", "Pending", Some("GPU-2")),
+        ];
+        assert_eq!(pick(&others, &none).as_deref(), Some("GPU-1"));
+        assert_eq!(pick(&others, &none), pick(&others, &none), "deterministic");
+        // What other nodes, finished pods and pods that are no reservation report is free.
+        let mut plain = reservation("p", "a", "Running", Some("GPU-0"));
+        plain.labels_mut().clear();
+        let ignored = [
+            reservation("b", "b", "Running", Some("GPU-0")),
+            reservation("s", "a", "Succeeded", Some("GPU-0")),
+            reservation("f", "a", "Failed", Some("GPU-0")),
+            plain,
+        ];
+        assert_eq!(pick(&ignored, &none).as_deref(), Some("GPU-0"));
+        // Its own (earlier) report does not take the device from it.
+        let again = reservation("me", "a", "Running", Some("GPU-0"));
+        assert_eq!(
+            reservation_device(&me, devices(4), [&again], &none).as_deref(),
+            Some("GPU-0")
+        );
+        // A device this agent wrote that the cache does not show yet is taken.
+        let unseen = [reservation("z", "a", "Running", None)];
+        let written = HashMap::from([("z".to_string(), "GPU-0".to_string())]);
+        assert_eq!(pick(&unseen, &written).as_deref(), Some("GPU-1"));
+        // Every device taken.
+        let full: Vec<Pod> = (0..4)
+            .map(|i| reservation(&format!("o{i}"), "a", "Running", Some(&format!("GPU-{i}"))))
+            .collect();
+        assert_eq!(pick(&full, &none), None);
+    }
+
+    #[test]
+    fn node_devices_are_the_simulated_nvml_uuids() {
+        let node = super::super::cluster::ClusterSpec::single(
+            "t",
+            super::super::cluster::NodeGroup::gpu_nodes("a", 1, 4, "NVIDIA A100-SXM4-80GB"),
+        )
+        .nodes()
+        .remove(0);
+        let topology = node.topology.as_ref().unwrap();
+        let uuids: Vec<String> = node_devices(&node.name, Some(topology)).collect();
+        let expected: Vec<String> = (0..4)
+            .map(|i| {
+                topology
+                    .gpus
+                    .iter()
+                    .find(|g| g.index == i)
+                    .unwrap()
+                    .uuid
+                    .clone()
+            })
+            .collect();
+        assert_eq!(uuids, expected);
+        assert!(uuids.iter().all(|u| u.starts_with("GPU-")));
+        let bare: Vec<String> = node_devices("cpu-0", None).take(2).collect();
+        assert_eq!(bare, ["GPU-cpu-0-0", "GPU-cpu-0-1"]);
+        // On a node without topology the devices never run out.
+        let me = reservation("me", "cpu-0", "Running", None);
+        let other = reservation("o", "cpu-0", "Running", Some("GPU-cpu-0-0"));
+        assert_eq!(
+            reservation_device(&me, node_devices("cpu-0", None), [&other], &HashMap::new())
+                .as_deref(),
+            Some("GPU-cpu-0-1")
+        );
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! The kubetrain operator: schedules and reconciles TrainingJobs, Queues and VirtualClusters.
+//! `kubetrain-operator reserve-gpu` is instead the container of a GPU reservation pod
+//! ([`kubetrain::reservation_agent`]).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Parser, ValueEnum};
+use clap::{Parser, Subcommand, ValueEnum};
 use kube::Client;
 use kubetrain::controller::context::Settings;
 use kubetrain::controller::leader::LeaderSettings;
@@ -24,8 +26,11 @@ use tracing::info;
     args_override_self = true
 )]
 struct Args {
+    /// Without a subcommand, the operator runs (with the flags below).
+    #[command(subcommand)]
+    command: Option<Command>,
     /// Log format.
-    #[arg(long, env = "KUBETRAIN_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    #[arg(long, global = true, env = "KUBETRAIN_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
     /// Address of /metrics, /healthz and /readyz; `off` disables them.
     #[arg(long, env = "KUBETRAIN_HTTP_ADDR", default_value = "0.0.0.0:8080")]
@@ -99,6 +104,14 @@ async fn own_image(client: &Client, namespace: &str, pod: Option<&str>) -> Optio
     found.spec?.containers.into_iter().next()?.image
 }
 
+#[derive(Subcommand, Debug, PartialEq, Eq)]
+enum Command {
+    /// The container of a GPU reservation pod: writes the device the device plugin gave it
+    /// (NVIDIA_VISIBLE_DEVICES) on its own pod's `kubetrain.io/reserved-device` annotation,
+    /// then holds the GPU until SIGTERM. Needs POD_NAME and POD_NAMESPACE.
+    ReserveGpu,
+}
+
 /// A duration flag: humantime's "30s", "5m", "1h 30m", "250ms", or a bare number of seconds
 /// (the form the `--*-seconds` flags took before).
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -134,10 +147,25 @@ fn init_tracing(format: LogFormat) {
     }
 }
 
+/// A client of the API server from the kubeconfig or the pod's service account.
+async fn client() -> anyhow::Result<Client> {
+    let mut config = kube::Config::infer().await?;
+    kubetrain::controller::context::identify(&mut config);
+    Ok(Client::try_from(config)?)
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     init_tracing(args.log_format);
+    if let Some(Command::ReserveGpu) = args.command {
+        // An error ends the process with status 1 and its message, so the pod restarts
+        // and `kubectl logs` says why. A container given no device says so before the
+        // API server is asked anything.
+        let reservation = kubetrain::reservation_agent::Reservation::from_env()?;
+        reservation.hold(client().await?).await?;
+        return Ok(());
+    }
     // A bad shapes file stops the operator before it does anything.
     let supplied = match &args.workload_shapes {
         Some(file) => {
@@ -147,9 +175,7 @@ async fn main() -> anyhow::Result<()> {
         }
         None => Vec::new(),
     };
-    let mut config = kube::Config::infer().await?;
-    kubetrain::controller::context::identify(&mut config);
-    let client = Client::try_from(config)?;
+    let client = client().await?;
     let version = client.apiserver_version().await?;
     info!(server = %version.git_version, "connected to the API server");
     let crds: kube::Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
@@ -260,6 +286,44 @@ mod tests {
         let args = Args::try_parse_from(["kubetrain-operator", "--resync=5s", "--resync=10s"])
             .expect("a flag given twice");
         assert_eq!(args.resync, Duration::from_secs(10), "the last one wins");
+    }
+
+    #[test]
+    fn the_operator_runs_without_a_subcommand_and_reserve_gpu_is_one() {
+        let args = Args::try_parse_from(["kubetrain-operator", "--binding", "direct"])
+            .expect("operator flags");
+        assert_eq!(args.command, None);
+        assert!(matches!(args.binding, Binding::Direct));
+        let args = Args::try_parse_from([
+            "kubetrain-operator",
+            "--binding=direct",
+            "--gpu-binding",
+            "device-plugin",
+            "--resync",
+            "10s",
+            "--log-format",
+            "json",
+        ])
+        .expect("several operator flags");
+        assert_eq!(args.command, None);
+        assert!(matches!(args.log_format, LogFormat::Json));
+        assert_eq!(args.resync, Duration::from_secs(10));
+
+        let args = Args::try_parse_from(["kubetrain-operator", "reserve-gpu"]).expect("reserve");
+        assert_eq!(args.command, Some(Command::ReserveGpu));
+        for argv in [
+            ["kubetrain-operator", "reserve-gpu", "--log-format=json"],
+            ["kubetrain-operator", "--log-format=json", "reserve-gpu"],
+        ] {
+            let args = Args::try_parse_from(argv).expect("reserve with a log format");
+            assert_eq!(args.command, Some(Command::ReserveGpu));
+            assert!(matches!(args.log_format, LogFormat::Json), "{argv:?}");
+        }
+        assert!(
+            Args::try_parse_from(["kubetrain-operator", "reserve-gpu", "--binding=direct"])
+                .is_err()
+        );
+        assert!(Args::try_parse_from(["kubetrain-operator", "reserve-gpus"]).is_err());
     }
 
     #[test]
