@@ -21,6 +21,7 @@ use serde_json::Value;
 const NS: &str = "kubetrain-system";
 const OPERATOR_SA: &str = "system:serviceaccount:kubetrain-system:kubetrain-operator";
 const LABELER_SA: &str = "system:serviceaccount:kubetrain-system:kubetrain-node-labeler";
+const RESERVATION_SA: &str = "system:serviceaccount:kubetrain-system:kubetrain-gpu-reservation";
 
 /// `kubectl kustomize config/default`, as JSON objects.
 fn rendered(cp: &ControlPlane) -> Vec<Value> {
@@ -283,6 +284,25 @@ fn install_namespace_enforces_the_restricted_pod_security_level() {
             out.stderr
         );
     }
+    // The GPU reservation pods the operator makes there for shares on device-plugin nodes.
+    let reservation = kubetrain::controller::reservations::reservation_pod(
+        &kubetrain::controller::reservations::SharedGpu {
+            node: "gpu-node".into(),
+            gpu: 0,
+        },
+        None,
+        &kubetrain::controller::reservations::ReservationSettings {
+            namespace: NS.into(),
+            ..Default::default()
+        },
+    );
+    let spec = serde_json::to_value(reservation.spec).expect("json");
+    let out = dry_run_pod(cp, "reservation-psa", &spec);
+    assert!(
+        out.success && !out.stderr.contains("PodSecurity"),
+        "the GPU reservation pods do not meet the namespace's Pod Security level: {}",
+        out.stderr
+    );
     // The label takes effect: a privileged pod is refused in that namespace.
     let privileged = serde_json::json!({
         "containers": [{
@@ -298,6 +318,30 @@ fn install_namespace_enforces_the_restricted_pod_security_level() {
         out.stdout,
         out.stderr
     );
+}
+
+/// A GPU reservation's container writes the device it was given on its own pod, in the
+/// operator's namespace: it may read and patch pods there, and nothing else.
+#[test]
+fn reservation_service_account_can_report_its_device_and_no_more() {
+    let cp = ControlPlane::shared();
+    install_rbac(cp);
+    for verb in ["get", "patch"] {
+        assert!(
+            can(cp, RESERVATION_SA, &[verb, "pods", "-n", NS]),
+            "{verb} pods in {NS}"
+        );
+    }
+    for args in [
+        &["patch", "pods", "-n", "default"][..],
+        &["create", "pods", "-n", NS],
+        &["delete", "pods", "-n", NS],
+        &["list", "pods", "-n", NS],
+        &["get", "secrets", "-n", NS],
+        &["patch", "nodes"],
+    ] {
+        assert!(!can(cp, RESERVATION_SA, args), "{args:?} is allowed");
+    }
 }
 
 /// Whether `who` may do it, as `kubectl auth can-i` answers.

@@ -173,6 +173,11 @@ fn read_share(pod: &Pod) -> Option<SharePod> {
     })
 }
 
+/// The GPU whose reservation a share pod waits for behind its gate, if it does.
+pub fn waits_for(pod: &Pod) -> Option<SharedGpu> {
+    read_share(pod).filter(|s| s.gated).map(|s| s.gpu)
+}
+
 /// The GPUs that shares hold from a device plugin: those of every share pod that still holds
 /// its node's resources. Their reservations are kubetrain's own count, not another's pods.
 pub fn held_by_shares<'a>(pods: impl IntoIterator<Item = &'a Arc<Pod>>) -> BTreeSet<SharedGpu> {

@@ -29,6 +29,7 @@ use super::job_key::JobKey;
 use super::lifecycle::{self, PodDeletion, World};
 use super::node_health::NodeState;
 use super::pods::checkpoint_request_patch;
+use super::reservations;
 use super::status;
 use super::validate::{Invalid, effective_priority, effective_queue, validate};
 use crate::api::{Queue, TrainingJob, VirtualCluster};
@@ -62,6 +63,19 @@ fn observe(ctx: &Context, job: &TrainingJob, key: &JobKey, gang: &Gang) -> World
             (name.to_string(), NodeState::of(node.as_deref()))
         })
         .collect();
+    // A share waiting for its GPU's reservation: the reservation's name is fixed per GPU.
+    let reserved_in = &ctx.settings.pods.reservation.namespace;
+    let reservations = gang
+        .present()
+        .filter_map(|m| {
+            let gpu = reservations::waits_for(&m.pod)?;
+            let pod = ctx
+                .stores
+                .pods
+                .get(&ObjectRef::<Pod>::new(&gpu.pod_name()).within(reserved_in))?;
+            Some((m.name.clone(), pod))
+        })
+        .collect();
     World {
         queue: effective_queue(job, &refs).ok(),
         priority: effective_priority(job, &refs).ok(),
@@ -70,6 +84,7 @@ fn observe(ctx: &Context, job: &TrainingJob, key: &JobKey, gang: &Gang) -> World
         admission_in_flight,
         scheduling,
         nodes,
+        reservations,
         settings: lifecycle::Settings {
             max_infrastructure_retries: ctx.settings.max_infrastructure_retries,
             incomplete_gang_timeout: ctx.settings.incomplete_gang_timeout,

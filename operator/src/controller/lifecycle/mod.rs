@@ -11,9 +11,10 @@
 //! counting twice, because each counter moves together with the phase that records it.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{ContainerState, PodStatus};
+use k8s_openapi::api::core::v1::{ContainerState, Pod, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
@@ -85,6 +86,9 @@ pub struct World {
     /// The nodes named by the job's pods (bound or chosen, [`Gang::nodes`]), each judged by
     /// `node_health`; a node not here is gone.
     pub nodes: BTreeMap<String, NodeState>,
+    /// By pod name: the GPU reservation a share pod of the job waits for behind its gate
+    /// (`reservations`), as the cache shows it. Its scheduler's refusal is the share's.
+    pub reservations: BTreeMap<String, Arc<Pod>>,
     pub settings: Settings,
 }
 
@@ -594,36 +598,60 @@ fn infrastructure_failure(world: &World, gang: &Gang) -> Option<Failure> {
 /// take it after all (another pod took the room, a volume cannot be attached there, a device
 /// plugin or DRA check failed). Returns the pod, the node it was pinned to, and the
 /// scheduler's message.
+///
+/// A share pod waiting behind its reservation gate is not the scheduler's to bind yet; its
+/// GPU's reservation pod is, and that one's refusal is the share's (`reservations`).
 fn scheduler_refusal(
     pods: &[&Member],
+    reservations: &BTreeMap<String, Arc<Pod>>,
     now: Timestamp,
     deadline: Duration,
 ) -> Option<(String, String, String)> {
+    let deadline = SignedDuration::try_from(deadline).ok()?;
     pods.iter().find_map(|m| {
         if m.bound_node.is_some() {
             return None;
         }
-        let c = m
-            .pod
-            .status
-            .as_ref()?
-            .conditions
-            .as_ref()?
-            .iter()
-            .find(|c| c.type_ == "PodScheduled")?;
-        if c.status != "False" || c.reason.as_deref() != Some("Unschedulable") {
-            return None;
-        }
-        let since = c.last_transition_time.as_ref().map_or(now, |t| t.0);
-        if now.duration_since(since) < SignedDuration::try_from(deadline).ok()? {
+        let (since, message) = match reservations.get(&m.name) {
+            Some(r) => {
+                let (since, message) = unschedulable(r)?;
+                let why = format!(
+                    "its GPU's reservation, pod {}/{}, cannot be bound: {message}",
+                    r.namespace().unwrap_or_default(),
+                    r.name_any()
+                );
+                (since, why)
+            }
+            None => unschedulable(&m.pod)?,
+        };
+        if now.duration_since(since.unwrap_or(now)) < deadline {
             return None;
         }
         Some((
             m.name.clone(),
             m.chosen_node.clone().unwrap_or_default(),
-            c.message.clone().unwrap_or_default(),
+            message,
         ))
     })
+}
+
+/// Since when, if known, and why the scheduler keeps the pod unbound (its `PodScheduled`
+/// condition `False`, reason `Unschedulable`).
+fn unschedulable(pod: &Pod) -> Option<(Option<Timestamp>, String)> {
+    let c = pod
+        .status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "PodScheduled")?;
+    if c.status != "False" || c.reason.as_deref() != Some("Unschedulable") {
+        return None;
+    }
+    Some((
+        c.last_transition_time.as_ref().map(|t| t.0),
+        c.message.clone().unwrap_or_default(),
+    ))
 }
 
 /// How long a job stopped for a drain stays out of its queue after its pods are gone: two
@@ -1302,9 +1330,12 @@ impl Step<'_> {
         if terminating.is_some() {
             fx.requeue(Duration::from_secs(2));
         }
-        if let Some(refusal) =
-            scheduler_refusal(present, t.0, self.world.settings.unschedulable_timeout)
-        {
+        if let Some(refusal) = scheduler_refusal(
+            present,
+            &self.world.reservations,
+            t.0,
+            self.world.settings.unschedulable_timeout,
+        ) {
             return self.roll_back(status, fx, refusal);
         }
         // A gang that has not started has nothing to lose: a fixed template (an image name,

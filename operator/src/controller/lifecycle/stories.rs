@@ -15,11 +15,13 @@ use serde_json::json;
 
 use super::*;
 use crate::api::annotations::{
-    BONUS_ANNOTATION, CHECKPOINT_DONE, CHECKPOINT_REQUESTED, GANG_SIZE_ANNOTATION, GPUS_ANNOTATION,
-    INDEX_LABEL, NODE_ANNOTATION, PREEMPTION_REASON, RANK_ANNOTATION, TASK_LABEL,
+    BONUS_ANNOTATION, CHECKPOINT_DONE, CHECKPOINT_REQUESTED, GANG_SIZE_ANNOTATION,
+    GPU_ASSIGNMENT_ANNOTATION, GPU_SHARE_ANNOTATION, GPUS_ANNOTATION, INDEX_LABEL, JOB_LABEL,
+    NODE_ANNOTATION, PREEMPTION_REASON, RANK_ANNOTATION, RESERVATION_GATE, TASK_LABEL,
 };
 use crate::api::trainingjob::PreemptionOutcome;
 use crate::controller::pods::pod_name;
+use crate::controller::reservations;
 
 const T0: i64 = 1_800_000_000;
 
@@ -169,6 +171,7 @@ impl Story {
                 admission_in_flight: false,
                 scheduling: false,
                 nodes: [("n1".to_string(), up())].into_iter().collect(),
+                reservations: Default::default(),
                 settings: Settings {
                     max_infrastructure_retries: 3,
                     incomplete_gang_timeout: Duration::from_secs(30),
@@ -991,6 +994,79 @@ fn a_pod_the_cluster_scheduler_refuses_rolls_the_admission_back() {
         "{:?}",
         s.status().message
     );
+}
+
+/// A share waiting behind its reservation gate is refused when its GPU's reservation pod
+/// is: the device plugin has no GPU free for it on the node kubetrain chose (another pod
+/// took it in between). Without this the share waited, gated, until the start timeout.
+#[test]
+fn a_share_whose_reservation_cannot_be_bound_rolls_the_admission_back() {
+    let mut s = Story::new(1);
+    s.tick();
+    let mut share: Pod = serde_json::from_value(json!({
+        "metadata": {
+            "name": "llm-worker-0", "namespace": "team", "creationTimestamp": stamp(0),
+            "labels": {JOB_LABEL: "llm", TASK_LABEL: "worker", INDEX_LABEL: "0"},
+            "annotations": {GPUS_ANNOTATION: "0", NODE_ANNOTATION: "n1",
+                GPU_SHARE_ANNOTATION: "500", GPU_ASSIGNMENT_ANNOTATION: "device-plugin"}
+        },
+        "spec": {"containers": [{"name": "c", "image": "x"}],
+            "schedulingGates": [{"name": RESERVATION_GATE}]},
+        "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled",
+            "status": "False", "reason": "SchedulingGated", "lastTransitionTime": stamp(0)}]}
+    }))
+    .expect("pod");
+    annotate(&mut share, RANK_ANNOTATION, "0");
+    let gpu = reservations::waits_for(&share).expect("a gated share");
+    let mut reservation =
+        reservations::reservation_pod(&gpu, None, &reservations::ReservationSettings::default());
+    reservation.status =
+        unschedulable("0/1 nodes are available: 1 Insufficient nvidia.com/gpu.").status;
+    s.pods = vec![share];
+    s.world.reservations = [("llm-worker-0".to_string(), Arc::new(reservation))].into();
+    s.tick();
+    assert_eq!(s.phase(), Phase::Starting);
+    s.after(30).tick();
+    assert_eq!(s.phase(), Phase::Starting, "within the deadline");
+    let fx = s.after(30).tick();
+    assert_eq!(s.phase(), Phase::Retrying);
+    assert_eq!(s.status().retries, 0);
+    assert_eq!(s.status().refused_nodes[0].node, "n1");
+    assert_eq!(reasons(&fx), ["SchedulerRejected"]);
+    assert_eq!(deleted(&fx), ["llm-worker-0"]);
+    let message = s.status().refused_nodes[0].message.clone();
+    assert!(
+        message.contains("reservation, pod kubetrain-system/kubetrain-gpu-n1-0, cannot be bound")
+            && message.contains("Insufficient nvidia.com/gpu"),
+        "{message}"
+    );
+    // A gated share with no reservation yet (the operator makes it next cycle) waits.
+    let mut s = Story::new(1);
+    s.tick();
+    s.pods = vec![gated_share_without_reservation()];
+    s.tick();
+    s.after(120).tick();
+    assert_eq!(s.phase(), Phase::Starting);
+}
+
+/// A gated share pod whose reservation is not made yet.
+fn gated_share_without_reservation() -> Pod {
+    let mut pod = unschedulable("");
+    pod.spec.as_mut().expect("spec").scheduling_gates =
+        Some(vec![k8s_openapi::api::core::v1::PodSchedulingGate {
+            name: RESERVATION_GATE.into(),
+        }]);
+    pod.status = Some(k8s_openapi::api::core::v1::PodStatus {
+        phase: Some("Pending".into()),
+        conditions: Some(vec![k8s_openapi::api::core::v1::PodCondition {
+            type_: "PodScheduled".into(),
+            status: "False".into(),
+            reason: Some("SchedulingGated".into()),
+            ..Default::default()
+        }]),
+        ..Default::default()
+    });
+    pod
 }
 
 /// A claim that is not bound is no node's fault: no node is refused (a Kubeflow user's run
