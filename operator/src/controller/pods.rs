@@ -80,7 +80,8 @@ pub enum Binding {
 pub struct PodSettings {
     pub binding: Binding,
     pub gpu_binding: GpuBinding,
-    /// Port of the rank-0 replica for `MASTER_PORT`.
+    /// Port of the rank-0 replica for `MASTER_PORT`, unless the job names one
+    /// ([`master_port`]).
     pub master_port: i32,
     /// Reservation pods for shares on device-plugin nodes ([`GpuPath::Reserved`]).
     pub reservation: ReservationSettings,
@@ -167,6 +168,27 @@ pub fn needs_rendezvous(job: &TrainingJob) -> bool {
 
 /// The headless Service that gives every replica a stable DNS name; none for a job of one
 /// replica, whose `MASTER_ADDR` is `localhost`.
+/// The container port Kubeflow's PyTorchJob takes `MASTER_PORT` from.
+const KUBEFLOW_MASTER_PORT_NAME: &str = "pytorchjob-port";
+
+/// The job's `MASTER_PORT`: the first container port named `pytorchjob-port` in its tasks'
+/// templates, as Kubeflow's PyTorchJob reads it (a migrated template keeps its port, and the
+/// firewall rules made for it), else the operator's `--master-port`.
+pub fn master_port(job: &TrainingJob, settings: &PodSettings) -> i32 {
+    job.spec
+        .tasks
+        .iter()
+        .filter_map(|t| t.template.pointer("/spec/containers")?.as_array())
+        .flatten()
+        .filter_map(|c| c.get("ports")?.as_array())
+        .flatten()
+        .find(|p| p.get("name").and_then(|n| n.as_str()) == Some(KUBEFLOW_MASTER_PORT_NAME))
+        .and_then(|p| p.get("containerPort")?.as_i64())
+        .and_then(|p| i32::try_from(p).ok())
+        .filter(|p| (1..=65535).contains(p))
+        .unwrap_or(settings.master_port)
+}
+
 pub fn headless_service(job: &TrainingJob, settings: &PodSettings) -> Option<Service> {
     if !needs_rendezvous(job) {
         return None;
@@ -186,7 +208,7 @@ pub fn headless_service(job: &TrainingJob, settings: &PodSettings) -> Option<Ser
             publish_not_ready_addresses: Some(true),
             ports: Some(vec![ServicePort {
                 name: Some("master".into()),
-                port: settings.master_port,
+                port: master_port(job, settings),
                 ..Default::default()
             }]),
             ..Default::default()
@@ -268,6 +290,7 @@ pub fn gang_pods(
     };
     let ranks = node_and_local_ranks(placement);
     let world = placement.len();
+    let port = master_port(job, settings);
     placement
         .iter()
         .zip(ranks)
@@ -280,7 +303,7 @@ pub fn gang_pods(
                 .ok_or_else(|| PodError::UnknownTask(p.task.clone()))?;
             let common_env = vec![
                 env("MASTER_ADDR", &master_addr),
-                env("MASTER_PORT", settings.master_port),
+                env("MASTER_PORT", port),
                 env("WORLD_SIZE", world),
                 env("RANK", p.rank),
                 env("NODE_RANK", node_rank),
@@ -930,6 +953,36 @@ mod tests {
         assert_eq!(
             read(&pods[0]).gpus_assigned_by,
             Some(GpuAssignment::Kubetrain)
+        );
+    }
+
+    /// A Kubeflow template's port named `pytorchjob-port` is the job's `MASTER_PORT`, and
+    /// the Service's; without one, the operator's.
+    #[test]
+    fn a_port_named_as_kubeflow_names_it_is_the_master_port() {
+        let settings = PodSettings::default();
+        let mut j = job();
+        assert_eq!(master_port(&j, &settings), 23456);
+        j.spec.tasks[0].template["spec"]["containers"][0]["ports"] = serde_json::json!([
+            {"name": "metrics", "containerPort": 9090},
+            {"name": "pytorchjob-port", "containerPort": 29500},
+        ]);
+        assert_eq!(master_port(&j, &settings), 29500);
+        let pods = gang_pods(
+            &j,
+            &[placed(0, 0, "n1", &[0, 1]), placed(1, 1, "n1", &[2, 3])],
+            false,
+            0,
+            &settings,
+            &|_| false,
+        )
+        .expect("pods");
+        let env = env_of(&pods[1].spec.as_ref().expect("spec").containers[0]);
+        assert_eq!(env["MASTER_PORT"].as_deref(), Some("29500"));
+        let service = headless_service(&j, &settings).expect("a Service for two replicas");
+        assert_eq!(
+            service.spec.expect("spec").ports.expect("ports")[0].port,
+            29500
         );
     }
 
