@@ -202,8 +202,7 @@ pub fn rules() -> Vec<Rule> {
             message: "metadata.name must consist of lower-case letters, digits and '-', start \
                       with a letter and end with a letter or digit (a DNS-1035 label): the \
                       job's Service and pods are named after it",
-            // A fieldPath must lead into the schema, which does not describe metadata.
-            field_path: "",
+            field_path: ".metadata.name",
             reason: "FieldValueInvalid",
         },
         Rule {
@@ -466,6 +465,15 @@ pub fn attach(crd: &'static str, schema: &mut Value) -> Result<(), MissingSchema
         }
     }
     for r in rules().into_iter().filter(|r| r.crd == crd) {
+        // A fieldPath must lead into the schema, and a CRD's schema may describe only the
+        // name and generateName of its metadata: the name, then, so that an error about it
+        // names `metadata.name` instead of `<nil>`.
+        if r.field_path.starts_with(".metadata.name") {
+            schema_at(crd, schema, &[])?
+                .entry("properties")
+                .or_insert_with(|| json!({}))["metadata"] =
+                json!({"type": "object", "properties": {"name": {"type": "string"}}});
+        }
         let obj = schema_at(crd, schema, r.at)?;
         let list = obj
             .entry("x-kubernetes-validations")
