@@ -11,6 +11,11 @@
 # With --owner-pid the control plane stops by itself when that process exits (test binaries
 # use this so no process outlives them, even when a test panics or is killed).
 # Binaries come from e2e/scripts/install-control-plane.sh (built once into the cache).
+#
+#   KUBETRAIN_CRDS  a directory of CRDs to apply (server-side) before the controller-manager
+#                   starts: its garbage collector learns the kinds that exist when it starts
+#                   and new ones only on its 30-s rediscovery, so the pods of a TrainingJob
+#                   deleted in the first half minute would outlive it.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -116,6 +121,16 @@ if [ "$ready" != 1 ]; then
   tail -20 "$dir/logs/kube-apiserver.log" >&2
   down "$dir"
   exit 1
+fi
+
+if [ -n "${KUBETRAIN_CRDS:-}" ]; then
+  kc=(--kubeconfig "$dir/kubeconfig")
+  "$BIN/kubectl" "${kc[@]}" apply --server-side -f "$KUBETRAIN_CRDS" >/dev/null
+  # `kubectl wait` fails at once while a new CRD has no conditions yet: ask again.
+  for _ in $(seq 1 50); do
+    "$BIN/kubectl" "${kc[@]}" wait --for=condition=Established --timeout=60s crd --all >/dev/null 2>&1 && break
+    sleep 0.2
+  done
 fi
 
 # The controllers a cluster runs that the tests rely on: garbage collection of owned pods,

@@ -24,7 +24,7 @@ if [ -z "$BIN" ]; then
   BIN=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/debug
 fi
 
-bash e2e/scripts/control-plane.sh up "$STATE"
+KUBETRAIN_CRDS="$root/crds" bash e2e/scripts/control-plane.sh up "$STATE"
 export KUBECONFIG=$STATE/kubeconfig
 agent=""
 # Stops a child: SIGTERM, up to 10 s for a clean exit (the operator releases its Lease),
@@ -46,12 +46,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-"$KUBECTL" apply --server-side -f crds/ >/dev/null
-# `kubectl wait` fails at once while a new CRD has no conditions yet: ask again.
-for _ in $(seq 1 50); do
-  "$KUBECTL" wait --for=condition=Established --timeout=60s crd --all >/dev/null 2>&1 && break
-  sleep 0.2
-done
 # The operator's namespace and identities, as an install makes them: the GPU reservation
 # pods of shares on device-plugin nodes (all simulated nodes advertise nvidia.com/gpu) run
 # there under their own ServiceAccount. The operator itself runs with the admin's kubeconfig.

@@ -77,7 +77,10 @@ impl ControlPlane {
         } else {
             let base = std::env::temp_dir().join(format!("kubetrain-test-{}", std::process::id()));
             let script = repo_root().join("e2e/scripts/control-plane.sh");
+            // The CRDs go in before the controller-manager starts, so that its garbage
+            // collector knows the kinds (and deletes a deleted job's pods) from the start.
             let out = Command::new("bash")
+                .env("KUBETRAIN_CRDS", repo_root().join("crds"))
                 .arg(&script)
                 .arg("up")
                 .arg(&base)
