@@ -657,6 +657,39 @@ async fn a_share_holds_its_gpu_from_the_device_plugin() {
         "{.spec.containers[0].resources.limits.nvidia\\.com/gpu}",
     );
     assert_eq!(requested, "1");
+    // Its own budget keeps it from eviction (`kubectl drain` waits for kubetrain).
+    let budget = s.cp.jsonpath(
+        &["pdb", &name, "-n", kubetrain_e2e::OPERATOR_NAMESPACE],
+        "{.spec.minAvailable}",
+    );
+    assert_eq!(budget, "1");
+
+    // Deleted while the share runs on its device, the reservation no longer holds it from
+    // the plugin: the job restarts, without counting a retry, on a GPU held anew.
+    s.cp.kubectl_ok(&[
+        "delete",
+        "pod",
+        &name,
+        "-n",
+        kubetrain_e2e::OPERATOR_NAMESPACE,
+        "--wait=false",
+    ])
+    .expect("delete the reservation");
+    ControlPlane::eventually("the share restarted", T, || async {
+        let st = s.job_status(
+            "half",
+            "{.status.infrastructureRetries} {.status.retries} {.status.phase}",
+        );
+        (st == "1 0 Running").then_some(())
+    })
+    .await;
+    let node = s.job_status("half", "{.status.placement[0].node}");
+    let gpu = s.job_status("half", "{.status.placement[0].gpus[0]}");
+    ControlPlane::eventually("a new reservation", T, || async {
+        let held = reservation_of(&s, &node, &gpu);
+        (held.len() == 1 && held[0].3 == "Running").then_some(())
+    })
+    .await;
 
     // A pod kubetrain does not schedule, asking for both GPUs of the node: kube-scheduler
     // sees one held, and keeps it pending.

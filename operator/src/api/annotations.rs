@@ -63,6 +63,14 @@ pub const RESERVED_DEVICE_ANNOTATION: &str = "kubetrain.io/reserved-device";
 /// Share pod annotation, set by the operator when the GPU's reservation reports its device:
 /// the container's `NVIDIA_VISIBLE_DEVICES` (through the downward API).
 pub const VISIBLE_DEVICES_ANNOTATION: &str = "kubetrain.io/visible-devices";
+/// Share pod annotation, set with [`VISIBLE_DEVICES_ANNOTATION`]: the uid of the reservation
+/// pod whose device it runs on. The device is held from the plugin only while that pod
+/// lives; a share whose reservation is gone or replaced runs on a GPU the plugin may give
+/// away, and is stopped and retried.
+pub const RESERVATION_UID_ANNOTATION: &str = "kubetrain.io/reservation-uid";
+/// Reservation pod label: a digest of its name, for the selector of its own
+/// PodDisruptionBudget (a label value is too short for a node's name).
+pub const RESERVATION_ID_LABEL: &str = "kubetrain.io/gpu-reservation-id";
 /// Scheduling gate on a share pod that waits for its GPU's reservation: kube-scheduler does
 /// not bind the pod (so its container cannot start with no device) until the operator removes
 /// the gate together with setting [`VISIBLE_DEVICES_ANNOTATION`].

@@ -68,6 +68,11 @@ struct Args {
     /// namespace (each reports the device it was given on itself).
     #[arg(long, env = "KUBETRAIN_RESERVATION_SERVICE_ACCOUNT", default_value_t = ReservationSettings::default().service_account)]
     reservation_service_account: String,
+    /// PriorityClass of the reservation pods: a high one keeps kube-scheduler from
+    /// preempting a reservation for another pod while shares use its GPU (the installs make
+    /// and name `kubetrain-gpu-reservation`). Unset: none.
+    #[arg(long, env = "KUBETRAIN_RESERVATION_PRIORITY_CLASS")]
+    reservation_priority_class: Option<String>,
     /// Namespace of the leader-election Lease and of the GPU reservation pods (the
     /// operator's own namespace).
     #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
@@ -224,6 +229,7 @@ async fn main() -> anyhow::Result<()> {
                     namespace: args.namespace.clone(),
                     image: reservation_image,
                     service_account: args.reservation_service_account,
+                    priority_class: args.reservation_priority_class.filter(|c| !c.is_empty()),
                 },
             },
             resync: args

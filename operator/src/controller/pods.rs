@@ -934,8 +934,7 @@ mod tests {
             read(pod).gpus_assigned_by,
             Some(GpuAssignment::DevicePlugin)
         );
-        let held = super::super::reservations::held_by_shares(&[std::sync::Arc::new(pod.clone())]);
-        assert_eq!(held.len(), 1);
+        assert!(super::super::reservations::waits_for(pod).is_some());
 
         let pods = gang_pods(&one, &[share("bare")], false, 0, &direct, &|n| {
             n == "plugin"

@@ -25,8 +25,10 @@ use k8s_openapi::api::core::v1::{
     Capabilities, Container, EnvVar, EnvVarSource, Node, ObjectFieldSelector, Pod,
     PodSecurityContext, PodSpec, ResourceRequirements, SeccompProfile, SecurityContext, Toleration,
 };
+use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::ObjectRef;
@@ -36,9 +38,11 @@ use super::context::{Context, MANAGER};
 use super::gang::holds_resources;
 use super::pods::pin_to_node;
 use super::resources::GPU_RESOURCE;
+use crate::api::TrainingJob;
 use crate::api::annotations::{
     GPU_ASSIGNMENT_ANNOTATION, GPU_SHARE_ANNOTATION, GPUS_ANNOTATION, JOB_LABEL, NODE_ANNOTATION,
-    RESERVATION_GATE, RESERVATION_LABEL, RESERVED_DEVICE_ANNOTATION, VISIBLE_DEVICES_ANNOTATION,
+    RESERVATION_GATE, RESERVATION_ID_LABEL, RESERVATION_LABEL, RESERVATION_UID_ANNOTATION,
+    RESERVED_DEVICE_ANNOTATION, VISIBLE_DEVICES_ANNOTATION,
 };
 use crate::api::trainingjob::GpuAssignment;
 
@@ -51,6 +55,9 @@ pub struct ReservationSettings {
     pub image: String,
     /// Their ServiceAccount, allowed to patch pods in `namespace` (to report the device).
     pub service_account: String,
+    /// Their PriorityClass, if any: high, so that kube-scheduler does not preempt a
+    /// reservation for another pod while shares use its GPU (the installs ship one).
+    pub priority_class: Option<String>,
 }
 
 impl Default for ReservationSettings {
@@ -59,6 +66,7 @@ impl Default for ReservationSettings {
             namespace: "kubetrain-system".into(),
             image: concat!("kubetrain/operator:", env!("CARGO_PKG_VERSION")).into(),
             service_account: "kubetrain-gpu-reservation".into(),
+            priority_class: None,
         }
     }
 }
@@ -74,6 +82,11 @@ pub struct SharedGpu {
 impl SharedGpu {
     /// The name of its reservation pod: fixed, so a second create of it fails. A node name
     /// leaves no room for the prefix when it is very long; then a digest of it stands in.
+    /// A digest of its pod's name: a label value (63 characters at most) naming it.
+    pub fn id(&self) -> String {
+        super::pods::template_digest(&serde_json::Value::String(self.pod_name()))
+    }
+
     pub fn pod_name(&self) -> String {
         let name = format!("kubetrain-gpu-{}-{}", self.node, self.gpu);
         if name.len() <= 253 {
@@ -94,12 +107,17 @@ struct SharePod {
     gated: bool,
     /// Holds its node's resources (not finished).
     active: bool,
+    /// Released: the uid of the reservation whose device it runs on.
+    held_by: Option<String>,
+    /// Its job's name.
+    job: String,
 }
 
 /// A reservation pod, read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reservation {
     pub name: String,
+    pub uid: Option<String>,
     pub gpu: SharedGpu,
     /// What its container reported, once it runs.
     pub device: Option<String>,
@@ -122,6 +140,14 @@ fn single_gpu(value: &str) -> Option<u32> {
     value.trim().parse().ok()
 }
 
+impl Reservation {
+    /// Whether it is the reservation of uid `uid`, and still holds its device: present, not
+    /// being deleted, not failed.
+    pub fn holds(&self, uid: &str) -> bool {
+        self.active && !self.deleting && self.uid.as_deref() == Some(uid)
+    }
+}
+
 /// The reservation a pod is, if it is one.
 pub fn read_reservation(pod: &Pod) -> Option<Reservation> {
     if !pod.labels().contains_key(RESERVATION_LABEL) {
@@ -131,6 +157,7 @@ pub fn read_reservation(pod: &Pod) -> Option<Reservation> {
     let gpu = single_gpu(annotation(pod, GPUS_ANNOTATION)?)?;
     Some(Reservation {
         name: pod.name_any(),
+        uid: pod.uid(),
         gpu: SharedGpu {
             node: node.to_string(),
             gpu,
@@ -170,6 +197,8 @@ fn read_share(pod: &Pod) -> Option<SharePod> {
         gpu,
         gated,
         active: holds_resources(pod),
+        held_by: annotation(pod, RESERVATION_UID_ANNOTATION).map(str::to_string),
+        job: pod.labels().get(JOB_LABEL).cloned().unwrap_or_default(),
     })
 }
 
@@ -178,14 +207,31 @@ pub fn waits_for(pod: &Pod) -> Option<SharedGpu> {
     read_share(pod).filter(|s| s.gated).map(|s| s.gpu)
 }
 
-/// The GPUs that shares hold from a device plugin: those of every share pod that still holds
-/// its node's resources. Their reservations are kubetrain's own count, not another's pods.
-pub fn held_by_shares<'a>(pods: impl IntoIterator<Item = &'a Arc<Pod>>) -> BTreeSet<SharedGpu> {
-    pods.into_iter()
-        .filter_map(|p| read_share(p))
-        .filter(|s| s.active)
-        .map(|s| s.gpu)
-        .collect()
+/// The GPU a share pod holds through a reservation, gated or released.
+pub fn held_through(pod: &Pod) -> Option<SharedGpu> {
+    read_share(pod).map(|s| s.gpu)
+}
+
+/// Why a released share pod's GPU is no longer held from the device plugin: the
+/// reservation whose device it runs on (`reservation`, the pod of that GPU's fixed name, as
+/// the cache shows it) is gone, going, or another pod. `None` while it holds, and for a pod
+/// not released through a reservation.
+pub fn lost(share: &Pod, reservation: Option<&Pod>) -> Option<String> {
+    let s = read_share(share)?;
+    let uid = s.held_by?;
+    let name = s.gpu.pod_name();
+    match reservation.and_then(read_reservation) {
+        Some(r) if r.holds(&uid) => None,
+        None => Some(format!("its GPU's reservation {name} is gone")),
+        Some(r) if r.uid.as_deref() != Some(uid.as_str()) => Some(format!(
+            "its GPU's reservation {name} was replaced; the device plugin may give the new one \
+             another device"
+        )),
+        Some(r) if r.deleting => Some(format!(
+            "its GPU's reservation {name} is being deleted (preempted, or deleted by hand)"
+        )),
+        Some(_) => Some(format!("its GPU's reservation {name} failed")),
+    }
 }
 
 /// A share pod to release: its reservation reported `device`.
@@ -194,6 +240,8 @@ pub struct Release {
     pub namespace: String,
     pub name: String,
     pub device: String,
+    /// The reservation's uid.
+    pub reservation: String,
 }
 
 /// What [`carry_out`] does.
@@ -206,6 +254,10 @@ pub struct Plan {
     pub delete: Vec<String>,
     /// Gated share pods whose reservation reported its device.
     pub release: Vec<Release>,
+    /// Jobs (namespace, name) with a released share whose reservation is gone, going or
+    /// replaced: their reconciler stops and retries them (`lost`); reservation pods carry no
+    /// job label, so no watch event of theirs reaches it.
+    pub recheck: BTreeSet<(String, String)>,
 }
 
 /// Decides from the pods (all of them; reservations are looked for in `namespace`).
@@ -219,9 +271,16 @@ pub fn plan(pods: &[Arc<Pod>], namespace: &str) -> Plan {
         .map(|r| (r.gpu.clone(), r))
         .collect();
     let mut out = Plan::default();
-    for gpu in &needed {
-        if !reservations.contains_key(*gpu) {
-            out.create.push((*gpu).clone());
+    // Made only for a share that waits: a released share whose reservation went runs on a
+    // device the plugin may give away, and is retried (`lost`), not handed a new one.
+    let waiting: BTreeSet<&SharedGpu> = shares
+        .iter()
+        .filter(|s| s.active && s.gated)
+        .map(|s| &s.gpu)
+        .collect();
+    for gpu in waiting {
+        if !reservations.contains_key(gpu) {
+            out.create.push(gpu.clone());
         }
     }
     for r in reservations.values() {
@@ -233,13 +292,21 @@ pub fn plan(pods: &[Arc<Pod>], namespace: &str) -> Plan {
         let ready = reservations
             .get(&s.gpu)
             .filter(|r| !r.deleting && r.active)
-            .and_then(|r| r.device.clone());
-        if let Some(device) = ready {
+            .and_then(|r| Some((r.device.clone()?, r.uid.clone()?)));
+        if let Some((device, reservation)) = ready {
             out.release.push(Release {
                 namespace: s.namespace.clone(),
                 name: s.name.clone(),
                 device,
+                reservation,
             });
+        }
+    }
+    for s in shares.iter().filter(|s| s.active) {
+        let Some(uid) = &s.held_by else { continue };
+        let holds = reservations.get(&s.gpu).is_some_and(|r| r.holds(uid));
+        if !holds {
+            out.recheck.insert((s.namespace.clone(), s.job.clone()));
         }
     }
     out
@@ -260,7 +327,9 @@ fn env_from_field(name: &str, path: &str) -> EnvVar {
 }
 
 /// The reservation pod of `gpu`. `node_uid` makes the Node its owner, so the garbage
-/// collector removes it with the node.
+/// collector removes it with the node; as its controller, so that `kubectl drain` evicts it
+/// as any managed pod instead of refusing a pod that "declares no controller" (and its
+/// [`disruption_budget`] then makes the drain wait until kubetrain has moved the shares off).
 pub fn reservation_pod(gpu: &SharedGpu, node_uid: Option<&str>, s: &ReservationSettings) -> Pod {
     let quantity = |q: &str| Quantity(q.into());
     let mut spec = PodSpec {
@@ -318,6 +387,7 @@ pub fn reservation_pod(gpu: &SharedGpu, node_uid: Option<&str>, s: &ReservationS
             ..Default::default()
         }]),
         termination_grace_period_seconds: Some(1),
+        priority_class_name: s.priority_class.clone(),
         ..Default::default()
     };
     // Bound by the scheduler in either binding mode: it waits there while the plugin has no
@@ -330,6 +400,7 @@ pub fn reservation_pod(gpu: &SharedGpu, node_uid: Option<&str>, s: &ReservationS
             labels: Some(
                 [
                     (RESERVATION_LABEL.to_string(), "true".to_string()),
+                    (RESERVATION_ID_LABEL.to_string(), gpu.id()),
                     (
                         "app.kubernetes.io/managed-by".to_string(),
                         MANAGER.to_string(),
@@ -350,6 +421,7 @@ pub fn reservation_pod(gpu: &SharedGpu, node_uid: Option<&str>, s: &ReservationS
                     kind: "Node".into(),
                     name: gpu.node.clone(),
                     uid: uid.into(),
+                    controller: Some(true),
                     ..Default::default()
                 }]
             }),
@@ -360,11 +432,53 @@ pub fn reservation_pod(gpu: &SharedGpu, node_uid: Option<&str>, s: &ReservationS
     }
 }
 
+/// The budget of a reservation pod: it may not be evicted while it exists. `kubectl drain`
+/// waits on it, as on the shares' own budgets, while kubetrain checkpoints the shares and
+/// moves them off; then it deletes the reservation itself. An integer `minAvailable`, the
+/// only form the disruption controller takes for a pod whose controller has no scale. Owned
+/// by the pod, it goes with it.
+pub fn disruption_budget(pod: &Pod) -> PodDisruptionBudget {
+    let id = pod
+        .labels()
+        .get(RESERVATION_ID_LABEL)
+        .cloned()
+        .unwrap_or_default();
+    PodDisruptionBudget {
+        metadata: ObjectMeta {
+            name: Some(pod.name_any()),
+            namespace: pod.namespace(),
+            labels: Some([(RESERVATION_LABEL.to_string(), "true".to_string())].into()),
+            owner_references: pod.uid().map(|uid| {
+                vec![OwnerReference {
+                    api_version: "v1".into(),
+                    kind: "Pod".into(),
+                    name: pod.name_any(),
+                    uid,
+                    ..Default::default()
+                }]
+            }),
+            ..Default::default()
+        },
+        spec: Some(PodDisruptionBudgetSpec {
+            min_available: Some(IntOrString::Int(1)),
+            selector: Some(LabelSelector {
+                match_labels: Some([(RESERVATION_ID_LABEL.to_string(), id)].into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
 /// The patch that releases a gated share pod: its device, and the gate gone (a strategic
 /// merge on the gate's name, so another controller's gates stay).
-pub fn release_patch(device: &str) -> serde_json::Value {
+pub fn release_patch(device: &str, reservation: &str) -> serde_json::Value {
     serde_json::json!({
-        "metadata": {"annotations": {VISIBLE_DEVICES_ANNOTATION: device}},
+        "metadata": {"annotations": {
+            VISIBLE_DEVICES_ANNOTATION: device,
+            RESERVATION_UID_ANNOTATION: reservation,
+        }},
         "spec": {"schedulingGates": [{"name": RESERVATION_GATE, "$patch": "delete"}]},
     })
 }
@@ -384,8 +498,16 @@ pub async fn carry_out(ctx: &Arc<Context>, plan: Plan) {
             .and_then(|n| n.uid());
         let pod = reservation_pod(gpu, node_uid.as_deref(), settings);
         match reservations.create(&PostParams::default(), &pod).await {
-            Ok(_) => {
-                info!(node = %gpu.node, gpu = gpu.gpu, "reserving a shared GPU from the device plugin")
+            Ok(created) => {
+                info!(node = %gpu.node, gpu = gpu.gpu, "reserving a shared GPU from the device plugin");
+                let budgets: Api<PodDisruptionBudget> =
+                    Api::namespaced(ctx.client.clone(), &settings.namespace);
+                let budget = disruption_budget(&created);
+                if let Err(e) = budgets.create(&PostParams::default(), &budget).await
+                    && !matches!(&e, kube::Error::Api(s) if s.code == 409)
+                {
+                    warn!(reservation = %created.name_any(), error = %e, "creating the GPU reservation's disruption budget failed");
+                }
             }
             // Made by an earlier cycle the cache does not show yet.
             Err(kube::Error::Api(e)) if e.code == 409 => {}
@@ -401,9 +523,13 @@ pub async fn carry_out(ctx: &Arc<Context>, plan: Plan) {
             Err(e) => warn!(reservation = %name, error = %e, "deleting a GPU reservation failed"),
         }
     }
+    for (namespace, job) in &plan.recheck {
+        ctx.job_triggers
+            .request(ObjectRef::<TrainingJob>::new(job).within(namespace));
+    }
     for r in &plan.release {
         let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &r.namespace);
-        let patch = Patch::Strategic(release_patch(&r.device));
+        let patch = Patch::Strategic(release_patch(&r.device, &r.reservation));
         match api.patch(&r.name, &PatchParams::default(), &patch).await {
             Ok(_) => {
                 debug!(pod = %r.name, device = %r.device, "share released to its reserved GPU")
@@ -419,6 +545,7 @@ mod tests {
     use super::*;
 
     const NS: &str = "kubetrain-system";
+    const UID: &str = "r-uid";
 
     fn share(name: &str, node: &str, gpu: u32, gated: bool, phase: &str) -> Arc<Pod> {
         let gates = if gated {
@@ -426,17 +553,21 @@ mod tests {
         } else {
             serde_json::json!(null)
         };
-        Arc::new(
-            serde_json::from_value(serde_json::json!({
-                "metadata": {"name": name, "namespace": "team",
-                    "labels": {JOB_LABEL: "j"},
-                    "annotations": {NODE_ANNOTATION: node, GPUS_ANNOTATION: gpu.to_string(),
-                        GPU_SHARE_ANNOTATION: "500", GPU_ASSIGNMENT_ANNOTATION: "device-plugin"}},
-                "spec": {"containers": [], "schedulingGates": gates},
-                "status": {"phase": phase},
-            }))
-            .expect("pod"),
-        )
+        let mut pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": "team",
+                "labels": {JOB_LABEL: "j"},
+                "annotations": {NODE_ANNOTATION: node, GPUS_ANNOTATION: gpu.to_string(),
+                    GPU_SHARE_ANNOTATION: "500", GPU_ASSIGNMENT_ANNOTATION: "device-plugin"}},
+            "spec": {"containers": [], "schedulingGates": gates},
+            "status": {"phase": phase},
+        }))
+        .expect("pod");
+        if !gated {
+            // Released from the reservation of [`reservation`]'s uid.
+            pod.annotations_mut()
+                .insert(RESERVATION_UID_ANNOTATION.into(), UID.into());
+        }
+        Arc::new(pod)
     }
 
     fn reservation(node: &str, gpu: u32, device: Option<&str>, deleting: bool) -> Arc<Pod> {
@@ -451,6 +582,7 @@ mod tests {
                 ..Default::default()
             },
         );
+        pod.metadata.uid = Some(UID.into());
         if let Some(d) = device {
             pod.annotations_mut()
                 .insert(RESERVED_DEVICE_ANNOTATION.into(), d.into());
@@ -488,7 +620,8 @@ mod tests {
             vec![Release {
                 namespace: "team".into(),
                 name: "s-0".into(),
-                device: "GPU-abc".into()
+                device: "GPU-abc".into(),
+                reservation: UID.into(),
             }]
         );
         assert!(p.create.is_empty() && p.delete.is_empty());
@@ -504,10 +637,43 @@ mod tests {
         let p = plan(&[done, r.clone()], NS);
         assert_eq!(p.delete, vec![gpu("n1", 3).pod_name()]);
         // Another share on another GPU does not keep it.
-        let other = share("t-0", "n1", 4, false, "Running");
+        let other = share("t-0", "n1", 4, true, "Pending");
         let p = plan(&[other, r], NS);
         assert_eq!(p.delete, vec![gpu("n1", 3).pod_name()]);
         assert_eq!(p.create, vec![gpu("n1", 4)]);
+    }
+
+    /// A running share's device is held only while the reservation it was released from
+    /// lives: gone, going, failed or replaced, the share's job is looked at again (and stopped,
+    /// `lost`), and no new reservation is made for it.
+    #[test]
+    fn a_running_share_whose_reservation_is_lost_is_rechecked() {
+        let running = share("s-0", "n1", 3, false, "Running");
+        let holding = reservation("n1", 3, Some("GPU-abc"), false);
+        assert_eq!(lost(&running, Some(&holding)), None);
+        assert_eq!(
+            plan(&[running.clone(), holding.clone()], NS),
+            Plan::default()
+        );
+        let mut replaced = (*holding).clone();
+        replaced.metadata.uid = Some("other".into());
+        let going = reservation("n1", 3, Some("GPU-abc"), true);
+        for (r, why) in [
+            (None, "is gone"),
+            (Some(Arc::new(replaced)), "was replaced"),
+            (Some(going), "is being deleted"),
+        ] {
+            let said = lost(&running, r.as_deref()).expect("lost");
+            assert!(said.contains(why), "{said}");
+            let mut pods = vec![running.clone()];
+            pods.extend(r);
+            let p = plan(&pods, NS);
+            assert_eq!(p.recheck, [("team".to_string(), "j".to_string())].into());
+            assert!(p.create.is_empty());
+        }
+        // A waiting share has nothing to lose.
+        let waiting = share("s-1", "n1", 3, true, "Pending");
+        assert_eq!(lost(&waiting, None), None);
     }
 
     #[test]
@@ -530,10 +696,8 @@ mod tests {
         });
         let p = plan(&[running, Arc::new(failed)], NS);
         assert_eq!(p.delete, vec![gpu("n1", 3).pod_name()]);
-        assert!(
-            p.create.is_empty(),
-            "made again once the failed one is gone"
-        );
+        assert!(p.create.is_empty(), "not made again for a running share");
+        assert_eq!(p.recheck, [("team".to_string(), "j".to_string())].into());
     }
 
     #[test]
@@ -546,7 +710,7 @@ mod tests {
         whole.annotations_mut().remove(GPU_SHARE_ANNOTATION);
         let pods = [Arc::new(by_kubetrain), Arc::new(whole)];
         assert_eq!(plan(&pods, NS), Plan::default());
-        assert!(held_by_shares(&pods).is_empty());
+        assert!(pods.iter().all(|p| held_through(p).is_none()));
         // A reservation elsewhere than the operator's namespace is not one of its own.
         let mut foreign = (*reservation("n1", 3, None, false)).clone();
         foreign.metadata.namespace = Some("other".into());
@@ -589,7 +753,7 @@ mod tests {
 
     #[test]
     fn the_release_patch_lifts_only_its_own_gate() {
-        let patch = release_patch("GPU-abc");
+        let patch = release_patch("GPU-abc", UID);
         assert_eq!(
             patch["metadata"]["annotations"][VISIBLE_DEVICES_ANNOTATION],
             "GPU-abc"

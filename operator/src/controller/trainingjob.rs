@@ -63,12 +63,12 @@ fn observe(ctx: &Context, job: &TrainingJob, key: &JobKey, gang: &Gang) -> World
             (name.to_string(), NodeState::of(node.as_deref()))
         })
         .collect();
-    // A share waiting for its GPU's reservation: the reservation's name is fixed per GPU.
+    // A share's GPU reservation, waited for or run on: its name is fixed per GPU.
     let reserved_in = &ctx.settings.pods.reservation.namespace;
     let reservations = gang
         .present()
         .filter_map(|m| {
-            let gpu = reservations::waits_for(&m.pod)?;
+            let gpu = reservations::held_through(&m.pod)?;
             let pod = ctx
                 .stores
                 .pods

@@ -25,6 +25,7 @@ pub use super::gang::Gang;
 use super::gang::Member;
 pub use super::node_health::NodeState;
 use super::pods::expected_pod_names;
+use super::reservations;
 use super::validate::Invalid;
 use crate::api::reasons::{ConditionType, EventReason, Reason};
 use crate::api::trainingjob::{
@@ -86,8 +87,9 @@ pub struct World {
     /// The nodes named by the job's pods (bound or chosen, [`Gang::nodes`]), each judged by
     /// `node_health`; a node not here is gone.
     pub nodes: BTreeMap<String, NodeState>,
-    /// By pod name: the GPU reservation a share pod of the job waits for behind its gate
-    /// (`reservations`), as the cache shows it. Its scheduler's refusal is the share's.
+    /// By pod name: the GPU reservation a share pod of the job waits for behind its gate,
+    /// or runs on (`reservations`), as the cache shows the pod of that GPU's fixed name.
+    /// Its scheduler's refusal is a waiting share's; its loss stops a running one.
     pub reservations: BTreeMap<String, Arc<Pod>>,
     pub settings: Settings,
 }
@@ -586,11 +588,24 @@ fn blame_infrastructure(world: &World, m: &Member, f: Failure) -> Failure {
 /// unhealthy under a running pod is a preemption with a checkpoint, decided by the core.)
 fn infrastructure_failure(world: &World, gang: &Gang) -> Option<Failure> {
     gang.active().find_map(|m| {
-        node_down(world, m).map(|reason| Failure::Infrastructure {
-            pod: m.name.clone(),
-            reason,
-        })
+        node_down(world, m)
+            .or_else(|| reservation_lost(world, m))
+            .map(|reason| Failure::Infrastructure {
+                pod: m.name.clone(),
+                reason,
+            })
     })
+}
+
+/// A share released onto its GPU's reserved device whose reservation is gone, going or
+/// replaced (kube-scheduler preempted it for another pod, or it was deleted by hand): the
+/// device plugin may hand that GPU to another pod, so the share stops and runs again on a
+/// GPU held anew, as a replica on a lost node does.
+fn reservation_lost(world: &World, m: &Member) -> Option<String> {
+    let why = reservations::lost(&m.pod, world.reservations.get(&m.name).map(|r| r.as_ref()))?;
+    Some(format!(
+        "{why}: the GPU it runs on is no longer held from the device plugin"
+    ))
 }
 
 /// A pod the cluster's scheduler has not bound for longer than `deadline` (its
@@ -612,7 +627,8 @@ fn scheduler_refusal(
         if m.bound_node.is_some() {
             return None;
         }
-        let (since, message) = match reservations.get(&m.name) {
+        let waits = reservations::waits_for(&m.pod).is_some();
+        let (since, message) = match reservations.get(&m.name).filter(|_| waits) {
             Some(r) => {
                 let (since, message) = unschedulable(r)?;
                 let why = format!(

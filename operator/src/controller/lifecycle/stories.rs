@@ -17,7 +17,8 @@ use super::*;
 use crate::api::annotations::{
     BONUS_ANNOTATION, CHECKPOINT_DONE, CHECKPOINT_REQUESTED, GANG_SIZE_ANNOTATION,
     GPU_ASSIGNMENT_ANNOTATION, GPU_SHARE_ANNOTATION, GPUS_ANNOTATION, INDEX_LABEL, JOB_LABEL,
-    NODE_ANNOTATION, PREEMPTION_REASON, RANK_ANNOTATION, RESERVATION_GATE, TASK_LABEL,
+    NODE_ANNOTATION, PREEMPTION_REASON, RANK_ANNOTATION, RESERVATION_GATE,
+    RESERVATION_UID_ANNOTATION, TASK_LABEL,
 };
 use crate::api::trainingjob::PreemptionOutcome;
 use crate::controller::pods::pod_name;
@@ -1047,6 +1048,50 @@ fn a_share_whose_reservation_cannot_be_bound_rolls_the_admission_back() {
     s.tick();
     s.after(120).tick();
     assert_eq!(s.phase(), Phase::Starting);
+}
+
+/// A share runs on the device its GPU's reservation was given; kube-scheduler preempting
+/// that reservation for another pod (or someone deleting it) hands the device back to the
+/// plugin while the share still uses it. The share stops and runs again on a GPU held anew,
+/// as on a lost node, without counting a retry (an acceptance run found it ran on, the
+/// device given to the preemptor, with no word of it).
+#[test]
+fn a_share_whose_reservation_is_lost_restarts_without_counting_a_retry() {
+    let mut s = Story::running(1);
+    let pod = &mut s.pods[0];
+    annotate(pod, GPU_SHARE_ANNOTATION, "500");
+    annotate(pod, GPU_ASSIGNMENT_ANNOTATION, "device-plugin");
+    annotate(pod, NODE_ANNOTATION, "n1");
+    pod.metadata
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert(JOB_LABEL.into(), "llm".into());
+    annotate(pod, RESERVATION_UID_ANNOTATION, "r-1");
+    let gpu = reservations::held_through(pod).expect("a share held through a reservation");
+    let mut reservation =
+        reservations::reservation_pod(&gpu, None, &reservations::ReservationSettings::default());
+    reservation.metadata.uid = Some("r-1".into());
+    s.world.reservations = [("llm-worker-0".to_string(), Arc::new(reservation.clone()))].into();
+    let fx = s.after(5).tick();
+    assert_eq!(s.phase(), Phase::Running, "held: {:?}", reasons(&fx));
+    // Preempted: kube-scheduler deletes it.
+    reservation.metadata.deletion_timestamp = Some(at(10));
+    s.world.reservations = [("llm-worker-0".to_string(), Arc::new(reservation))].into();
+    let fx = s.after(5).tick();
+    assert_eq!(s.phase(), Phase::Retrying);
+    assert_eq!(s.status().retries, 0);
+    assert_eq!(s.status().infrastructure_retries, 1);
+    assert_eq!(
+        s.says(ConditionType::Running),
+        ("False", "InfrastructureFailure")
+    );
+    assert_eq!(deleted(&fx), ["llm-worker-0"]);
+    let message = s.status().message.clone().unwrap_or_default();
+    assert!(
+        message.contains("reservation kubetrain-gpu-n1-0 is being deleted")
+            && message.contains("no longer held from the device plugin"),
+        "{message}"
+    );
 }
 
 /// A gated share pod whose reservation is not made yet.
