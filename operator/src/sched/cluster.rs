@@ -616,14 +616,27 @@ impl Cluster {
     ) {
         let n = &mut self.nodes[node];
         let op = |l: &mut Ledger, a: u64| if on { l.release(a) } else { l.unrelease(a) };
-        op(&mut n.cpu, cpu);
-        op(&mut n.mem, mem);
+        // What is free now moves only where a reservation is larger than what is releasing:
+        // most often only the room once releases complete does.
+        let mut now_moved = false;
+        for (l, a) in [(&mut n.cpu, cpu), (&mut n.mem, mem)] {
+            let before = l.avail(Mode::Now);
+            op(l, a);
+            now_moved |= l.avail(Mode::Now) != before;
+        }
         for &(g, a) in gpus {
             if let Some(gl) = n.gpus.get_mut(g as usize) {
+                let before = gl.avail(Mode::Now);
                 gl.update(|l| op(l, u64::from(a)));
+                now_moved |= gl.avail(Mode::Now) != before;
             }
         }
-        self.reindex(node, false);
+        if now_moved {
+            self.reindex(node, false);
+        } else {
+            // the node's state and its places in the indexes depend on what is free now only
+            n.recount_whole();
+        }
     }
 
     /// Nodes of a flavor with at least `min_free` whole GPUs free now, best fit (fewest
