@@ -119,8 +119,13 @@ pub(crate) struct NodeState {
     pub group_nvlink: Vec<bool>,
     /// Position of each GPU in topology order (for ranks).
     pub gpu_pos: Vec<u8>,
-    /// Whole GPUs usable now.
+    /// Whole GPUs usable now, as the node's entry in the flavor's `buckets` (kept 0 for an
+    /// unschedulable node, which has none).
     pub free_now: u8,
+    /// Whole GPUs free now and once releases complete ([`NodeState::whole_avail`]), for
+    /// every node; kept by `reindex`, so readers do not walk the node's GPUs (placement and
+    /// victim search read them for thousands of nodes per plan).
+    whole: [u8; 2],
     /// This node's entries (room now, GPU) in the flavor's `share_index`.
     pub share_keys: Vec<(u16, u8)>,
     /// What the node's fragmentation score depends on besides its flavor, folded into one
@@ -159,11 +164,25 @@ impl NodeState {
         h
     }
 
+    /// Healthy GPUs free in whole in `mode` (as `reindex` last counted them).
     pub fn whole_avail(&self, mode: Mode) -> u32 {
+        let kept = u32::from(self.whole[mode as usize]);
+        debug_assert_eq!(kept, self.count_whole(mode), "whole GPUs kept by reindex");
+        kept
+    }
+
+    /// Healthy GPUs free in whole in `mode`, counted on the GPUs.
+    fn count_whole(&self, mode: Mode) -> u32 {
         self.gpus
             .iter()
             .filter(|g| g.cap > 0 && g.avail(mode) == 1000)
             .count() as u32
+    }
+
+    /// Count the whole GPUs free now and once releases complete again.
+    fn recount_whole(&mut self) {
+        // at most 255 GPUs a node (`Cluster::build`)
+        self.whole = [Mode::Now, Mode::AfterRelease].map(|m| self.count_whole(m) as u8);
     }
     pub fn healthy_gpus(&self) -> u32 {
         self.gpus.iter().filter(|g| g.cap > 0).count() as u32
@@ -345,6 +364,7 @@ impl Cluster {
                 group_nvlink,
                 gpu_pos,
                 free_now: 0,
+                whole: [0; 2],
                 share_keys: Vec::new(),
                 state: 0,
             });
@@ -455,15 +475,16 @@ impl Cluster {
 
     /// Recompute a node's free counts and move it in the indexes.
     fn reindex(&mut self, idx: NodeId, first: bool) {
-        let state = self.nodes[idx].fold_state();
-        self.nodes[idx].state = state;
+        let n = &mut self.nodes[idx];
+        n.state = n.fold_state();
+        n.recount_whole();
         let n = &self.nodes[idx];
         if !n.schedulable {
             return;
         }
         let f = n.flavor;
         let old = n.free_now;
-        let new = n.whole_avail(Mode::Now) as u8;
+        let new = n.whole[Mode::Now as usize];
         let key = (n.nvlink, idx);
         let rack = n.rack;
         let room = |(i, g): (usize, &GpuLedger)| {
@@ -595,14 +616,27 @@ impl Cluster {
     ) {
         let n = &mut self.nodes[node];
         let op = |l: &mut Ledger, a: u64| if on { l.release(a) } else { l.unrelease(a) };
-        op(&mut n.cpu, cpu);
-        op(&mut n.mem, mem);
+        // What is free now moves only where a reservation is larger than what is releasing:
+        // most often only the room once releases complete does.
+        let mut now_moved = false;
+        for (l, a) in [(&mut n.cpu, cpu), (&mut n.mem, mem)] {
+            let before = l.avail(Mode::Now);
+            op(l, a);
+            now_moved |= l.avail(Mode::Now) != before;
+        }
         for &(g, a) in gpus {
             if let Some(gl) = n.gpus.get_mut(g as usize) {
+                let before = gl.avail(Mode::Now);
                 gl.update(|l| op(l, u64::from(a)));
+                now_moved |= gl.avail(Mode::Now) != before;
             }
         }
-        self.reindex(node, false);
+        if now_moved {
+            self.reindex(node, false);
+        } else {
+            // the node's state and its places in the indexes depend on what is free now only
+            n.recount_whole();
+        }
     }
 
     /// Nodes of a flavor with at least `min_free` whole GPUs free now, best fit (fewest
@@ -780,4 +814,76 @@ pub(crate) fn fresh_share_gpu(n: &NodeState, mode: Mode, nvlink_wanted: bool) ->
         }
     }
     pick.map(|(_, i)| i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::fixtures::{node, snapshot};
+
+    /// The counts `reindex` keeps and those counted on the GPUs, both modes, every node.
+    fn kept_and_counted(c: &Cluster) -> Vec<([u32; 2], [u32; 2])> {
+        let modes = [Mode::Now, Mode::AfterRelease];
+        c.nodes
+            .iter()
+            .map(|n| {
+                (
+                    modes.map(|m| u32::from(n.whole[m as usize])),
+                    modes.map(|m| n.count_whole(m)),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn whole_gpu_counts_are_kept_through_takes_and_releases() {
+        let mut bad = node("n1", "H100", 4, None);
+        bad.unhealthy_gpus = vec![GpuIndex(3)];
+        let snap = snapshot(
+            0,
+            vec![node("n0", "H100", 8, None), bad],
+            vec![],
+            vec![],
+            vec![],
+        );
+        let mut c = Cluster::build(&snap);
+        let n0 = c.node_by_name["n0"];
+        let cpu = c.nodes[n0].cpu.cap / 2;
+        c.charge_running(n0, &[GpuIndex(0), GpuIndex(1)], None, cpu, 0, false);
+        c.index(&snap);
+        let agree = |c: &Cluster| {
+            let n = &c.nodes[n0];
+            kept_and_counted(c).iter().all(|(k, n)| k == n) && n.state == n.fold_state()
+        };
+        assert!(agree(&c));
+        assert_eq!(c.nodes[n0].whole_avail(Mode::Now), 6);
+        assert_eq!(c.nodes[c.node_by_name["n1"]].whole_avail(Mode::Now), 3);
+        // a reservation of 4 GPUs and the CPU left once releases complete
+        let d = GpuDemand::Whole(4);
+        let t = c
+            .try_take(n0, d, cpu, 0, Mode::AfterRelease, false, None)
+            .unwrap();
+        assert!(agree(&c));
+        assert_eq!(c.nodes[n0].whole_avail(Mode::Now), 2);
+        let state = c.nodes[n0].state;
+        // the release frees its GPUs once it completes, not now; the CPU it frees is
+        // reserved, and what was reserved beyond it is free now
+        let held = [(0, 1000), (1, 1000)];
+        c.set_releasing(n0, &held, cpu, 0, true);
+        assert!(agree(&c));
+        assert_ne!(c.nodes[n0].state, state);
+        assert_eq!(c.nodes[n0].whole_avail(Mode::Now), 2);
+        assert_eq!(c.nodes[n0].whole_avail(Mode::AfterRelease), 4);
+        c.set_releasing(n0, &held, cpu, 0, false);
+        assert!(agree(&c));
+        assert_eq!(c.nodes[n0].state, state);
+        c.undo(&t);
+        assert!(agree(&c));
+        assert_eq!(c.nodes[n0].whole_avail(Mode::AfterRelease), 6);
+        // a release with nothing reserved moves nothing free now
+        c.set_releasing(n0, &held, cpu, 0, true);
+        assert!(agree(&c));
+        assert_eq!(c.nodes[n0].whole_avail(Mode::Now), 6);
+        assert_eq!(c.nodes[n0].whole_avail(Mode::AfterRelease), 8);
+    }
 }
