@@ -109,7 +109,11 @@ fn default_overlay_renders_an_installable_operator() {
         let kind = o["kind"].as_str().unwrap_or_default();
         let cluster_scoped = matches!(
             kind,
-            "Namespace" | "CustomResourceDefinition" | "ClusterRole" | "ClusterRoleBinding"
+            "Namespace"
+                | "CustomResourceDefinition"
+                | "ClusterRole"
+                | "ClusterRoleBinding"
+                | "PriorityClass"
         );
         if !cluster_scoped {
             assert_eq!(
@@ -120,6 +124,15 @@ fn default_overlay_renders_an_installable_operator() {
         }
     }
     find(&objs, "Namespace", NS);
+    // The GPU reservations' class: not preempted for user pods, never preempting one.
+    let class = find(&objs, "PriorityClass", "kubetrain-gpu-reservation");
+    assert_eq!(
+        (&class["value"], &class["preemptionPolicy"]),
+        (
+            &serde_json::json!(1_000_000_000),
+            &serde_json::json!("Never")
+        )
+    );
     for crd in [
         "trainingjobs.kubetrain.io",
         "queues.kubetrain.io",
