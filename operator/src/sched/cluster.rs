@@ -704,6 +704,20 @@ impl Cluster {
     }
 
     /// Most whole GPUs free now on one node, and in total, over some flavors.
+    /// The same as [`Cluster::free_summary`], of the schedulable nodes among `nodes`.
+    pub fn free_summary_on(&self, nodes: &[NodeId]) -> (u32, u32) {
+        nodes
+            .iter()
+            .map(|&n| &self.nodes[n])
+            .filter(|n| n.schedulable)
+            .fold((0, 0), |(largest, total), n| {
+                (
+                    largest.max(u32::from(n.free_now)),
+                    total + u32::from(n.free_now),
+                )
+            })
+    }
+
     pub fn free_summary(&self, flavors: &[FlavorId]) -> (u32, u32) {
         let mut largest = 0;
         let mut total = 0;

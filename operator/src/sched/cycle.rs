@@ -1645,7 +1645,12 @@ impl<'a> Cycle<'a> {
 
     fn no_fit_reason(&self, p: &Pending, within: bool) -> WaitReason {
         let job = &self.snap.job(p.job);
-        let (largest, free) = self.c.free_summary(&p.flavors);
+        // Counted where the job may go: of every node of its types, the numbers told a job
+        // held to one node by its selector of GPUs it could not use (an acceptance run).
+        let (largest, free) = match &p.filter {
+            Some(filter) => self.c.free_summary_on(&filter.nodes),
+            None => self.c.free_summary(&p.flavors),
+        };
         if self.cells_blocked.contains(&p.job)
             && let Some(&f) = p.flavors.first()
         {
@@ -1670,6 +1675,7 @@ impl<'a> Cycle<'a> {
                 required: job.topology.required,
                 largest_free_on_node: largest,
                 free_gpus: free,
+                on_allowed_nodes: p.filter.is_some(),
             }
         } else {
             let g: u64 = p.flavors.iter().map(|&f| self.t.guarantee[p.vc][f]).sum();

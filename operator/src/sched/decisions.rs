@@ -243,6 +243,9 @@ pub enum WaitReason {
         largest_free_on_node: u32,
         /// Free whole GPUs of acceptable types in total.
         free_gpus: u32,
+        /// The two counts above are of the nodes the job's node constraints (node selector,
+        /// required affinity, taints) allow, not of every node of its types.
+        on_allowed_nodes: bool,
         /// The job's VirtualCluster, when the job is within its guarantee but that guarantee
         /// cannot be obtained now even by reclaim (guarantees above what the cluster has,
         /// or GPUs lost): the room it waits for is other tenants' guaranteed work.
@@ -516,6 +519,7 @@ impl fmt::Display for WaitReason {
                 required,
                 largest_free_on_node,
                 free_gpus,
+                on_allowed_nodes,
                 guarantee_at_risk,
             } => {
                 write!(
@@ -525,9 +529,14 @@ impl fmt::Display for WaitReason {
                 if let Some(level) = required {
                     write!(f, ", all within one {level}")?;
                 }
+                let nodes = if *on_allowed_nodes {
+                    " of the nodes its node selector, affinity and tolerations allow"
+                } else {
+                    ""
+                };
                 write!(
                     f,
-                    ") of {}: {free_gpus} GPUs are free, at most {largest_free_on_node} on one node. The job waits for running jobs to finish; fewer GPUs per replica",
+                    ") of {}: {free_gpus} GPUs are free{nodes}, at most {largest_free_on_node} on one node. The job waits for running jobs to finish; fewer GPUs per replica",
                     list(flavors)
                 )?;
                 if required.is_some() {

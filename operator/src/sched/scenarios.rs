@@ -1306,6 +1306,50 @@ fn cordon_unhealthy_and_foreign_usage() {
     ));
 }
 
+/// A job held by its node selector to one node is told of the GPUs free there, not of the
+/// whole type's (an acceptance run: "22 GPUs are free, at most 8 on one node" for a job
+/// that could use only a node with 6 free).
+#[test]
+fn no_fit_counts_the_nodes_the_job_may_use() {
+    let mut n0 = node("n0", "A100", 8, None);
+    n0.foreign.gpus = 2;
+    let mut named = vec![n0, node("n1", "A100", 8, None)];
+    for n in &mut named {
+        let name = n.name.clone();
+        n.labels.insert("name".into(), name);
+    }
+    let mut pinned = job("t/pinned", "q", 1, 7);
+    pinned.tasks[0]
+        .constraints
+        .node_selector
+        .insert("name".into(), "n0".into());
+    let d = schedule(&snapshot(
+        0,
+        named,
+        vec![vc("t", "A100", 16)],
+        vec![queue("q", "t")],
+        vec![pinned],
+    ));
+    let r = d.waiting_reason("t/pinned").expect("waits");
+    assert!(
+        matches!(
+            r,
+            WaitReason::NoFit {
+                free_gpus: 6,
+                largest_free_on_node: 6,
+                on_allowed_nodes: true,
+                ..
+            }
+        ),
+        "{r:?}"
+    );
+    assert!(
+        r.to_string()
+            .contains("6 GPUs are free of the nodes its node selector, affinity and tolerations allow, at most 6 on one node"),
+        "{r}"
+    );
+}
+
 /// A cordon is maintenance: a job that fits only with a cordoned node waits for it
 /// (`NodesUnavailable`, naming it) instead of being told it can never run; one larger than
 /// every node together still never fits.
