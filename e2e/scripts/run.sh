@@ -48,10 +48,12 @@ trap 'exit 130' INT TERM
 
 # The operator's namespace and identities, as an install makes them: the GPU reservation
 # pods of shares on device-plugin nodes (all simulated nodes advertise nvidia.com/gpu) run
-# there under their own ServiceAccount. The operator itself runs with the admin's kubeconfig.
+# there under their own ServiceAccount and PriorityClass. The operator itself runs with the
+# admin's kubeconfig.
 "$KUBECTL" create namespace kubetrain-system --dry-run=client -o yaml | "$KUBECTL" apply -f - >/dev/null
 "$KUBECTL" apply -k config/rbac >/dev/null
-export POD_NAMESPACE=kubetrain-system
+"$KUBECTL" apply -f config/manager/priority_class.yaml >/dev/null
+export POD_NAMESPACE=kubetrain-system KUBETRAIN_RESERVATION_PRIORITY_CLASS=kubetrain-gpu-reservation
 "$BIN/kubetrain-simnodes" --cluster "$CLUSTER" >"$STATE/logs/simnodes.log" 2>&1 &
 agent=$!
 "$KUBECTL" apply -k config/samples >/dev/null
