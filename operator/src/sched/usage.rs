@@ -118,6 +118,21 @@ impl fmt::Display for GuaranteeShortfall {
             )?;
         }
         match self.cause() {
+            // Every GPU usable, cells short: a domain is a cell only with no pods kubetrain
+            // does not schedule on it, and such pods are the cause (an acceptance run read
+            // "the rest are unhealthy or cordoned" with all 32 GPUs healthy).
+            ShortfallCause::CapacityLost
+                if self.usable_gpus >= self.cluster_gpus && !self.cells.is_empty() =>
+            {
+                write!(
+                    f,
+                    ": all {} {flavor} GPUs are healthy on schedulable nodes, but a node or rack \
+                     is a usable cell only while no pod kubetrain does not schedule holds \
+                     resources there, and such pods hold part of the others; other \
+                     VirtualClusters' guarantees take their part.",
+                    self.cluster_gpus
+                )
+            }
             ShortfallCause::CapacityLost => write!(
                 f,
                 ": {} of the {} {flavor} GPUs are healthy on schedulable nodes, the rest are \
@@ -441,6 +456,38 @@ mod tests {
     fn numbers(u: &Usage, vc: &str, flavor: &str) -> (u64, u64, u64) {
         let f = &u.virtual_clusters[vc].flavors[&Flavor::new(flavor)];
         (f.in_use_milli, f.bonus_milli, f.lent_milli)
+    }
+
+    /// With every GPU healthy, cells short because pods kubetrain does not schedule hold
+    /// part of every node: the message says so, not "unhealthy or cordoned".
+    #[test]
+    fn a_cell_shortfall_with_every_gpu_healthy_names_the_foreign_pods() {
+        let shortfall = GuaranteeShortfall {
+            flavor: Flavor::new("A100"),
+            guaranteed_gpus: 16,
+            obtainable_gpus: 16,
+            usable_gpus: 32,
+            cluster_gpus: 32,
+            all_guaranteed_gpus: 24,
+            cells: vec![CellShortfall {
+                level: TopologyLevel::Node,
+                guaranteed: 2,
+                obtainable: 0,
+                usable: 0,
+            }],
+        };
+        let text = shortfall.to_string();
+        assert!(
+            text.contains("all 32 A100 GPUs are healthy")
+                && text.contains("no pod kubetrain does not schedule")
+                && !text.contains("unhealthy or cordoned"),
+            "{text}"
+        );
+        let lost = GuaranteeShortfall {
+            usable_gpus: 24,
+            ..shortfall
+        };
+        assert!(lost.to_string().contains("unhealthy or cordoned"));
     }
 
     #[test]
