@@ -65,6 +65,7 @@ use kubetrain::api::annotations::{
     ATTEMPT_ANNOTATION, CHECKPOINT_DONE, CHECKPOINT_REQUESTED, RESERVATION_LABEL,
     RESERVED_DEVICE_ANNOTATION, sim,
 };
+use kubetrain::controller::gang::holds_resources;
 
 /// Exit code of a container stopped by pod deletion (128 + SIGTERM).
 pub const SIGTERM_EXIT_CODE: i32 = 143;
@@ -719,10 +720,7 @@ fn reservation_device<'a>(
     let taken: HashSet<String> = pods
         .into_iter()
         .filter(|p| is_reservation(p) && node_name(p) == Some(node) && !same_pod(p))
-        .filter(|p| {
-            let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
-            !matches!(phase, Some("Succeeded" | "Failed"))
-        })
+        .filter(|p| holds_resources(p))
         .filter_map(|p| {
             annotation(p, RESERVED_DEVICE_ANNOTATION)
                 .map(|d| d.trim().to_string())

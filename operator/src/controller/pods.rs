@@ -226,12 +226,17 @@ fn env(name: &str, value: impl ToString) -> EnvVar {
 }
 
 fn env_from_annotation(name: &str, annotation: &str) -> EnvVar {
+    env_from_field(name, &format!("metadata.annotations['{annotation}']"))
+}
+
+/// A variable from the pod's own fields through the downward API (`metadata.name`, ...).
+pub(crate) fn env_from_field(name: &str, path: &str) -> EnvVar {
     EnvVar {
         name: name.into(),
         value: None,
         value_from: Some(EnvVarSource {
             field_ref: Some(ObjectFieldSelector {
-                field_path: format!("metadata.annotations['{annotation}']"),
+                field_path: path.into(),
                 api_version: None,
             }),
             ..Default::default()

@@ -22,8 +22,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, EnvVar, EnvVarSource, Node, ObjectFieldSelector, Pod,
-    PodSecurityContext, PodSpec, ResourceRequirements, SeccompProfile, SecurityContext, Toleration,
+    Capabilities, Container, Node, Pod, PodSecurityContext, PodSpec, ResourceRequirements,
+    SeccompProfile, SecurityContext, Toleration,
 };
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -36,7 +36,7 @@ use tracing::{debug, info, warn};
 
 use super::context::{Context, MANAGER};
 use super::gang::holds_resources;
-use super::pods::pin_to_node;
+use super::pods::{env_from_field, pin_to_node};
 use super::resources::GPU_RESOURCE;
 use crate::api::TrainingJob;
 use crate::api::annotations::{
@@ -80,13 +80,13 @@ pub struct SharedGpu {
 }
 
 impl SharedGpu {
-    /// The name of its reservation pod: fixed, so a second create of it fails. A node name
-    /// leaves no room for the prefix when it is very long; then a digest of it stands in.
     /// A digest of its pod's name: a label value (63 characters at most) naming it.
     pub fn id(&self) -> String {
         super::pods::template_digest(&serde_json::Value::String(self.pod_name()))
     }
 
+    /// The name of its reservation pod: fixed, so a second create of it fails. A node name
+    /// leaves no room for the prefix when it is very long; then a digest of it stands in.
     pub fn pod_name(&self) -> String {
         let name = format!("kubetrain-gpu-{}-{}", self.node, self.gpu);
         if name.len() <= 253 {
@@ -141,10 +141,14 @@ fn single_gpu(value: &str) -> Option<u32> {
 }
 
 impl Reservation {
-    /// Whether it is the reservation of uid `uid`, and still holds its device: present, not
-    /// being deleted, not failed.
+    /// Whether it holds its device: not being deleted, not failed.
+    fn live(&self) -> bool {
+        self.active && !self.deleting
+    }
+
+    /// Whether it is the reservation of uid `uid`, and still holds its device.
     pub fn holds(&self, uid: &str) -> bool {
-        self.active && !self.deleting && self.uid.as_deref() == Some(uid)
+        self.live() && self.uid.as_deref() == Some(uid)
     }
 }
 
@@ -249,8 +253,8 @@ pub struct Release {
 pub struct Plan {
     /// GPUs that need a reservation and have none.
     pub create: Vec<SharedGpu>,
-    /// Reservation pods to delete: no share uses their GPU, or they failed (one that failed
-    /// is made again once it is gone).
+    /// Reservation pods to delete: no share uses their GPU, or they failed (made again once
+    /// gone, if a share still waits for the GPU; the running ones are rechecked).
     pub delete: Vec<String>,
     /// Gated share pods whose reservation reported its device.
     pub release: Vec<Release>,
@@ -291,7 +295,7 @@ pub fn plan(pods: &[Arc<Pod>], namespace: &str) -> Plan {
     for s in shares.iter().filter(|s| s.gated && s.active) {
         let ready = reservations
             .get(&s.gpu)
-            .filter(|r| !r.deleting && r.active)
+            .filter(|r| r.live())
             .and_then(|r| Some((r.device.clone()?, r.uid.clone()?)));
         if let Some((device, reservation)) = ready {
             out.release.push(Release {
@@ -310,20 +314,6 @@ pub fn plan(pods: &[Arc<Pod>], namespace: &str) -> Plan {
         }
     }
     out
-}
-
-fn env_from_field(name: &str, path: &str) -> EnvVar {
-    EnvVar {
-        name: name.into(),
-        value_from: Some(EnvVarSource {
-            field_ref: Some(ObjectFieldSelector {
-                field_path: path.into(),
-                api_version: None,
-            }),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
 }
 
 /// The reservation pod of `gpu`. `node_uid` makes the Node its owner, so the garbage
