@@ -127,10 +127,18 @@ if [ -n "${KUBETRAIN_CRDS:-}" ]; then
   kc=(--kubeconfig "$dir/kubeconfig")
   "$BIN/kubectl" "${kc[@]}" apply --server-side -f "$KUBETRAIN_CRDS" >/dev/null
   # `kubectl wait` fails at once while a new CRD has no conditions yet: ask again.
+  established=0
   for _ in $(seq 1 50); do
-    "$BIN/kubectl" "${kc[@]}" wait --for=condition=Established --timeout=60s crd --all >/dev/null 2>&1 && break
+    if "$BIN/kubectl" "${kc[@]}" wait --for=condition=Established --timeout=60s crd --all >/dev/null 2>&1; then
+      established=1; break
+    fi
     sleep 0.2
   done
+  if [ "$established" != 1 ]; then
+    log "the CRDs in $KUBETRAIN_CRDS were not established"
+    down "$dir"
+    exit 1
+  fi
 fi
 
 # The controllers a cluster runs that the tests rely on: garbage collection of owned pods,

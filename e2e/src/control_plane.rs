@@ -67,18 +67,21 @@ impl ControlPlane {
         let cache = crate::cache_dir()
             .ok_or_else(|| Error::Start("neither KUBETRAIN_CACHE nor HOME is set".into()))?;
         let kubectl = cache.join("bin/kubectl");
-        let cp = if let Some(kc) = std::env::var_os("KUBETRAIN_KUBECONFIG") {
-            ControlPlane {
+        if let Some(kc) = std::env::var_os("KUBETRAIN_KUBECONFIG") {
+            let cp = ControlPlane {
                 dir: None,
                 kubeconfig: PathBuf::from(kc),
                 kubectl,
                 operator_rbac: OnceLock::new(),
-            }
+            };
+            cp.apply_crds()?;
+            Ok(cp)
         } else {
             let base = std::env::temp_dir().join(format!("kubetrain-test-{}", std::process::id()));
             let script = repo_root().join("e2e/scripts/control-plane.sh");
-            // The CRDs go in before the controller-manager starts, so that its garbage
-            // collector knows the kinds (and deletes a deleted job's pods) from the start.
+            // The script applies the CRDs (and waits until they are established) before the
+            // controller-manager starts, so that its garbage collector knows the kinds (and
+            // deletes a deleted job's pods) from the start.
             let out = Command::new("bash")
                 .env("KUBETRAIN_CRDS", repo_root().join("crds"))
                 .arg(&script)
@@ -92,15 +95,13 @@ impl ControlPlane {
                     String::from_utf8_lossy(&out.stderr).into_owned(),
                 ));
             }
-            ControlPlane {
+            Ok(ControlPlane {
                 kubeconfig: base.join("kubeconfig"),
                 dir: Some(base),
                 kubectl,
                 operator_rbac: OnceLock::new(),
-            }
-        };
-        cp.apply_crds()?;
-        Ok(cp)
+            })
+        }
     }
 
     fn apply_crds(&self) -> Result<(), Error> {
