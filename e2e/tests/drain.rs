@@ -1,7 +1,8 @@
 //! `kubectl drain` of a node under a running gang: the gang's PodDisruptionBudget keeps the
 //! drain from evicting it outright, kubetrain asks the job to checkpoint, stops it and
 //! requeues it (a preemption, not a retry), and the drain then finishes. While it returns,
-//! it keeps its place: a job behind it that would fit on the GPUs it needs waits for it.
+//! it keeps its place: a job behind it that would fit on the GPUs it needs waits for it, and
+//! within its team's guarantee so does another team's job that would borrow them.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -98,6 +99,100 @@ async fn drain_asks_the_gang_to_checkpoint_then_finishes() {
     assert!(s.pods_of("behind").is_empty());
 
     // The drain finishes on its own.
+    let out = tokio::task::spawn_blocking(move || drain.wait_with_output())
+        .await
+        .expect("join")
+        .expect("drain output");
+    assert!(
+        out.status.success(),
+        "drain: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = s.cp.kubectl(&["uncordon", &node]);
+    s.finish().await;
+}
+
+/// Another team's job waiting to borrow does not start on the room a drained job within its
+/// guarantee comes back to: before, it started in the 10-s gap and was reclaimed seconds later
+/// (an acceptance run). The borrower already on the room the job needs is reclaimed instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drained_job_keeps_its_room_from_other_teams_while_it_returns() {
+    let s = Scenario::new("drainlend", 3, 8, 1).await;
+    let owner = s.tenant("owner", 16, "FIFO", "");
+    let borrower = s.tenant("borrower", 0, "FIFO", "");
+    s.cp.apply(&s.job(
+        "gang",
+        &owner,
+        2,
+        8,
+        &[("checkpoint-delay-seconds", "2")],
+        "",
+    ));
+    s.wait_phase("gang", "Running", T).await;
+    // the third node, borrowed; then a second borrower waits for room
+    let borrow = |name: &str| {
+        s.job(
+            name,
+            &borrower,
+            1,
+            8,
+            &[("run-seconds", "600"), ("checkpoint-delay-seconds", "1")],
+            "",
+        )
+    };
+    s.cp.apply(&borrow("early"));
+    s.wait_phase("early", "Running", T).await;
+    assert_eq!(s.job_status("early", "{.status.bonus}"), "true");
+    s.cp.apply(&borrow("late"));
+    s.wait_phase("late", "Queued", T).await;
+    let deadline = tokio::time::Instant::now() + T;
+    while s.job_status("gang", "{.status.startedAt}").is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "gang never ran");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let node = s.cp.jsonpath(
+        &["pods", "-n", &s.ns, "-l", "kubetrain.io/job=gang"],
+        "{.items[0].spec.nodeName}",
+    );
+    assert!(!node.is_empty());
+
+    let drain = Command::new(s.cp.kubectl_path())
+        .args([
+            "drain",
+            &node,
+            "--ignore-daemonsets",
+            "--delete-emptydir-data",
+            "--timeout=120s",
+        ])
+        .env("KUBECONFIG", s.cp.kubeconfig())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kubectl drain");
+
+    // The gang comes back on its other node and the borrowed one.
+    let deadline = tokio::time::Instant::now() + T;
+    while !(s.job_status("gang", "{.status.preemptions}") == "1"
+        && s.job_status("gang", "{.status.phase}") == "Running")
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "gang: {}",
+            s.job_status("gang", "{.status}")
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(
+        s.job_status("early", "{.status.lastPreemption.reason}"),
+        "Reclaim"
+    );
+    // The second borrower never started, so was never taken back.
+    let late = s.event_reasons("late");
+    assert!(!late.iter().any(|r| r == "Admitted"), "{late:?}");
+    assert_eq!(s.job_status("late", "{.status.preemptions}"), "0");
+    assert!(s.pods_of("late").is_empty());
+
     let out = tokio::task::spawn_blocking(move || drain.wait_with_output())
         .await
         .expect("join")

@@ -1753,6 +1753,8 @@ impl<'a> Cycle<'a> {
         // (those offered after it: one ahead of it that holds back nobody is not behind it).
         let mut blocker: HashMap<QueueId, JobIdx> = HashMap::new();
         let mut place: IdVec<JobIdx, usize> = IdVec::filled(usize::MAX, pending.len());
+        // Jobs on their way back at the head of their queue, in their turn's order.
+        let mut returning: Vec<JobIdx> = Vec::new();
         while let Some(Reverse((_, _, vc))) = heap.pop() {
             let Some(j) = lines[vc].next(&self.t) else {
                 continue;
@@ -1771,10 +1773,9 @@ impl<'a> Cycle<'a> {
                     deferred[vc].push((j, within));
                 }
                 Entry::Vacant(slot) if snap.job(j).returning => {
-                    // Not admitted yet, and no plan made for it: it holds its place, and
-                    // the jobs behind it wait for it (phase 2 tells them why).
-                    let queue = snap.queue(p.queue).name.clone();
-                    self.wait(j, WaitReason::Returning { queue });
+                    // Not admitted yet: it holds its place, and the jobs behind it wait for
+                    // it (phase 2 tells them why). Its room is held once phase 1 is done.
+                    returning.push(j);
                     slot.insert(j);
                 }
                 Entry::Vacant(slot) => {
@@ -1786,6 +1787,11 @@ impl<'a> Cycle<'a> {
                 }
             }
             heap.extend(guaranteed_turn(&self.t, &lines, vc));
+        }
+
+        for j in returning {
+            let p = pending[j].as_ref().expect("returning jobs are digested");
+            self.hold_for_return(p);
         }
 
         // Phase 2: bonus admission, VCs in turn by weighted dominant share of borrowed GPUs;
@@ -1817,6 +1823,13 @@ impl<'a> Cycle<'a> {
                         WaitReason::BehindQueueHead { queue, head }
                     };
                     self.wait(j, reason);
+                }
+                // behind a head that started as bonus: still not admitted before it is
+                // back, and the jobs behind it wait for it
+                _ if snap.job(j).returning => {
+                    let queue = snap.queue(p.queue).name.clone();
+                    self.wait(j, WaitReason::Returning { queue });
+                    blocker.entry(p.queue).or_insert(j);
                 }
                 _ if self.bonus(p) => {
                     if blocker.get(&p.queue) == Some(&j) {
@@ -2179,6 +2192,49 @@ impl<'a> Cycle<'a> {
         if !self.priority_plan_at_turn(p, true) {
             deferred.push((p.job, true));
         }
+    }
+
+    /// A job on its way back (stopped for a drain, back in its queue once `kubectl drain`
+    /// has seen its pods gone) within its VirtualCluster's guarantee keeps the room it will
+    /// take back from being lent: held for the rest of the cycle, after every team's
+    /// guaranteed jobs had their turn and before phase 2 lends what is left. Lent meanwhile,
+    /// another team's bonus job started in the gap and was reclaimed for it seconds later
+    /// (an acceptance run: an 8-GPU gang admitted, then checkpointed 9 s later). Where the
+    /// room is not free, the bonus jobs that hold it are reclaimed now, so that their
+    /// checkpoints overlap the gap instead of following it. Beyond its guarantee it waits
+    /// as before: lending to others is what bonus capacity is for.
+    fn hold_for_return(&mut self, p: &Pending) {
+        let snap = self.snap;
+        let queue = snap.queue(p.queue).name.clone();
+        let within: Vec<FlavorId> = p
+            .flavors
+            .iter()
+            .copied()
+            .filter(|&f| self.t.within_guarantee(p.vc, f, p.milli))
+            .collect();
+        let limited = self
+            .t
+            .check_limits(snap, p.queue, &snap.job(p.job).user, p.milli)
+            .is_err();
+        if !limited && !within.is_empty() {
+            for f in self.rank_flavors(p, &within) {
+                if let Some(trial) = self.try_place(p, f, true) {
+                    // taken as an admission is, without the admission: the trial stays
+                    // in the cluster until the cycle ends
+                    self.cells.bind(&self.c, &trial, p.vc);
+                    self.t
+                        .charge(p.queue, &snap.job(p.job).user, f, p.milli, false, true);
+                    self.wait(p.job, WaitReason::Returning { queue });
+                    return;
+                }
+            }
+            for &f in &within {
+                if self.preempt(p, f, Kind::Reclaim, false) {
+                    return;
+                }
+            }
+        }
+        self.wait(p.job, WaitReason::Returning { queue });
     }
 
     /// Phase 3's priority plan, made at the job's turn in phase 1 or 2 when nothing else can

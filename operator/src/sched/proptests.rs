@@ -53,6 +53,8 @@ struct JobSpec {
     priority: i32,
     user: u8,
     predicted: Option<i64>,
+    /// Pending only: on its way back from a drain ([`Job::returning`]).
+    returning: bool,
 }
 
 fn job_spec(whole_only: bool) -> impl Strategy<Value = JobSpec> {
@@ -86,18 +88,22 @@ fn job_spec(whole_only: bool) -> impl Strategy<Value = JobSpec> {
         0i32..3,
         0u8..3,
         prop::option::of(1i64..1000),
+        prop::bool::weighted(0.15),
     )
         .prop_map(
-            |(vc, queue, replicas, gpus, typed, required, priority, user, predicted)| JobSpec {
-                vc,
-                queue,
-                replicas,
-                gpus,
-                typed,
-                required,
-                priority,
-                user,
-                predicted,
+            |(vc, queue, replicas, gpus, typed, required, priority, user, predicted, returning)| {
+                JobSpec {
+                    vc,
+                    queue,
+                    replicas,
+                    gpus,
+                    typed,
+                    required,
+                    priority,
+                    user,
+                    predicted,
+                    returning,
+                }
             },
         )
 }
@@ -316,7 +322,9 @@ fn build(w: &World) -> Snapshot {
         jobs.push(j);
     }
     for (i, s) in w.second.iter().enumerate() {
-        jobs.push(make_job(format!("ns/second-{i}"), s, 100 + i as i64));
+        let mut j = make_job(format!("ns/second-{i}"), s, 100 + i as i64);
+        j.returning = s.returning;
+        jobs.push(j);
     }
     snapshot(now, w.nodes.clone(), w.vcs.clone(), w.queues.clone(), jobs)
 }
@@ -359,13 +367,16 @@ fn check_strict_order(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> 
                 continue;
             }
             match r {
-                WaitReason::BehindQueueHead { queue, head } => {
+                WaitReason::BehindQueueHead { queue, head }
+                | WaitReason::BehindReturningJob { queue, head } => {
                     prop_assert_eq!(queue, &q.name);
                     prop_assert_eq!(jobs[head.as_str()].queue.as_str(), q.name.as_str());
                     prop_assert!(
-                        waiting
-                            .get(head.as_str())
-                            .is_some_and(|h| !matches!(h, WaitReason::BehindQueueHead { .. })),
+                        waiting.get(head.as_str()).is_some_and(|h| !matches!(
+                            h,
+                            WaitReason::BehindQueueHead { .. }
+                                | WaitReason::BehindReturningJob { .. }
+                        )),
                         "{} waits behind {}, which does not wait for a reason of its own: {:?} {:?}",
                         id,
                         head,
@@ -416,6 +427,13 @@ fn check_invariants(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
             jobs[id.as_str()].running.is_none(),
             "running job {} decided",
             id
+        );
+    }
+    for a in &d.admissions {
+        prop_assert!(
+            !jobs[a.job.as_str()].returning,
+            "{} admitted before it is back",
+            a.job
         );
     }
     prop_assert_eq!(
@@ -749,6 +767,8 @@ proptest! {
                 r.min_runtime_seconds = 0;
                 r.preempting = false;
             }
+            // one of its own on its way back holds its turn on purpose
+            j.returning = false;
         }
         let used: BTreeMap<String, u32> = FLAVORS.iter().map(|f| {
             let u = s.jobs.iter().filter(|j| mine(&j.queue)).filter_map(|j| j.running.as_ref()).flat_map(|r| r.placement.iter())
@@ -826,6 +846,10 @@ fn check_beneficiary_fits(w: &World, scattered: bool) -> Result<(), TestCaseErro
                 });
             }
         }
+        // a beneficiary on its way back is back by then
+        for j in s2.jobs.iter_mut().filter(|j| j.id == p.beneficiary) {
+            j.returning = false;
+        }
         let d2 = schedule(&s2);
         prop_assert!(
             d2.admission(&p.beneficiary).is_some(),
@@ -865,6 +889,7 @@ fn limited_job_within_guarantee_reclaims_in_the_same_plan() {
         priority,
         user,
         predicted: None,
+        returning: false,
     };
     let mut vcs = vec![
         vc("vc0", "A100", 0),
@@ -944,6 +969,7 @@ fn reclaim_plan_under_guarantee_at_risk_is_enough() {
         priority: 0,
         user: 0,
         predicted: None,
+        returning: false,
     };
     let flavor_guarantee = |f: &str, gpus: u32, cell: bool| FlavorGuarantee {
         flavor: Flavor::new(f),
@@ -1045,6 +1071,7 @@ fn priority_plan_fits_beside_the_cycles_admissions() {
             priority,
             user: 0,
             predicted: None,
+            returning: false,
         };
     let mut vcs = vec![
         vc("vc0", "A100", 0),
@@ -1125,6 +1152,7 @@ fn rack_bound_share_fits_a_partly_used_gpu() {
         priority: 0,
         user: 0,
         predicted: None,
+        returning: false,
     };
     let mut n0 = node("n0", "H100", 4, Some("r1"));
     n0.unhealthy_gpus = vec![GpuIndex(0)];
@@ -1197,6 +1225,7 @@ fn limited_job_plans_its_guarantee_before_it_is_lent() {
         priority,
         user: 0,
         predicted: None,
+        returning: false,
     };
     let mut n1 = node("n1", "A100", 8, None);
     n1.unhealthy_gpus = vec![GpuIndex(0)];
@@ -1273,6 +1302,7 @@ fn combined_plan_ends_within_the_guarantee_the_next_cycle_sees() {
         priority: 0,
         user,
         predicted: None,
+        returning: false,
     };
     let mut n2 = node("n2", "A100", 8, None);
     n2.unhealthy_gpus = vec![GpuIndex(0)];

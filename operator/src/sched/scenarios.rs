@@ -784,6 +784,72 @@ fn a_returning_job_keeps_its_place_in_its_queue() {
     assert!(waits_with(&d, "t/low", "BehindReturningJob"));
 }
 
+/// A team's job on its way back from a drain, within the team's guarantee, keeps its room
+/// from another team's bonus job: lent in the gap, that job started and was reclaimed for it
+/// seconds later (an acceptance run: an 8-GPU gang, checkpointed 9 s after it started).
+/// Beyond its guarantee the returning job holds nothing: lending is what idle room is for.
+#[test]
+fn a_returning_job_within_its_guarantee_is_not_lent_its_room() {
+    let nodes = vec![node("n0", "A100", 8, None), node("n1", "A100", 8, None)];
+    let tenants = |vision: u32| vec![vc("vision", "A100", vision), vc("nlp", "A100", 8)];
+    let queues = || vec![queue("vq", "vision"), queue("nq", "nlp")];
+    let jobs = || {
+        let mut back = job("vision/back", "vq", 1, 8);
+        back.returning = true;
+        let nlp = run(
+            job("nlp/own", "nq", 1, 8),
+            &[("n0", &[0, 1, 2, 3, 4, 5, 6, 7])],
+            false,
+            0,
+            None,
+        );
+        vec![back, nlp, job("nlp/borrow", "nq", 1, 8)]
+    };
+    let d = schedule(&snapshot(100, nodes.clone(), tenants(8), queues(), jobs()));
+    assert!(
+        d.admission("vision/back").is_none(),
+        "not before it is back"
+    );
+    assert!(waits_with(&d, "vision/back", "Returning"));
+    assert!(d.admission("nlp/borrow").is_none(), "{d:?}");
+    assert!(d.preemptions.is_empty());
+
+    // no guarantee of its own to come back to: the room is lent
+    let d = schedule(&snapshot(100, nodes, tenants(0), queues(), jobs()));
+    assert!(waits_with(&d, "vision/back", "Returning"));
+    assert!(d.admission("nlp/borrow").is_some_and(|a| a.bonus), "{d:?}");
+}
+
+/// Where its room is lent already, a returning job within its guarantee reclaims it while
+/// it returns, so that the borrower's checkpoint overlaps the gap; it is still not admitted
+/// before it is back.
+#[test]
+fn a_returning_job_reclaims_its_room_while_it_returns() {
+    let nodes = vec![node("n0", "A100", 8, None), node("n1", "A100", 8, None)];
+    let vcs = vec![vc("vision", "A100", 12), vc("nlp", "A100", 4)];
+    let queues = vec![queue("vq", "vision"), queue("nq", "nlp")];
+    let mut back = job("vision/back", "vq", 2, 6);
+    back.returning = true;
+    let borrow = run(
+        job("nlp/borrow", "nq", 1, 8),
+        &[("n1", &[0, 1, 2, 3, 4, 5, 6, 7])],
+        true,
+        0,
+        None,
+    );
+    let d = schedule(&snapshot(100, nodes, vcs, queues, vec![back, borrow]));
+    assert!(
+        d.admission("vision/back").is_none(),
+        "not before it is back"
+    );
+    assert_eq!(victims(&d), strings(&["nlp/borrow"]));
+    assert_eq!(reason_of(&d, "nlp/borrow"), Some(PreemptionReason::Reclaim));
+    assert!(
+        waits_with(&d, "vision/back", "WaitingForPreemption"),
+        "{d:?}"
+    );
+}
+
 /// A priority preemption that a limit needed is not withdrawn when its beneficiary, admitted
 /// on the victim's credit against the limit, runs on other free GPUs: the victim goes on
 /// leaving, or the team would stay above its limit for good (12 GPUs under a limit of 8 in an
