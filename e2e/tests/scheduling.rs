@@ -721,3 +721,35 @@ async fn a_share_holds_its_gpu_from_the_device_plugin() {
     .await;
     s.finish().await;
 }
+
+/// A whole-GPU job waiting for the GPU a share held is placed there once the share's
+/// reservation pod is gone, not while it terminates: placed at once, its pod met
+/// `FailedScheduling: Insufficient nvidia.com/gpu` from kube-scheduler for seconds (an
+/// acceptance run), and bound directly it would be refused by a kubelet.
+#[tokio::test]
+async fn a_whole_gpu_job_waits_for_a_leaving_reservation() {
+    let s = Scenario::new("leaving", 1, 2, 1).await;
+    let owner = s.tenant("leaving", 2, "FIFO", "");
+    s.cp.apply(&format!(
+        "apiVersion: kubetrain.io/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: half\n  namespace: {ns}\nspec:\n  queue: {owner}\n  gpuTypes: [{flavor}]\n  tasks:\n  - name: worker\n    gpuShare: 500\n    template:\n      metadata:\n        annotations:\n          sim.kubetrain.io/run-seconds: \"4\"\n      spec:\n        containers:\n        - name: trainer\n          image: trainer:latest\n",
+        ns = s.ns,
+        flavor = s.flavor
+    ));
+    s.wait_phase("half", "Running", T).await;
+    s.cp.apply(&s.job("whole", &owner, 1, 2, &[("run-seconds", "600")], ""));
+    s.wait_phase("whole", "Running", T).await;
+    assert_eq!(s.job_status("half", "{.status.phase}"), "Succeeded");
+    let pod = s.pods_of("whole").pop().expect("the whole job's pod");
+    let refused = s.cp.jsonpath(
+        &[
+            "events",
+            "-n",
+            &s.ns,
+            "--field-selector",
+            &format!("involvedObject.name={pod},reason=FailedScheduling"),
+        ],
+        "{range .items[*]}{.message}{\"\\n\"}{end}",
+    );
+    assert!(refused.trim().is_empty(), "{refused}");
+    s.finish().await;
+}

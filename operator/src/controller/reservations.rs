@@ -264,15 +264,45 @@ pub struct Plan {
     pub recheck: BTreeSet<(String, String)>,
 }
 
+/// The GPUs that active share pods hold, or wait behind their gate to hold.
+fn needed(shares: &[SharePod]) -> BTreeSet<&SharedGpu> {
+    shares.iter().filter(|s| s.active).map(|s| &s.gpu).collect()
+}
+
+/// The reservation pods of `namespace`, read.
+fn reservations_in<'a>(
+    pods: &'a [Arc<Pod>],
+    namespace: &'a str,
+) -> impl Iterator<Item = (&'a Arc<Pod>, Reservation)> + 'a {
+    pods.iter()
+        .filter(move |p| p.namespace().as_deref() == Some(namespace))
+        .filter_map(|p| Some((p, read_reservation(p)?)))
+}
+
+/// Whether a reservation no share needs any more, or already being deleted, still holds its
+/// GPU: until its pod is gone, kube-scheduler and the kubelet count its `nvidia.com/gpu`.
+fn on_its_way_out(r: &Reservation, needed: &BTreeSet<&SharedGpu>) -> bool {
+    r.active && (r.deleting || !needed.contains(&r.gpu))
+}
+
+/// The reservation pods on their way out ([`plan`] deletes those no share needs), with what
+/// they hold. The snapshot holds their GPUs as a terminating pod's: placed there at once, a
+/// whole-GPU replica met `Insufficient nvidia.com/gpu` from kube-scheduler for seconds (an
+/// acceptance run), and a pod bound directly would be refused by the kubelet.
+pub fn outgoing<'a>(pods: &'a [Arc<Pod>], namespace: &'a str) -> Vec<(&'a Arc<Pod>, Reservation)> {
+    let shares: Vec<SharePod> = pods.iter().filter_map(|p| read_share(p)).collect();
+    let needed = needed(&shares);
+    reservations_in(pods, namespace)
+        .filter(|(_, r)| on_its_way_out(r, &needed))
+        .collect()
+}
+
 /// Decides from the pods (all of them; reservations are looked for in `namespace`).
 pub fn plan(pods: &[Arc<Pod>], namespace: &str) -> Plan {
     let shares: Vec<SharePod> = pods.iter().filter_map(|p| read_share(p)).collect();
-    let needed: BTreeSet<&SharedGpu> = shares.iter().filter(|s| s.active).map(|s| &s.gpu).collect();
-    let reservations: BTreeMap<SharedGpu, Reservation> = pods
-        .iter()
-        .filter(|p| p.namespace().as_deref() == Some(namespace))
-        .filter_map(|p| read_reservation(p))
-        .map(|r| (r.gpu.clone(), r))
+    let needed = needed(&shares);
+    let reservations: BTreeMap<SharedGpu, Reservation> = reservations_in(pods, namespace)
+        .map(|(_, r)| (r.gpu.clone(), r))
         .collect();
     let mut out = Plan::default();
     // Made only for a share that waits: a released share whose reservation went runs on a

@@ -167,9 +167,10 @@ pub fn build(world: &World<'_>) -> sched::Snapshot {
             continue;
         }
         // A GPU reservation holding a GPU that shares use is counted as those shares are.
-        // One whose shares are gone is being deleted (this cycle's plan deletes it) and
-        // holds its GPU for seconds more; counted as another's pod, it had the job a reclaim
-        // made room for wait, and the victim admitted again meanwhile (an acceptance run).
+        // One whose shares are gone is on its way out (this cycle's plan deletes it), and is
+        // held below as a terminating pod, on its GPU; counted as another's pod here, it had
+        // the job a reclaim made room for wait, and the victim admitted again meanwhile (an
+        // acceptance run).
         if p.namespace().as_deref() == Some(world.reservation_namespace)
             && reservations::read_reservation(p).is_some()
         {
@@ -218,6 +219,25 @@ pub fn build(world: &World<'_>) -> sched::Snapshot {
         now: world.now,
     };
     let mut held = orphans.held(&gangs, &node_names, &mut foreign);
+    for (pod, r) in reservations::outgoing(world.pods, world.reservation_namespace) {
+        if !node_names.contains(&r.gpu.node) {
+            continue;
+        }
+        let demand = pod
+            .spec
+            .as_ref()
+            .and_then(|s| pod_demand(s).ok())
+            .unwrap_or_default();
+        held.entry(r.gpu.node.clone())
+            .or_default()
+            .push(sched::Held {
+                gpus: vec![sched::GpuIndex(r.gpu.gpu)],
+                share: None,
+                cpu_milli: demand.cpu_milli,
+                memory_bytes: demand.memory_bytes,
+                leaving: Some(format!("{}/{}", world.reservation_namespace, r.name)),
+            });
+    }
     let nodes = world
         .nodes
         .iter()
@@ -900,7 +920,8 @@ mod tests {
 
     /// The reservation pod that holds a shared GPU from the device plugin is the shares'
     /// count, not another's pod: counted again it would take a second GPU. Once no share
-    /// holds the GPU it is on its way out, and its GPU free to place on.
+    /// holds the GPU it is on its way out, and holds that GPU as a terminating pod does
+    /// until it is gone (kube-scheduler and the kubelet count it until then).
     #[test]
     fn a_reservation_is_counted_as_its_shares_are() {
         let (queues, vcs) = one_team();
@@ -928,7 +949,7 @@ mod tests {
             },
         );
         reservation.spec.as_mut().expect("spec").node_name = Some("n0".into());
-        let foreign = |pods: &[Arc<Pod>], phase: &str| {
+        let node_of = |pods: &[Arc<Pod>], phase: &str| {
             let jobs = [job("s", "q", 0, phase)];
             let snap = snapshot_at(
                 NOW,
@@ -937,16 +958,28 @@ mod tests {
                 &vcs,
                 &BTreeMap::new(),
             );
-            snap.nodes[0].foreign.gpus
+            snap.nodes[0].clone()
         };
         let reservation = Arc::new(reservation);
-        assert_eq!(foreign(&[Arc::new(share.clone())], "Running"), 0);
-        assert_eq!(
-            foreign(&[Arc::new(share.clone()), reservation.clone()], "Running"),
-            0
-        );
+        let alone = node_of(&[Arc::new(share.clone())], "Running");
+        let reserved = node_of(&[Arc::new(share.clone()), reservation.clone()], "Running");
+        assert_eq!(reserved.foreign.gpus, 0);
+        assert_eq!(reserved.held, alone.held);
         share.status.as_mut().expect("status").phase = Some("Succeeded".into());
-        assert_eq!(foreign(&[Arc::new(share), reservation], "Succeeded"), 0);
+        let out = node_of(&[Arc::new(share), reservation], "Succeeded");
+        assert_eq!(out.foreign.gpus, 0);
+        let reservation_held: Vec<_> = out
+            .held
+            .iter()
+            .filter(|h| {
+                h.leaving
+                    .as_deref()
+                    .is_some_and(|l| l.contains("kubetrain-gpu-n0-0"))
+            })
+            .collect();
+        assert_eq!(reservation_held.len(), 1, "{:?}", out.held);
+        assert_eq!(reservation_held[0].gpus, vec![sched::GpuIndex(0)]);
+        assert_eq!(reservation_held[0].share, None);
     }
 
     /// The scheduler asks a reclaim's victims to checkpoint, and its next cycle runs before
