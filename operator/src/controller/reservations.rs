@@ -40,9 +40,10 @@ use super::pods::{env_from_field, pin_to_node};
 use super::resources::GPU_RESOURCE;
 use crate::api::TrainingJob;
 use crate::api::annotations::{
-    GPU_ASSIGNMENT_ANNOTATION, GPU_SHARE_ANNOTATION, GPUS_ANNOTATION, JOB_LABEL, NODE_ANNOTATION,
-    RESERVATION_GATE, RESERVATION_ID_LABEL, RESERVATION_LABEL, RESERVATION_UID_ANNOTATION,
-    RESERVED_DEVICE_ANNOTATION, VISIBLE_DEVICES_ANNOTATION,
+    ATTEMPT_ANNOTATION, GANG_SIZE_ANNOTATION, GPU_ASSIGNMENT_ANNOTATION, GPU_SHARE_ANNOTATION,
+    GPUS_ANNOTATION, JOB_LABEL, NODE_ANNOTATION, RESERVATION_GATE, RESERVATION_ID_LABEL,
+    RESERVATION_LABEL, RESERVATION_UID_ANNOTATION, RESERVED_DEVICE_ANNOTATION,
+    VISIBLE_DEVICES_ANNOTATION,
 };
 use crate::api::trainingjob::GpuAssignment;
 
@@ -111,6 +112,22 @@ struct SharePod {
     held_by: Option<String>,
     /// Its job's name.
     job: String,
+    /// Its gang: the job's pods of this attempt, and how many there are to be.
+    gang: GangOf,
+    gang_size: Option<u32>,
+}
+
+/// A gang's pods: namespace, job, attempt (`kubetrain.io/attempt`).
+type GangOf = (String, String, String);
+
+fn gang_of(pod: &Pod) -> Option<GangOf> {
+    Some((
+        pod.namespace().unwrap_or_default(),
+        pod.labels().get(JOB_LABEL)?.clone(),
+        annotation(pod, ATTEMPT_ANNOTATION)
+            .unwrap_or_default()
+            .to_string(),
+    ))
 }
 
 /// A reservation pod, read.
@@ -203,6 +220,8 @@ fn read_share(pod: &Pod) -> Option<SharePod> {
         active: holds_resources(pod),
         held_by: annotation(pod, RESERVATION_UID_ANNOTATION).map(str::to_string),
         job: pod.labels().get(JOB_LABEL).cloned().unwrap_or_default(),
+        gang: gang_of(pod)?,
+        gang_size: annotation(pod, GANG_SIZE_ANNOTATION).and_then(|n| n.trim().parse().ok()),
     })
 }
 
@@ -322,20 +341,41 @@ pub fn plan(pods: &[Arc<Pod>], namespace: &str) -> Plan {
             out.delete.push(r.name.clone());
         }
     }
+    // A gang's shares are released together, once the whole gang exists and every one of
+    // them has its device: released one by one, the first ranks ran while the others were
+    // not yet created (an operator killed mid-admission left two of three running for
+    // 30 s, until the incomplete gang was torn down), or waited in rendezvous for a device.
+    let mut present: BTreeMap<GangOf, u32> = BTreeMap::new();
+    for p in pods
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+    {
+        if let Some(g) = gang_of(p) {
+            *present.entry(g).or_default() += 1;
+        }
+    }
+    let mut gangs: BTreeMap<&GangOf, Option<Vec<Release>>> = BTreeMap::new();
     for s in shares.iter().filter(|s| s.gated && s.active) {
+        let whole = s
+            .gang_size
+            .is_none_or(|n| present.get(&s.gang).copied().unwrap_or(0) >= n);
         let ready = reservations
             .get(&s.gpu)
             .filter(|r| r.live())
-            .and_then(|r| Some((r.device.clone()?, r.uid.clone()?)));
-        if let Some((device, reservation)) = ready {
-            out.release.push(Release {
+            .and_then(|r| Some((r.device.clone()?, r.uid.clone()?)))
+            .filter(|_| whole);
+        let gang = gangs.entry(&s.gang).or_insert_with(|| Some(Vec::new()));
+        match (gang.as_mut(), ready) {
+            (Some(releases), Some((device, reservation))) => releases.push(Release {
                 namespace: s.namespace.clone(),
                 name: s.name.clone(),
                 device,
                 reservation,
-            });
+            }),
+            _ => *gang = None,
         }
     }
+    out.release = gangs.into_values().flatten().flatten().collect();
     for s in shares.iter().filter(|s| s.active) {
         let Some(uid) = &s.held_by else { continue };
         let holds = reservations.get(&s.gpu).is_some_and(|r| r.holds(uid));
@@ -648,6 +688,45 @@ mod tests {
         // Released and running: kept.
         let running = share("s-0", "n1", 3, false, "Running");
         assert_eq!(plan(&[running, r], NS), Plan::default());
+    }
+
+    /// A gang's shares are released together: not before every pod of the gang exists (an
+    /// operator stopped mid-admission left part of a gang running), nor before each of them
+    /// has its device.
+    #[test]
+    fn a_gangs_shares_are_released_together_once_the_gang_is_whole() {
+        let member = |name: &str, gpu: u32| {
+            let mut p = (*share(name, "n1", gpu, true, "Pending")).clone();
+            p.annotations_mut().extend([
+                (GANG_SIZE_ANNOTATION.to_string(), "3".to_string()),
+                (ATTEMPT_ANNOTATION.to_string(), "0".to_string()),
+            ]);
+            Arc::new(p)
+        };
+        let ready = |g: u32| reservation("n1", g, Some(&format!("GPU-{g}")), false);
+        let released = |pods: &[Arc<Pod>]| {
+            let mut names: Vec<String> =
+                plan(pods, NS).release.into_iter().map(|r| r.name).collect();
+            names.sort();
+            names
+        };
+        let (a, b, c) = (member("s-0", 0), member("s-1", 1), member("s-2", 2));
+        // two of three created, both with their devices: not yet
+        assert!(released(&[a.clone(), b.clone(), ready(0), ready(1)]).is_empty());
+        // all three, one device still to come: not yet
+        let all = [a.clone(), b.clone(), c.clone(), ready(0), ready(1)];
+        assert!(released(&all).is_empty());
+        assert_eq!(plan(&all, NS).create, vec![gpu("n1", 2)]);
+        // the whole gang with every device
+        assert_eq!(
+            released(&[a.clone(), b.clone(), c, ready(0), ready(1), ready(2)]),
+            ["s-0", "s-1", "s-2"]
+        );
+        // a pod of an earlier attempt does not make the gang whole
+        let mut old = (*member("s-2", 2)).clone();
+        old.annotations_mut()
+            .insert(ATTEMPT_ANNOTATION.into(), "-1".into());
+        assert!(released(&[a, b, Arc::new(old), ready(0), ready(1), ready(2)]).is_empty());
     }
 
     #[test]
