@@ -19,6 +19,9 @@ pub struct Rule {
     pub rule: &'static str,
     /// What `kubectl apply` prints, naming the field.
     pub message: &'static str,
+    /// A CEL expression for the message, where the message should quote the value (the API
+    /// server prints no value of its own for a rule's error); `message` is its fallback.
+    pub message_expression: Option<&'static str>,
     /// The field the error is reported on, relative to `at` (empty: `at` itself).
     pub field_path: &'static str,
     /// `FieldValueInvalid` or `FieldValueForbidden` (a `FieldValueDuplicate` would print
@@ -170,6 +173,7 @@ pub fn rules() -> Vec<Rule> {
             message: "spec.tasks: task names must be unique in the job",
             field_path: ".tasks",
             reason: "FieldValueInvalid",
+            message_expression: None,
         },
         Rule {
             crd: "trainingjobs",
@@ -179,6 +183,7 @@ pub fn rules() -> Vec<Rule> {
                       could never succeed",
             field_path: ".tasks",
             reason: "FieldValueInvalid",
+            message_expression: None,
         },
         Rule {
             crd: "trainingjobs",
@@ -191,6 +196,7 @@ pub fn rules() -> Vec<Rule> {
                       names <job>-<task>-<index> must fit in 63 characters",
             field_path: ".spec.tasks",
             reason: "FieldValueInvalid",
+            message_expression: None,
         },
         Rule {
             crd: "trainingjobs",
@@ -204,6 +210,13 @@ pub fn rules() -> Vec<Rule> {
                       job's Service and pods are named after it",
             field_path: ".metadata.name",
             reason: "FieldValueInvalid",
+            // `metadata.name: Invalid value: "llm.v2": must consist ...`, as the API
+            // server's own checks of a value read
+            message_expression: Some(
+                "'\"' + self.metadata.name + '\": must consist of lower-case letters, \
+                 digits and \\'-\\', start with a letter and end with a letter or digit (a \
+                 DNS-1035 label): the job\\'s Service and pods are named after it'",
+            ),
         },
         Rule {
             crd: "trainingjobs",
@@ -221,6 +234,7 @@ pub fn rules() -> Vec<Rule> {
                       move it; or let it finish",
             field_path: ".spec.queue",
             reason: "FieldValueForbidden",
+            message_expression: None,
         },
         Rule {
             crd: "trainingjobs",
@@ -233,6 +247,7 @@ pub fn rules() -> Vec<Rule> {
                       limit in the queue. Set spec.suspend: true first, or let it finish",
             field_path: ".spec.user",
             reason: "FieldValueForbidden",
+            message_expression: None,
         },
         Rule {
             crd: "trainingjobs",
@@ -251,6 +266,7 @@ pub fn rules() -> Vec<Rule> {
                       them, then set it back; or delete and re-create the job",
             field_path: ".spec.tasks",
             reason: "FieldValueForbidden",
+            message_expression: None,
         },
         Rule {
             crd: "trainingjobs",
@@ -264,6 +280,7 @@ pub fn rules() -> Vec<Rule> {
                       for whole GPUs",
             field_path: ".gpuShare",
             reason: "FieldValueForbidden",
+            message_expression: None,
         },
         Rule {
             crd: "trainingjobs",
@@ -272,6 +289,7 @@ pub fn rules() -> Vec<Rule> {
             message: "spec.backoff.initialSeconds must not exceed spec.backoff.maxSeconds",
             field_path: ".initialSeconds",
             reason: "FieldValueInvalid",
+            message_expression: None,
         },
         Rule {
             crd: "trainingjobs",
@@ -281,6 +299,7 @@ pub fn rules() -> Vec<Rule> {
                       onPodConditions",
             field_path: "",
             reason: "FieldValueInvalid",
+            message_expression: None,
         },
         Rule {
             crd: "trainingjobs",
@@ -290,6 +309,7 @@ pub fn rules() -> Vec<Rule> {
                       operator In (exit code 0 is a success, never a failure)",
             field_path: ".values",
             reason: "FieldValueInvalid",
+            message_expression: None,
         },
         Rule {
             crd: "trainingjobs",
@@ -298,6 +318,7 @@ pub fn rules() -> Vec<Rule> {
             message: "spec.podFailurePolicy.rules[].onExitCodes.values must be distinct",
             field_path: ".values",
             reason: "FieldValueInvalid",
+            message_expression: None,
         },
         Rule {
             crd: "queues",
@@ -306,6 +327,7 @@ pub fn rules() -> Vec<Rule> {
             message: "spec.parent: a queue cannot be its own parent",
             field_path: ".spec.parent",
             reason: "FieldValueInvalid",
+            message_expression: None,
         },
         Rule {
             crd: "queues",
@@ -321,6 +343,7 @@ pub fn rules() -> Vec<Rule> {
                       other VirtualCluster and point the jobs' spec.queue at it",
             field_path: ".spec.virtualCluster",
             reason: "FieldValueForbidden",
+            message_expression: None,
         },
         Rule {
             crd: "virtualclusters",
@@ -330,6 +353,7 @@ pub fn rules() -> Vec<Rule> {
             message: "spec.guarantee: each GPU type (flavor) may appear only once",
             field_path: ".guarantee",
             reason: "FieldValueInvalid",
+            message_expression: None,
         },
         Rule {
             crd: "virtualclusters",
@@ -340,6 +364,7 @@ pub fn rules() -> Vec<Rule> {
                       the guarantee could never be used",
             field_path: ".limit.gpus",
             reason: "FieldValueInvalid",
+            message_expression: None,
         },
     ];
     for at in RESOURCE_PATHS {
@@ -350,6 +375,7 @@ pub fn rules() -> Vec<Rule> {
             message: WHOLE_GPU_MESSAGE,
             field_path: ".limits['nvidia.com/gpu']",
             reason: "FieldValueInvalid",
+            message_expression: None,
         });
         rules.push(Rule {
             crd: "trainingjobs",
@@ -358,6 +384,7 @@ pub fn rules() -> Vec<Rule> {
             message: WHOLE_GPU_MESSAGE,
             field_path: ".requests['nvidia.com/gpu']",
             reason: "FieldValueInvalid",
+            message_expression: None,
         });
         rules.push(Rule {
             crd: "trainingjobs",
@@ -366,6 +393,7 @@ pub fn rules() -> Vec<Rule> {
             message: GPU_REQUEST_IS_LIMIT_MESSAGE,
             field_path: ".requests['nvidia.com/gpu']",
             reason: "FieldValueInvalid",
+            message_expression: None,
         });
     }
     for (at, rule, message) in TEMPLATE_FIELDS_DECIDED {
@@ -376,6 +404,7 @@ pub fn rules() -> Vec<Rule> {
             message,
             field_path: "",
             reason: "FieldValueForbidden",
+            message_expression: None,
         });
     }
     rules
@@ -480,6 +509,9 @@ pub fn attach(crd: &'static str, schema: &mut Value) -> Result<(), MissingSchema
             .or_insert_with(|| json!([]));
         if let Some(list) = list.as_array_mut() {
             let mut v = json!({ "rule": r.rule, "message": r.message, "reason": r.reason });
+            if let Some(e) = r.message_expression {
+                v["messageExpression"] = json!(e);
+            }
             if !r.field_path.is_empty() {
                 v["fieldPath"] = json!(r.field_path);
             }
