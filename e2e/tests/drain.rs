@@ -4,12 +4,43 @@
 //! it keeps its place: a job behind it that would fit on the GPUs it needs waits for it, and
 //! within its team's guarantee so does another team's job that would borrow them.
 
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use kubetrain_e2e::scenario::Scenario;
 
 const T: Duration = Duration::from_secs(90);
+
+/// `kubectl drain NODE`, as an admin runs it, in the background.
+fn start_drain(s: &Scenario, node: &str) -> Child {
+    Command::new(s.cp.kubectl_path())
+        .args([
+            "drain",
+            node,
+            "--ignore-daemonsets",
+            "--delete-emptydir-data",
+            "--timeout=120s",
+        ])
+        .env("KUBECONFIG", s.cp.kubeconfig())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kubectl drain")
+}
+
+/// The drain finishes on its own, successfully.
+async fn drain_finishes(drain: Child) {
+    let out = tokio::task::spawn_blocking(move || drain.wait_with_output())
+        .await
+        .expect("join")
+        .expect("drain output");
+    assert!(
+        out.status.success(),
+        "drain: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drain_asks_the_gang_to_checkpoint_then_finishes() {
@@ -43,19 +74,7 @@ async fn drain_asks_the_gang_to_checkpoint_then_finishes() {
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
 
-    let drain = Command::new(s.cp.kubectl_path())
-        .args([
-            "drain",
-            &node,
-            "--ignore-daemonsets",
-            "--delete-emptydir-data",
-            "--timeout=120s",
-        ])
-        .env("KUBECONFIG", s.cp.kubeconfig())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kubectl drain");
+    let drain = start_drain(&s, &node);
 
     // The job is asked to checkpoint because of the drain, saves it, and comes back on the
     // other two nodes without a retry.
@@ -99,16 +118,7 @@ async fn drain_asks_the_gang_to_checkpoint_then_finishes() {
     assert!(s.pods_of("behind").is_empty());
 
     // The drain finishes on its own.
-    let out = tokio::task::spawn_blocking(move || drain.wait_with_output())
-        .await
-        .expect("join")
-        .expect("drain output");
-    assert!(
-        out.status.success(),
-        "drain: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    drain_finishes(drain).await;
     let _ = s.cp.kubectl(&["uncordon", &node]);
     s.finish().await;
 }
@@ -157,19 +167,7 @@ async fn a_drained_job_keeps_its_room_from_other_teams_while_it_returns() {
     );
     assert!(!node.is_empty());
 
-    let drain = Command::new(s.cp.kubectl_path())
-        .args([
-            "drain",
-            &node,
-            "--ignore-daemonsets",
-            "--delete-emptydir-data",
-            "--timeout=120s",
-        ])
-        .env("KUBECONFIG", s.cp.kubeconfig())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kubectl drain");
+    let drain = start_drain(&s, &node);
 
     // The gang comes back on its other node and the borrowed one.
     let deadline = tokio::time::Instant::now() + T;
@@ -193,16 +191,7 @@ async fn a_drained_job_keeps_its_room_from_other_teams_while_it_returns() {
     assert_eq!(s.job_status("late", "{.status.preemptions}"), "0");
     assert!(s.pods_of("late").is_empty());
 
-    let out = tokio::task::spawn_blocking(move || drain.wait_with_output())
-        .await
-        .expect("join")
-        .expect("drain output");
-    assert!(
-        out.status.success(),
-        "drain: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    drain_finishes(drain).await;
     let _ = s.cp.kubectl(&["uncordon", &node]);
     s.finish().await;
 }

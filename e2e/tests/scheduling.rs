@@ -617,6 +617,21 @@ fn reservation_of(s: &Scenario, node: &str, gpu: &str) -> Vec<(String, String, S
         .collect()
 }
 
+/// A job `half` of one replica sharing half a GPU, running `run_seconds` (else until
+/// deleted).
+fn half_a_gpu(s: &Scenario, queue: &str, run_seconds: Option<u32>) -> String {
+    let meta = run_seconds
+        .map(|t| {
+            format!("      metadata:\n        annotations:\n          sim.kubetrain.io/run-seconds: \"{t}\"\n")
+        })
+        .unwrap_or_default();
+    format!(
+        "apiVersion: kubetrain.io/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: half\n  namespace: {ns}\nspec:\n  queue: {queue}\n  gpuTypes: [{flavor}]\n  tasks:\n  - name: worker\n    gpuShare: 500\n    template:\n{meta}      spec:\n        containers:\n        - name: trainer\n          image: trainer:latest\n",
+        ns = s.ns,
+        flavor = s.flavor
+    )
+}
+
 /// A share on a node whose device plugin hands out GPUs holds its GPU from the plugin: the
 /// operator's reservation pod requests it, the share runs on the device the reservation was
 /// given, kube-scheduler keeps another pod off that GPU, and the GPU goes back to the plugin
@@ -625,11 +640,7 @@ fn reservation_of(s: &Scenario, node: &str, gpu: &str) -> Vec<(String, String, S
 async fn a_share_holds_its_gpu_from_the_device_plugin() {
     let s = Scenario::new("reserve", 1, 2, 1).await;
     let owner = s.tenant("reserve", 2, "FIFO", "");
-    s.cp.apply(&format!(
-        "apiVersion: kubetrain.io/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: half\n  namespace: {ns}\nspec:\n  queue: {owner}\n  gpuTypes: [{flavor}]\n  tasks:\n  - name: worker\n    gpuShare: 500\n    template:\n      spec:\n        containers:\n        - name: trainer\n          image: trainer:latest\n",
-        ns = s.ns,
-        flavor = s.flavor
-    ));
+    s.cp.apply(&half_a_gpu(&s, &owner, None));
     s.wait_phase("half", "Running", T).await;
     let node = s.job_status("half", "{.status.placement[0].node}");
     let gpu = s.job_status("half", "{.status.placement[0].gpus[0]}");
@@ -730,11 +741,7 @@ async fn a_share_holds_its_gpu_from_the_device_plugin() {
 async fn a_whole_gpu_job_waits_for_a_leaving_reservation() {
     let s = Scenario::new("leaving", 1, 2, 1).await;
     let owner = s.tenant("leaving", 2, "FIFO", "");
-    s.cp.apply(&format!(
-        "apiVersion: kubetrain.io/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: half\n  namespace: {ns}\nspec:\n  queue: {owner}\n  gpuTypes: [{flavor}]\n  tasks:\n  - name: worker\n    gpuShare: 500\n    template:\n      metadata:\n        annotations:\n          sim.kubetrain.io/run-seconds: \"4\"\n      spec:\n        containers:\n        - name: trainer\n          image: trainer:latest\n",
-        ns = s.ns,
-        flavor = s.flavor
-    ));
+    s.cp.apply(&half_a_gpu(&s, &owner, Some(4)));
     s.wait_phase("half", "Running", T).await;
     s.cp.apply(&s.job("whole", &owner, 1, 2, &[("run-seconds", "600")], ""));
     s.wait_phase("whole", "Running", T).await;
