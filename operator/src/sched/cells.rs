@@ -21,7 +21,7 @@
 use std::collections::BTreeMap;
 
 use super::cluster::{Cluster, NodeState};
-use super::ids::{FlavorId, Id, IdVec, NodeId, RunIdx, VcId};
+use super::ids::{FlavorId, Id, IdVec, NodeId, RackId, RunIdx, VcId};
 use super::model::{Snapshot, TopologyLevel};
 use super::placement::Trial;
 use super::reclaim::{Held, RunInfo};
@@ -82,14 +82,13 @@ impl Table {
         missing.saturating_sub(room)
     }
 
-    fn slack(&self) -> i64 {
-        self.clean
-            - self
-                .want
-                .iter()
-                .zip(&self.bound)
-                .map(|(w, b)| (w - b).max(0))
-                .sum::<i64>()
+    /// Cells the VCs miss.
+    fn missing(&self) -> i64 {
+        self.want
+            .iter()
+            .zip(&self.bound)
+            .map(|(w, b)| (w - b).max(0))
+            .sum()
     }
     fn set(&mut self, d: usize, new: Owner) {
         let old = self.owners[d];
@@ -268,6 +267,77 @@ impl Cells {
             .collect()
     }
 
+    /// The node under GPU-group domain `d`.
+    fn group_node(&self, d: usize) -> NodeId {
+        NodeId::new(
+            self.group_base
+                .iter()
+                .as_slice()
+                .partition_point(|&b| b <= d)
+                - 1,
+        )
+    }
+
+    /// The nodes a domain of `level` spans.
+    fn nodes_of(&self, c: &Cluster, level: TopologyLevel, d: usize) -> Vec<NodeId> {
+        match level {
+            TopologyLevel::Rack => c.racks[RackId::new(d)].nodes.clone(),
+            TopologyLevel::Node => vec![NodeId::new(d)],
+            TopologyLevel::GpuGroup => vec![self.group_node(d)],
+        }
+    }
+
+    /// Per level of a flavor's `tables`, the clean domains its missing cells may take once
+    /// the larger levels' missing cells have set theirs aside (the smallest clean ones: they
+    /// leave the most to the levels below), smallest first. A domain counts once across the
+    /// levels: counted per level on its own, the last clean rack was also two clean nodes for
+    /// another VC's node cell, a promotion that dirtied the last node outside it passed, and
+    /// both cells were lost for good, with nothing to reclaim and no warning (an acceptance
+    /// run).
+    fn available(
+        &self,
+        c: &Cluster,
+        tables: &BTreeMap<TopologyLevel, &Table>,
+    ) -> BTreeMap<TopologyLevel, Vec<usize>> {
+        let mut aside = vec![false; c.nodes.len()];
+        let mut out = BTreeMap::new();
+        for (&level, tb) in tables.iter().rev() {
+            let mut free: Vec<usize> = (0..tb.owners.len())
+                .filter(|&d| tb.owners[d] == Owner::Clean)
+                .filter(|&d| self.nodes_of(c, level, d).iter().all(|n| !aside[n.ix()]))
+                .collect();
+            free.sort_by_key(|&d| (tb.sizes[d], d));
+            // a GPU group set aside leaves the rest of its node to nobody below it
+            if level != TopologyLevel::GpuGroup {
+                for &d in free.iter().take(tb.missing() as usize) {
+                    for n in self.nodes_of(c, level, d) {
+                        aside[n.ix()] = true;
+                    }
+                }
+            }
+            out.insert(level, free);
+        }
+        out
+    }
+
+    /// Missing cells of a flavor's `tables` that no clean domain is left for.
+    fn cells_short(&self, c: &Cluster, tables: &BTreeMap<TopologyLevel, &Table>) -> i64 {
+        let free = self.available(c, tables);
+        tables
+            .iter()
+            .map(|(level, tb)| (tb.missing() - free[level].len() as i64).max(0))
+            .sum()
+    }
+
+    /// The tables of flavor `f`, by level.
+    fn of_flavor(&self, f: FlavorId) -> BTreeMap<TopologyLevel, &Table> {
+        self.tables
+            .iter()
+            .filter(|(k, _)| k.0 == f)
+            .map(|(k, tb)| (k.1, tb))
+            .collect()
+    }
+
     /// Whether a guaranteed placement of `vc` (`milli` GPUs) keeps every cell guarantee
     /// obtainable, and every VC's count guarantee beside them.
     pub fn accepts(&self, c: &Cluster, t: &Tenants, trial: &Trial, vc: VcId, milli: u64) -> bool {
@@ -337,27 +407,28 @@ impl Cells {
         if let Some(u) = used_after.get_mut(vc.ix()) {
             *u += milli;
         }
-        for (&(tf, level), tb) in &self.tables {
-            if tf != f {
-                continue;
-            }
-            let before = tb.slack();
-            let mut after = tb.clone();
-            for d in self.domains(c, level, touched) {
-                let o = after.owners[d];
-                after.set(d, merge(o, vc));
-            }
-            let s = after.slack();
-            if s < 0 && s < before {
-                return false;
-            }
+        let before = self.of_flavor(f);
+        let after: BTreeMap<TopologyLevel, Table> = before
+            .iter()
+            .map(|(&level, &tb)| {
+                let mut after = tb.clone();
+                for d in self.domains(c, level, touched) {
+                    let o = after.owners[d];
+                    after.set(d, merge(o, vc));
+                }
+                (level, after)
+            })
+            .collect();
+        for (level, tb) in &before {
             let short_before = tb.count_shortfall(usable, &guarantee, &used);
-            let short = after.count_shortfall(usable, &guarantee, &used_after);
+            let short = after[level].count_shortfall(usable, &guarantee, &used_after);
             if short > 0 && short > short_before {
                 return false;
             }
         }
-        true
+        let short_before = self.cells_short(c, &before);
+        let short = self.cells_short(c, &after.iter().map(|(&l, tb)| (l, tb)).collect());
+        short == 0 || short <= short_before
     }
 
     /// `vc`'s cells of a flavor and level: (guaranteed, obtainable now, eligible domains).
@@ -366,6 +437,7 @@ impl Cells {
     /// smallest first, as far as the `gpus` it may still claim reach.
     pub fn standing(
         &self,
+        c: &Cluster,
         f: FlavorId,
         level: TopologyLevel,
         vc: VcId,
@@ -381,21 +453,23 @@ impl Cells {
             .filter(|&(w, _)| w != vc)
             .map(|(w, &n)| (n - tb.bound[w]).max(0))
             .sum();
-        let mut clean: Vec<u32> = (0..tb.owners.len())
-            .filter(|&d| tb.owners[d] == Owner::Clean)
-            .map(|d| tb.sizes[d])
-            .collect();
-        clean.sort_unstable();
+        // the clean domains the larger levels' missing cells leave, smallest first
+        let free = self
+            .available(c, &self.of_flavor(f))
+            .remove(&level)
+            .unwrap_or_default();
         let mut left = gpus;
-        let affordable = clean
+        let affordable = free
             .iter()
-            .take_while(|&&s| {
-                let ok = u64::from(s) <= left;
-                left = left.saturating_sub(u64::from(s));
+            .take_while(|&&d| {
+                let s = u64::from(tb.sizes[d]);
+                let ok = s <= left;
+                left = left.saturating_sub(s);
                 ok
             })
             .count() as i64;
-        let obtainable = (tb.bound[vc] + (tb.clean - others).max(0).min(affordable)).min(want);
+        let clean = free.len() as i64;
+        let obtainable = (tb.bound[vc] + (clean - others).max(0).min(affordable)).min(want);
         (want, obtainable, tb.eligible)
     }
 

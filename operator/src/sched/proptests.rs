@@ -216,11 +216,15 @@ fn world(simple: bool) -> impl Strategy<Value = World> {
                             gpus: g,
                             cells: vec![],
                         };
-                        if !simple && cells == 0 && g >= 8 {
-                            fg.cells.push(CellGuarantee {
-                                level: TopologyLevel::Node,
-                                count: 1,
-                            });
+                        // node cells, and rack cells beside them (one clean rack can
+                        // serve only one of the two)
+                        let level = match cells {
+                            0 => Some(TopologyLevel::Node),
+                            1 => Some(TopologyLevel::Rack),
+                            _ => None,
+                        };
+                        if let Some(level) = level.filter(|_| !simple && g >= 8) {
+                            fg.cells.push(CellGuarantee { level, count: 1 });
                         }
                         v.guarantee.push(fg);
                     }

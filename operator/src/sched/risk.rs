@@ -13,9 +13,11 @@
 //! Cells count the same way over whole domains (see `cells`): the domains `v` owns plus the
 //! clean ones left once other VirtualClusters' missing cells are set aside, as many as fit
 //! in the GPUs it may claim beyond what it holds (the second term above) plus those its own
-//! guaranteed jobs hold outside its cells (it could move them). Pods that are
-//! not kubetrain's and terminating pods are transient and do not count against GPUs (a node
-//! with pods that are not kubetrain's is not a clean cell, as for placement).
+//! guaranteed jobs hold outside its cells (it could move them). Pods that are not
+//! kubetrain's hold what they request until they end, and reclaim cannot free it: their GPUs
+//! on schedulable nodes are not usable (a bare pod's GPU left a team 6 of its 8 with the
+//! status saying "Obtainable", in an acceptance run), and a node with such pods is not a
+//! clean cell, as for placement. Terminating pods are transient and do not count.
 
 use std::collections::BTreeMap;
 
@@ -64,6 +66,16 @@ pub(crate) fn shortfalls(
         let sum = all_guaranteed.entry(&g.flavor).or_default();
         *sum = sum.saturating_add(g.gpus);
     }
+    // GPUs of each type that pods kubetrain does not schedule hold on schedulable nodes
+    let mut foreign: IdVec<FlavorId, u32> = IdVec::filled(0, nf);
+    for n in c.nodes.iter().filter(|n| n.schedulable) {
+        if let Some(x) = foreign.get_mut(n.flavor) {
+            *x += snap.nodes[n.src as usize]
+                .foreign
+                .gpus
+                .min(n.healthy_gpus());
+        }
+    }
     let mut out = BTreeMap::new();
     for vc in &snap.virtual_clusters {
         let Some(&v) = t.vc_by_name.get(&vc.name) else {
@@ -75,6 +87,7 @@ pub(crate) fn shortfalls(
             }
             let f = c.flavor_by_name.get(g.flavor.as_str()).copied();
             let usable = f.map_or(0, |f| c.facts[f].total_gpus);
+            let foreign_gpus = f.map_or(0, |f| foreign[f]);
             // Milli-GPUs v may claim beyond what it holds.
             let mut claimable = 0;
             let obtainable = match f {
@@ -87,7 +100,7 @@ pub(crate) fn shortfalls(
                         .filter(|&w| w != v)
                         .map(|w| guar(w).saturating_sub(held[w][f]))
                         .sum();
-                    let free = (u64::from(usable) * 1000)
+                    let free = (u64::from(usable.saturating_sub(foreign_gpus)) * 1000)
                         .saturating_sub(all_held)
                         .saturating_sub(others_missing);
                     claimable = free;
@@ -114,7 +127,8 @@ pub(crate) fn shortfalls(
                             .filter(|&&i| runs[i].flavor == f)
                             .map(|&i| cells.outside_own(c, f, level, v, &runs[i].takes))
                             .sum();
-                        let (_, o, u) = cells.standing(f, level, v, (claimable + movable) / 1000);
+                        let (_, o, u) =
+                            cells.standing(c, f, level, v, (claimable + movable) / 1000);
                         (o, u)
                     });
                     CellShortfall {
@@ -135,6 +149,7 @@ pub(crate) fn shortfalls(
                         guaranteed_gpus: g.gpus,
                         obtainable_gpus: obtainable.min(g.gpus),
                         usable_gpus: usable,
+                        foreign_gpus,
                         cluster_gpus: in_cluster.get(&g.flavor).copied().unwrap_or(0),
                         all_guaranteed_gpus: all_guaranteed.get(&g.flavor).copied().unwrap_or(0),
                         cells: cell_rows,

@@ -2003,6 +2003,125 @@ fn an_admission_takes_its_standing_in_its_own_cycle() {
     assert!(d.promotions.is_empty() && d.demotions.is_empty(), "{d:?}");
 }
 
+/// A rack cell and another team's node cell cannot both come out of one clean rack: the
+/// rack set aside for the rack cell holds no node for the node cell. Counted per level, the
+/// last clean rack also counted as two clean nodes, so a promotion that dirtied the last
+/// clean node outside it passed, and both cells were lost for good, nothing reclaimable and
+/// `GuaranteeAtRisk` silent (an acceptance run).
+#[test]
+fn a_rack_cell_and_a_node_cell_do_not_share_the_last_clean_rack() {
+    let nodes = vec![
+        node("n0", "A100", 8, Some("r0")),
+        node("n1", "A100", 8, Some("r0")),
+        node("n2", "A100", 8, Some("r1")),
+        node("n3", "A100", 8, Some("r1")),
+    ];
+    let cells = |name: &str, gpus: u32, level: TopologyLevel| {
+        let mut v = vc(name, "A100", gpus);
+        v.guarantee[0].cells = vec![CellGuarantee { level, count: 1 }];
+        v
+    };
+    let vcs = vec![
+        cells("alpha", 16, TopologyLevel::Rack),
+        cells("beta", 8, TopologyLevel::Node),
+        vc("gamma", "A100", 8),
+    ];
+    let queues = vec![
+        queue("aq", "alpha"),
+        queue("bq", "beta"),
+        queue("gq", "gamma"),
+    ];
+    let gamma = |id: &str, node: &str, gpus: &[u32], bonus: bool| {
+        run(
+            job(id, "gq", 1, gpus.len() as u32),
+            &[(node, gpus)],
+            bonus,
+            0,
+            None,
+        )
+    };
+    let rack1_borrowed = || {
+        vec![
+            gamma("gamma/b2", "n2", &[0, 1, 2, 3, 4, 5, 6, 7], true),
+            gamma("gamma/b3", "n3", &[0, 1, 2, 3, 4, 5, 6, 7], true),
+        ]
+    };
+
+    // gamma's guaranteed job on n0, a bonus one on n1 within its guarantee: promoted, it
+    // would dirty n1, the one clean node outside the rack alpha's cell needs
+    let mut jobs = vec![
+        gamma("gamma/k", "n0", &[0, 1, 2, 3], false),
+        gamma("gamma/b1", "n1", &[0, 1, 2, 3], true),
+    ];
+    jobs.extend(rack1_borrowed());
+    let d = schedule(&snapshot(
+        100,
+        nodes.clone(),
+        vcs.clone(),
+        queues.clone(),
+        jobs,
+    ));
+    assert!(d.promotions.is_empty(), "{d:?}");
+    assert!(at_risk(&d, "alpha", "A100").is_none(), "{d:?}");
+    assert!(at_risk(&d, "beta", "A100").is_none(), "{d:?}");
+
+    // Both nodes of r0 dirty already (as that promotion left them): one of the two cells is
+    // lost, and the status says so; the rack job takes r1 back by reclaim, not NoFit.
+    let mut jobs = vec![
+        gamma("gamma/k", "n0", &[0, 1, 2, 3], false),
+        gamma("gamma/b1", "n1", &[0, 1, 2, 3], false),
+    ];
+    jobs.extend(rack1_borrowed());
+    let mut big = job("alpha/big", "aq", 2, 8);
+    big.topology.required = Some(TopologyLevel::Rack);
+    jobs.push(big);
+    let d = schedule(&snapshot(100, nodes, vcs, queues, jobs));
+    assert_eq!(victims(&d), strings(&["gamma/b2", "gamma/b3"]), "{d:?}");
+    assert!(waits_with(&d, "alpha/big", "WaitingForPreemption"), "{d:?}");
+    assert!(
+        at_risk(&d, "alpha", "A100").is_some() || at_risk(&d, "beta", "A100").is_some(),
+        "{d:?}"
+    );
+}
+
+/// GPUs that pods kubetrain does not schedule hold are not obtainable by reclaim: a team
+/// whose count guarantee needs them is at risk, and says why (an acceptance run: 6 of 8
+/// guaranteed GPUs held, the last job waiting, and the status "Obtainable").
+#[test]
+fn gpus_held_by_pods_kubetrain_does_not_schedule_put_a_guarantee_at_risk() {
+    let mut n1 = node("n1", "A100", 8, None);
+    n1.foreign.gpus = 1;
+    let nodes = vec![node("n0", "A100", 8, None), n1];
+    let held = |id: &str, q: &str, node: &str, gpus: &[u32]| {
+        run(
+            job(id, q, 1, gpus.len() as u32),
+            &[(node, gpus)],
+            false,
+            0,
+            None,
+        )
+    };
+    let d = schedule(&snapshot(
+        100,
+        nodes,
+        vec![vc("a", "A100", 8), vc("b", "A100", 8)],
+        vec![queue("qa", "a"), queue("qb", "b")],
+        vec![
+            held("a/all", "qa", "n0", &[0, 1, 2, 3, 4, 5, 6, 7]),
+            held("b/six", "qb", "n1", &[0, 1, 2, 3, 4, 5]),
+            job("b/two", "qb", 1, 2),
+        ],
+    ));
+    assert!(at_risk(&d, "a", "A100").is_none(), "{d:?}");
+    let risk = at_risk(&d, "b", "A100").expect("b at risk");
+    assert_eq!((risk.obtainable_gpus, risk.foreign_gpus), (7, 1));
+    assert!(
+        risk.to_string()
+            .contains("pods kubetrain does not schedule hold 1 of them"),
+        "{risk}"
+    );
+}
+
 /// A job larger than its team's limit can never start: like one larger than the cluster,
 /// it takes no place in its queue, and the job behind it is next.
 #[test]

@@ -53,6 +53,8 @@ pub struct GuaranteeShortfall {
     pub obtainable_gpus: u32,
     /// Healthy GPUs of the type on schedulable nodes.
     pub usable_gpus: u32,
+    /// Of `usable_gpus`, held by pods kubetrain does not schedule.
+    pub foreign_gpus: u32,
     /// GPUs of the type on the cluster's nodes, usable or not.
     pub cluster_gpus: u32,
     /// What the guarantees of all VirtualClusters for the type add up to.
@@ -118,27 +120,40 @@ impl fmt::Display for GuaranteeShortfall {
             )?;
         }
         match self.cause() {
-            // Every GPU usable, cells short: a domain is a cell only with no pods kubetrain
-            // does not schedule on it, and such pods are the cause (an acceptance run read
-            // "the rest are unhealthy or cordoned" with all 32 GPUs healthy).
-            ShortfallCause::CapacityLost
-                if self.usable_gpus >= self.cluster_gpus && !self.cells.is_empty() =>
-            {
-                write!(
-                    f,
-                    ": all {} {flavor} GPUs are healthy on schedulable nodes, but a node or rack \
-                     is a usable cell only while no pod kubetrain does not schedule holds \
-                     resources there, and such pods hold part of the others; other \
-                     VirtualClusters' guarantees take their part.",
-                    self.cluster_gpus
-                )
+            // Each cause that is there, and only those: an acceptance run read "the rest are
+            // unhealthy or cordoned" with all 32 GPUs healthy, and later blamed pods
+            // kubetrain does not schedule when there were none.
+            ShortfallCause::CapacityLost => {
+                if self.usable_gpus < self.cluster_gpus {
+                    write!(
+                        f,
+                        ": {} of the {} {flavor} GPUs are healthy on schedulable nodes, the \
+                         rest are unhealthy or cordoned",
+                        self.usable_gpus, self.cluster_gpus
+                    )?;
+                } else {
+                    write!(
+                        f,
+                        ": all {} {flavor} GPUs are healthy on schedulable nodes",
+                        self.cluster_gpus
+                    )?;
+                }
+                if self.foreign_gpus > 0 {
+                    write!(
+                        f,
+                        "; pods kubetrain does not schedule hold {} of them, which reclaim \
+                         cannot free (a node or rack with such pods is no usable cell either)",
+                        self.foreign_gpus
+                    )?;
+                } else if self.cells.iter().any(|c| c.obtainable < c.guaranteed) {
+                    write!(
+                        f,
+                        "; guaranteed jobs hold part of every node or rack a missing cell could \
+                         take (guaranteed work is not moved: the cell comes back as they end)"
+                    )?;
+                }
+                write!(f, "; other VirtualClusters' guarantees take their part.")
             }
-            ShortfallCause::CapacityLost => write!(
-                f,
-                ": {} of the {} {flavor} GPUs are healthy on schedulable nodes, the rest are \
-                 unhealthy or cordoned, and other VirtualClusters' guarantees take their part.",
-                self.usable_gpus, self.cluster_gpus
-            ),
             ShortfallCause::GuaranteesExceedCapacity => write!(
                 f,
                 ": the guarantees of all VirtualClusters add up to {} {flavor} GPUs, more than \
@@ -459,14 +474,16 @@ mod tests {
     }
 
     /// With every GPU healthy, cells short because pods kubetrain does not schedule hold
-    /// part of every node: the message says so, not "unhealthy or cordoned".
+    /// part of every node: the message says so, not "unhealthy or cordoned"; without such
+    /// pods, it names the guaranteed jobs spread over the domains, not them.
     #[test]
-    fn a_cell_shortfall_with_every_gpu_healthy_names_the_foreign_pods() {
+    fn a_shortfall_names_each_cause_that_is_there() {
         let shortfall = GuaranteeShortfall {
             flavor: Flavor::new("A100"),
             guaranteed_gpus: 16,
             obtainable_gpus: 16,
             usable_gpus: 32,
+            foreign_gpus: 4,
             cluster_gpus: 32,
             all_guaranteed_gpus: 24,
             cells: vec![CellShortfall {
@@ -479,15 +496,27 @@ mod tests {
         let text = shortfall.to_string();
         assert!(
             text.contains("all 32 A100 GPUs are healthy")
-                && text.contains("no pod kubetrain does not schedule")
-                && !text.contains("unhealthy or cordoned"),
+                && text.contains("pods kubetrain does not schedule hold 4 of them")
+                && !text.contains("unhealthy or cordoned")
+                && !text.contains("guaranteed jobs hold part"),
             "{text}"
         );
         let lost = GuaranteeShortfall {
             usable_gpus: 24,
-            ..shortfall
+            ..shortfall.clone()
         };
         assert!(lost.to_string().contains("unhealthy or cordoned"));
+        // no such pods: the guaranteed jobs spread over the domains are the cause
+        let spread = GuaranteeShortfall {
+            foreign_gpus: 0,
+            ..shortfall
+        }
+        .to_string();
+        assert!(
+            spread.contains("guaranteed jobs hold part of every node or rack")
+                && !spread.contains("pods kubetrain does not schedule"),
+            "{spread}"
+        );
     }
 
     #[test]
