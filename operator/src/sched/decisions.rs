@@ -587,8 +587,11 @@ impl fmt::Display for WaitReason {
             ),
             WaitReason::WaitingForMinRuntime { until, victims } => write!(
                 f,
-                "Room can only be made by preempting job(s) that have not yet run their minimum runtime ({}); they will be preempted at time {until} at the latest.",
-                victims.join(", ")
+                "Room can only be made by preempting job(s) that have not yet run their minimum runtime ({}); they will be preempted at {} at the latest.",
+                victims.join(", "),
+                // as every other time users read, not seconds since 1970
+                k8s_openapi::jiff::Timestamp::from_second(*until)
+                    .map_or_else(|_| format!("time {until}"), |t| t.to_string())
             ),
             WaitReason::BehindQueueHead { queue, head } => write!(
                 f,
@@ -713,6 +716,23 @@ mod tests {
         let text = quota.to_string();
         assert!(
             text.contains("has 0.75 of its 9 guaranteed GPUs left (8.25 in use); this job needs 1.5, 0.75 more"),
+            "{text}"
+        );
+    }
+
+    /// A time in a message reads as a date, as every other time users read (an acceptance
+    /// run read "preempted at time 1795795697").
+    #[test]
+    fn a_minimum_runtime_wait_names_the_time_as_a_date() {
+        let text = WaitReason::WaitingForMinRuntime {
+            until: 1_795_795_697,
+            victims: vec!["team/young".into()],
+        }
+        .to_string();
+        assert!(
+            text.contains(
+                "(team/young); they will be preempted at 2026-11-27T16:08:17Z at the latest"
+            ),
             "{text}"
         );
     }
