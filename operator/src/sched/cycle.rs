@@ -374,9 +374,24 @@ pub fn schedule(snap: &Snapshot) -> Decisions {
 /// [`schedule`] with non-default [`Options`] (the simulator's ablations; the operator always
 /// runs the defaults).
 pub fn schedule_with(snap: &Snapshot, opts: &Options) -> Decisions {
+    let d = cycle(snap, opts, BTreeMap::new());
+    let unneeded = cancel::unneeded(snap, &d);
+    if unneeded.is_empty() {
+        return d;
+    }
+    // Withdrawn, those victims hold their GPUs again: the cycle is made anew with them.
+    cycle(snap, opts, unneeded)
+}
+
+/// One scheduling cycle, with the preemptions in `withdraw` withdrawn besides the stale ones.
+fn cycle(
+    snap: &Snapshot,
+    opts: &Options,
+    withdraw: BTreeMap<JobIdx, super::decisions::Cancellation>,
+) -> Decisions {
     let c = Cluster::build(snap);
     let mix = Mix::build(snap, &c.flavor_by_name, c.flavor_names.len());
-    let mut cy = Cycle::build(snap, c, &mix);
+    let mut cy = Cycle::build(snap, c, &mix, withdraw);
     cy.opts = *opts;
     let at_risk = risk::shortfalls(snap, &cy.c, &cy.t, &cy.cells, &cy.runs);
     cy.at_risk = at_risk
@@ -424,8 +439,14 @@ pub fn state_bytes(snap: &Snapshot) -> usize {
 }
 
 impl<'a> Cycle<'a> {
-    fn build(snap: &'a Snapshot, mut c: Cluster, mix: &'a Mix) -> Cycle<'a> {
-        let cancelled = cancel::stale(snap);
+    fn build(
+        snap: &'a Snapshot,
+        mut c: Cluster,
+        mix: &'a Mix,
+        withdraw: BTreeMap<JobIdx, super::decisions::Cancellation>,
+    ) -> Cycle<'a> {
+        let mut cancelled = cancel::stale(snap);
+        cancelled.extend(withdraw);
         let mut runs = IdVec::new();
         for (j, job) in snap.jobs.iter().enumerate() {
             let j = JobIdx(j as u32);

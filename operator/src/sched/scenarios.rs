@@ -2122,6 +2122,59 @@ fn gpus_held_by_pods_kubetrain_does_not_schedule_put_a_guarantee_at_risk() {
     );
 }
 
+/// A reclaim lasts only as long as its beneficiary waits on it: its team's guarantee lowered
+/// to nothing under it, the victims that have not acknowledged run on (an acceptance run saw
+/// them checkpoint and leave anyway, and the beneficiary then borrow their room, or them
+/// admitted back to it).
+#[test]
+fn a_reclaim_whose_beneficiary_no_longer_waits_on_it_is_withdrawn() {
+    let nodes = vec![node("n0", "A100", 8, None)];
+    let world = |beta: u32| {
+        let mut jobs: Vec<Job> = (0..4)
+            .map(|i| {
+                let mut j = run(
+                    job(&format!("gamma/g{i}"), "gq", 1, 2),
+                    &[("n0", &[2 * i, 2 * i + 1])],
+                    true,
+                    0,
+                    None,
+                );
+                let r = j.running.as_mut().expect("running");
+                r.preempting = true;
+                r.checkpoint_request = Some(CheckpointRequest {
+                    reason: PreemptionReason::Reclaim,
+                    beneficiary: Some("beta/b".into()),
+                    withdrawable: true,
+                });
+                j
+            })
+            .collect();
+        jobs.push(job("beta/b", "bq", 1, 8));
+        schedule(&snapshot(
+            100,
+            nodes.clone(),
+            vec![vc("beta", "A100", beta), vc("gamma", "A100", 0)],
+            vec![queue("bq", "beta"), queue("gq", "gamma")],
+            jobs,
+        ))
+    };
+    // still within its guarantee: it waits for them
+    let d = world(8);
+    assert!(d.cancellations.is_empty(), "{d:?}");
+    assert!(waits_with(&d, "beta/b", "WaitingForPreemption"), "{d:?}");
+    // its guarantee gone: they run on, and it does not borrow the room they held
+    let d = world(0);
+    let mut withdrawn: Vec<&str> = d.cancellations.iter().map(|c| c.job.as_str()).collect();
+    withdrawn.sort();
+    assert_eq!(
+        withdrawn,
+        ["gamma/g0", "gamma/g1", "gamma/g2", "gamma/g3"],
+        "{d:?}"
+    );
+    assert!(d.admission("beta/b").is_none(), "{d:?}");
+    assert!(d.preemptions.is_empty(), "{d:?}");
+}
+
 /// A job larger than its team's limit can never start: like one larger than the cluster,
 /// it takes no place in its queue, and the job behind it is next.
 #[test]
