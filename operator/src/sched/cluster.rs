@@ -164,6 +164,11 @@ impl NodeState {
         h
     }
 
+    /// Some GPU capacity (whole or part of a GPU) is free now.
+    pub fn has_idle_gpu(&self) -> bool {
+        self.gpus.iter().any(|g| g.avail(Mode::Now) > 0)
+    }
+
     /// Healthy GPUs free in whole in `mode` (as `reindex` last counted them).
     pub fn whole_avail(&self, mode: Mode) -> u32 {
         let kept = u32::from(self.whole[mode as usize]);

@@ -1049,21 +1049,24 @@ impl<'a> Cycle<'a> {
 
     /// A job that accepts any GPU type (or uses none): its acceptable types in the order of
     /// the fragmentation its placement there would add (FGD's coarse score, see `frag`; a
-    /// type where it does not fit last), ties to the type whose placement starts at the
-    /// lowest node index: the same fixed node order as within a type, so a tie does not
-    /// always favour the first type by name. A job that lists its types keeps its own
-    /// preference order.
+    /// type where it does not fit last), ties for a job without GPUs to a type where it goes
+    /// on nodes with no idle GPU (as `frag_pick` within a type), then to the type whose
+    /// placement starts at the lowest node index: the same fixed node order as within a
+    /// type, so a tie does not always favour the first type by name. A job that lists its
+    /// types keeps its own preference order.
     fn rank_flavors(&mut self, p: &Pending, flavors: &[FlavorId]) -> Vec<FlavorId> {
         let job = &self.snap.job(p.job);
         if !job.gpu_types.is_empty() || flavors.len() < 2 || self.mix.is_empty() {
             return flavors.to_vec();
         }
-        // (score, lower is better; first node of the placement; type)
-        let mut scored: Vec<(i64, NodeId, FlavorId)> = Vec::with_capacity(flavors.len());
+        // (score, lower is better; a job without GPUs placed beside idle GPUs (as in
+        // `frag_pick`); first node of the placement; type)
+        let no_gpu = p.demands.iter().all(|d| d.gpu == GpuDemand::None);
+        let mut scored: Vec<(i64, bool, NodeId, FlavorId)> = Vec::with_capacity(flavors.len());
         let mut scratch = Vec::new();
         for &f in flavors {
             let key = self.shape(p, f);
-            let mut score = (i64::MAX, NodeId(u32::MAX));
+            let mut score = (i64::MAX, true, NodeId(u32::MAX));
             if !self.no_fit.contains(&key) {
                 let req = self.request(p, f);
                 match place(&mut self.c, &req, Mode::Now, scope(p)) {
@@ -1083,17 +1086,20 @@ impl<'a> Cycle<'a> {
                             .iter()
                             .map(|&n| self.mix.frag_now(&self.c, n, &mut scratch))
                             .sum();
+                        let beside_idle =
+                            no_gpu && nodes.iter().any(|&n| self.c.nodes[n].has_idle_gpu());
                         score = (
                             -frag::rank(after - before),
+                            beside_idle,
                             nodes.first().copied().unwrap_or(NodeId(u32::MAX)),
                         );
                     }
                 }
             }
-            scored.push((score.0, score.1, f));
+            scored.push((score.0, score.1, score.2, f));
         }
         scored.sort_unstable();
-        scored.into_iter().map(|x| x.2).collect()
+        scored.into_iter().map(|x| x.3).collect()
     }
 
     /// Place now on flavor `f`; guaranteed placements must keep cell guarantees whole.

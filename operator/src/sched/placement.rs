@@ -622,9 +622,16 @@ impl Hasher for Prehashed {
 /// Candidates: the first node (by index) of every distinct state in every free-whole-GPU
 /// bucket that can hold the replica, and for a share among the nodes holding partly used
 /// GPUs with room for it (see [`FRAG_LOOK`]). They are compared by FGD's coarse score
-/// ([`rank`]); ties: not splitting the flavor's last largest free block, the wanted NVLink
-/// kind, then the lowest node index (a fixed order, so equal nodes fill one after another).
-/// For a share also the GPU of that node it fragments least (see [`Mix::frag_delta`]).
+/// ([`rank`]); ties: not splitting the flavor's last largest free block, for a replica
+/// without GPUs a node with no idle GPU capacity, the wanted NVLink kind, then the lowest
+/// node index (a fixed order, so equal nodes fill one after another). For a share also the
+/// GPU of that node it fragments least (see [`Mix::frag_delta`]).
+///
+/// Why the tie for CPU-only replicas: the score sees the CPU and memory a replica takes only
+/// once some shape no longer fits, so a node with idle GPUs and a node with none tie at
+/// "no change". On the first the replica uses up CPU its idle GPUs need later (GPUs with
+/// few cores each, or shared by fractions whose replicas each ask as much CPU as a whole
+/// GPU's, run out of CPU first): on a node with no idle GPU it strands nothing.
 fn frag_pick(c: &Cluster, req: &Request, d: &Demand, nv: bool) -> Option<(NodeId, Option<u8>)> {
     let f = req.flavor;
     let mut cand: Vec<NodeId> = Vec::new();
@@ -668,9 +675,9 @@ fn frag_pick(c: &Cluster, req: &Request, d: &Demand, nv: bool) -> Option<(NodeId
         }
     }
     let mut scratch = Vec::new();
-    // (splits the flavor's last largest free block, score (lower is better), NVLink kind
-    // not wanted, node)
-    type Key = (bool, i64, bool, NodeId);
+    // (splits the flavor's last largest free block, score (lower is better), a replica
+    // without GPUs on a node with idle GPU capacity, NVLink kind not wanted, node)
+    type Key = (bool, i64, bool, bool, NodeId);
     let last_largest = c.buckets.get(f).and_then(|b| {
         let i = b.iter().rposition(|set| !set.is_empty())?;
         (b[i].len() == 1).then_some(i as u32)
@@ -685,6 +692,7 @@ fn frag_pick(c: &Cluster, req: &Request, d: &Demand, nv: bool) -> Option<(NodeId
         let key = (
             matches!(d.gpu, GpuDemand::Whole(k) if Some(free) == last_largest && k < free),
             -rank(delta),
+            d.gpu == GpuDemand::None && node.has_idle_gpu(),
             node.nvlink != req.nvlink_wanted,
             n,
         );
