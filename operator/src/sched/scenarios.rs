@@ -392,6 +392,41 @@ fn a_share_goes_to_the_gpu_it_fragments_least() {
     assert_eq!(place(10), Some(1), "both GPUs keep room for a 400m share");
 }
 
+/// A replica without GPUs goes, among nodes the fragmentation score ties (here both: no
+/// shape stops fitting), to one with no idle GPU: beside idle GPUs it would take the CPU
+/// they need, and a GPU job arriving later would find the GPUs free but no CPU for them.
+#[test]
+fn a_cpu_only_replica_does_not_take_the_cpu_of_idle_gpus() {
+    let mut nodes = vec![node("n0", "T4", 2, None), node("n1", "T4", 2, None)];
+    for n in &mut nodes {
+        n.allocatable.cpu_milli = 24_000;
+    }
+    let vcs = vec![vc("t", "T4", 4)];
+    let queues = vec![queue("q", "t")];
+    let mut full = job("t/full", "q", 1, 2);
+    full.tasks[0].cpu_milli = 4_000;
+    let full = run(full, &[("n1", &[0, 1])], false, 0, None);
+    let mut cpu = job("t/cpu", "q", 1, 0);
+    cpu.tasks[0].cpu_milli = 16_000;
+    let d = schedule(&snapshot(
+        1,
+        nodes.clone(),
+        vcs.clone(),
+        queues.clone(),
+        vec![full.clone(), cpu.clone()],
+    ));
+    let a = d.admission("t/cpu").expect("admitted");
+    // n0 is first by name and would still hold every shape the cluster runs (8 cores
+    // left), but its idle GPUs would keep only those 8
+    assert_eq!(nodes_of(&d, "t/cpu"), vec!["n1".to_string()]);
+    let cpu = run_admitted(cpu, a, 1);
+    let mut gpu = job("t/gpu", "q", 1, 2);
+    gpu.tasks[0].cpu_milli = 12_000;
+    gpu.queued_at = 2;
+    let d = schedule(&snapshot(2, nodes, vcs, queues, vec![full, cpu, gpu]));
+    assert_eq!(nodes_of(&d, "t/gpu"), vec!["n0".to_string()], "{d:?}");
+}
+
 /// Idle GPUs are lent by weight: weight 3 gets three times what weight 1 gets.
 #[test]
 fn idle_gpus_are_lent_by_weighted_fair_share() {
