@@ -279,12 +279,18 @@ impl Cells {
     }
 
     /// The nodes a domain of `level` spans.
-    fn nodes_of(&self, c: &Cluster, level: TopologyLevel, d: usize) -> Vec<NodeId> {
-        match level {
-            TopologyLevel::Rack => c.racks[RackId::new(d)].nodes.clone(),
-            TopologyLevel::Node => vec![NodeId::new(d)],
-            TopologyLevel::GpuGroup => vec![self.group_node(d)],
-        }
+    fn nodes_of<'c>(
+        &self,
+        c: &'c Cluster,
+        level: TopologyLevel,
+        d: usize,
+    ) -> impl Iterator<Item = NodeId> + 'c {
+        let (rack, one): (&[NodeId], Option<NodeId>) = match level {
+            TopologyLevel::Rack => (&c.racks[RackId::new(d)].nodes, None),
+            TopologyLevel::Node => (&[], Some(NodeId::new(d))),
+            TopologyLevel::GpuGroup => (&[], Some(self.group_node(d))),
+        };
+        rack.iter().copied().chain(one)
     }
 
     /// Per level of a flavor's `tables`, the clean domains its missing cells may take once
@@ -304,7 +310,7 @@ impl Cells {
         for (&level, tb) in tables.iter().rev() {
             let mut free: Vec<usize> = (0..tb.owners.len())
                 .filter(|&d| tb.owners[d] == Owner::Clean)
-                .filter(|&d| self.nodes_of(c, level, d).iter().all(|n| !aside[n.ix()]))
+                .filter(|&d| self.nodes_of(c, level, d).all(|n| !aside[n.ix()]))
                 .collect();
             free.sort_by_key(|&d| (tb.sizes[d], d));
             // a GPU group set aside leaves the rest of its node to nobody below it
