@@ -48,9 +48,9 @@ pub struct QueueSpec {
     pub share: i32,
 
     /// Percentage (0-100) of the VirtualCluster's limit that jobs of this queue may hold at
-    /// once, bonus included. Defaults to 100. Of another base than `share` (the guarantee):
-    /// with a guarantee of 12 and a limit of 24, `share: 50` is 6 GPUs and `maxShare: 40`
-    /// 9.6.
+    /// once, bonus included; of all the cluster's GPUs when the VirtualCluster has no limit.
+    /// Defaults to 100. Of another base than `share` (the guarantee): with a guarantee of 12
+    /// and a limit of 24, `share: 50` is 6 GPUs and `maxShare: 40` 9.6.
     #[serde(default = "default_max_share")]
     #[schemars(range(min = 0, max = 100))]
     pub max_share: i32,
