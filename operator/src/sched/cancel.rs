@@ -9,9 +9,29 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::decisions::{Cancellation, Decisions, WaitReason};
+use super::decisions::{Cancellation, Decisions};
 use super::ids::JobIdx;
 use super::model::Snapshot;
+
+/// The preemptions that could be withdrawn: a victim still leaving, unacknowledged, for a
+/// job (reclaim, priority, queue share, consolidation), with its beneficiary.
+fn withdrawable(snap: &Snapshot) -> impl Iterator<Item = (JobIdx, Cancellation)> + '_ {
+    snap.jobs.iter().enumerate().filter_map(|(i, job)| {
+        let r = job.running.as_ref().filter(|r| r.preempting)?;
+        let req = r.checkpoint_request.as_ref()?;
+        let beneficiary = req.beneficiary.as_deref()?;
+        (req.reason.for_a_job() && req.withdrawable).then(|| {
+            (
+                JobIdx(i as u32),
+                Cancellation {
+                    job: job.id.clone(),
+                    beneficiary: beneficiary.to_string(),
+                    reason: req.reason,
+                },
+            )
+        })
+    })
+}
 
 /// The preemptions to withdraw, by the victim's index in the snapshot's jobs.
 pub(super) fn stale(snap: &Snapshot) -> BTreeMap<JobIdx, Cancellation> {
@@ -21,56 +41,29 @@ pub(super) fn stale(snap: &Snapshot) -> BTreeMap<JobIdx, Cancellation> {
         .filter(|j| j.running.is_none())
         .map(|j| j.id.as_str())
         .collect();
-    let mut out = BTreeMap::new();
-    for (i, job) in snap.jobs.iter().enumerate() {
-        let Some(r) = &job.running else { continue };
-        let Some(req) = r.checkpoint_request.as_ref().filter(|_| r.preempting) else {
-            continue;
-        };
-        let for_a_job = req.reason.for_a_job();
-        let Some(beneficiary) = req.beneficiary.as_deref() else {
-            continue;
-        };
-        if for_a_job && req.withdrawable && !pending.contains(beneficiary) {
-            out.insert(
-                JobIdx(i as u32),
-                Cancellation {
-                    job: job.id.clone(),
-                    beneficiary: beneficiary.to_string(),
-                    reason: req.reason,
-                },
-            );
-        }
-    }
-    out
+    withdrawable(snap)
+        .filter(|(_, c)| !pending.contains(c.beneficiary.as_str()))
+        .collect()
 }
 
 /// The preemptions still in force whose beneficiary, pending, the cycle `d` neither admits
-/// nor has waiting on a preemption, and that no other job waits on: the reason is gone (an acceptance run
-/// lowered a team's guarantee to 0 under its reclaim; the four victims checkpointed and left
-/// anyway, and another team's bonus job took their room, or they were admitted back to it).
+/// nor has waiting on a preemption, and that no other job waits on: the reason is gone (an
+/// acceptance run lowered a team's guarantee to 0 under its reclaim; the four victims
+/// checkpointed and left anyway, and another team's bonus job took their room, or they were
+/// admitted back to it).
 pub(super) fn unneeded(snap: &Snapshot, d: &Decisions) -> BTreeMap<JobIdx, Cancellation> {
     let withdrawn: BTreeSet<&str> = d.cancellations.iter().map(|c| c.job.as_str()).collect();
     let asked: BTreeSet<&str> = d.victims().collect();
-    let victims: Vec<(usize, &str, &str, _)> = snap
-        .jobs
-        .iter()
-        .enumerate()
-        .filter_map(|(i, job)| {
-            let r = job.running.as_ref().filter(|r| r.preempting)?;
-            let req = r.checkpoint_request.as_ref()?;
-            let beneficiary = req.beneficiary.as_deref()?;
-            (req.reason.for_a_job()
-                && req.withdrawable
-                && !withdrawn.contains(job.id.as_str())
-                && !asked.contains(job.id.as_str()))
-            .then_some((i, job.id.as_str(), beneficiary, req.reason))
-        })
+    let victims: Vec<(JobIdx, Cancellation)> = withdrawable(snap)
+        .filter(|(_, c)| !withdrawn.contains(c.job.as_str()) && !asked.contains(c.job.as_str()))
         .collect();
     if victims.is_empty() {
         return BTreeMap::new();
     }
-    let beneficiaries: BTreeSet<&str> = victims.iter().map(|v| v.2).collect();
+    let beneficiaries: BTreeSet<&str> = victims
+        .iter()
+        .map(|(_, c)| c.beneficiary.as_str())
+        .collect();
     let pending: BTreeSet<&str> = snap
         .jobs
         .iter()
@@ -82,12 +75,7 @@ pub(super) fn unneeded(snap: &Snapshot, d: &Decisions) -> BTreeMap<JobIdx, Cance
     let waited_on: BTreeSet<&str> = d
         .waiting
         .iter()
-        .filter_map(|w| match &w.reason {
-            WaitReason::WaitingForPreemption { victims, .. }
-            | WaitReason::WaitingForMinRuntime { victims, .. } => Some(victims),
-            WaitReason::WaitingForTerminatingPods { pods_of } => Some(pods_of),
-            _ => None,
-        })
+        .filter_map(|w| w.reason.waits_on())
         .flatten()
         .map(String::as_str)
         .collect();
@@ -96,28 +84,13 @@ pub(super) fn unneeded(snap: &Snapshot, d: &Decisions) -> BTreeMap<JobIdx, Cance
         .waiting
         .iter()
         .filter(|w| pending.contains(w.job.as_str()) && !admitted.contains(w.job.as_str()))
-        .filter(|w| {
-            !matches!(
-                w.reason,
-                WaitReason::WaitingForPreemption { .. }
-                    | WaitReason::WaitingForTerminatingPods { .. }
-                    | WaitReason::WaitingForMinRuntime { .. }
-            )
-        })
+        .filter(|w| w.reason.waits_on().is_none())
         .map(|w| w.job.as_str())
         .collect();
     victims
         .into_iter()
-        .filter(|v| elsewhere.contains(v.2) && !waited_on.contains(v.1))
-        .map(|(i, job, beneficiary, reason)| {
-            (
-                JobIdx(i as u32),
-                Cancellation {
-                    job: job.to_string(),
-                    beneficiary: beneficiary.to_string(),
-                    reason,
-                },
-            )
+        .filter(|(_, c)| {
+            elsewhere.contains(c.beneficiary.as_str()) && !waited_on.contains(c.job.as_str())
         })
         .collect()
 }

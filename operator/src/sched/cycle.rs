@@ -1128,14 +1128,21 @@ impl<'a> Cycle<'a> {
         None
     }
 
+    /// What a placement taken costs its tenant: its cells bound (guaranteed), its GPUs
+    /// charged. The trial stays in the cluster until the cycle ends.
+    fn take(&mut self, p: &Pending, f: FlavorId, trial: &Trial, bonus: bool) {
+        if !bonus {
+            self.cells.bind(&self.c, trial, p.vc);
+        }
+        let user = &self.snap.job(p.job).user;
+        self.t.charge(p.queue, user, f, p.milli, bonus, true);
+    }
+
     fn admit(&mut self, p: &Pending, f: FlavorId, trial: Trial, bonus: bool) {
         let job = &self.snap.job(p.job);
-        if !bonus {
-            self.cells.bind(&self.c, &trial, p.vc);
-        }
+        self.take(p, f, &trial, bonus);
         let names: Vec<&str> = job.tasks.iter().map(|t| t.name.as_str()).collect();
         let placement = trial.placements(&self.c, self.snap, &p.demands, &names);
-        self.t.charge(p.queue, &job.user, f, p.milli, bonus, true);
         self.admitted.push((p.job, p.vc, f, p.milli));
         self.out.admissions.push(Admission {
             job: job.id.clone(),
@@ -2192,12 +2199,7 @@ impl<'a> Cycle<'a> {
             }
             return;
         }
-        let head: Vec<FlavorId> = p
-            .flavors
-            .iter()
-            .copied()
-            .filter(|&f| self.t.within_guarantee(p.vc, f, p.milli))
-            .collect();
+        let head = self.within_guarantee(p);
         if head.is_empty() {
             if !self.priority_plan_at_turn(p, true) {
                 deferred.push((p.job, false));
@@ -2230,15 +2232,19 @@ impl<'a> Cycle<'a> {
     /// room is not free, the bonus jobs that hold it are reclaimed now, so that their
     /// checkpoints overlap the gap instead of following it. Beyond its guarantee it waits
     /// as before: lending to others is what bonus capacity is for.
-    fn hold_for_return(&mut self, p: &Pending) {
-        let snap = self.snap;
-        let queue = snap.queue(p.queue).name.clone();
-        let within: Vec<FlavorId> = p
-            .flavors
+    /// The job's GPU types on which it stays within its VirtualCluster's guarantee.
+    fn within_guarantee(&self, p: &Pending) -> Vec<FlavorId> {
+        p.flavors
             .iter()
             .copied()
             .filter(|&f| self.t.within_guarantee(p.vc, f, p.milli))
-            .collect();
+            .collect()
+    }
+
+    fn hold_for_return(&mut self, p: &Pending) {
+        let snap = self.snap;
+        let queue = snap.queue(p.queue).name.clone();
+        let within = self.within_guarantee(p);
         let limited = self
             .t
             .check_limits(snap, p.queue, &snap.job(p.job).user, p.milli)
@@ -2246,11 +2252,8 @@ impl<'a> Cycle<'a> {
         if !limited && !within.is_empty() {
             for f in self.rank_flavors(p, &within) {
                 if let Some(trial) = self.try_place(p, f, true) {
-                    // taken as an admission is, without the admission: the trial stays
-                    // in the cluster until the cycle ends
-                    self.cells.bind(&self.c, &trial, p.vc);
-                    self.t
-                        .charge(p.queue, &snap.job(p.job).user, f, p.milli, false, true);
+                    // taken as an admission is, without the admission
+                    self.take(p, f, &trial, false);
                     self.wait(p.job, WaitReason::Returning { queue });
                     return;
                 }

@@ -348,6 +348,17 @@ impl WaitReason {
 
     /// Whether `other` says the same thing but for the cluster's counts (GPUs in use, free,
     /// free on one node), which move with every job that starts or ends anywhere.
+    /// The jobs whose leaving the job waits for, when it waits on a preemption (or on the
+    /// pods of deleted jobs): `None` for any other wait.
+    pub fn waits_on(&self) -> Option<&[String]> {
+        match self {
+            WaitReason::WaitingForPreemption { victims, .. }
+            | WaitReason::WaitingForMinRuntime { victims, .. } => Some(victims),
+            WaitReason::WaitingForTerminatingPods { pods_of } => Some(pods_of),
+            _ => None,
+        }
+    }
+
     pub fn same_cause(&self, other: &WaitReason) -> bool {
         self.without_counts() == other.without_counts()
     }
