@@ -47,7 +47,6 @@ struct Table {
     owners: Vec<Owner>,
     want: IdVec<VcId, i64>,
     bound: IdVec<VcId, i64>,
-    clean: i64,
     /// Domains that were clean or bindable when the cycle began (every GPU healthy,
     /// schedulable, nothing foreign).
     eligible: i64,
@@ -95,15 +94,11 @@ impl Table {
         if old == new {
             return;
         }
-        match old {
-            Owner::Clean => self.clean -= 1,
-            Owner::Vc(v) => self.bound[v] -= 1,
-            Owner::Mixed => {}
+        if let Owner::Vc(v) = old {
+            self.bound[v] -= 1;
         }
-        match new {
-            Owner::Clean => self.clean += 1,
-            Owner::Vc(v) => self.bound[v] += 1,
-            Owner::Mixed => {}
+        if let Owner::Vc(v) = new {
+            self.bound[v] += 1;
         }
         self.owners[d] = new;
     }
@@ -203,7 +198,7 @@ impl Cells {
                     tb.set(d, Owner::Clean);
                 }
             }
-            tb.eligible = tb.clean;
+            tb.eligible = clean.iter().filter(|&&cl| cl).count() as i64;
         }
         for r in runs.iter().filter(|r| !r.gone && !r.bonus) {
             let Some(vc) = r.vc else { continue };
