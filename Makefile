@@ -13,8 +13,6 @@ KUBETRAIN_CACHE ?= $(HOME)/.cache/kubetrain
 ifeq ($(CI),true)
 export CARGO_INCREMENTAL := 0
 endif
-# Setup C's control-plane benchmarks, one test at a time, in a release build
-THROUGHPUT = $(CARGO) test --release -p kubetrain-e2e --test throughput -- --ignored --nocapture --test-threads 1
 
 ## run: a local real control plane with simulated GPU nodes, the samples, and the operator
 run:
@@ -54,37 +52,34 @@ crds:
 ## bench: scheduling-core benchmarks, the quick simulator runs (Setups A and B) and the
 ## control-plane throughput and reclaim runs (Setup C, release: the operator runs in-process
 ## and a debug build costs it about three times the CPU) in both binding modes, beside the
-## stock batch/v1 Job path and kube-scheduler's rate for pre-pinned pods on the same nodes
+## stock batch/v1 Job path, kube-scheduler's rate for pre-pinned pods on the same nodes
 ## (separate processes: no operator runs beside the peers) and Kueue (built from its Go module
-## by e2e/scripts/install-kueue.sh, once) admitting the same Jobs; reads ../shared/traces
+## by e2e/scripts/install-kueue.sh, once) admitting the same Jobs, ending with Setup C's
+## systems side by side (target/bench-c/quick.jsonl holds the runs); reads ../shared/traces
 bench:
 	$(CARGO) bench -p kubetrain --bench sched
 	$(CARGO) build --release -p kubetrain --bin kubetrain-sim
 	./target/release/kubetrain-sim bench --traces ../shared/traces --out target/sim
-	bash e2e/scripts/install-control-plane.sh >/dev/null
-	bash e2e/scripts/install-kueue.sh >/dev/null
-	$(THROUGHPUT) submit_to_bound reclaim_latency
-	KUBETRAIN_BINDING=direct $(THROUGHPUT) submit_to_bound
-	$(THROUGHPUT) stock_jobs pinned_pods kueue_jobs
+	bash e2e/scripts/bench-control-plane.sh target/bench-c/quick.jsonl
 
+# Setup C's sizes of the peers issue, on 1,000 nodes: 1,000 one-GPU jobs and 125 gangs of 8
+# (NODES:JOBS:GANG), and 10,000 one-GPU jobs with `make bench-sizes` alone
+SIZES_1000 := 1000:1000:1 1000:125:8
 ## bench-sizes: Setup C at the peers issue's sizes, every system one after another, on 1,000
 ## nodes: 1,000 one-GPU jobs, 125 gangs of 8 and 10,000 one-GPU jobs (about 80 minutes on
 ## 2 cores, most of it the 10,000-job runs; not part of `make bench`, whose quick form stays
 ## under 15 minutes)
 bench-sizes:
-	bash e2e/scripts/install-control-plane.sh >/dev/null
-	bash e2e/scripts/install-kueue.sh >/dev/null
-	set -e; for size in "1000 1" "125 8" "10000 1"; do \
-	  set -- $$size; export KUBETRAIN_BENCH_NODES=1000 KUBETRAIN_BENCH_JOBS=$$1 KUBETRAIN_BENCH_GANG=$$2; \
-	  $(THROUGHPUT) submit_to_bound; \
-	  KUBETRAIN_BINDING=direct $(THROUGHPUT) submit_to_bound; \
-	  $(THROUGHPUT) stock_jobs pinned_pods kueue_jobs; \
-	done
+	bash e2e/scripts/bench-control-plane.sh target/bench-c/sizes.jsonl $(SIZES_1000) 1000:10000:1
 
-## bench-docs: full simulator benchmarks; rewrites docs/benchmarks.md and docs/img/*.svg
+## bench-docs: full simulator benchmarks, rewriting docs/benchmarks.md and docs/img/*.svg, and
+## Setup C at the quick size and at 1,000 nodes, rewriting the generated part of
+## docs/benchmarks-control-plane.md (about an hour on 2 cores)
 bench-docs:
 	$(CARGO) build --release -p kubetrain --bin kubetrain-sim
 	./target/release/kubetrain-sim bench --full --traces ../shared/traces --out target/sim --docs docs
+	DOCS=$(CURDIR)/docs/benchmarks-control-plane.md bash e2e/scripts/bench-control-plane.sh \
+	  target/bench-c/docs.jsonl 100:1000:1 $(SIZES_1000)
 
 ## control-plane: start a control plane in .kubetrain/ and leave it running
 control-plane:

@@ -6,6 +6,7 @@
 //! [`ControlPlane::namespace`]. Set `KUBETRAIN_KUBECONFIG` to use a control plane that is
 //! already running (for example the one `make run` started) instead.
 
+pub mod bench;
 mod control_plane;
 mod kubectl;
 pub mod kueue;

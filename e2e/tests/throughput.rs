@@ -32,6 +32,7 @@ use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{Api, ListParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kubetrain::api::TrainingJob;
+use kubetrain_e2e::bench::{self, Record, System};
 use kubetrain_e2e::process;
 use kubetrain_e2e::scenario::Scenario;
 
@@ -110,31 +111,63 @@ fn api_requests(s: &Scenario) -> BTreeMap<String, f64> {
     out
 }
 
-/// The control plane's CPU seconds between two `ControlPlane::component_cpu` readings, as
-/// one line (what the run cost the cluster besides the test process).
-fn cluster_cpu(before: &[(&str, f64)], after: &[(&str, f64)]) -> String {
-    let parts: Vec<String> = after
+/// The control plane's CPU seconds between two `ControlPlane::component_cpu` readings, by
+/// component (what the run cost the cluster besides the test process).
+fn cluster_cpu(before: &[(&str, f64)], after: &[(&str, f64)]) -> Vec<(String, f64)> {
+    after
         .iter()
         .map(|(name, a)| {
             let b = before
                 .iter()
                 .find(|(n, _)| n == name)
                 .map_or(0.0, |(_, b)| *b);
-            format!("{name} {:.1}", a - b)
+            (name.to_string(), a - b)
         })
-        .collect();
+        .collect()
+}
+
+/// [`cluster_cpu`] as one line.
+fn cluster_cpu_line(cpu: &[(String, f64)]) -> String {
+    let parts: Vec<String> = cpu.iter().map(|(n, c)| format!("{n} {c:.1}")).collect();
     format!("control plane CPU-s {}", parts.join(", "))
 }
 
-/// Writes per job between two `api_requests` readings, and the reads beside them, largest first, as one line.
-fn writes_per_job(
-    before: &BTreeMap<String, f64>,
-    after: &BTreeMap<String, f64>,
-    jobs: usize,
-) -> String {
-    let (total, rows) = per_job(requests_of(before, after, WRITES), jobs);
-    let (reads, read_rows) = per_job(requests_of(before, after, READS), jobs);
-    format!("{total:.1} API writes per job ({rows}) and {reads:.1} reads ({read_rows})")
+/// The API requests per job between two [`api_requests`] readings.
+struct Requests {
+    writes: Vec<(String, f64)>,
+    reads: Vec<(String, f64)>,
+}
+
+impl Requests {
+    fn between(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>, jobs: usize) -> Self {
+        Self {
+            writes: bench::per_job(requests_of(before, after, WRITES), jobs),
+            reads: bench::per_job(requests_of(before, after, READS), jobs),
+        }
+    }
+
+    fn writes_per_job(&self) -> f64 {
+        self.writes.iter().map(|(_, v)| v).sum()
+    }
+}
+
+impl std::fmt::Display for Requests {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let rows = |r: &[(String, f64)]| {
+            r.iter()
+                .map(|(k, v)| format!("{k} {v:.2}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        write!(
+            f,
+            "{:.1} API writes per job ({}) and {:.1} reads ({})",
+            self.writes_per_job(),
+            rows(&self.writes),
+            self.reads.iter().map(|(_, v)| v).sum::<f64>(),
+            rows(&self.reads),
+        )
+    }
 }
 
 const WRITES: &[&str] = &["POST", "PUT", "PATCH", "APPLY", "DELETE"];
@@ -151,18 +184,6 @@ fn requests_of<'a>(
         .iter()
         .filter(|(k, _)| verbs.iter().any(|v| k.split(' ').next() == Some(*v)))
         .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0.0)))
-}
-
-/// Counts by key, per job: their sum, and `key n.nn` of the keys above 0.01, largest first.
-fn per_job(counts: impl Iterator<Item = (String, f64)>, jobs: usize) -> (f64, String) {
-    let mut rows: Vec<(String, f64)> = counts
-        .map(|(k, v)| (k, v / jobs as f64))
-        .filter(|(_, v)| *v >= 0.01)
-        .collect();
-    rows.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let total: f64 = rows.iter().map(|(_, v)| v).sum();
-    let rows: Vec<String> = rows.iter().map(|(k, v)| format!("{k} {v:.2}")).collect();
-    (total, rows.join(", "))
 }
 
 /// The Events of the run's namespace by reason, per job, as one line: which writers the
@@ -194,8 +215,10 @@ async fn events_per_job(s: &Scenario, jobs: usize) -> String {
             None => break,
         }
     }
-    let (total, rows) = per_job(by.into_iter(), jobs);
-    format!("{total:.2} Events per job by reason ({rows})")
+    let rows = bench::per_job(by.into_iter(), jobs);
+    let total: f64 = rows.iter().map(|(_, v)| v).sum();
+    let rows: Vec<String> = rows.iter().map(|(k, v)| format!("{k} {v:.2}")).collect();
+    format!("{total:.2} Events per job by reason ({})", rows.join(", "))
 }
 
 /// When every pod of each job (its gang: `KUBETRAIN_BENCH_GANG` pods, 1 by default) was first
@@ -236,6 +259,19 @@ fn log_to_stderr() {
 /// Pods per job in the runs that take it from the environment.
 fn gang() -> usize {
     env("KUBETRAIN_BENCH_GANG", 1).max(1)
+}
+
+/// The size every system of this run is measured at, from the environment: the key that
+/// puts kubetrain and its peers side by side in the report.
+fn bench_size() -> bench::Size {
+    let nodes = env("KUBETRAIN_BENCH_NODES", 100);
+    let jobs = env("KUBETRAIN_BENCH_JOBS", 1000);
+    bench::Size {
+        nodes: nodes as u32,
+        jobs,
+        gang: gang(),
+        run_seconds: run_seconds(jobs * gang(), nodes * 8),
+    }
 }
 
 fn watch_pods(pods: Api<Pod>) -> (Arc<Mutex<Seen>>, tokio::task::JoinHandle<()>) {
@@ -340,13 +376,12 @@ async fn submit_to_bound_throughput() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let bound = seen.lock().unwrap_or_else(|e| e.into_inner()).bound.clone();
-    let last = bound.values().max().copied().unwrap_or(start);
-    let total = last.duration_since(start).as_secs_f64();
-    let mut lat: Vec<f64> = bound
-        .iter()
-        .filter_map(|(j, b)| submitted.get(j).map(|s| b.duration_since(*s).as_secs_f64()))
-        .collect();
-    lat.sort_by(f64::total_cmp);
+    let timed = Timed {
+        start,
+        submit_secs,
+        submitted: &submitted,
+        bound: &bound,
+    };
     let (rss, hwm) = process::memory_mib(std::process::id());
     let cpu = process::usage(std::process::id()).0 - cpu_before;
     let created = seen
@@ -380,16 +415,27 @@ async fn submit_to_bound_throughput() {
     };
     // The last Events land within a few seconds.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let writes = writes_per_job(&writes_before, &api_requests(&s), jobs);
+    let requests = Requests::between(&writes_before, &api_requests(&s), jobs);
     let cluster = cluster_cpu(&cpu_cluster_before, &s.cp.component_cpu());
+    let system = match kubetrain_e2e::operator::binding() {
+        kubetrain::controller::pods::Binding::Direct => System::KubetrainDirect,
+        kubetrain::controller::pods::Binding::Scheduler => System::KubetrainScheduler,
+    };
+    let own = (
+        "test process (operator, simulated kubelets, client)",
+        cpu,
+        hwm,
+    );
+    let result = timed.record(system, bench_size(), gang, &requests, cluster, Some(own));
     let line = format!(
-        "throughput ({:?} binding): {nodes} nodes, {jobs} jobs of {gang} 1-GPU pod(s){}: submitted in {submit_secs:.1}s, all bound in {total:.1}s; {:.0} jobs admitted/s, {:.0} pods bound/s; submit→bound p50 {:.2}s p99 {:.2}s; 25/50/75/100 % submitted by {}, first pod created by {}, bound by {}; test process (operator, simulated kubelets and client) {cpu:.1} CPU-s during the run, RSS {rss:.0} MiB (peak {hwm:.0} MiB, {rss_before:.0} MiB before submitting); {} profile",
+        "throughput ({:?} binding): {nodes} nodes, {jobs} jobs of {gang} 1-GPU pod(s){}: submitted in {submit_secs:.1}s, all bound in {:.1}s; {:.0} jobs admitted/s, {:.0} pods bound/s; submit→bound p50 {:.2}s p99 {:.2}s; 25/50/75/100 % submitted by {}, first pod created by {}, bound by {}; test process (operator, simulated kubelets and client) {cpu:.1} CPU-s during the run, RSS {rss:.0} MiB (peak {hwm:.0} MiB, {rss_before:.0} MiB before submitting); {} profile",
         kubetrain_e2e::operator::binding(),
         run_seconds.map_or(String::new(), |r| format!(" running {r}s each")),
-        bound.len() as f64 / total,
-        (bound.len() * gang) as f64 / total,
-        pct(&lat, 0.5),
-        pct(&lat, 0.99),
+        result.all_bound_secs,
+        result.jobs_per_sec,
+        result.pods_per_sec,
+        result.p50_secs,
+        result.p99_secs,
         quartiles(start, submitted.values()),
         quartiles(start, created.values()),
         quartiles(start, bound.values()),
@@ -399,12 +445,13 @@ async fn submit_to_bound_throughput() {
     println!("{line}");
     let events = events_per_job(&s, jobs).await;
     let line = format!(
-        "throughput: {writes}, the simulated kubelet's included{}; {events}; {cluster}",
+        "throughput: {requests}, the simulated kubelet's included{}; {events}; {}",
         if run_seconds.is_none() {
             format!(", counted once {settled} of {jobs} jobs showed startedAt")
         } else {
             String::new()
-        }
+        },
+        cluster_cpu_line(&result.control_plane_cpu),
     );
     s.timing(&line);
     println!("{line}");
@@ -415,8 +462,13 @@ async fn submit_to_bound_throughput() {
         "not every job was bound within {} s",
         limit.as_secs()
     );
+    bench::record(&Record::Throughput(result)).expect("record the run");
     s.finish().await;
 }
+
+/// The bonus jobs' checkpoint grace period in `reclaim_latency`: the goal is the owner bound
+/// within it + 5 s.
+const RECLAIM_GRACE_SECONDS: u32 = 30;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "benchmark: run by `make bench`"]
@@ -439,7 +491,7 @@ async fn reclaim_latency() {
                 1,
                 1,
                 &[("checkpoint-delay-seconds", "1")],
-                "  checkpoint:\n    gracePeriodSeconds: 30\n",
+                &format!("  checkpoint:\n    gracePeriodSeconds: {RECLAIM_GRACE_SECONDS}\n"),
             ))
             .expect("job manifest")
         })
@@ -529,38 +581,85 @@ async fn reclaim_latency() {
     s.timing(&line);
     println!("{line}");
     watch.abort();
+    bench::record(&Record::Reclaim(bench::Reclaim {
+        nodes,
+        victims_asked_secs: asked.map(|a| a.duration_since(submitted).as_secs_f64()),
+        owner_bound_secs: bound.duration_since(submitted).as_secs_f64(),
+        grace_period_secs: RECLAIM_GRACE_SECONDS as f64,
+    }))
+    .expect("record the run");
     s.finish().await;
 }
 
-/// Pods bound per second and submit → bound p50/p99, as one line for `make bench`.
-fn bound_line(
-    what: &str,
-    pc: &PeerCluster,
+/// A run's clock: when it started, how long submitting took, and when each object was
+/// submitted and bound.
+struct Timed<'a> {
     start: Instant,
-    submitted: &BTreeMap<String, Instant>,
-    bound: &BTreeMap<String, Instant>,
     submit_secs: f64,
-) -> String {
-    let last = bound.values().max().copied().unwrap_or(start);
-    let total = last.duration_since(start).as_secs_f64();
-    let mut lat: Vec<f64> = bound
-        .iter()
-        .filter_map(|(j, b)| submitted.get(j).map(|s| b.duration_since(*s).as_secs_f64()))
-        .collect();
-    lat.sort_by(f64::total_cmp);
+    submitted: &'a BTreeMap<String, Instant>,
+    bound: &'a BTreeMap<String, Instant>,
+}
+
+impl Timed<'_> {
+    /// The run's numbers as its record; `pods` per bound object.
+    fn record(
+        &self,
+        system: System,
+        size: bench::Size,
+        pods: usize,
+        requests: &Requests,
+        control_plane_cpu: Vec<(String, f64)>,
+        own: Option<(&str, f64, f64)>,
+    ) -> bench::Throughput {
+        let last = self.bound.values().max().copied().unwrap_or(self.start);
+        let total = last.duration_since(self.start).as_secs_f64();
+        let mut lat: Vec<f64> = self
+            .bound
+            .iter()
+            .filter_map(|(j, b)| {
+                self.submitted
+                    .get(j)
+                    .map(|s| b.duration_since(*s).as_secs_f64())
+            })
+            .collect();
+        lat.sort_by(f64::total_cmp);
+        bench::Throughput {
+            system,
+            size,
+            submit_secs: self.submit_secs,
+            all_bound_secs: total,
+            jobs_bound: self.bound.len(),
+            jobs_per_sec: self.bound.len() as f64 / total,
+            pods_per_sec: (self.bound.len() * pods) as f64 / total,
+            p50_secs: pct(&lat, 0.5),
+            p99_secs: pct(&lat, 0.99),
+            writes_per_job: requests.writes_per_job(),
+            top_writes: requests.writes.clone(),
+            control_plane_cpu,
+            own: own.map(|(what, cpu, rss)| (what.to_string(), cpu, rss)),
+            admitted_per_sec: None,
+            profile: profile().to_string(),
+        }
+    }
+}
+
+/// A peer run's rates and latencies, as one line for `make bench`.
+fn bound_line(what: &str, pc: &PeerCluster, timed: &Timed, t: &bench::Throughput) -> String {
     format!(
-        "{what}: {} nodes, {} objects: submitted in {submit_secs:.1}s, {} with all {} pod(s) bound in {total:.1}s; {:.0} objects/s, {:.0} pods bound/s; submit→bound p50 {:.2}s p99 {:.2}s; 25/50/75/100 % submitted by {}, bound by {}; {} profile",
+        "{what}: {} nodes, {} objects: submitted in {:.1}s, {} with all {} pod(s) bound in {:.1}s; {:.0} objects/s, {:.0} pods bound/s; submit→bound p50 {:.2}s p99 {:.2}s; 25/50/75/100 % submitted by {}, bound by {}; {} profile",
         pc.nodes,
         pc.n,
-        bound.len(),
+        t.submit_secs,
+        t.jobs_bound,
         pc.per_job,
-        bound.len() as f64 / total,
-        (bound.len() * pc.per_job) as f64 / total,
-        pct(&lat, 0.5),
-        pct(&lat, 0.99),
-        quartiles(start, submitted.values()),
-        quartiles(start, bound.values()),
-        profile(),
+        t.all_bound_secs,
+        t.jobs_per_sec,
+        t.pods_per_sec,
+        t.p50_secs,
+        t.p99_secs,
+        quartiles(timed.start, timed.submitted.values()),
+        quartiles(timed.start, timed.bound.values()),
+        t.profile,
     )
 }
 
@@ -621,13 +720,14 @@ async fn peer_cluster(name: &str, per_job: usize) -> PeerCluster {
 
 /// One peer run on `pc`: `n` objects of kind `K` (built from the scenario's node names),
 /// created at once and timed until the pod labelled `bench/job=<name>` of each one is bound;
-/// prints and records the line and the API writes per object. Returns when each object was
-/// submitted.
+/// prints the lines and the API writes per object. Returns when the run started, when each
+/// object was submitted, and the run's record (for the caller to complete and record).
 async fn peer_measure<K>(
     pc: &PeerCluster,
+    system: System,
     what: &str,
     make: impl Fn(usize, &[String]) -> serde_json::Value,
-) -> (Instant, BTreeMap<String, Instant>)
+) -> (Instant, BTreeMap<String, Instant>, bench::Throughput)
 where
     K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
         + Clone
@@ -650,26 +750,36 @@ where
     let submit_secs = start.elapsed().as_secs_f64();
     wait_bound(&seen, n, Duration::from_secs(600.max(n as u64 / 5))).await;
     let bound = seen.lock().unwrap_or_else(|e| e.into_inner()).bound.clone();
-    let line = bound_line(what, pc, start, &submitted, &bound, submit_secs);
+    watch.abort();
+    // The last Events land within a few seconds.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let requests = Requests::between(&writes_before, &api_requests(s), n);
+    let cpu = cluster_cpu(&cpu_cluster_before, &s.cp.component_cpu());
+    let timed = Timed {
+        start,
+        submit_secs,
+        submitted: &submitted,
+        bound: &bound,
+    };
+    let result = timed.record(system, bench_size(), pc.per_job, &requests, cpu, None);
+    let line = bound_line(what, pc, &timed, &result);
     s.timing(&line);
     println!("{line}");
-    tokio::time::sleep(Duration::from_secs(3)).await;
     let line = format!(
-        "{what}: {}; {}; {}",
-        writes_per_job(&writes_before, &api_requests(s), n),
+        "{what}: {requests}; {}; {}",
         events_per_job(s, n).await,
-        cluster_cpu(&cpu_cluster_before, &s.cp.component_cpu())
+        cluster_cpu_line(&result.control_plane_cpu),
     );
     s.timing(&line);
     println!("{line}");
-    watch.abort();
     assert_eq!(bound.len(), n, "{what}: not every pod was bound");
-    (start, submitted)
+    (start, submitted, result)
 }
 
 /// One peer run on a fresh cluster, with nothing but the pinned Kubernetes release.
 async fn peer_run<K>(
     name: &str,
+    system: System,
     what: &str,
     per_job: usize,
     make: impl Fn(usize, &[String]) -> serde_json::Value,
@@ -681,7 +791,8 @@ async fn peer_run<K>(
         + std::fmt::Debug,
 {
     let pc = peer_cluster(name, per_job).await;
-    peer_measure::<K>(&pc, what, make).await;
+    let (_, _, result) = peer_measure::<K>(&pc, system, what, make).await;
+    bench::record(&Record::Throughput(result)).expect("record the run");
     pc.s.finish().await;
 }
 
@@ -720,6 +831,7 @@ fn peer_job(i: usize) -> serde_json::Value {
 async fn stock_jobs_throughput() {
     peer_run::<k8s_openapi::api::batch::v1::Job>(
         "stockjobs",
+        System::StockJobs,
         &format!(
             "stock batch/v1 Jobs of {} 1-GPU pod(s) (job controller + kube-scheduler)",
             gang()
@@ -738,8 +850,9 @@ async fn stock_jobs_throughput() {
 async fn pinned_pods_bind_rate() {
     let mut pc = peer_cluster("pinned", 1).await;
     pc.n *= gang();
-    peer_measure::<Pod>(
+    let (_, _, result) = peer_measure::<Pod>(
         &pc,
+        System::PinnedPods,
         "pods pinned by node affinity, no GPU request (kube-scheduler only)",
         |i, names| {
             let node = &names[i % names.len()];
@@ -754,6 +867,7 @@ async fn pinned_pods_bind_rate() {
         },
     )
     .await;
+    bench::record(&Record::Throughput(result)).expect("record the run");
     pc.s.finish().await;
 }
 
@@ -780,17 +894,19 @@ async fn kueue_jobs_throughput() {
         gang()
     );
     let what = what.as_str();
-    let (start, submitted) = peer_measure::<k8s_openapi::api::batch::v1::Job>(&pc, what, |i, _| {
-        let mut job = peer_job(i);
-        job["metadata"]["labels"] = serde_json::json!({"kueue.x-k8s.io/queue-name": "bench"});
-        job["spec"]["suspend"] = serde_json::json!(true);
-        job
-    })
-    .await;
+    let (start, submitted, mut result) =
+        peer_measure::<k8s_openapi::api::batch::v1::Job>(&pc, System::Kueue, what, |i, _| {
+            let mut job = peer_job(i);
+            job["metadata"]["labels"] = serde_json::json!({"kueue.x-k8s.io/queue-name": "bench"});
+            job["spec"]["suspend"] = serde_json::json!(true);
+            job
+        })
+        .await;
     let (cpu, hwm) = kueue.usage();
     let admitted = admitted.lock().unwrap_or_else(|e| e.into_inner()).clone();
     watch.abort();
     let last = admitted.values().max().copied().unwrap_or(start);
+    let admitted_per_sec = admitted.len() as f64 / last.duration_since(start).as_secs_f64();
     let mut lat: Vec<f64> = admitted
         .iter()
         .filter_map(|(j, a)| submitted.get(j).map(|s| a.duration_since(*s).as_secs_f64()))
@@ -800,7 +916,7 @@ async fn kueue_jobs_throughput() {
         "{what}: {} Workloads admitted in {:.1}s, {:.0} admitted/s, submit→admitted p50 {:.2}s p99 {:.2}s; Kueue manager {:.1} CPU-s during the run, peak RSS {hwm:.0} MiB (log {})",
         admitted.len(),
         last.duration_since(start).as_secs_f64(),
-        admitted.len() as f64 / last.duration_since(start).as_secs_f64(),
+        admitted_per_sec,
         pct(&lat, 0.5),
         pct(&lat, 0.99),
         cpu - cpu_before,
@@ -808,6 +924,9 @@ async fn kueue_jobs_throughput() {
     );
     pc.s.timing(&line);
     println!("{line}");
+    result.admitted_per_sec = Some(admitted_per_sec);
+    result.own = Some(("Kueue manager".into(), cpu - cpu_before, hwm));
+    bench::record(&Record::Throughput(result)).expect("record the run");
     drop(kueue);
     pc.s.finish().await;
 }
