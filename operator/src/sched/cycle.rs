@@ -403,7 +403,7 @@ fn cycle(
     cy.run(pending);
     cy.settle_with_admissions();
     cancel::retarget(&mut cy.out);
-    cy.out.usage = usage::report(snap, &cy.c, &cy.out.promotions, &cy.out.demotions);
+    cy.out.usage = usage::report(snap, &cy.c, &cy.t, &cy.out.promotions, &cy.out.demotions);
     risk::attach(&mut cy.out.usage, at_risk);
     cy.out
 }
