@@ -22,6 +22,8 @@ use super::common::GpuAmount;
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Policy","type":"string","jsonPath":".spec.policy"}"#,
     printcolumn = r#"{"name":"Strategy","type":"string","jsonPath":".spec.queueingStrategy","priority":1}"#,
+    printcolumn = r#"{"name":"MaxShare","type":"integer","jsonPath":".spec.maxShare","priority":1}"#,
+    printcolumn = r#"{"name":"AboveLimit","type":"string","jsonPath":".status.conditions[?(@.type==\"AboveLimit\")].status","priority":1}"#,
     printcolumn = r#"{"name":"Pending","type":"integer","jsonPath":".status.pending"}"#,
     printcolumn = r#"{"name":"Starting","type":"integer","jsonPath":".status.admitted"}"#,
     printcolumn = r#"{"name":"Running","type":"integer","jsonPath":".status.running"}"#,
@@ -161,7 +163,10 @@ pub struct QueueStatus {
     /// `UnknownVirtualCluster`, `VirtualClusterTerminating`, or `InvalidParent` when its
     /// `spec.parent` chain names a missing queue, another VirtualCluster's, or a cycle);
     /// `Terminating` while a deleted queue, admitting nothing new, waits for its admitted jobs
-    /// to finish.
+    /// to finish; `AboveLimit` (with `maxShare` below 100) True when `gpusInUse` is above
+    /// the maximum `maxShare` allows, reason `LimitLowered` (lowered below what it holds:
+    /// running jobs are not cut back, new jobs wait with `QueueMaxShare`) or `JobsLeaving`
+    /// (above it only by jobs checkpointing and leaving), False with `WithinLimit`.
     #[serde(default)]
     pub conditions: Vec<Condition>,
 }
