@@ -348,7 +348,9 @@ fn get_shows_printer_columns() {
         .kubectl_ok(&["get", "queues", "-o", "wide"])
         .expect("kubectl get queues -o wide");
     let header = columns_of(&wide);
-    assert!(header.contains(&"STRATEGY"), "STRATEGY missing:\n{wide}");
+    for column in ["STRATEGY", "MAXSHARE", "ABOVELIMIT"] {
+        assert!(header.contains(&column), "{column} missing:\n{wide}");
+    }
     let queues = cp.kubectl_ok(&["get", "q"]).expect("short name q");
     for q in ["vision-research", "vision-dev", "nlp-training"] {
         assert!(

@@ -22,6 +22,8 @@ use super::common::GpuAmount;
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Policy","type":"string","jsonPath":".spec.policy"}"#,
     printcolumn = r#"{"name":"Strategy","type":"string","jsonPath":".spec.queueingStrategy","priority":1}"#,
+    printcolumn = r#"{"name":"MaxShare","type":"integer","jsonPath":".spec.maxShare","priority":1}"#,
+    printcolumn = r#"{"name":"AboveLimit","type":"string","jsonPath":".status.conditions[?(@.type==\"AboveLimit\")].status","priority":1}"#,
     printcolumn = r#"{"name":"Pending","type":"integer","jsonPath":".status.pending"}"#,
     printcolumn = r#"{"name":"Starting","type":"integer","jsonPath":".status.admitted"}"#,
     printcolumn = r#"{"name":"Running","type":"integer","jsonPath":".status.running"}"#,
@@ -47,9 +49,9 @@ pub struct QueueSpec {
     #[schemars(range(min = 0, max = 100))]
     pub share: i32,
 
-    /// Percentage (0-100) of the VirtualCluster's limit that jobs of this queue may hold at
-    /// once, bonus included; of all the cluster's GPUs when the VirtualCluster has no limit.
-    /// Defaults to 100. Of another base than `share` (the guarantee): with a guarantee of 12
+    /// Percentage (0-100) of the VirtualCluster's limit that jobs of this queue and of the
+    /// queues under it may hold at once, bonus included; of all the cluster's GPUs when the
+    /// VirtualCluster has no limit. Defaults to 100. Of another base than `share` (the guarantee): with a guarantee of 12
     /// and a limit of 24, `share: 50` is 6 GPUs and `maxShare: 40` 9.6.
     #[serde(default = "default_max_share")]
     #[schemars(range(min = 0, max = 100))]
@@ -118,33 +120,40 @@ pub enum QueuePolicy {
     UserFair,
 }
 
-/// Observed state of a Queue, written by the operator.
+/// Observed state of a Queue, written by the operator. The numbers are those of the queue's
+/// subtree: its own jobs and those of every queue under it (`spec.parent`), the scope its
+/// `maxShare` and `share` are checked on. A queue without children counts its own jobs;
+/// adding up the rows of `kubectl get queues` counts a child's jobs once per queue above it
+/// too.
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct QueueStatus {
-    /// Jobs waiting for capacity (phases Pending, Queued and Retrying).
+    /// Jobs waiting for capacity (phases Pending, Queued and Retrying), in this queue and
+    /// the queues under it.
     #[serde(default)]
     pub pending: i32,
-    /// Jobs admitted whose pods are not all running yet (phase `Starting`).
+    /// Jobs admitted whose pods are not all running yet (phase `Starting`), in this queue
+    /// and the queues under it.
     #[serde(default)]
     pub admitted: i32,
-    /// Jobs running.
+    /// Jobs running, in this queue and the queues under it.
     #[serde(default)]
     pub running: i32,
-    /// GPUs held by this queue's jobs, guaranteed and bonus together; a shared GPU counts
-    /// as its share (0.25).
+    /// GPUs held by the jobs of this queue and the queues under it, guaranteed and bonus
+    /// together (what `maxShare` is checked against); a shared GPU counts as its share
+    /// (0.25).
     #[serde(default)]
     pub gpus_in_use: GpuAmount,
-    /// GPUs held by this queue's jobs that run as bonus (admitted beyond the
+    /// Of `gpusInUse`, GPUs held by jobs that run as bonus (admitted beyond the
     /// VirtualCluster's guarantee, and so preemptible).
     #[serde(default)]
     pub bonus_gpus: GpuAmount,
-    /// Seconds the oldest pending job has waited, when the status was written (rounded
-    /// to the minute).
+    /// Seconds the oldest pending job (of this queue and the queues under it) has waited,
+    /// when the status was written (rounded to the minute).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oldest_pending_seconds: Option<i64>,
-    /// When the oldest pending job entered the queue (`kubectl get queues` shows its age,
-    /// current at every look).
+    /// When the oldest pending job (of this queue and the queues under it) entered its
+    /// queue (`kubectl get queues` shows its age, current at every look).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oldest_pending_since: Option<Time>,
     /// The `metadata.generation` this status describes.
@@ -154,7 +163,10 @@ pub struct QueueStatus {
     /// `UnknownVirtualCluster`, `VirtualClusterTerminating`, or `InvalidParent` when its
     /// `spec.parent` chain names a missing queue, another VirtualCluster's, or a cycle);
     /// `Terminating` while a deleted queue, admitting nothing new, waits for its admitted jobs
-    /// to finish.
+    /// to finish; `AboveLimit` (with `maxShare` below 100) True when `gpusInUse` is above
+    /// the maximum `maxShare` allows, reason `LimitLowered` (lowered below what it holds:
+    /// running jobs are not cut back, new jobs wait with `QueueMaxShare`) or `JobsLeaving`
+    /// (above it only by jobs checkpointing and leaving), False with `WithinLimit`.
     #[serde(default)]
     pub conditions: Vec<Condition>,
 }

@@ -1,5 +1,7 @@
-//! The Queue reconciler: status (what `kubectl get queues` shows) and a finalizer that keeps
-//! a queue with unfinished jobs from disappearing under them.
+//! The Queue reconciler: status (what `kubectl get queues` shows: the numbers of the queue's
+//! subtree, its own jobs and those of the queues under it), `AboveLimit` when it holds more
+//! than its `maxShare` allows, and a finalizer that keeps a queue with unfinished jobs from
+//! disappearing under them.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +18,9 @@ use super::context::Context;
 use super::error::{self, Error, Reconciler};
 use super::finalizing;
 use super::status;
+use super::usage::QueueUsage;
 use super::validate::effective_queue;
+use super::virtualcluster::ABOVE_LIMIT;
 use crate::api::{GpuAmount, Queue, QueueStatus, VirtualCluster};
 
 pub const FINALIZER: &str = "kubetrain.io/queue-jobs";
@@ -58,15 +62,21 @@ fn unfinished_jobs(queue: &Queue, ctx: &Context) -> (i32, i32) {
 }
 
 /// A queue that stops admitting (`Ready=False`: a missing VirtualCluster or parent, a
-/// deletion) says so in an Event too, as a VirtualCluster does (`virtualcluster::WATCHED`).
-const WATCHED: [(&str, &str); 2] = [("Ready", "False"), ("Terminating", "True")];
+/// deletion) or holds more than its `maxShare` says so in an Event too, as a VirtualCluster
+/// does (`virtualcluster::WATCHED`).
+const WATCHED: [(&str, &str); 3] = [
+    ("Ready", "False"),
+    ("Terminating", "True"),
+    (ABOVE_LIMIT, "True"),
+];
 
-/// A deletion under way, the queue's or its VirtualCluster's: news, not trouble.
-fn deleting(c: &Condition) -> bool {
+/// A deletion under way, the queue's or its VirtualCluster's, or the scheduler's own
+/// overshoot of `maxShare` while victims leave: news, not trouble.
+fn expected(c: &Condition) -> bool {
     c.type_ == "Terminating"
         || matches!(
-            c.reason.as_str(),
-            "Terminating" | "VirtualClusterTerminating"
+            (c.type_.as_str(), c.reason.as_str()),
+            (_, "Terminating" | "VirtualClusterTerminating") | (ABOVE_LIMIT, "JobsLeaving")
         )
 }
 
@@ -77,14 +87,33 @@ async fn write_status(queue: &Queue, ctx: &Context, status: QueueStatus) -> Resu
     let api: Api<Queue> = Api::all(ctx.client.clone());
     status::apply(&api, &queue.name_any(), &status).await?;
     let old = queue.status.as_ref().map_or(&[][..], |s| &s.conditions[..]);
-    status::announce(ctx, queue, old, &status.conditions, &WATCHED, deleting).await;
+    status::announce(ctx, queue, old, &status.conditions, &WATCHED, expected).await;
     Ok(())
 }
 
 fn computed_status(queue: &Queue, ctx: &Context) -> QueueStatus {
     let name = queue.name_any();
-    let state = ctx.state();
-    let u = state.usage.queues.get(&name).cloned().unwrap_or_default();
+    let u = ctx
+        .state()
+        .usage
+        .queues
+        .get(&name)
+        .cloned()
+        .unwrap_or_default();
+    status_of(queue, &u, &now())
+}
+
+fn now() -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {
+    k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now())
+}
+
+/// The status from the last cycle's numbers `u` (the queue's subtree), every condition but
+/// `Ready` and `Terminating`.
+fn status_of(
+    queue: &Queue,
+    u: &QueueUsage,
+    t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+) -> QueueStatus {
     let mut status = queue.status.clone().unwrap_or_default();
     status.pending = u.pending;
     status.admitted = u.admitted;
@@ -98,7 +127,67 @@ fn computed_status(queue: &Queue, ctx: &Context) -> QueueStatus {
         .and_then(|s| k8s_openapi::jiff::Timestamp::from_second(s).ok())
         .map(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time);
     status.observed_generation = queue.metadata.generation;
+    above_limit(queue, &mut status, u, t);
     status
+}
+
+/// `AboveLimit`, as a VirtualCluster has it for `spec.limit`: a `maxShare` lowered below
+/// what the queue's subtree holds (or a VirtualCluster limit or a cluster that shrank under
+/// it) cuts nothing back, and new jobs wait with `QueueMaxShare`; without this condition
+/// only a waiting job said so, and the queue stayed Ready with nothing to tell. While the
+/// GPUs above the maximum are those of jobs already leaving (the victims a limit needed,
+/// checkpointing), it is True with reason `JobsLeaving`: nobody lowered anything, and the
+/// excess is going. No condition at `maxShare: 100`.
+fn above_limit(
+    queue: &Queue,
+    status: &mut QueueStatus,
+    u: &QueueUsage,
+    t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+) {
+    let Some(max) = u.max_milli_gpus.map(GpuAmount::from_milli) else {
+        conditions::remove(&mut status.conditions, ABOVE_LIMIT);
+        return;
+    };
+    let share = queue.spec.max_share;
+    let held = GpuAmount::from_milli(u.milli_gpus);
+    let leaving = GpuAmount::from_milli(u.leaving_milli_gpus);
+    let (above, reason, message) = if held.milli() <= max.milli() {
+        (
+            false,
+            "WithinLimit",
+            format!("Holds {held} of its maximum of {max} GPUs (maxShare {share} %)."),
+        )
+    } else if held.milli().saturating_sub(leaving.milli()) <= max.milli() {
+        (
+            true,
+            "JobsLeaving",
+            format!(
+                "Holds {held} GPUs, above its maximum of {max} (maxShare {share} %), while jobs \
+                 holding {leaving} GPUs checkpoint and leave; it is back within it once they \
+                 are gone. New jobs wait (QueueMaxShare) meanwhile."
+            ),
+        )
+    } else {
+        (
+            true,
+            "LimitLowered",
+            format!(
+                "Holds {held} GPUs, above its maximum of {max} (maxShare {share} % of its \
+                 VirtualCluster's limit, or of the cluster's GPUs without one): running jobs \
+                 are not cut back; new jobs of this queue and the queues under it wait \
+                 (QueueMaxShare) until it is below the maximum."
+            ),
+        )
+    };
+    conditions::set(
+        &mut status.conditions,
+        ABOVE_LIMIT,
+        above,
+        reason,
+        message,
+        queue.metadata.generation,
+        t,
+    );
 }
 
 async fn apply(queue: &Queue, ctx: &Context) -> Result<Action, Error> {
@@ -106,8 +195,7 @@ async fn apply(queue: &Queue, ctx: &Context) -> Result<Action, Error> {
         return Ok(Action::requeue(Duration::from_secs(1)));
     }
     let mut status = computed_status(queue, ctx);
-    let t =
-        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
+    let t = now();
     let vc = &queue.spec.virtual_cluster;
     let cached = ctx.stores.vcs.get(&ObjectRef::new(vc));
     if cached.is_none() && ctx.exists_on_server::<VirtualCluster>(vc).await {
@@ -167,8 +255,7 @@ async fn cleanup(queue: &Queue, ctx: &Context) -> Result<Action, Error> {
         return Ok(Action::await_change());
     }
     let mut status = computed_status(queue, ctx);
-    let t =
-        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
+    let t = now();
     let msg = format!(
         "Deletion waits for {admitted} admitted job(s) of this queue to finish or be deleted; \
          its {waiting} waiting job(s) are not admitted and stay when it goes."
@@ -205,5 +292,63 @@ pub fn error_policy(queue: Arc<Queue>, err: &Error, ctx: Arc<Context>) -> Action
     match err {
         Error::QueueNotEmpty { .. } => Action::requeue(Duration::from_secs(5)),
         _ => error::retry(Reconciler::Queue, queue.as_ref(), err, &ctx),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `maxShare` lowered under what the queue's subtree holds says so on the queue (an
+    /// acceptance run: it stayed Ready with no condition, only a waiting job told), names
+    /// the numbers, and clears once the queue is back under it; above it only by jobs
+    /// already leaving, it says that instead. No condition at `maxShare: 100`.
+    #[test]
+    fn a_max_share_below_what_the_queue_holds_is_a_condition() {
+        let mut queue: Queue = serde_json::from_value(serde_json::json!({
+            "apiVersion": "kubetrain.io/v1alpha1", "kind": "Queue",
+            "metadata": {"name": "alpha-root"},
+            "spec": {"virtualCluster": "alpha", "maxShare": 10}
+        }))
+        .expect("queue");
+        let t = now();
+        let mut u = QueueUsage {
+            running: 2,
+            milli_gpus: 4_000,
+            max_milli_gpus: Some(3_200),
+            ..Default::default()
+        };
+        let condition = |status: &QueueStatus| {
+            let c = conditions::get(&status.conditions, ABOVE_LIMIT).expect("condition");
+            (c.status.clone(), c.reason.clone(), c.message.clone())
+        };
+        let status = status_of(&queue, &u, &t);
+        assert_eq!(
+            (status.running, status.gpus_in_use),
+            (2, GpuAmount::whole(4))
+        );
+        let (s, r, m) = condition(&status);
+        assert_eq!((s.as_str(), r.as_str()), ("True", "LimitLowered"));
+        assert!(
+            m.contains("Holds 4 GPUs, above its maximum of 3.2 (maxShare 10 %"),
+            "{m}"
+        );
+        queue.status = Some(status);
+        u.leaving_milli_gpus = 2_000;
+        let status = status_of(&queue, &u, &t);
+        let (s, r, m) = condition(&status);
+        assert_eq!((s.as_str(), r.as_str()), ("True", "JobsLeaving"));
+        assert!(m.contains("while jobs holding 2 GPUs checkpoint"), "{m}");
+        queue.status = Some(status);
+        u.milli_gpus = 2_000;
+        u.leaving_milli_gpus = 0;
+        let status = status_of(&queue, &u, &t);
+        let (s, r, m) = condition(&status);
+        assert_eq!((s.as_str(), r.as_str()), ("False", "WithinLimit"));
+        assert!(m.contains("Holds 2 of its maximum of 3.2 GPUs"), "{m}");
+        queue.status = Some(status);
+        u.max_milli_gpus = None;
+        let status = status_of(&queue, &u, &t);
+        assert!(conditions::get(&status.conditions, ABOVE_LIMIT).is_none());
     }
 }

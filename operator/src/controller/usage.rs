@@ -1,6 +1,9 @@
 //! The numbers behind `kubectl get queues` and `kubectl get vc`, once per scheduling cycle:
 //! the GPUs as the core reports them ([`sched::Usage`], this cycle's promotions and demotions included),
-//! and the jobs counted by phase, which only the TrainingJobs' status tells.
+//! and the jobs counted by phase, which only the TrainingJobs' status tells. A queue's numbers
+//! are those of its subtree (its own jobs and those of the queues under it), the scope its
+//! `maxShare` is checked on; jobs count up the same lines of parents the core resolved
+//! ([`sched::QueueUsage::ancestors`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -9,20 +12,23 @@ use super::validate::{Refs, effective_queue};
 use crate::api::{Phase, TrainingJob};
 use crate::sched;
 
-/// Per-queue numbers.
+/// Per-queue numbers, of the queue's subtree but for `unfinished`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct QueueUsage {
     pub pending: i32,
     pub admitted: i32,
     pub running: i32,
-    /// Milli-GPUs in use, and of those, bonus (from the core).
+    /// Milli-GPUs in use, and of those, bonus and leaving (from the core).
     pub milli_gpus: u64,
     pub bonus_milli_gpus: u64,
+    pub leaving_milli_gpus: u64,
+    /// The most the queue may hold by its `maxShare` (from the core); None at 100.
+    pub max_milli_gpus: Option<u64>,
     /// Seconds since the oldest pending job entered the queue.
     pub oldest_pending_seconds: Option<i64>,
     /// When (Unix seconds) the oldest pending job entered the queue.
     pub oldest_pending_since: Option<i64>,
-    /// Jobs not finished that name this queue.
+    /// Jobs not finished that name this queue (its own only).
     pub unfinished: i32,
 }
 
@@ -93,6 +99,8 @@ pub fn compute(
                 let numbers = QueueUsage {
                     milli_gpus: q.milli_gpus,
                     bonus_milli_gpus: q.bonus_milli_gpus,
+                    leaving_milli_gpus: q.leaving_milli_gpus,
+                    max_milli_gpus: q.max_milli_gpus,
                     ..Default::default()
                 };
                 (name.clone(), numbers)
@@ -128,35 +136,48 @@ pub fn compute(
         .iter()
         .map(|q| (q.name.as_str(), q.virtual_cluster.as_str()))
         .collect();
-    // Counts by phase, from the jobs themselves.
+    // Counts by phase, from the jobs themselves: in the job's queue and each queue above it.
     for job in jobs {
         let Ok(queue) = effective_queue(job, refs) else {
             continue;
         };
         let status = job.status.clone().unwrap_or_default();
         let vc = queue_vc.get(queue.as_str()).map(|v| v.to_string());
-        let q = usage.queues.entry(queue).or_default();
+        let ancestors = gpus
+            .queues
+            .get(&queue)
+            .map_or(&[][..], |q| &q.ancestors[..]);
+        let mut line: Vec<String> = Vec::with_capacity(1 + ancestors.len());
+        line.push(queue);
+        line.extend(ancestors.iter().cloned());
         if !status.phase.is_finished() {
-            q.unfinished += 1;
+            usage.queues.entry(line[0].clone()).or_default().unfinished += 1;
         }
         match status.phase {
             Phase::Pending | Phase::Queued | Phase::Retrying => {
-                q.pending += 1;
                 let entered = waiting_since(job).unwrap_or(snapshot.now);
                 let since = (snapshot.now - entered).max(0);
-                q.oldest_pending_seconds =
-                    Some(q.oldest_pending_seconds.map_or(since, |o| o.max(since)));
-                q.oldest_pending_since =
-                    Some(q.oldest_pending_since.map_or(entered, |o| o.min(entered)));
+                for name in line {
+                    let q = usage.queues.entry(name).or_default();
+                    q.pending += 1;
+                    q.oldest_pending_seconds =
+                        Some(q.oldest_pending_seconds.map_or(since, |o| o.max(since)));
+                    q.oldest_pending_since =
+                        Some(q.oldest_pending_since.map_or(entered, |o| o.min(entered)));
+                }
                 if let Some(vc) = vc {
                     usage.vcs.entry(vc).or_default().pending += 1;
                 }
             }
             phase if phase.holds_gpus() => {
-                if status.started_at.is_some() {
-                    q.running += 1;
-                } else {
-                    q.admitted += 1;
+                let started = status.started_at.is_some();
+                for name in line {
+                    let q = usage.queues.entry(name).or_default();
+                    if started {
+                        q.running += 1;
+                    } else {
+                        q.admitted += 1;
+                    }
                 }
                 if let Some(vc) = vc {
                     usage.vcs.entry(vc).or_default().running += 1;
@@ -213,6 +234,77 @@ mod tests {
         assert_eq!(u.vcs["a"].pending, 1);
         assert_eq!(u.vcs["b"].pending, 1);
         assert_eq!(u.queues.len(), 2, "{:?}", u.queues.keys());
+    }
+
+    /// A parent queue's row tells its subtree: the jobs of the queue under it count in it too,
+    /// by the line of parents the core resolved (an acceptance run: `alpha-root` read 0
+    /// running and 0 GPUs while its `maxShare` held back `alpha-dev`'s jobs).
+    #[test]
+    fn a_parent_queue_counts_the_jobs_of_the_queues_under_it() {
+        use crate::api::TrainingJobStatus;
+        use crate::controller::validate::fixtures::{World, job};
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+        let w = World::new();
+        let at = |s: i64| Time(k8s_openapi::jiff::Timestamp::from_second(s).expect("time"));
+        let with = |phase: Phase, started: bool| {
+            let mut j = job("team-a", Some("alpha-dev"), None, &[None]);
+            j.metadata.creation_timestamp = Some(at(400));
+            j.status = Some(TrainingJobStatus {
+                phase,
+                started_at: started.then(|| at(500)),
+                ..Default::default()
+            });
+            Arc::new(j)
+        };
+        let jobs = vec![
+            with(Phase::Running, true),
+            with(Phase::Running, true),
+            with(Phase::Queued, false),
+        ];
+        let gpus = sched::Usage {
+            queues: [
+                (
+                    "alpha-root".to_string(),
+                    sched::QueueUsage {
+                        milli_gpus: 4_000,
+                        max_milli_gpus: Some(3_200),
+                        ..Default::default()
+                    },
+                ),
+                (
+                    "alpha-dev".to_string(),
+                    sched::QueueUsage {
+                        milli_gpus: 4_000,
+                        ancestors: vec!["alpha-root".into()],
+                        ..Default::default()
+                    },
+                ),
+            ]
+            .into(),
+            ..Default::default()
+        };
+        let snapshot = sched::Snapshot {
+            now: 1_000,
+            ..Default::default()
+        };
+        let u = compute(&snapshot, &gpus, &jobs, &w.refs());
+        for q in ["alpha-root", "alpha-dev"] {
+            let n = &u.queues[q];
+            assert_eq!(
+                (n.running, n.pending, n.milli_gpus, n.oldest_pending_since),
+                (2, 1, 4_000, Some(400)),
+                "{q}"
+            );
+        }
+        assert_eq!(u.queues["alpha-root"].max_milli_gpus, Some(3_200));
+        // The finalizer's count stays the queue's own.
+        assert_eq!(
+            (
+                u.queues["alpha-root"].unfinished,
+                u.queues["alpha-dev"].unfinished
+            ),
+            (0, 3)
+        );
     }
 
     /// A job preempted after hours of running has waited since it came back, not since it

@@ -274,6 +274,9 @@ pub(crate) struct Cluster {
     pub racks: IdVec<RackId, RackGroup>,
     /// Per flavor: (free now, rack group).
     pub rack_index: IdVec<FlavorId, BTreeSet<(u32, RackId)>>,
+    /// Nodes with healthy GPUs that take no new work now (cordoned, not ready): the few a
+    /// job that fits no schedulable node may be waiting for.
+    pub away: Vec<NodeId>,
 }
 
 fn build_topology(n: &Node, count: usize) -> (Vec<Vec<u8>>, Vec<bool>) {
@@ -451,9 +454,13 @@ impl Cluster {
         self.buckets = IdVec::filled(Vec::new(), nf);
         self.share_index = IdVec::filled(BTreeSet::new(), nf);
         self.rack_index = IdVec::filled(BTreeSet::new(), nf);
+        self.away.clear();
         for (i, n) in self.nodes.iter_enumerated() {
             let f = n.flavor;
             let healthy = n.healthy_gpus();
+            if !n.schedulable && healthy > 0 {
+                self.away.push(i);
+            }
             let facts = &mut self.facts[f];
             if n.schedulable {
                 facts.nodes.push(i);

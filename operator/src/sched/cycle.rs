@@ -403,7 +403,7 @@ fn cycle(
     cy.run(pending);
     cy.settle_with_admissions();
     cancel::retarget(&mut cy.out);
-    cy.out.usage = usage::report(snap, &cy.c, &cy.out.promotions, &cy.out.demotions);
+    cy.out.usage = usage::report(snap, &cy.c, &cy.t, &cy.out.promotions, &cy.out.demotions);
     risk::attach(&mut cy.out.usage, at_risk);
     cy.out
 }
@@ -1693,6 +1693,9 @@ impl<'a> Cycle<'a> {
             };
         }
         if within {
+            if let Some(r) = self.room_on_unavailable_nodes(p) {
+                return r;
+            }
             WaitReason::NoFit {
                 flavors: p
                     .flavors
@@ -1727,6 +1730,118 @@ impl<'a> Cycle<'a> {
                 required: job.topology.required,
             }
         }
+    }
+
+    /// `NodesUnavailable` for a job that no schedulable node has room for now, but that the
+    /// free GPUs of nodes taking no new work (cordoned, not ready) would hold, with the
+    /// schedulable nodes' free GPUs where a gang spans nodes: the room it waits for is
+    /// those nodes', not what running jobs hold (an acceptance run read "0 GPUs are free, at
+    /// most 0 on one node" for an 8-GPU job whose one fitting node was cordoned and empty).
+    /// Counted in replicas of the job's largest per node, on one GPU type, each away node
+    /// checked for CPU and memory too. A job of shares, or bound to a GPU group or a rack,
+    /// keeps `NoFit`: whole-GPU counts do not tell whether it would fit there. The nodes
+    /// read are the few away ones (`Cluster::away`) and the free-GPU buckets; nothing at all
+    /// while every node takes work.
+    fn room_on_unavailable_nodes(&self, p: &Pending) -> Option<WaitReason> {
+        let (c, job) = (&self.c, self.snap.job(p.job));
+        let level = job.topology.required;
+        let per = p.largest_replica;
+        if c.away.is_empty()
+            || per == 0
+            || !matches!(level, None | Some(TopologyLevel::Node))
+            || p.demands
+                .iter()
+                .any(|d| matches!(d.gpu, GpuDemand::Share(_)))
+        {
+            return None;
+        }
+        let replicas = p
+            .demands
+            .iter()
+            .filter(|d| matches!(d.gpu, GpuDemand::Whole(_)))
+            .count() as u32;
+        let (cpu, mem) = p
+            .demands
+            .iter()
+            .fold((0, 0), |(c, m), d| (c.max(d.cpu), m.max(d.mem)));
+        let acceptable = |f: FlavorId| {
+            let name = c.flavor_names[f].as_str();
+            !name.is_empty()
+                && (job.gpu_types.is_empty() || job.gpu_types.iter().any(|t| t.as_str() == name))
+        };
+        let takes = |n: NodeId| {
+            p.filter
+                .as_ref()
+                .is_none_or(|f| p.demands.iter().all(|d| f.admits(d.task, n)))
+        };
+        // Replicas a node holds now: by its whole free GPUs, and on an away node by its CPU
+        // and memory too (the schedulable nodes' count errs high, which only keeps NoFit).
+        let holds = |n: NodeId| {
+            let s = &c.nodes[n];
+            let by = |avail: u64, need: u64| avail.checked_div(need).map_or(u32::MAX, |k| k as u32);
+            (s.whole_avail(Mode::Now) / per)
+                .min(by(s.cpu.avail(Mode::Now), cpu))
+                .min(by(s.mem.avail(Mode::Now), mem))
+        };
+        let mut away: BTreeMap<FlavorId, Vec<(NodeId, u32)>> = BTreeMap::new();
+        for &n in &c.away {
+            let f = c.nodes[n].flavor;
+            if acceptable(f) && takes(n) {
+                let k = holds(n);
+                if k > 0 {
+                    away.entry(f).or_default().push((n, k));
+                }
+            }
+        }
+        if away.is_empty() {
+            return None;
+        }
+        // Per type, what the schedulable nodes hold now: in all, and at most on one node.
+        let here = |f: FlavorId| -> (u32, u32) {
+            let count = |free: u32, nodes: u32| {
+                (free / per * nodes, if nodes > 0 { free / per } else { 0 })
+            };
+            let mut total = (0, 0);
+            let mut add = |(all, one): (u32, u32)| total = (total.0 + all, total.1.max(one));
+            match &p.filter {
+                Some(filter) => filter
+                    .nodes
+                    .iter()
+                    .filter(|&&n| c.nodes[n].flavor == f && c.nodes[n].schedulable)
+                    .for_each(|&n| add(count(u32::from(c.nodes[n].free_now), 1))),
+                None => c.buckets[f]
+                    .iter()
+                    .enumerate()
+                    .for_each(|(free, set)| add(count(free as u32, set.len() as u32))),
+            }
+            total
+        };
+        let mut names: Vec<&str> = Vec::new();
+        for f in c.flavor_names.ids().filter(|&f| acceptable(f)) {
+            let (all, one) = here(f);
+            let enough_here = match level {
+                Some(TopologyLevel::Node) => one >= replicas,
+                _ => all >= replicas,
+            };
+            if enough_here {
+                // Room enough on nodes that take work: something else keeps the job out.
+                return None;
+            }
+            let Some(nodes) = away.get(&f) else { continue };
+            let with_away = match level {
+                Some(TopologyLevel::Node) => nodes.iter().any(|&(_, k)| k >= replicas),
+                _ => all + nodes.iter().map(|&(_, k)| k).sum::<u32>() >= replicas,
+            };
+            if with_away {
+                names.extend(
+                    nodes
+                        .iter()
+                        .filter(|&&(_, k)| level.is_none() || k >= replicas)
+                        .map(|&(n, _)| self.snap.nodes[c.nodes[n].src as usize].name.as_str()),
+                );
+            }
+        }
+        (!names.is_empty()).then(|| WaitReason::nodes_unavailable(names))
     }
 
     /// The sibling queue that keeps what `p`'s queue could take back as its share: `p`'s

@@ -1401,10 +1401,10 @@ fn cordon_unhealthy_and_foreign_usage() {
         jobs,
     ));
     assert!(d.admission("t/j").is_none(), "{d:?}");
-    assert!(matches!(
-        d.waiting_reason("t/j"),
-        Some(WaitReason::NoFit { free_gpus: 0, .. })
-    ));
+    // It would fit the cordoned node's free GPUs: it waits for that node, not for room.
+    let r = d.waiting_reason("t/j").expect("waits");
+    assert_eq!(r.code(), "NodesUnavailable", "{r:?}");
+    assert!(r.to_string().contains("(c)"), "{r}");
 }
 
 /// A job held by its node selector to one node is told of the GPUs free there, not of the
@@ -1501,6 +1501,66 @@ fn a_job_that_needs_a_cordoned_node_waits_for_it() {
     let r = d.waiting_reason("t/one").expect("waits");
     assert_eq!(r.code(), "NodesUnavailable", "{r:?}");
     assert!(r.to_string().contains("the 2 node(s)"), "{r}");
+}
+
+/// An 8-GPU job within its guarantee whose one fitting node is cordoned and empty, the
+/// others full, waits for that node (`NodesUnavailable`, naming it): an acceptance run read
+/// `NoFit`, "0 GPUs are free, at most 0 on one node", and looked for jobs to finish. A gang
+/// that the free GPUs of schedulable nodes and the cordoned node hold together names it too;
+/// with the cordoned node full as well, or room enough on schedulable nodes, it is `NoFit`.
+#[test]
+fn a_job_that_fits_only_a_cordoned_nodes_free_room_waits_for_that_node() {
+    let mut cordoned = node("n2", "A100", 8, None);
+    cordoned.schedulable = false;
+    let busy = |id: &str, n: &str| {
+        run(
+            job(id, "q", 1, 8),
+            &[(n, &[0, 1, 2, 3, 4, 5, 6, 7])],
+            false,
+            0,
+            None,
+        )
+    };
+    let half = run(
+        job("t/half", "q", 1, 4),
+        &[("n1", &[0, 1, 2, 3])],
+        false,
+        0,
+        None,
+    );
+    let world = |cordoned: &Node, extra: Vec<Job>| {
+        let mut jobs = vec![busy("t/full", "n0"), half.clone()];
+        jobs.extend(extra);
+        snapshot(
+            0,
+            vec![
+                node("n0", "A100", 8, None),
+                node("n1", "A100", 8, None),
+                cordoned.clone(),
+            ],
+            vec![vc("t", "A100", 32)],
+            vec![queue("q", "t")],
+            jobs,
+        )
+    };
+    let d = schedule(&world(
+        &cordoned,
+        vec![job("t/eight", "q", 1, 8), job("t/gang", "q", 3, 4)],
+    ));
+    for id in ["t/eight", "t/gang"] {
+        let r = d.waiting_reason(id).expect("waits");
+        assert_eq!(r.code(), "NodesUnavailable", "{id}: {r:?}");
+        assert!(r.to_string().contains("cordoned or not ready (n2)"), "{r}");
+    }
+    // n1's 4 free GPUs hold the 4-GPU job: it starts, nobody waits for n2
+    let d = schedule(&world(&cordoned, vec![job("t/four", "q", 1, 4)]));
+    assert!(d.admission("t/four").is_some(), "{d:?}");
+    // the cordoned node full too: the job waits for running jobs, as NoFit says
+    let mut full = cordoned.clone();
+    full.foreign.gpus = 8;
+    let d = schedule(&world(&full, vec![job("t/eight", "q", 1, 8)]));
+    let r = d.waiting_reason("t/eight").expect("waits");
+    assert_eq!(r.code(), "NoFit", "{r:?}");
 }
 
 /// A CPU-only job that lists GPU types (say, a data-prep step that must stay off the H100

@@ -14,8 +14,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use super::cluster::Cluster;
-use super::ids::FlavorId;
+use super::ids::{FlavorId, QueueId};
 use super::model::{Flavor, ReplicaPlacement, Snapshot, TopologyLevel};
+use super::tenants::Tenants;
 
 /// One VirtualCluster's numbers for one GPU type (amounts in milli-GPUs).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -171,12 +172,24 @@ pub struct VcUsage {
     pub flavors: BTreeMap<Flavor, FlavorUsage>,
 }
 
-/// One queue's GPUs (its own jobs, not its children's), in milli-GPUs.
+/// One queue's GPUs, in milli-GPUs: its own jobs' and those of every queue under it, the
+/// scope its `maxShare` and `share` are checked on (`Tenants::chain`), so that a parent
+/// whose limit holds its children back does not read as idle.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct QueueUsage {
     pub milli_gpus: u64,
     /// Of `milli_gpus`, held by bonus jobs.
     pub bonus_milli_gpus: u64,
+    /// Of `milli_gpus`, held by jobs that are leaving (preempted, drained, suspended) until
+    /// their pods are gone.
+    pub leaving_milli_gpus: u64,
+    /// The most the queue may hold (`maxShare` percent of its VirtualCluster's limit, or of
+    /// the cluster's usable GPUs without one); None at `maxShare: 100`, or when its line of
+    /// parents is broken (it admits nothing then).
+    pub max_milli_gpus: Option<u64>,
+    /// The queues above it, its parent first, as the core resolved `spec.parent`: its jobs
+    /// count in each of them too. Empty for a top-level queue, or when the line is broken.
+    pub ancestors: Vec<String>,
 }
 
 /// The usage part of a cycle's decisions.
@@ -222,10 +235,13 @@ pub(crate) fn capacity(snap: &Snapshot) -> BTreeMap<Flavor, u32> {
 }
 
 /// The usage of `snap`'s running jobs once the `promoted` jobs (ids) are guaranteed and the
-/// `demoted` ones bonus.
+/// `demoted` ones bonus. A job counts in its queue and in each queue above it by the lines
+/// `t` resolved for the limits (`Tenants::chain`), so a queue reads what its `maxShare` is
+/// checked against.
 pub(crate) fn report(
     snap: &Snapshot,
     c: &Cluster,
+    t: &Tenants,
     promoted: &[String],
     demoted: &[String],
 ) -> Usage {
@@ -250,8 +266,19 @@ pub(crate) fn report(
             }
         }
     }
-    for q in &snap.queues {
-        usage.queues.entry(q.name.clone()).or_default();
+    for (i, q) in snap.queues.iter().enumerate() {
+        let entry = usage.queues.entry(q.name.clone()).or_default();
+        let i = QueueId(i as u32);
+        // A duplicate name is not the queue the tenants know by it.
+        if t.queue_by_name.get(&q.name) != Some(&i) {
+            continue;
+        }
+        entry.max_milli_gpus = t.queue_max[i];
+        entry.ancestors = t.chain[i]
+            .iter()
+            .skip(1)
+            .map(|&a| snap.queue(a).name.clone())
+            .collect();
     }
     let promoted: BTreeSet<&str> = promoted.iter().map(String::as_str).collect();
     let demoted: BTreeSet<&str> = demoted.iter().map(String::as_str).collect();
@@ -259,11 +286,26 @@ pub(crate) fn report(
     for j in &snap.jobs {
         let Some(r) = &j.running else { continue };
         let milli: u64 = r.placement.iter().map(replica_milli).sum();
-        let q = slot(&mut usage.queues, j.queue.as_str());
-        q.milli_gpus += milli;
         let id = j.id.as_str();
-        if (r.bonus && !promoted.contains(id)) || demoted.contains(id) {
-            q.bonus_milli_gpus += milli;
+        let bonus = (r.bonus && !promoted.contains(id)) || demoted.contains(id);
+        let count = |q: &mut QueueUsage| {
+            q.milli_gpus += milli;
+            if bonus {
+                q.bonus_milli_gpus += milli;
+            }
+            if r.preempting {
+                q.leaving_milli_gpus += milli;
+            }
+        };
+        // A queue of a broken line (or none the snapshot knows) has no chain: its own
+        // jobs count in it alone.
+        match t.queue_by_name.get(j.queue.as_str()).map(|&q| &t.chain[q]) {
+            Some(line) if !line.is_empty() => {
+                for &qi in line {
+                    count(slot(&mut usage.queues, snap.queue(qi).name.as_str()));
+                }
+            }
+            _ => count(slot(&mut usage.queues, j.queue.as_str())),
         }
         let Some(vc) = queue_vc.get(j.queue.as_str()) else {
             continue;
@@ -400,7 +442,8 @@ mod tests {
             u.queues["qc"],
             QueueUsage {
                 milli_gpus: 6_000,
-                bonus_milli_gpus: 2_000
+                bonus_milli_gpus: 2_000,
+                ..Default::default()
             }
         );
         assert_eq!(u.queues["qa"].milli_gpus, 1_000);
@@ -412,6 +455,73 @@ mod tests {
             u.capacity,
             [(Flavor::new("A100"), 8), (Flavor::new("H100"), 4)].into()
         );
+    }
+
+    /// A parent whose `maxShare` holds its child back reads what the child's jobs hold, the
+    /// number the limit is checked against (an acceptance run: `alpha-root` showed 0 GPUs
+    /// while a job of `alpha-dev` waited on "alpha-root holds 4 GPUs of its maximum of
+    /// 3.2"), with its maximum; the child counts only its own line.
+    #[test]
+    fn a_parent_queue_counts_the_gpus_of_the_queues_under_it() {
+        let mut root = queue("alpha-root", "alpha");
+        root.max_share = 10;
+        let mut dev = queue("alpha-dev", "alpha");
+        dev.parent = Some("alpha-root".into());
+        let mut ops = queue("alpha-ops", "alpha");
+        ops.parent = Some("alpha-root".into());
+        let leaving = |mut j: crate::sched::Job| {
+            if let Some(r) = j.running.as_mut() {
+                r.preempting = true;
+            }
+            j
+        };
+        let jobs = vec![
+            run(
+                job("a/one", "alpha-dev", 1, 2),
+                &[("n0", &[0, 1])],
+                false,
+                0,
+                None,
+            ),
+            leaving(run(
+                job("a/two", "alpha-dev", 1, 2),
+                &[("n0", &[2, 3])],
+                true,
+                0,
+                None,
+            )),
+            job("a/waits", "alpha-ops", 1, 2),
+        ];
+        let snap = snapshot(
+            100,
+            vec![node("n0", "A100", 8, None), node("n1", "A100", 24, None)],
+            vec![vc("alpha", "A100", 8)],
+            vec![root, dev, ops],
+            jobs,
+        );
+        let d = schedule(&snap);
+        let r = d.waiting_reason("a/waits").expect("waits").to_string();
+        assert!(
+            r.contains("alpha-root holds 2 GPUs of its maximum of 3.2"),
+            "{r}"
+        );
+        let q = &d.usage.queues;
+        assert_eq!(
+            q["alpha-root"],
+            QueueUsage {
+                milli_gpus: 4_000,
+                bonus_milli_gpus: 2_000,
+                leaving_milli_gpus: 2_000,
+                max_milli_gpus: Some(3_200),
+                ancestors: vec![],
+            }
+        );
+        assert_eq!(
+            (q["alpha-dev"].milli_gpus, q["alpha-dev"].max_milli_gpus),
+            (4_000, None)
+        );
+        assert_eq!(q["alpha-dev"].ancestors, vec!["alpha-root".to_string()]);
+        assert_eq!(q["alpha-ops"].milli_gpus, 0);
     }
 
     /// Two node cells of a type whose smallest nodes have 4 and 8 GPUs hold at least 12,
