@@ -287,21 +287,64 @@ pub struct QueueReport {
     pub admitted: i32,
     pub pending: i32,
     pub jobs: Vec<JobRow>,
+    /// Queues lie under this one: the list names each job's queue.
+    #[serde(skip)]
+    pub children: bool,
+}
+
+/// `name` and the names of the queues under it, by `spec.parent` (a line that loops never
+/// reaches it: the operator refuses such parents, and the walk stops after every queue).
+fn subtree(name: &str, queues: &[Queue]) -> std::collections::BTreeSet<String> {
+    let parent: std::collections::BTreeMap<String, &str> = queues
+        .iter()
+        .filter_map(|q| q.spec.parent.as_deref().map(|p| (q.name_any(), p)))
+        .collect();
+    let under = |q: &str| {
+        let mut at = q;
+        for _ in 0..=queues.len() {
+            if at == name {
+                return true;
+            }
+            match parent.get(at) {
+                Some(p) => at = p,
+                None => return false,
+            }
+        }
+        false
+    };
+    let mut out: std::collections::BTreeSet<String> = queues
+        .iter()
+        .map(|q| q.name_any())
+        .filter(|q| under(q))
+        .collect();
+    out.insert(name.to_string());
+    out
 }
 
 impl QueueReport {
-    /// `jobs`: the cluster's TrainingJobs; those of this queue that wait are kept, ordered by
-    /// their place in queue (jobs the scheduler has not ordered yet last, oldest first).
-    pub fn of(queue: &Queue, jobs: &[TrainingJob], now: Timestamp) -> QueueReport {
+    /// `jobs`: the cluster's TrainingJobs; those that wait in this queue or in a queue under
+    /// it (`queues`: the cluster's Queues, read for `spec.parent`) are kept, as the status
+    /// numbers count them: this queue's first, then each queue under it by name, each in
+    /// its place in queue (jobs the scheduler has not ordered yet last, oldest first).
+    pub fn of(
+        queue: &Queue,
+        queues: &[Queue],
+        jobs: &[TrainingJob],
+        now: Timestamp,
+    ) -> QueueReport {
         let name = queue.name_any();
         let status = queue.status.clone().unwrap_or_default();
+        let subtree = subtree(&name, queues);
         let mut waiting: Vec<&TrainingJob> = jobs
             .iter()
-            .filter(|j| queue_of(j) == *name && is_waiting(j))
+            .filter(|j| subtree.contains(&queue_of(j)) && is_waiting(j))
             .collect();
         waiting.sort_by_key(|j| {
             let s = j.status.as_ref();
+            let q = queue_of(j);
             (
+                q != name,
+                q,
                 s.and_then(|s| s.queue_position).unwrap_or(i32::MAX),
                 s.and_then(|s| s.queued_at.as_ref()).map(|t| t.0),
                 j.namespace(),
@@ -320,6 +363,7 @@ impl QueueReport {
             admitted: status.admitted,
             pending: status.pending,
             jobs: waiting.into_iter().map(|j| JobRow::of(j, now)).collect(),
+            children: subtree.len() > 1,
             name,
         }
     }
@@ -340,16 +384,24 @@ impl QueueReport {
             out.push_str("\nNo jobs waiting.\n");
             return out;
         }
-        let mut t = Table::new(&["position", "namespace", "name", "gpus", "age", "reason"]);
+        let mut headers = vec!["position", "namespace", "name", "gpus", "age", "reason"];
+        if self.children {
+            headers.insert(0, "queue");
+        }
+        let mut t = Table::new(&headers);
         for r in &self.jobs {
-            t.row(vec![
+            let mut row = vec![
                 place(r.position),
                 r.namespace.clone(),
                 r.name.clone(),
                 dash(r.gpus),
                 r.age.clone(),
                 one_line(&r.reason, REASON_WIDTH),
-            ]);
+            ];
+            if self.children {
+                row.insert(0, r.queue.clone());
+            }
+            t.row(row);
         }
         out.push('\n');
         out.push_str(&t.render());
@@ -840,7 +892,7 @@ mod tests {
             ),
             waiting("first", 1, QUOTA),
         ];
-        let r = QueueReport::of(&queue, &jobs, now());
+        let r = QueueReport::of(&queue, std::slice::from_ref(&queue), &jobs, now());
         let names: Vec<&str> = r.jobs.iter().map(|j| j.name.as_str()).collect();
         assert_eq!(names, ["first", "second"]);
         let text = r.render();
@@ -851,6 +903,48 @@ mod tests {
         let y: serde_json::Value =
             serde_norway::from_str(&structured(&r, Output::Yaml).expect("yaml")).expect("parses");
         assert_eq!(y["jobs"][0]["name"], "first");
+    }
+
+    /// A parent queue's status counts the jobs of the queues under it (its `maxShare` holds
+    /// them back), so its list shows their waiting jobs too, each with its queue: its own
+    /// first, then each child's in its own order. A queue elsewhere stays out.
+    #[test]
+    fn a_parent_queue_lists_the_waiting_jobs_of_the_queues_under_it() {
+        let q = |name: &str, parent: Option<&str>| -> Queue {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "kubetrain.io/v1alpha1", "kind": "Queue",
+                "metadata": {"name": name},
+                "spec": {"virtualCluster": "a", "parent": parent},
+            }))
+            .expect("queue")
+        };
+        let queues = [
+            q("root", None),
+            q("dev", Some("root")),
+            q("dev-nightly", Some("dev")),
+            q("other", None),
+        ];
+        let in_queue = |name: &str, queue: &str, position: i32| {
+            let mut j = waiting(name, position, QUOTA);
+            j.spec.queue = Some(queue.into());
+            j
+        };
+        let jobs = vec![
+            in_queue("nightly-1", "dev-nightly", 1),
+            in_queue("dev-2", "dev", 2),
+            in_queue("elsewhere", "other", 1),
+            in_queue("dev-1", "dev", 1),
+            in_queue("own", "root", 1),
+        ];
+        let r = QueueReport::of(&queues[0], &queues, &jobs, now());
+        let names: Vec<&str> = r.jobs.iter().map(|j| j.name.as_str()).collect();
+        assert_eq!(names, ["own", "dev-1", "dev-2", "nightly-1"]);
+        let text = r.render();
+        assert!(text.contains("\nQUEUE         POSITION"), "{text}");
+        // A queue with nothing under it lists its own, with no queue column.
+        let r = QueueReport::of(&queues[2], &queues, &jobs, now());
+        assert_eq!(r.jobs.len(), 1);
+        assert!(!r.render().contains("QUEUE"), "{}", r.render());
     }
 
     #[test]

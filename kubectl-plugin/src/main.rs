@@ -68,7 +68,8 @@ enum Command {
         #[arg(long)]
         user: Option<String>,
     },
-    /// A queue's usage and its waiting jobs in the scheduler's order.
+    /// A queue's usage and its waiting jobs in the scheduler's order; a parent queue's
+    /// include those of the queues under it, as its status counts them.
     Queue {
         /// The Queue's name.
         name: String,
@@ -221,7 +222,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 }
                 Err(e) => return Err(e.into()),
             };
-            let report = QueueReport::of(&queue, &jobs, now);
+            let all_queues = queues.list(&ListParams::default()).await?.items;
+            let report = QueueReport::of(&queue, &all_queues, &jobs, now);
             print_table_or(cli.output, &report, || report.render())
         }
         Command::Why { job } => {
