@@ -427,6 +427,38 @@ fn a_cpu_only_replica_does_not_take_the_cpu_of_idle_gpus() {
     assert_eq!(nodes_of(&d, "t/gpu"), vec!["n0".to_string()], "{d:?}");
 }
 
+/// Among nodes that all have idle GPUs, a replica goes where the CPU it takes leaves the idle
+/// GPUs enough CPU at the workload's typical CPU per GPU: each shape would still fit either
+/// node once (the fragmentation of single shapes ties), but on the node with few cores per
+/// GPU the cores taken are the ones its second GPU needs.
+#[test]
+fn a_replica_leaves_idle_gpus_the_cpu_the_workload_needs_per_gpu() {
+    let mut nodes = vec![node("n0", "T4", 2, None), node("n1", "T4", 2, None)];
+    nodes[0].allocatable.cpu_milli = 24_000;
+    nodes[1].allocatable.cpu_milli = 64_000;
+    let vcs = vec![vc("t", "T4", 4)];
+    let queues = vec![queue("q", "t")];
+    let mut cpu = job("t/cpu", "q", 1, 0);
+    cpu.tasks[0].cpu_milli = 8_000;
+    let mut jobs = vec![cpu];
+    for i in 0..4 {
+        let mut g = job(&format!("t/gpu-{i}"), "q", 1, 1);
+        g.tasks[0].cpu_milli = 10_000;
+        g.queued_at = 1 + i;
+        jobs.push(g);
+    }
+    let d = schedule(&snapshot(1, nodes, vcs, queues, jobs));
+    // on n0 (first by name) the 16 cores left would still hold one 10-core GPU replica, but
+    // not two: one of its GPUs would stay idle
+    assert_eq!(nodes_of(&d, "t/cpu"), vec!["n1".to_string()], "{d:?}");
+    for i in 0..4 {
+        assert!(
+            d.admission(&format!("t/gpu-{i}")).is_some(),
+            "gpu-{i}: {d:?}"
+        );
+    }
+}
+
 /// Idle GPUs are lent by weight: weight 3 gets three times what weight 1 gets.
 #[test]
 fn idle_gpus_are_lent_by_weighted_fair_share() {
