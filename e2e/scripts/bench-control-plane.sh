@@ -33,14 +33,16 @@ first=1
 for size in "${sizes[@]}"; do
   IFS=: read -r nodes jobs gang <<<"$size"
   export KUBETRAIN_BENCH_NODES=$nodes KUBETRAIN_BENCH_JOBS=$jobs KUBETRAIN_BENCH_GANG=${gang:-1}
-  if [[ $first == 1 ]]; then
-    throughput submit_to_bound reclaim_latency
-    first=0
-  else
-    throughput submit_to_bound
-  fi
+  throughput submit_to_bound
   KUBETRAIN_BINDING=direct throughput submit_to_bound
   throughput stock_jobs pinned_pods kueue_jobs
+  # A process of its own, last: the tests of one process share a control plane, and the
+  # teardown of reclaim's 800 jobs (their namespace's pods deleted while that operator still
+  # ran) landed in the next run's writes when the two shared one.
+  if [[ $first == 1 ]]; then
+    throughput reclaim_latency
+    first=0
+  fi
 done
 "$cargo" run --release -q -p kubetrain-e2e --bin kubetrain-bench-report -- "$records" \
   ${DOCS:+--docs "$DOCS"}
