@@ -415,15 +415,7 @@ fn verdict(met: bool) -> &'static str {
 
 /// `12345` as `12,345`, as the docs write numbers.
 fn thousands(n: usize) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    kubetrain::sim::report::thousands(n as u64)
 }
 
 /// The writes per job of a run, for [`Throughput::top_writes`]: `(key, per job)`, largest

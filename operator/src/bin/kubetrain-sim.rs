@@ -16,7 +16,7 @@ use clap::{Args, Parser, Subcommand};
 use kubetrain::controller::workload::DEFAULT_HISTORY;
 use kubetrain::sched::{Options, VictimSelection};
 use kubetrain::sim::placement::{self, FgdRow, PlacementRun, PlacementSummary};
-use kubetrain::sim::report::MixRun;
+use kubetrain::sim::report::{MixRun, thousands};
 use kubetrain::sim::tenants::{self, Policy, PolicyResult, TenantConfig, Workload};
 use kubetrain::sim::{fgd, openb, philly, report, windows, write_text};
 
@@ -865,19 +865,6 @@ fn setup_a_text(p: &PlacementOut) -> String {
     s
 }
 
-/// `12,345`: numbers in the docs' style.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// Whole-domain against the other victim selections, on the same Setup B run.
 fn ablation_text(t: &TenantOut) -> String {
     let Some(k) = t.results.iter().find(|r| r.policy == Policy::Kubetrain) else {
@@ -1005,17 +992,4 @@ fn goals_b(results: &[PolicyResult]) -> String {
         ));
     }
     s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::thousands;
-
-    #[test]
-    fn thousands_are_separated_by_commas() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(2000), "2,000");
-        assert_eq!(thousands(1_234_567), "1,234,567");
-    }
 }

@@ -8,6 +8,19 @@ use super::stats::cdf;
 use super::tenants::{JobRecord, PolicyResult};
 
 /// Per-job records as CSV.
+/// `12,345`: numbers in the docs' style (the simulator's and the control-plane bench's).
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 pub fn jobs_csv(records: &[JobRecord]) -> String {
     let mut s = String::from(
         "id,tenant,gpus,submit,duration,first_start,finish,queue_delay,jct,preemptions,lost_gpu_seconds\n",
@@ -512,4 +525,17 @@ pub fn cdf_svg(
         })
         .collect();
     svg_plot(title, xlabel, "jobs (%)", &series, true, Some((0.0, 100.0)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::thousands;
+
+    #[test]
+    fn thousands_are_separated_by_commas() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(2000), "2,000");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+    }
 }
