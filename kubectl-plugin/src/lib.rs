@@ -8,6 +8,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
+use kubetrain::api::reasons::WaitCode;
 use kubetrain::api::trainingjob::EXACT_QUEUE_POSITIONS;
 use kubetrain::api::{Phase, Queue, TrainingJob, VirtualCluster};
 use serde::Serialize;
@@ -439,40 +440,43 @@ pub struct WhyReport {
     pub message: String,
 }
 
-/// The resource a wait reason code says is exhausted.
+/// The resource a wait reason code says is exhausted (`None`: a code this plugin does not
+/// know, from a newer operator). Every code the core gives is matched: a new one does not
+/// compile here until it has its words.
 pub fn blocking_resource(code: &str) -> Option<&'static str> {
-    Some(match code {
+    Some(match WaitCode::from_name(code)? {
         // Both the guarantee in use and a job larger than the whole guarantee wait with it
         // (the message says which): "in use" alone misread the second (an acceptance run).
-        "QuotaExhausted" => {
+        WaitCode::QuotaExhausted => {
             "the VirtualCluster's guarantee (in use, or smaller than the job), with too few \
              idle GPUs to borrow"
         }
-        "OverLimit" => "the VirtualCluster's hard GPU limit",
-        "QueueMaxShare" => "the queue's maxShare of GPUs",
-        "UserLimit" => "the queue's per-user GPU limit",
-        "ExceedsLimit" => "a GPU limit smaller than the job itself (the message names it)",
-        "NoFit" => "free GPUs in the shape the job needs (per node / topology)",
-        "NeverFits" => "the cluster itself: no node or domain can ever hold the job",
-        "NodesUnavailable" => {
+        WaitCode::OverLimit => "the VirtualCluster's hard GPU limit",
+        WaitCode::QueueMaxShare => "the queue's maxShare of GPUs",
+        WaitCode::UserLimit => "the queue's per-user GPU limit",
+        WaitCode::ExceedsLimit => "a GPU limit smaller than the job itself (the message names it)",
+        WaitCode::NoFit => "free GPUs in the shape the job needs (per node / topology)",
+        WaitCode::NeverFits => "the cluster itself: no node or domain can ever hold the job",
+        WaitCode::NodesUnavailable => {
             "nodes it needs that are cordoned or not ready (the message names them)"
         }
-        "ReservedForCells" => "free GPUs kept as whole cells for other teams' guarantees",
-        "WaitingForPreemption" => "GPUs still held by jobs being preempted for this one",
-        "WaitingForTerminatingPods" => "GPUs held by terminating pods of a deleted job",
-        "WaitingForMinRuntime" => "GPUs held by jobs still within their minimum runtime",
-        "BehindQueueHead" => "a job ahead of it in its strict queue that has not started",
-        "Returning" => "nothing: stopped for a drain or a preemption, it is on its way back",
-        "BehindReturningJob" => {
+        WaitCode::ReservedForCells => "free GPUs kept as whole cells for other teams' guarantees",
+        WaitCode::WaitingForPreemption => "GPUs still held by jobs being preempted for this one",
+        WaitCode::WaitingForTerminatingPods => "GPUs held by terminating pods of a deleted job",
+        WaitCode::WaitingForMinRuntime => "GPUs held by jobs still within their minimum runtime",
+        WaitCode::BehindQueueHead => "a job ahead of it in its strict queue that has not started",
+        WaitCode::Returning => {
+            "nothing: stopped for a drain or a preemption, it is on its way back"
+        }
+        WaitCode::BehindReturningJob => {
             "a job ahead of it, on its way back to the queue after a drain or a preemption"
         }
-        "QueueTerminating" => "its queue, which was deleted and admits nothing new",
-        "VirtualClusterTerminating" => {
+        WaitCode::QueueTerminating => "its queue, which was deleted and admits nothing new",
+        WaitCode::VirtualClusterTerminating => {
             "its VirtualCluster, which was deleted and admits nothing new into its queues"
         }
-        "Invalid" => "the job's spec",
-        "Waiting" => "nothing yet: the next scheduling cycle decides",
-        _ => return None,
+        WaitCode::Invalid => "the job's spec",
+        WaitCode::Waiting => "nothing yet: the next scheduling cycle decides",
     })
 }
 

@@ -1,10 +1,13 @@
-//! The names a TrainingJob's lifecycle writes: its condition types, the reasons of those
-//! conditions, and the reasons of its Events. `docs/troubleshooting.md` lists them for users;
-//! a test checks the two against each other.
+//! The names kubetrain writes into statuses: a TrainingJob's condition types, the reasons of
+//! those conditions and of its Events, the codes of why a job waits (`Admitted=False`, the
+//! core's `WaitReason::code`), and the condition types and reasons of Queues and
+//! VirtualClusters. `docs/troubleshooting.md` lists them for users; tests check the two
+//! against each other, both ways.
 //!
-//! Reasons decided elsewhere are not here: why a job waits (`Admitted=False`) is the core
-//! scheduler's `WaitReason::code`, and why a job is invalid (`Valid=False`) is
-//! `controller::validate::Invalid::reason`.
+//! This module is plain Rust (no kube, no serde): the scheduling core names its wait codes
+//! with it and stays pure. Reasons decided elsewhere are not here: why a job is invalid
+//! (`Valid=False`) is `controller::validate::Invalid::reason`, and why a VirtualCluster's
+//! guarantee is at risk (`GuaranteeAtRisk=True`) is the core's `ShortfallCause`.
 
 macro_rules! names {
     ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident),+ $(,)? }) => {
@@ -23,6 +26,18 @@ macro_rules! names {
                 match self {
                     $($name::$variant => stringify!($variant)),+
                 }
+            }
+
+            /// The value of that name, as read back from an object (`None`: not one of
+            /// ours, e.g. written by a newer operator).
+            pub fn from_name(name: &str) -> Option<Self> {
+                Self::ALL.iter().copied().find(|v| v.as_str() == name)
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.as_str() == *other
             }
         }
 
@@ -185,6 +200,141 @@ names! {
     }
 }
 
+names! {
+    /// Why a job waits: the reason of its `Admitted=False` condition, as the scheduling core
+    /// decides it (`sched::WaitReason::code`); the message carries the numbers.
+    WaitCode {
+        /// The lifecycle's word before the scheduler's first on the job.
+        Waiting,
+        /// The job's spec is not valid (its `Valid` condition says why).
+        Invalid,
+        /// The VirtualCluster's guarantee is in use (or smaller than the job), with too few
+        /// idle GPUs to borrow.
+        QuotaExhausted,
+        /// The job is larger than one of its hard limits in all: no wait ends it.
+        ExceedsLimit,
+        /// The VirtualCluster's `spec.limit` is reached.
+        OverLimit,
+        /// The queue's `maxShare` is reached.
+        QueueMaxShare,
+        /// The queue's per-user limit is reached.
+        UserLimit,
+        /// No free GPUs in the shape the job needs.
+        NoFit,
+        /// No node or domain of the cluster can ever hold the job.
+        NeverFits,
+        /// Nodes it needs are cordoned or not ready.
+        NodesUnavailable,
+        /// Free GPUs are kept as whole cells for other teams' guarantees.
+        ReservedForCells,
+        /// Jobs preempted for it still hold the GPUs.
+        WaitingForPreemption,
+        /// Terminating pods of deleted jobs hold the GPUs.
+        WaitingForTerminatingPods,
+        /// The jobs it would preempt are within their minimum runtime.
+        WaitingForMinRuntime,
+        /// A job ahead of it in its strict queue has not started.
+        BehindQueueHead,
+        /// Stopped for a drain or a preemption, it is on its way back.
+        Returning,
+        /// A job ahead of it is on its way back after a drain or a preemption.
+        BehindReturningJob,
+        /// Its queue was deleted and admits nothing new.
+        QueueTerminating,
+        /// Its VirtualCluster was deleted and admits nothing new.
+        VirtualClusterTerminating,
+    }
+}
+
+impl WaitCode {
+    /// Whether nothing but a change of the job or of the cluster's shape or limits ends the
+    /// wait (what tools that tell waiting from stuck, Argo CD's health or alerts, read).
+    pub const fn is_stuck(self) -> bool {
+        matches!(self, WaitCode::NeverFits | WaitCode::ExceedsLimit)
+    }
+}
+
+names! {
+    /// The condition types of a Queue's status.
+    QueueConditionType {
+        /// The queue admits jobs (`False`: why it does not).
+        Ready,
+        /// The queue was deleted and waits for its admitted jobs.
+        Terminating,
+        /// The queue's subtree holds more GPUs than its `maxShare` allows.
+        AboveLimit,
+    }
+}
+
+names! {
+    /// The reasons of a Queue's conditions.
+    QueueReason {
+        /// `Ready=True`.
+        Ready,
+        /// `Ready=False`: `spec.virtualCluster` names nothing.
+        UnknownVirtualCluster,
+        /// `Ready=False`: the `spec.parent` chain is unusable.
+        InvalidParent,
+        /// `Ready=False`: its VirtualCluster is being deleted.
+        VirtualClusterTerminating,
+        /// `Ready=False`: the queue itself is being deleted.
+        Terminating,
+        /// `Terminating=True`: deletion waits for admitted jobs.
+        JobsRemain,
+        /// `AboveLimit=False`.
+        WithinLimit,
+        /// `AboveLimit=True`: the GPUs above the maximum are held by jobs already leaving.
+        JobsLeaving,
+        /// `AboveLimit=True`: `maxShare` (or what it is a share of) was lowered under it.
+        LimitLowered,
+    }
+}
+
+names! {
+    /// The condition types of a VirtualCluster's status.
+    VirtualClusterConditionType {
+        /// The spec works as written and the usage is current (`False`: why not).
+        Ready,
+        /// The guarantees of all VirtualClusters exceed the cluster's GPUs of a type.
+        OverCommitted,
+        /// Part of the guarantee cannot be obtained now, even by reclaim (`True`'s reasons
+        /// are the core's `ShortfallCause`).
+        GuaranteeAtRisk,
+        /// The tenant holds more GPUs than `spec.limit`.
+        AboveLimit,
+    }
+}
+
+names! {
+    /// The reasons of a VirtualCluster's conditions (but `GuaranteeAtRisk=True`'s).
+    VirtualClusterReason {
+        /// `Ready=True`.
+        Ready,
+        /// `Ready=False`: being deleted, waiting for the jobs of its queues.
+        Terminating,
+        /// `Ready=False`: `spec.defaultQueue` is missing or another VirtualCluster's.
+        DefaultQueueInvalid,
+        /// `Ready=False`: no node has a GPU type it guarantees.
+        UnknownGpuType,
+        /// `Ready=False`: a type's cells hold more GPUs than its `gpus`.
+        CellsExceedGuarantee,
+        /// `Ready=False`: another VirtualCluster owns one of its namespaces too.
+        NamespaceConflict,
+        /// `OverCommitted=False`.
+        WithinCapacity,
+        /// `OverCommitted=True`; also `GuaranteeAtRisk=True` when every GPU is usable.
+        GuaranteesExceedCapacity,
+        /// `GuaranteeAtRisk=False`.
+        Obtainable,
+        /// `AboveLimit=False`.
+        WithinLimit,
+        /// `AboveLimit=True`: the GPUs above the limit are held by jobs already leaving.
+        JobsLeaving,
+        /// `AboveLimit=True`: the limit was lowered under what the tenant holds.
+        LimitLowered,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -308,6 +458,95 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// CamelCase names in backquotes, each side of a `=` or `,` (`` `Ready=False` `` names
+    /// `Ready`).
+    fn camel_names(text: &str) -> BTreeSet<String> {
+        quoted(text)
+            .iter()
+            .flat_map(|q| q.split(['=', ',']).map(str::trim).map(str::to_string))
+            .filter(|n| {
+                n.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+                    && n.chars().all(|c| c.is_ascii_alphanumeric())
+            })
+            .collect()
+    }
+
+    /// Every code the core gives a waiting job is a row of the wait table in
+    /// `docs/troubleshooting.md`, and every row of it is a code the core gives.
+    #[test]
+    fn troubleshooting_lists_the_wait_codes() {
+        let table = section("## Why does my job wait?", "## The lifecycle's reasons");
+        let rows: BTreeSet<String> = table
+            .lines()
+            .filter(|l| l.starts_with("| `"))
+            .flat_map(|l| quoted(l.split('|').nth(1).unwrap_or_default()))
+            .collect();
+        for code in WaitCode::ALL {
+            // A job the core finds invalid says why in its `Valid` condition, with the
+            // validation reasons of "Other phases".
+            if *code != WaitCode::Invalid {
+                assert!(
+                    rows.contains(code.as_str()),
+                    "wait code {code} has no row in docs/troubleshooting.md's wait table"
+                );
+            }
+        }
+        for row in &rows {
+            assert!(
+                WaitCode::from_name(row).is_some(),
+                "docs/troubleshooting.md's wait table has {row}, which is no wait code"
+            );
+        }
+    }
+
+    /// Every condition type and reason of a Queue and a VirtualCluster is documented in
+    /// `docs/troubleshooting.md`, "A queue or virtual cluster looks wrong", and every
+    /// CamelCase name there is one of them or a name the section explains beside them.
+    #[test]
+    fn troubleshooting_lists_the_queue_and_virtual_cluster_reasons() {
+        let doc = section("## A queue or virtual cluster", "## The operator");
+        let documented = camel_names(doc);
+        let ours: BTreeSet<&str> = QueueConditionType::ALL
+            .iter()
+            .map(|c| c.as_str())
+            .chain(QueueReason::ALL.iter().map(|r| r.as_str()))
+            .chain(VirtualClusterConditionType::ALL.iter().map(|c| c.as_str()))
+            .chain(VirtualClusterReason::ALL.iter().map(|r| r.as_str()))
+            .chain(["CapacityLost", "GuaranteesExceedCapacity"]) // sched::ShortfallCause
+            .collect();
+        for name in &ours {
+            assert!(
+                documented.contains(*name),
+                "{name} is missing from docs/troubleshooting.md, \"A queue or virtual cluster \
+                 looks wrong\""
+            );
+        }
+        let beside: BTreeSet<&str> = ["True", "False", "Warning", "VirtualCluster", "Valid"]
+            .into_iter()
+            .chain(WaitCode::ALL.iter().map(|c| c.as_str()))
+            .chain(["UnknownQueue", "InvalidQueueParent"]) // validation reasons
+            .collect();
+        for name in &documented {
+            assert!(
+                ours.contains(name.as_str()) || beside.contains(name.as_str()),
+                "docs/troubleshooting.md names {name} for a queue or VirtualCluster, which no \
+                 status of theirs has"
+            );
+        }
+    }
+
+    #[test]
+    fn names_read_back_as_their_variants() {
+        for code in WaitCode::ALL {
+            assert_eq!(WaitCode::from_name(code.as_str()), Some(*code));
+        }
+        assert_eq!(
+            QueueReason::from_name("JobsRemain"),
+            Some(QueueReason::JobsRemain)
+        );
+        assert_eq!(VirtualClusterReason::from_name("Unheard"), None);
     }
 
     #[test]

@@ -54,7 +54,8 @@ pub fn is_true(conditions: &[Condition], type_: impl AsRef<str>) -> bool {
 }
 
 /// Removes the condition of `type_`; returns whether it was there.
-pub fn remove(conditions: &mut Vec<Condition>, type_: &str) -> bool {
+pub fn remove(conditions: &mut Vec<Condition>, type_: impl AsRef<str>) -> bool {
+    let type_ = type_.as_ref();
     let before = conditions.len();
     conditions.retain(|c| c.type_ != type_);
     before != conditions.len()

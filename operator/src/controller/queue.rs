@@ -20,7 +20,7 @@ use super::finalizing;
 use super::status;
 use super::usage::QueueUsage;
 use super::validate::effective_queue;
-use super::virtualcluster::ABOVE_LIMIT;
+use crate::api::reasons::{QueueConditionType as Type, QueueReason as Reason};
 use crate::api::{GpuAmount, Queue, QueueStatus, VirtualCluster};
 
 pub const FINALIZER: &str = "kubetrain.io/queue-jobs";
@@ -65,19 +65,23 @@ fn unfinished_jobs(queue: &Queue, ctx: &Context) -> (i32, i32) {
 /// deletion) or holds more than its `maxShare` says so in an Event too, as a VirtualCluster
 /// does (`virtualcluster::WATCHED`).
 const WATCHED: [(&str, &str); 3] = [
-    ("Ready", "False"),
-    ("Terminating", "True"),
-    (ABOVE_LIMIT, "True"),
+    (Type::Ready.as_str(), "False"),
+    (Type::Terminating.as_str(), "True"),
+    (Type::AboveLimit.as_str(), "True"),
 ];
 
 /// A deletion under way, the queue's or its VirtualCluster's, or the scheduler's own
 /// overshoot of `maxShare` while victims leave: news, not trouble.
 fn expected(c: &Condition) -> bool {
-    c.type_ == "Terminating"
-        || matches!(
-            (c.type_.as_str(), c.reason.as_str()),
-            (_, "Terminating" | "VirtualClusterTerminating") | (ABOVE_LIMIT, "JobsLeaving")
-        )
+    matches!(
+        (Type::from_name(&c.type_), Reason::from_name(&c.reason)),
+        (Some(Type::Terminating), _)
+            | (
+                _,
+                Some(Reason::Terminating | Reason::VirtualClusterTerminating)
+            )
+            | (Some(Type::AboveLimit), Some(Reason::JobsLeaving))
+    )
 }
 
 async fn write_status(queue: &Queue, ctx: &Context, status: QueueStatus) -> Result<(), Error> {
@@ -145,7 +149,7 @@ fn above_limit(
     t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
 ) {
     let Some(max) = u.max_milli_gpus.map(GpuAmount::from_milli) else {
-        conditions::remove(&mut status.conditions, ABOVE_LIMIT);
+        conditions::remove(&mut status.conditions, Type::AboveLimit);
         return;
     };
     let share = queue.spec.max_share;
@@ -154,13 +158,13 @@ fn above_limit(
     let (above, reason, message) = if held.milli() <= max.milli() {
         (
             false,
-            "WithinLimit",
+            Reason::WithinLimit,
             format!("Holds {held} of its maximum of {max} GPUs (maxShare {share} %)."),
         )
     } else if held.milli().saturating_sub(leaving.milli()) <= max.milli() {
         (
             true,
-            "JobsLeaving",
+            Reason::JobsLeaving,
             format!(
                 "Holds {held} GPUs, above its maximum of {max} (maxShare {share} %), while jobs \
                  holding {leaving} GPUs checkpoint and leave; it is back within it once they \
@@ -170,7 +174,7 @@ fn above_limit(
     } else {
         (
             true,
-            "LimitLowered",
+            Reason::LimitLowered,
             format!(
                 "Holds {held} GPUs, above its maximum of {max} (maxShare {share} % of its \
                  VirtualCluster's limit, or of the cluster's GPUs without one): running jobs \
@@ -181,7 +185,7 @@ fn above_limit(
     };
     conditions::set(
         &mut status.conditions,
-        ABOVE_LIMIT,
+        Type::AboveLimit,
         above,
         reason,
         message,
@@ -207,7 +211,7 @@ async fn apply(queue: &Queue, ctx: &Context) -> Result<Action, Error> {
     let (ok, reason, msg) = match cached {
         Some(v) if v.metadata.deletion_timestamp.is_some() => (
             false,
-            "VirtualClusterTerminating",
+            Reason::VirtualClusterTerminating,
             format!(
                 "VirtualCluster {vc} is being deleted: this queue admits no new jobs while its \
                  running jobs finish."
@@ -216,31 +220,31 @@ async fn apply(queue: &Queue, ctx: &Context) -> Result<Action, Error> {
         Some(_) => match super::validate::queue_parent_problem(queue, &ctx.ref_maps().queues) {
             Some(problem) => (
                 false,
-                "InvalidParent",
+                Reason::InvalidParent,
                 format!("The queue admits no jobs: {problem}. Fix spec.parent."),
             ),
             None => (
                 true,
-                "Ready",
+                Reason::Ready,
                 format!("Admitting jobs into VirtualCluster {vc}."),
             ),
         },
         None => (
             false,
-            "UnknownVirtualCluster",
+            Reason::UnknownVirtualCluster,
             format!("VirtualCluster {vc} does not exist; jobs of this queue wait."),
         ),
     };
     conditions::set(
         &mut status.conditions,
-        "Ready",
+        Type::Ready,
         ok,
         reason,
         msg,
         queue.metadata.generation,
         &t,
     );
-    conditions::remove(&mut status.conditions, "Terminating");
+    conditions::remove(&mut status.conditions, Type::Terminating);
     write_status(queue, ctx, status).await?;
     Ok(Action::requeue(Duration::from_secs(5)))
 }
@@ -262,9 +266,9 @@ async fn cleanup(queue: &Queue, ctx: &Context) -> Result<Action, Error> {
     );
     conditions::set(
         &mut status.conditions,
-        "Terminating",
+        Type::Terminating,
         true,
-        "JobsRemain",
+        Reason::JobsRemain,
         msg,
         queue.metadata.generation,
         &t,
@@ -272,9 +276,9 @@ async fn cleanup(queue: &Queue, ctx: &Context) -> Result<Action, Error> {
     // `Ready` said "Admitting jobs": no longer true.
     conditions::set(
         &mut status.conditions,
-        "Ready",
+        Type::Ready,
         false,
-        "Terminating",
+        Reason::Terminating,
         "The queue is being deleted: it admits no new jobs.",
         queue.metadata.generation,
         &t,
@@ -319,7 +323,7 @@ mod tests {
             ..Default::default()
         };
         let condition = |status: &QueueStatus| {
-            let c = conditions::get(&status.conditions, ABOVE_LIMIT).expect("condition");
+            let c = conditions::get(&status.conditions, Type::AboveLimit).expect("condition");
             (c.status.clone(), c.reason.clone(), c.message.clone())
         };
         let status = status_of(&queue, &u, &t);
@@ -349,6 +353,6 @@ mod tests {
         queue.status = Some(status);
         u.max_milli_gpus = None;
         let status = status_of(&queue, &u, &t);
-        assert!(conditions::get(&status.conditions, ABOVE_LIMIT).is_none());
+        assert!(conditions::get(&status.conditions, Type::AboveLimit).is_none());
     }
 }

@@ -1124,7 +1124,7 @@ mod tests {
             d.waiting
                 .iter()
                 .find(|w| w.job == id)
-                .map(|w| w.reason.code())
+                .map(|w| w.reason.code().as_str())
         };
         assert_eq!(code("team/back"), Some("Returning"));
         assert_eq!(code("team/behind"), Some("BehindReturningJob"));
@@ -1148,7 +1148,7 @@ mod tests {
             d.waiting
                 .iter()
                 .find(|w| w.job == "team/behind")
-                .map(|w| w.reason.code()),
+                .map(|w| w.reason.code().as_str()),
             Some("BehindReturningJob")
         );
     }

@@ -24,17 +24,12 @@ use super::metrics::VcLabels;
 use super::status;
 use super::validate;
 use super::validate::effective_queue;
+use crate::api::reasons::{VirtualClusterConditionType as Type, VirtualClusterReason as Reason};
 use crate::api::virtualcluster::FlavorUsage;
 use crate::api::{GpuAmount, VirtualCluster, VirtualClusterStatus};
 use crate::sched;
 
 pub const FINALIZER: &str = "kubetrain.io/virtualcluster-jobs";
-
-/// Condition type: part of the guarantee cannot be obtained now, even by reclaim.
-pub const GUARANTEE_AT_RISK: &str = "GuaranteeAtRisk";
-// `GuaranteeAtRisk=True`'s reasons are the core's `ShortfallCause`.
-/// `GuaranteeAtRisk=False`.
-pub const OBTAINABLE: &str = "Obtainable";
 
 #[instrument(skip_all, fields(vc = %vc.name_any()))]
 pub async fn reconcile(vc: Arc<VirtualCluster>, ctx: Arc<Context>) -> Result<Action, Error> {
@@ -73,20 +68,20 @@ fn admitted_jobs(vc: &VirtualCluster, ctx: &Context) -> i32 {
 /// changing its reason) is an Event too, so `kubectl get events` and alerts on Warnings see
 /// it, not only the conditions in `kubectl describe` (an acceptance run found no Event on a
 /// VirtualCluster over a whole day-2 session).
-const WATCHED: [(&str, &str); 5] = [
-    ("Ready", "False"),
-    ("OverCommitted", "True"),
-    (GUARANTEE_AT_RISK, "True"),
-    (ABOVE_LIMIT, "True"),
-    ("Terminating", "True"),
+const WATCHED: [(&str, &str); 4] = [
+    (Type::Ready.as_str(), "False"),
+    (Type::OverCommitted.as_str(), "True"),
+    (Type::GuaranteeAtRisk.as_str(), "True"),
+    (Type::AboveLimit.as_str(), "True"),
 ];
 
 /// Whether entering `c` is news rather than trouble: a deletion under way, or the
 /// scheduler's own checkpoint-long overshoot of a limit while victims leave.
 fn expected(c: &Condition) -> bool {
     matches!(
-        (c.type_.as_str(), c.reason.as_str()),
-        ("Terminating", _) | ("Ready", "Terminating") | (ABOVE_LIMIT, "JobsLeaving")
+        (Type::from_name(&c.type_), Reason::from_name(&c.reason)),
+        (Some(Type::Ready), Some(Reason::Terminating))
+            | (Some(Type::AboveLimit), Some(Reason::JobsLeaving))
     )
 }
 
@@ -120,7 +115,7 @@ async fn apply(vc: &VirtualCluster, ctx: &Context) -> Result<Action, Error> {
         // The first problem's reason; every problem's message.
         Some((reason, _)) => conditions::set(
             &mut status.conditions,
-            "Ready",
+            Type::Ready,
             false,
             reason,
             problems
@@ -133,9 +128,9 @@ async fn apply(vc: &VirtualCluster, ctx: &Context) -> Result<Action, Error> {
         ),
         None => conditions::set(
             &mut status.conditions,
-            "Ready",
+            Type::Ready,
             true,
-            "Ready",
+            Reason::Ready,
             "Guarantee and usage are up to date.",
             generation,
             &t,
@@ -157,12 +152,12 @@ async fn apply(vc: &VirtualCluster, ctx: &Context) -> Result<Action, Error> {
 ///   namespace's jobs may use either's queues;
 /// - `UnknownGpuType`: no node has a GPU type it guarantees (a typo reads only as
 ///   `OverCommitted` otherwise).
-fn configuration_problems(vc: &VirtualCluster, ctx: &Context) -> Vec<(&'static str, String)> {
+fn configuration_problems(vc: &VirtualCluster, ctx: &Context) -> Vec<(Reason, String)> {
     let maps = ctx.ref_maps();
     let mut problems = Vec::new();
     if let Some(problem) = validate::default_queue_problem(vc, &maps.queues) {
         problems.push((
-            "DefaultQueueInvalid",
+            Reason::DefaultQueueInvalid,
             format!(
                 "spec.defaultQueue cannot be used: {problem}; jobs of the tenant that name no \
                  queue are not valid."
@@ -179,7 +174,7 @@ fn configuration_problems(vc: &VirtualCluster, ctx: &Context) -> Vec<(&'static s
         .collect();
     if !unknown.is_empty() {
         problems.push((
-            "UnknownGpuType",
+            Reason::UnknownGpuType,
             format!(
                 "No node has GPU type {}: the guarantee of it can never be used. GPU types \
                  are the nodes' gpu.kubetrain.io/product label; the cluster has {}.",
@@ -210,7 +205,7 @@ fn configuration_problems(vc: &VirtualCluster, ctx: &Context) -> Vec<(&'static s
     };
     if !cells.is_empty() {
         problems.push((
-            "CellsExceedGuarantee",
+            Reason::CellsExceedGuarantee,
             format!(
                 "Cells cannot be held within the guarantee ({}).",
                 cells.join("; ")
@@ -223,7 +218,7 @@ fn configuration_problems(vc: &VirtualCluster, ctx: &Context) -> Vec<(&'static s
         .collect();
     if !shared.is_empty() {
         problems.push((
-            "NamespaceConflict",
+            Reason::NamespaceConflict,
             format!(
                 "A namespace should belong to one VirtualCluster ({}): its jobs may use the \
                  queues of each owner, and those naming no queue take the defaultQueue of the \
@@ -250,9 +245,9 @@ async fn cleanup(vc: &VirtualCluster, ctx: &Context) -> Result<Action, Error> {
     if let Some(mut status) = computed_status(vc, ctx) {
         conditions::set(
             &mut status.conditions,
-            "Ready",
+            Type::Ready,
             false,
-            "Terminating",
+            Reason::Terminating,
             format!(
                 "The VirtualCluster is being deleted: its queues admit no new jobs, and \
                  deletion waits for its {admitted} running job(s) to finish or be deleted."
@@ -337,9 +332,9 @@ fn computed_status(vc: &VirtualCluster, ctx: &Context) -> Option<VirtualClusterS
     if over.is_empty() {
         conditions::set(
             &mut status.conditions,
-            "OverCommitted",
+            Type::OverCommitted,
             false,
-            "WithinCapacity",
+            Reason::WithinCapacity,
             "All guarantees fit the cluster.",
             generation,
             &t,
@@ -347,9 +342,9 @@ fn computed_status(vc: &VirtualCluster, ctx: &Context) -> Option<VirtualClusterS
     } else {
         conditions::set(
             &mut status.conditions,
-            "OverCommitted",
+            Type::OverCommitted,
             true,
-            "GuaranteesExceedCapacity",
+            Reason::GuaranteesExceedCapacity,
             format!(
                 "Guarantees exceed the cluster ({}); not every guarantee can be honoured at once.",
                 over.join("; ")
@@ -377,9 +372,9 @@ fn computed_status(vc: &VirtualCluster, ctx: &Context) -> Option<VirtualClusterS
     if at_risk.is_empty() {
         conditions::set(
             &mut status.conditions,
-            GUARANTEE_AT_RISK,
+            Type::GuaranteeAtRisk,
             false,
-            OBTAINABLE,
+            Reason::Obtainable,
             "The whole guarantee can be obtained, by reclaim if need be.",
             generation,
             &t,
@@ -387,7 +382,7 @@ fn computed_status(vc: &VirtualCluster, ctx: &Context) -> Option<VirtualClusterS
     } else {
         conditions::set(
             &mut status.conditions,
-            GUARANTEE_AT_RISK,
+            Type::GuaranteeAtRisk,
             true,
             cause.as_str(),
             at_risk.join(" "),
@@ -421,9 +416,6 @@ fn computed_status(vc: &VirtualCluster, ctx: &Context) -> Option<VirtualClusterS
     Some(status)
 }
 
-/// Condition type: the tenant holds more GPUs than `spec.limit` (it was lowered under them).
-pub const ABOVE_LIMIT: &str = "AboveLimit";
-
 /// `AboveLimit`: a limit lowered below what the tenant holds cuts nothing back (running jobs
 /// run on, as in Kueue), and new jobs wait with `OverLimit`; without this condition the
 /// VirtualCluster said nothing of it. While the GPUs above the limit are those of jobs
@@ -440,7 +432,7 @@ fn above_limit(
     t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
 ) {
     let Some(limit) = vc.spec.limit.as_ref() else {
-        status.conditions.retain(|c| c.type_ != ABOVE_LIMIT);
+        conditions::remove(&mut status.conditions, Type::AboveLimit);
         return;
     };
     let cap = GpuAmount::whole(u32::try_from(limit.gpus).unwrap_or(0));
@@ -448,13 +440,13 @@ fn above_limit(
     let (status_true, reason, message) = if held.milli() <= cap.milli() {
         (
             false,
-            "WithinLimit",
+            Reason::WithinLimit,
             format!("Holds {held} of its limit of {cap} GPUs."),
         )
     } else if held.milli().saturating_sub(leaving.milli()) <= cap.milli() {
         (
             true,
-            "JobsLeaving",
+            Reason::JobsLeaving,
             format!(
                 "Holds {held} GPUs, above its limit of {cap}, while jobs holding {leaving} GPUs \
                  checkpoint and leave; it is back within the limit once they are gone. New \
@@ -464,7 +456,7 @@ fn above_limit(
     } else {
         (
             true,
-            "LimitLowered",
+            Reason::LimitLowered,
             format!(
                 "Holds {held} GPUs, above its limit of {cap}: running jobs are not cut back; \
                  new jobs wait (OverLimit) until the tenant is below the limit."
@@ -473,7 +465,7 @@ fn above_limit(
     };
     conditions::set(
         &mut status.conditions,
-        ABOVE_LIMIT,
+        Type::AboveLimit,
         status_true,
         reason,
         message,
@@ -512,7 +504,7 @@ mod tests {
         };
         let none = GpuAmount::whole(0);
         let reason = |status: &VirtualClusterStatus| {
-            let c = conditions::get(&status.conditions, ABOVE_LIMIT).expect("condition");
+            let c = conditions::get(&status.conditions, Type::AboveLimit).expect("condition");
             (c.status.clone(), c.reason.clone(), c.message.clone())
         };
         above_limit(&vc, &mut status, none, None, &t);
@@ -534,6 +526,6 @@ mod tests {
         assert_eq!(reason(&status).0, "False");
         vc.spec.limit = None;
         above_limit(&vc, &mut status, none, None, &t);
-        assert!(conditions::get(&status.conditions, ABOVE_LIMIT).is_none());
+        assert!(conditions::get(&status.conditions, Type::AboveLimit).is_none());
     }
 }

@@ -5,7 +5,9 @@
 use std::fmt;
 
 use super::model::{Flavor, Gpus, ReplicaPlacement, TopologyLevel};
+// The names of the API, plain Rust like this module: the core stays free of kube.
 use super::usage::Usage;
+pub use crate::api::reasons::WaitCode;
 
 /// The output of [`schedule`](super::schedule).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
@@ -297,29 +299,29 @@ impl WaitReason {
         }
     }
 
-    /// A CamelCase reason for a Kubernetes condition.
-    pub fn code(&self) -> &'static str {
+    /// The reason of the job's `Admitted=False` condition.
+    pub fn code(&self) -> WaitCode {
         match self {
-            WaitReason::Invalid { .. } => "Invalid",
-            WaitReason::QuotaExhausted { .. } => "QuotaExhausted",
+            WaitReason::Invalid { .. } => WaitCode::Invalid,
+            WaitReason::QuotaExhausted { .. } => WaitCode::QuotaExhausted,
             // Larger than the limit itself: no wait ends it, so tools that tell waiting from
             // stuck (Argo CD's health, alerts) need a code of its own.
-            _ if self.exceeds_limit() => "ExceedsLimit",
-            WaitReason::OverLimit { .. } => "OverLimit",
-            WaitReason::QueueMaxShare { .. } => "QueueMaxShare",
-            WaitReason::UserLimit { .. } => "UserLimit",
-            WaitReason::NoFit { .. } => "NoFit",
-            WaitReason::NeverFits { .. } => "NeverFits",
-            WaitReason::NodesUnavailable { .. } => "NodesUnavailable",
-            WaitReason::ReservedForCells { .. } => "ReservedForCells",
-            WaitReason::WaitingForPreemption { .. } => "WaitingForPreemption",
-            WaitReason::WaitingForTerminatingPods { .. } => "WaitingForTerminatingPods",
-            WaitReason::WaitingForMinRuntime { .. } => "WaitingForMinRuntime",
-            WaitReason::BehindQueueHead { .. } => "BehindQueueHead",
-            WaitReason::Returning { .. } => "Returning",
-            WaitReason::BehindReturningJob { .. } => "BehindReturningJob",
-            WaitReason::QueueTerminating { .. } => "QueueTerminating",
-            WaitReason::VirtualClusterTerminating { .. } => "VirtualClusterTerminating",
+            _ if self.exceeds_limit() => WaitCode::ExceedsLimit,
+            WaitReason::OverLimit { .. } => WaitCode::OverLimit,
+            WaitReason::QueueMaxShare { .. } => WaitCode::QueueMaxShare,
+            WaitReason::UserLimit { .. } => WaitCode::UserLimit,
+            WaitReason::NoFit { .. } => WaitCode::NoFit,
+            WaitReason::NeverFits { .. } => WaitCode::NeverFits,
+            WaitReason::NodesUnavailable { .. } => WaitCode::NodesUnavailable,
+            WaitReason::ReservedForCells { .. } => WaitCode::ReservedForCells,
+            WaitReason::WaitingForPreemption { .. } => WaitCode::WaitingForPreemption,
+            WaitReason::WaitingForTerminatingPods { .. } => WaitCode::WaitingForTerminatingPods,
+            WaitReason::WaitingForMinRuntime { .. } => WaitCode::WaitingForMinRuntime,
+            WaitReason::BehindQueueHead { .. } => WaitCode::BehindQueueHead,
+            WaitReason::Returning { .. } => WaitCode::Returning,
+            WaitReason::BehindReturningJob { .. } => WaitCode::BehindReturningJob,
+            WaitReason::QueueTerminating { .. } => WaitCode::QueueTerminating,
+            WaitReason::VirtualClusterTerminating { .. } => WaitCode::VirtualClusterTerminating,
         }
     }
 

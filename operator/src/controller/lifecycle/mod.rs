@@ -1100,10 +1100,10 @@ impl Step<'_> {
             let hopeless = wait
                 .as_ref()
                 .map(|(r, _)| r.code())
-                .filter(|c| matches!(*c, "NeverFits" | "ExceedsLimit"))
+                .filter(|c| c.is_stuck())
                 .filter(|c| {
                     conditions::get(&status.conditions, ConditionType::Admitted)
-                        .is_none_or(|a| a.reason != *c)
+                        .is_none_or(|a| a.reason != c.as_str())
                 });
             let (code, msg) = match wait {
                 Some((r, _)) => (r.code().to_string(), r.to_string()),
@@ -1125,7 +1125,7 @@ impl Step<'_> {
                 t,
             );
             if let Some(code) = hopeless {
-                fx.event_named(EventType::Warning, code, msg.clone());
+                fx.event_named(EventType::Warning, code.as_str(), msg.clone());
             }
             status.message = Some(msg);
             // The scheduler asks for a reconcile whenever the reason it waits changes;
