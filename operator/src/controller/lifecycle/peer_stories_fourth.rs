@@ -33,6 +33,7 @@ use super::stories::{
 };
 use super::*;
 use crate::api::annotations::{CHECKPOINT_DONE, CHECKPOINT_REQUESTED, PREEMPTION_REASON};
+use crate::api::trainingjob::PreemptionOutcome;
 
 /// The scheduler asks the running gang to checkpoint for `reason`; the gang acknowledges a
 /// second later and its pods are deleted: the effects of that step.

@@ -13,6 +13,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::runtime::events::EventType;
 use serde_json::json;
 
+use super::failure::{Failure, pod_failure};
 use super::*;
 use crate::api::annotations::{
     BONUS_ANNOTATION, CHECKPOINT_DONE, CHECKPOINT_REQUESTED, GANG_SIZE_ANNOTATION,
