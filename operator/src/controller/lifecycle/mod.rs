@@ -39,20 +39,6 @@ use running::stalled_replica;
 
 mod failure;
 mod finished;
-#[cfg(test)]
-mod peer_stories;
-#[cfg(test)]
-mod peer_stories_fifth;
-#[cfg(test)]
-mod peer_stories_fourth;
-#[cfg(test)]
-mod peer_stories_more;
-#[cfg(test)]
-mod peer_stories_seventh;
-#[cfg(test)]
-mod peer_stories_sixth;
-#[cfg(test)]
-mod peer_stories_third;
 mod placed_again;
 mod policy;
 mod preempting;
