@@ -322,7 +322,7 @@ fn k8s_succeeded_replicas_are_recorded_once_and_kept() {
 /// `tasks[]`: "listed in `status.succeededReplicas` 30 s later and then stays done if its
 /// finished pod is removed"): a succeeded pod removed outright within those 30 s, never seen
 /// being deleted, is a missing replica, and the gang restarts without counting a retry. The
-/// window is a chosen trade-off (`RECORD_SUCCESS_AFTER_SECONDS` in `lifecycle/mod.rs`: "A
+/// window is a chosen trade-off (`RECORD_SUCCESS_AFTER_SECONDS` in `lifecycle/running.rs`: "A
 /// finished pod is removed minutes after its node idles, not seconds").
 #[test]
 fn k8s_a_success_removed_before_it_is_recorded_is_a_missing_replica_differs() {
