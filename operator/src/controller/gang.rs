@@ -7,6 +7,9 @@
 //! snapshot (`snapshot::job_model`, `Orphans::held`), the lifecycle (`lifecycle::next`) and
 //! the scheduler (which pods to ask to checkpoint, which to re-mark after a promotion, which
 //! in-flight admission the cache shows) — asks the view here, so each fact is read one way.
+//! The pod's status is read here too, into facts the lifecycle judges: how a pod failed
+//! ([`Member::failure`]), when it finished, why it does not start, whether the cluster's
+//! scheduler keeps it unbound ([`unschedulable`]).
 //!
 //! Which pods count, once:
 //! - *active*: the pod still holds its node's resources (not Succeeded or Failed), being
@@ -20,8 +23,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::api::core::v1::{ContainerState, Pod, PodStatus};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
 
 use super::job_key::JobKey;
@@ -156,6 +159,223 @@ impl Member {
         })
     }
 }
+
+/// How a pod that finished badly ended, as its status says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PodFailure {
+    /// Kubernetes or the node ended it (a disruption, the node lost or shut down, the
+    /// kubelet's refusal at admission or its eviction): not the job's doing.
+    Infrastructure(String),
+    /// It failed on its own: an exit code, `OOMKilled`, or the pod's own reason and message.
+    Replica(String),
+}
+
+/// Since when, if known, and why the cluster's scheduler keeps a pod unbound (its
+/// `PodScheduled` condition `False`, reason `Unschedulable`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unschedulable {
+    pub since: Option<Timestamp>,
+    pub message: String,
+}
+
+/// What the pod's status says: how it failed, when it finished, why it does not run yet.
+impl Member {
+    /// How the pod failed, if it finished badly.
+    pub fn failure(&self) -> Option<PodFailure> {
+        if self.active || self.succeeded() {
+            return None;
+        }
+        let status = self.pod.status.as_ref()?;
+        let reason = status.reason.clone().unwrap_or_default();
+        // Kubernetes marks a pod it stops for reasons of its own (the pod garbage collector on a
+        // deleted node, the taint manager, the kubelet under node pressure, an eviction) with
+        // `DisruptionTarget=True` before it fails: not the job's fault.
+        if let Some(c) = status
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == "DisruptionTarget" && c.status == "True")
+        {
+            let why = c.reason.as_deref().unwrap_or("DisruptionTarget");
+            return Some(PodFailure::Infrastructure(match c.message.as_deref() {
+                Some(msg) if !msg.is_empty() => format!("pod disrupted ({why}): {msg}"),
+                _ => format!("pod disrupted ({why})"),
+            }));
+        }
+        if is_infrastructure_reason(&reason) {
+            let detail = status.message.as_deref().unwrap_or_default();
+            return Some(PodFailure::Infrastructure(if detail.is_empty() {
+                format!("pod {reason}")
+            } else {
+                format!("pod {reason}: {detail}")
+            }));
+        }
+        // An init container that failed stops the pod before its containers start.
+        let terminated = container_states(status)
+            .filter_map(|s| s.terminated.as_ref())
+            .find(|t| t.exit_code != 0);
+        let detail = status.message.as_deref().unwrap_or_default();
+        let why = match terminated {
+            Some(t) if t.reason.as_deref() == Some("OOMKilled") => "OOMKilled".to_string(),
+            Some(t) => format!("exit code {}", t.exit_code),
+            // No container says how it ended: the pod's own reason and message do.
+            None if !reason.is_empty() && !detail.is_empty() => format!("{reason}: {detail}"),
+            None if !reason.is_empty() => reason,
+            None if !detail.is_empty() => detail.to_string(),
+            None => "failed".to_string(),
+        };
+        Some(PodFailure::Replica(why))
+    }
+
+    /// When the pod finished, if its status says, as the Kubernetes Job controller reads it
+    /// (`getFinishedTime`): its last container to finish, init containers (sidecars) included;
+    /// else when it stopped being ready; else when it was deleted.
+    pub fn finished_at(&self) -> Option<Timestamp> {
+        let status = self.pod.status.as_ref()?;
+        self.containers_finished_at()
+            .or_else(|| {
+                status
+                    .conditions
+                    .iter()
+                    .flatten()
+                    .find(|c| c.type_ == "Ready" && c.status == "False")?
+                    .last_transition_time
+                    .as_ref()
+                    .map(|t| t.0)
+            })
+            .or_else(|| self.deletion_asked())
+    }
+
+    /// When the last of the pod's init containers and containers that terminated finished.
+    fn containers_finished_at(&self) -> Option<Timestamp> {
+        container_states(self.pod.status.as_ref()?)
+            .filter_map(|s| s.terminated.as_ref()?.finished_at.as_ref())
+            .map(|t| t.0)
+            .max()
+    }
+
+    /// When the pod's deletion was asked for: its deletion timestamp, which is the end of its
+    /// grace period, less that period (as the Job controller's `getFinishedTime` takes it).
+    fn deletion_asked(&self) -> Option<Timestamp> {
+        let due = self.pod.metadata.deletion_timestamp.as_ref()?;
+        let grace = self.pod.metadata.deletion_grace_period_seconds.unwrap_or(0);
+        Some(due.0 - SignedDuration::from_secs(grace.max(0)))
+    }
+
+    /// A pod whose containers ended after its deletion was asked for (its deletion timestamp
+    /// less its grace period): the deletion stopped it. Only the containers' own `finishedAt`
+    /// tells; without it the failure stays the job's, as a pod that failed before its deletion.
+    pub fn stopped_by_deletion(&self) -> bool {
+        let Some(asked) = self.deletion_asked() else {
+            return false;
+        };
+        self.containers_finished_at().is_some_and(|f| f >= asked)
+    }
+
+    /// A pod not running whose (init) container waits for another reason than being created
+    /// (`ErrImagePull`, `ImagePullBackOff`, `CreateContainerConfigError`, ...): it reports a
+    /// problem instead of progress. Returns the kubelet's reason and its message.
+    pub fn start_problem(&self) -> Option<(&str, &str)> {
+        if matches!(self.phase.as_deref(), Some("Running" | "Succeeded")) {
+            return None;
+        }
+        self.waiting()
+            .find(|(reason, _)| !reason.is_empty() && !STARTING_REASONS.contains(reason))
+    }
+
+    /// Why the pod is not running yet, from its containers' waiting states
+    /// (`ImagePullBackOff: Back-off pulling image "x"`), if they say.
+    pub fn not_running_because(&self) -> Option<String> {
+        self.waiting().next().map(|(reason, msg)| {
+            if msg.is_empty() {
+                reason.to_string()
+            } else {
+                format!("{reason}: {msg}")
+            }
+        })
+    }
+
+    /// The (reason, message) of each of the pod's (init) containers that waits and says why.
+    fn waiting(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.pod
+            .status
+            .as_ref()
+            .into_iter()
+            .flat_map(container_states)
+            .filter_map(|s| s.waiting.as_ref())
+            .filter_map(|w| {
+                Some((
+                    w.reason.as_deref()?,
+                    w.message.as_deref().unwrap_or_default(),
+                ))
+            })
+    }
+}
+
+/// Why the cluster's scheduler keeps the pod unbound, if it does.
+pub fn unschedulable(pod: &Pod) -> Option<Unschedulable> {
+    let c = pod
+        .status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "PodScheduled")?;
+    if c.status != "False" || c.reason.as_deref() != Some("Unschedulable") {
+        return None;
+    }
+    Some(Unschedulable {
+        since: c.last_transition_time.as_ref().map(|t| t.0),
+        message: c.message.clone().unwrap_or_default(),
+    })
+}
+
+/// Whether kube-scheduler's message says the pod's claims are missing or unbound, which no
+/// node can mend (its VolumeBinding plugin's pre-filter, before any node is looked at).
+pub fn volumes_not_ready(message: &str) -> bool {
+    message.contains("unbound immediate PersistentVolumeClaims")
+        || (message.contains("persistentvolumeclaim")
+            && (message.contains("not found") || message.contains("is being deleted")))
+}
+
+/// Pod-level reasons that say the node, not the job, ended the pod: the node was lost or shut
+/// down, the kubelet refused the pod at admission (its resources, affinity, taints or a
+/// device plugin's allocation disagreed with the scheduling decision: `OutOf<resource>`,
+/// `NodeAffinity`, `UnexpectedAdmissionError`, ...), or evicted it (node pressure, a critical
+/// pod's preemption). None of these is the job's fault, so none counts against `maxRetries`.
+fn is_infrastructure_reason(reason: &str) -> bool {
+    reason.starts_with("OutOf")
+        || matches!(
+            reason,
+            "NodeLost"
+                | "Shutdown"
+                | "NodeShutdown"
+                | "Terminated"
+                | "Evicted"
+                | "Preempting"
+                | "UnexpectedAdmissionError"
+                | "NodeAffinity"
+                | "NodeName"
+                | "NodePorts"
+                | "Taint"
+                | "InvalidNodeInfo"
+                | "PodOSNotSupported"
+                | "PodOSSelectorNodeLabelDoesNotMatch"
+        )
+}
+
+/// The states of a pod's init containers, then of its containers.
+fn container_states(status: &PodStatus) -> impl Iterator<Item = &ContainerState> {
+    status
+        .init_container_statuses
+        .iter()
+        .flatten()
+        .chain(status.container_statuses.iter().flatten())
+        .filter_map(|c| c.state.as_ref())
+}
+
+/// Waiting reasons of a container on its way to running, as opposed to one that is stuck.
+const STARTING_REASONS: [&str; 2] = ["ContainerCreating", "PodInitializing"];
 
 /// The placement recorded on a pod, its node already decided (bound, else chosen).
 fn placement(pod: &Pod, node: Option<&String>) -> Option<ReplicaPlacement> {

@@ -1,67 +1,218 @@
-//! A sixth set of peer controllers' cases, about the two features last added to kubetrain:
-//! `podFailurePolicy` and `activeDeadlineSeconds`, told as kubetrain stories. Sources: the
-//! Kubernetes Job controller (`pkg/controller/job/job_controller_test.go`,
-//! `TestSyncJobWithJobPodFailurePolicy` and `TestSyncJobPastDeadline` cases not yet ported;
-//! `test/integration/job/job_test.go`, `TestJobPodFailurePolicy` and
-//! `TestJobPodFailurePolicyWithFailedPodDeletedDuringControllerRestart`; `job_controller.go`
-//! `getFailJobMessage`), JobSet (`pkg/controllers/failure_policy_test.go`,
-//! `pkg/controllers/active_deadline_test.go`), Kubeflow's training-operator (TFJob "Test
-//! Active Deadline Seconds"), Kueue's maximum execution time
-//! (`pkg/controller/core/workload_controller_test.go` and its integration test) and Volcano's
-//! lifecycle policies (`test/e2e/jobseq/job_error_handling.go`). JobSet's `FailJobSet` and
-//! `RestartJobSet` rules and `targetReplicatedJobs`, and Volcano's events, actions and
-//! task-level policies, are mapped onto rules of kubetrain's `podFailurePolicy` (a task is told
-//! apart by its container's name).
-//!
-//! The same conventions as `peer_stories.rs`: a case whose answer differs on purpose, as
-//! documented, asserts kubetrain's answer and ends in `_differs`; a case kubetrain gets wrong
-//! keeps the peer's expectation and is ignored with the gap in one line. Three were ported as
-//! gaps; two are fixed: with a policy, a replica whose pod is still terminating is judged once
-//! it has terminated (it was taken for a removed replica at once), and with several replicas
-//! failed at once a `FailJob` match decides whichever pod is listed first. One stays: a failed
-//! pod removed before the operator saw it loses its `FailJob` verdict (the Job controller keeps
-//! such a pod with a finalizer until its failure is recorded; kubetrain puts none on pods).
-//!
-//! Not ported, already told: "fail indexed job based on OnExitCodes" and "default job based on
-//! OnExitCodes" (`peer_stories_third.rs`, `peer_stories.rs`), `TestSyncJobPastDeadline`
-//! "activeDeadlineSeconds exceeded and backofflimit reached; JobManagedBy enabled"
-//! (`k8s_a_failure_past_the_deadline_is_still_the_failure`), JobSet's
-//! `TestReconcileSuccessBeatsExpiredDeadline` (`a_job_done_by_its_deadline_succeeds`),
-//! `TestResetStartTimeOnGlobalRestart` "global restart bumps restarts: startTime reset to now"
-//! (`a_deadline_counts_from_each_admission`) and `TestSyncActiveDeadlineStartTime` "suspended
-//! jobset with startTime gets cleared" (`k8s_a_suspended_job_is_not_past_its_deadline`).
-//! Not ported, for want of the feature in kubetrain: `managedBy` (another controller owning
-//! the status): kubetrain is the only one; Kubeflow's `TestPastActiveDeadline`
-//! "activeDeadlineSeconds is 0": the CRD refuses a deadline under 1 s; JobSet's
-//! `onJobFailureReasons` and `onJobFailureMessagePatterns` (`TestFailurePolicyRuleIsApplicable`
-//! reason and message cases): a child Job's reason and message have no kubetrain counterpart,
-//! its rules match exit codes and pod conditions; JobSet's `RestartJob`, per-child restart
-//! counts and `TestResetStartTimeOnGlobalRestart` "single-Job restart": no partial restart;
-//! Kueue's `objectRetentionPolicies` and reactivation of a deactivated workload: a failed
-//! TrainingJob is final; Volcano's `RestartPod`, `RestartTask`, `PodPending` timeouts,
-//! `TaskCompleted`/`TaskFailed` events and `JobUnknown` (unschedulable): the gang restarts as
-//! a whole, and the operator's start and unschedulable timeouts are not per-job policies.
+//! `podFailurePolicy`: `FailJob`, `Ignore` and `Count` rules on exit codes and pod conditions, the
+//! first match deciding, and when a replica being deleted is judged.
 
-use k8s_openapi::api::core::v1::Pod;
-use serde_json::json;
-
-use super::peer_stories::{message, pod, readmitted, running_gang};
-use super::stories::{
-    Story, at, container, deleted, exits, failure_policy, reasons, set_phase, sorted, stamp, status,
-};
 use super::*;
-use crate::api::annotations::{CHECKPOINT_DONE, CHECKPOINT_REQUESTED, PREEMPTION_REASON};
 
-/// The replica's container `name` exited with `code` at `finished` (seconds): the pod failed.
-fn exits_at(pod: &mut Pod, name: &str, code: i32, finished: i64) {
+/// With a `podFailurePolicy`, a replica whose pod someone deletes while it runs (`kubectl
+/// delete pod`) is judged once it has terminated; its exit on SIGTERM, after the deletion was
+/// asked for, is not the job's failure: the gang restarts uncounted, as without a policy.
+#[test]
+fn with_a_policy_a_deleted_replica_is_judged_once_terminated_and_not_counted() {
+    let mut s = Story::running(2);
+    s.job.spec.pod_failure_policy = Some(
+        serde_json::from_value(json!({"rules": [
+            {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}]}))
+        .expect("policy"),
+    );
+    // Asked at t = 10 with a 30 s grace period.
+    s.pods[1].metadata.deletion_timestamp = Some(at(40));
+    s.pods[1].metadata.deletion_grace_period_seconds = Some(30);
+    let fx = s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Running, "waits for it to terminate");
+    assert!(fx.pod_deletions.is_empty());
+    assert_eq!(fx.requeue, Some(Duration::from_secs(2)));
+    s.pods[1].status = Some(
+        serde_json::from_value(json!({"phase": "Failed", "containerStatuses": [
+            {"name": "c", "ready": false, "restartCount": 0, "image": "x", "imageID": "",
+             "state": {"terminated": {"exitCode": 143, "finishedAt": stamp(12)}}}]}))
+        .expect("pod status"),
+    );
+    let fx = s.after(3).tick();
+    assert_eq!(s.phase(), Phase::Retrying);
+    assert_eq!(s.status().retries, 0);
+    assert_eq!(s.status().infrastructure_retries, 1);
+    assert!(
+        s.status()
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("exit code 143 once its pod was being deleted")),
+        "{:?}",
+        s.status().message
+    );
+    assert_eq!(reasons(&fx), ["InfrastructureFailure"]);
+}
+
+/// Kubernetes, `job_controller_test.go`, `TestSyncJobWithJobPodFailurePolicy` "ignore pod
+/// failure based on OnPodConditions, ignored failures delays pod recreation": a pod that failed
+/// with `DisruptionTarget=True` and is still terminating is not counted, and no replacement is
+/// created while it is there. In kubetrain, the gang restarts without counting a retry and
+/// without backoff, but returns to its queue only once that pod is gone.
+#[test]
+fn k8s_an_ignored_failure_waits_for_its_pod_to_go_before_the_restart() {
+    let mut s = Story::running(2);
     status(
-        pod,
-        json!({"phase": "Failed", "containerStatuses": [
-            container(name, json!({"terminated": {"exitCode": code, "finishedAt": stamp(finished)}}))]}),
+        &mut s.pods[1],
+        json!({"phase": "Failed", "conditions": [
+            {"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet",
+             "message": "The node had condition: [MemoryPressure]."}
+        ]}),
+    );
+    s.pods[1].metadata.deletion_timestamp = Some(at(10));
+    let fx = s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Retrying);
+    assert_eq!(s.status().retries, 0);
+    assert_eq!(s.status().infrastructure_retries, 1);
+    assert_eq!(s.status().retry_at, Some(at(10)), "no backoff");
+    assert_eq!(
+        deleted(&fx),
+        ["llm-worker-0"],
+        "the other is already leaving"
+    );
+    // llm-worker-0 is gone.
+    s.pods.remove(0);
+    // The disrupted pod is still terminating: no new gang yet.
+    let fx = s.after(5).tick();
+    assert_eq!(s.phase(), Phase::Retrying);
+    assert!(fx.pod_deletions.is_empty());
+    assert_eq!(fx.requeue, Some(Duration::from_secs(1)));
+    s.pods_gone();
+    let fx = s.after(1).tick();
+    assert_eq!(s.phase(), Phase::Queued);
+    assert_eq!(reasons(&fx), ["Requeued"]);
+    assert_eq!(s.status().retries, 0);
+}
+
+/// Kubernetes, `job_controller_test.go`, `TestSyncJobWithPodFailurePolicy` "fail job based on
+/// OnExitCodes" (exit code 5 matches a `FailJob` rule: the job fails with reason
+/// `PodFailurePolicy`, naming the container, the code and the rule's index, and its active
+/// pods are deleted) and "fail job with multiple pods" (the rule decides even with retries
+/// left). In kubetrain too: `Failed=True`, reason `PodFailurePolicy`, no retry used, the
+/// running replica stopped and the failed one kept for its logs.
+#[test]
+fn k8s_a_fail_job_rule_fails_the_job_at_once() {
+    let mut s = Story::running(2);
+    failure_policy(
+        &mut s,
+        json!([{"action": "Ignore", "onExitCodes": {"operator": "In", "values": [1, 2, 3]}},
+               {"action": "FailJob", "onExitCodes": {"containerName": "c", "operator": "In",
+                                                     "values": [5, 6, 7]}}]),
+    );
+    exits(&mut s.pods[0], 5);
+    let fx = s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Failed, "{}", message(&s));
+    assert_eq!(s.says(ConditionType::Failed), ("True", "PodFailurePolicy"));
+    assert_eq!(
+        s.says(ConditionType::Running),
+        ("False", "PodFailurePolicy")
+    );
+    assert_eq!(s.status().retries, 0);
+    assert_eq!(
+        message(&s),
+        "Replica llm-worker-0 failed: container c exited with code 5 (podFailurePolicy rule \
+         1: FailJob); not retried."
+    );
+    assert_eq!(reasons(&fx), ["Failed"]);
+    assert_eq!(deleted(&fx), ["llm-worker-1"]);
+}
+
+/// Kubernetes, `TestSyncJobWithPodFailurePolicy` "ignore rule matched for exit codes" and
+/// "ignore rule matched for pod conditions" (the failure is not counted against the backoff
+/// limit; a replacement pod is created). In kubetrain the gang restarts without counting a
+/// retry, as for a node failure, within the operator's budget of such restarts (10 by
+/// default), past which a failure counts, so that the job still ends.
+#[test]
+fn k8s_an_ignore_rule_restarts_without_counting() {
+    let mut s = Story::running(2);
+    s.world.settings.max_infrastructure_retries = 1;
+    failure_policy(
+        &mut s,
+        json!([{"action": "Ignore", "onExitCodes": {"operator": "In", "values": [137]}}]),
+    );
+    exits(&mut s.pods[1], 137);
+    let fx = s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Retrying);
+    assert_eq!(s.status().retries, 0);
+    assert_eq!(s.status().infrastructure_retries, 1);
+    assert_eq!(s.says(ConditionType::Running), ("False", "FailureIgnored"));
+    assert!(message(&s).contains("podFailurePolicy rule 0: Ignore"));
+    assert!(
+        !message(&s).contains("Not the job's fault"),
+        "{}",
+        message(&s)
+    );
+    assert_eq!(reasons(&fx), ["FailureIgnored"]);
+    s.pods_gone();
+    s.after(1).tick();
+    assert_eq!(s.phase(), Phase::Queued);
+    readmitted(&mut s, 2);
+    exits(&mut s.pods[1], 137);
+    s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Retrying);
+    assert_eq!(s.status().retries, 1, "past the budget, it counts");
+    assert!(
+        message(&s).contains(
+            "judged as the job's own failure: its 1 restarts that do not count are used up"
+        ),
+        "{}",
+        message(&s)
     );
 }
 
-// Kubernetes Job controller: `podFailurePolicy`.
+/// Kubernetes, `TestSyncJobWithPodFailurePolicy` "count rule matched for pod conditions"
+/// (a pod with `DisruptionTarget=True` that a `Count` rule matches counts against the backoff
+/// limit). kubetrain would not count a disrupted pod; a `Count` rule makes it count.
+#[test]
+fn k8s_a_count_rule_counts_a_disruption() {
+    let mut s = Story::running(2);
+    failure_policy(
+        &mut s,
+        json!([{"action": "Count", "onPodConditions": [{"type": "DisruptionTarget"}]}]),
+    );
+    status(
+        &mut s.pods[0],
+        json!({"phase": "Failed", "conditions": [{"type": "DisruptionTarget", "status": "True",
+                                                   "reason": "DeletionByTaintManager"}]}),
+    );
+    let fx = s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Retrying);
+    assert_eq!(s.status().retries, 1);
+    assert_eq!(s.status().infrastructure_retries, 0);
+    assert_eq!(reasons(&fx), ["ReplicaFailed"]);
+    assert!(
+        message(&s).contains("pod condition DisruptionTarget=True, reason DeletionByTaintManager"),
+        "{}",
+        message(&s)
+    );
+}
+
+/// Kubernetes, `TestSyncJobWithPodFailurePolicy` "default - no match" (a failure no rule
+/// matches counts as without a policy) and "FailJob rule matched for init container" (the
+/// init container's exit code is matched as a container's). In kubetrain: an exit code no
+/// rule lists is an ordinary counted retry; a `FailJob` rule on an init container's code
+/// fails the job.
+#[test]
+fn k8s_no_match_is_an_ordinary_failure_and_init_containers_match() {
+    let rules = json!([{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [3]}}]);
+    let mut s = Story::running(1);
+    failure_policy(&mut s, rules.clone());
+    exits(&mut s.pods[0], 4);
+    s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Retrying);
+    assert_eq!(s.status().retries, 1);
+
+    let mut s = Story::running(1);
+    failure_policy(&mut s, rules);
+    status(
+        &mut s.pods[0],
+        json!({"phase": "Failed",
+               "initContainerStatuses": [container("init", json!({"terminated": {"exitCode": 3}}))],
+               "containerStatuses": [container("c", json!({"waiting": {"reason": "PodInitializing"}}))]}),
+    );
+    s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Failed);
+    assert_eq!(s.says(ConditionType::Failed), ("True", "PodFailurePolicy"));
+    assert!(message(&s).contains("container init exited with code 3"));
+}
 
 /// Kubernetes, `pkg/controller/job/job_controller_test.go`, `TestSyncJobWithJobPodFailurePolicy`
 /// "default handling for pod failure if the container matching the exit codes does not match
@@ -453,73 +604,13 @@ fn k8s_a_fail_job_match_fails_the_job_whichever_replica_is_listed_first() {
         &mut s,
         json!([{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}]),
     );
-    exits_at(&mut s.pods[0], "c", 1, 8);
-    exits_at(&mut s.pods[1], "c", 42, 5);
+    container_exits_at(&mut s.pods[0], "c", 1, 8);
+    container_exits_at(&mut s.pods[1], "c", 42, 5);
     s.now = 10;
     s.tick();
     assert_eq!(s.phase(), Phase::Failed, "{}", message(&s));
     assert_eq!(s.says(ConditionType::Failed), ("True", "PodFailurePolicy"));
     assert!(message(&s).contains("llm-worker-1"), "{}", message(&s));
-}
-
-// JobSet.
-
-/// JobSet, `pkg/controllers/active_deadline_test.go`, `TestReconcileDeadlineBeatsFailurePolicy`:
-/// a child Job's failure and an expired `activeDeadlineSeconds` seen in the same reconcile fail
-/// the JobSet with `DeadlineExceeded`, not restarted (`maxRestarts: 3` left). kubetrain
-/// documents the opposite order (docs/user-guide.md, `activeDeadlineSeconds`: "A replica that
-/// fails or a job that succeeds before the deadline is seen counts as such"): the failure is a
-/// counted retry, and the job admitted again has the whole time again.
-#[test]
-fn jobset_a_failure_seen_past_the_deadline_is_retried_differs() {
-    let mut s = Story::running(1);
-    s.job.spec.active_deadline_seconds = Some(10);
-    s.job.spec.max_retries = 3;
-    exits(&mut s.pods[0], 1);
-    s.now = 3600;
-    let fx = s.tick();
-    assert_eq!(s.phase(), Phase::Retrying, "{}", message(&s));
-    assert_eq!(s.status().retries, 1);
-    assert_eq!(s.says(ConditionType::Running), ("False", "ReplicaFailed"));
-    assert_eq!(reasons(&fx), ["ReplicaFailed"]);
-    s.pods_gone();
-    s.after(10).tick();
-    readmitted(&mut s, 1);
-    s.after(9).tick();
-    assert_eq!(s.phase(), Phase::Running, "a new admission, a new count");
-    s.after(1).tick();
-    assert_eq!(s.says(ConditionType::Failed), ("True", "DeadlineExceeded"));
-}
-
-/// JobSet, `active_deadline_test.go`, `TestExecuteActiveDeadlinePolicy` "future startTime (clock
-/// skew): treated as not expired" (requeued for the whole time left) and "overflow-large
-/// deadline: treated as never expiring, no failure". In kubetrain, an admission time an hour
-/// ahead of the operator's clock (written by a replica whose clock ran ahead) puts the deadline
-/// an hour later, and the reconcile is timed to it; `activeDeadlineSeconds` past the last
-/// representable time is no deadline: the job runs on.
-#[test]
-fn jobset_a_future_admission_or_an_overflowing_deadline_is_not_past_due() {
-    let mut s = Story::running(2);
-    s.job.spec.active_deadline_seconds = Some(10);
-    s.job.status.as_mut().expect("status").admitted_at = Some(at(3600));
-    s.now = 20;
-    let fx = s.tick();
-    assert_eq!(s.phase(), Phase::Running, "{}", message(&s));
-    assert_eq!(fx.requeue, Some(Duration::from_secs(30)));
-    s.now = 3609;
-    let fx = s.tick();
-    assert_eq!(s.phase(), Phase::Running);
-    assert_eq!(fx.requeue, Some(Duration::from_secs(1)));
-    s.now = 3610;
-    s.tick();
-    assert_eq!(s.says(ConditionType::Failed), ("True", "DeadlineExceeded"));
-
-    let mut s = Story::running(2);
-    s.job.spec.active_deadline_seconds = Some(i64::MAX);
-    let fx = s.after(1_000_000_000).tick();
-    assert_eq!(s.phase(), Phase::Running, "{}", message(&s));
-    assert_eq!(fx.requeue, Some(Duration::from_secs(30)));
-    assert!(fx.events.is_empty());
 }
 
 /// JobSet, `failure_policy_test.go`, `TestFailurePolicyRuleIsApplicable` "a job has failed and
@@ -539,7 +630,7 @@ fn jobset_a_fail_rule_for_one_task_spares_the_others() {
         json!([{"action": "FailJob", "onExitCodes": {"containerName": "driver",
                                                      "operator": "NotIn", "values": [0]}}]),
     );
-    exits_at(pod(&mut s, "llm-worker-1"), "worker", 1, 10);
+    container_exits_at(pod(&mut s, "llm-worker-1"), "worker", 1, 10);
     s.after(10).tick();
     assert_eq!(s.phase(), Phase::Retrying, "{}", message(&s));
     assert_eq!(s.status().retries, 1);
@@ -551,7 +642,7 @@ fn jobset_a_fail_rule_for_one_task_spares_the_others() {
     s.tick();
     assert_eq!(s.phase(), Phase::Running);
     let failed = s.now + 10;
-    exits_at(pod(&mut s, "llm-driver-0"), "driver", 1, failed);
+    container_exits_at(pod(&mut s, "llm-driver-0"), "driver", 1, failed);
     let fx = s.after(10).tick();
     assert_eq!(s.phase(), Phase::Failed, "{}", message(&s));
     assert_eq!(s.says(ConditionType::Failed), ("True", "PodFailurePolicy"));
@@ -614,86 +705,6 @@ fn jobset_a_count_rule_restarts_until_the_retries_run_out() {
     assert_eq!(deleted(&fx), ["llm-worker-1"]);
 }
 
-// Kubeflow training-operator.
-
-/// Kubeflow training-operator (v1.9), `pkg/controller.v1/tensorflow/job_test.go`, "Test
-/// Active Deadline Seconds": "4 workers and 2 ps is running, ActiveDeadlineSeconds is 2" (past
-/// the deadline every pod and service is removed) and "4 workers and 2 ps is running,
-/// ActiveDeadlineSeconds unset" (all six remain). In kubetrain, a TFJob-shaped gang past its
-/// deadline fails with `DeadlineExceeded` and every replica of every task, deciding or not, is
-/// stopped; without a deadline it runs on.
-#[test]
-fn kubeflow_past_its_deadline_every_task_of_a_tf_job_is_stopped() {
-    let tasks = [("ps", 2, false), ("worker", 4, true)];
-    let mut s = running_gang(&tasks);
-    s.job.spec.active_deadline_seconds = Some(2);
-    let fx = s.after(2).tick();
-    assert_eq!(s.phase(), Phase::Failed, "{}", message(&s));
-    assert_eq!(s.says(ConditionType::Failed), ("True", "DeadlineExceeded"));
-    assert_eq!(
-        sorted(deleted(&fx)),
-        [
-            "llm-ps-0",
-            "llm-ps-1",
-            "llm-worker-0",
-            "llm-worker-1",
-            "llm-worker-2",
-            "llm-worker-3"
-        ]
-    );
-
-    let mut s = running_gang(&tasks);
-    let fx = s.after(100_000).tick();
-    assert_eq!(s.phase(), Phase::Running);
-    assert!(fx.pod_deletions.is_empty());
-}
-
-// Kueue.
-
-/// Kueue, `test/integration/singlecluster/controller/core/workload_controller_test.go`, "should
-/// deactivate the workload when the time expires with multiple admissions" (the time a workload
-/// ran before its eviction is kept in `accumulatedPastExecutionTimeSeconds` and counts towards
-/// `maximumExecutionTimeSeconds` after its next admission), with
-/// `pkg/controller/core/workload_controller_test.go` `TestReconcile` "admitted workload with max
-/// execution time - expired" (the workload is deactivated: its job stopped, not failed).
-/// kubetrain's deadline counts one admission (docs/user-guide.md, `activeDeadlineSeconds`: "a
-/// job admitted again after a retry, a preemption or a suspension has the whole time again")
-/// and fails the job when it falls ("`Failed` with reason `DeadlineExceeded`, not retried"): a
-/// job preempted after 50 s of a 60 s deadline runs 60 s more, then fails.
-#[test]
-fn kueue_the_deadline_starts_over_with_each_admission_differs() {
-    let mut s = Story::running(2);
-    s.job.spec.active_deadline_seconds = Some(60);
-    s.after(50).tick();
-    let now = s.now;
-    s.annotate_all(CHECKPOINT_REQUESTED, &stamp(now));
-    s.annotate_all(PREEMPTION_REASON, "Priority");
-    s.tick();
-    assert_eq!(s.phase(), Phase::Preempting, "{}", message(&s));
-    s.annotate_all(CHECKPOINT_DONE, &stamp(now + 1));
-    s.after(1).tick();
-    s.pods_gone();
-    s.after(1).tick();
-    assert_eq!(s.phase(), Phase::Queued, "{}", message(&s));
-    readmitted(&mut s, 2);
-    assert_eq!(s.status().admitted_at, Some(at(52)));
-    s.after(59).tick();
-    assert_eq!(
-        s.phase(),
-        Phase::Running,
-        "50 s + 59 s, but 59 s in this admission"
-    );
-    let fx = s.after(1).tick();
-    assert_eq!(s.phase(), Phase::Failed);
-    assert_eq!(s.says(ConditionType::Failed), ("True", "DeadlineExceeded"));
-    assert!(!s.job.spec.suspend, "failed, not deactivated");
-    assert_eq!(s.status().preemptions, 1);
-    assert_eq!(s.status().retries, 0);
-    assert_eq!(reasons(&fx), ["Failed"]);
-}
-
-// Volcano.
-
 /// Volcano, `test/e2e/jobseq/job_error_handling.go`, "job level LifecyclePolicy, Event:
 /// PodFailed; Action: TerminateJob" (a pod of task `fail` fails: the job ends `Terminated`),
 /// "job level LifecyclePolicy, Event: PodEvicted; Action: TerminateJob" and "job level
@@ -709,7 +720,7 @@ fn volcano_terminate_job_on_failure_or_eviction_is_a_fail_job_rule() {
                        {"action": "FailJob", "onExitCodes": {"operator": "NotIn", "values": [0]}}]);
     let mut s = running_gang(&tasks);
     failure_policy(&mut s, rules.clone());
-    exits_at(pod(&mut s, "llm-fail-0"), "fail", 127, 10);
+    container_exits_at(pod(&mut s, "llm-fail-0"), "fail", 127, 10);
     let fx = s.after(10).tick();
     assert_eq!(s.phase(), Phase::Failed, "{}", message(&s));
     assert_eq!(s.says(ConditionType::Failed), ("True", "PodFailurePolicy"));
@@ -764,7 +775,7 @@ fn volcano_a_task_level_restart_overrides_a_job_level_abort() {
                        {"action": "FailJob", "onExitCodes": {"operator": "NotIn", "values": [0]}}]);
     let mut s = running_gang(&tasks);
     failure_policy(&mut s, rules.clone());
-    exits_at(pod(&mut s, "llm-fail-0"), "fail", 127, 10);
+    container_exits_at(pod(&mut s, "llm-fail-0"), "fail", 127, 10);
     let fx = s.after(10).tick();
     assert_eq!(s.phase(), Phase::Retrying, "{}", message(&s));
     assert_eq!(s.status().retries, 1);
@@ -774,7 +785,7 @@ fn volcano_a_task_level_restart_overrides_a_job_level_abort() {
 
     let mut s = running_gang(&tasks);
     failure_policy(&mut s, rules);
-    exits_at(pod(&mut s, "llm-success-0"), "success", 1, 10);
+    container_exits_at(pod(&mut s, "llm-success-0"), "success", 1, 10);
     s.after(10).tick();
     assert_eq!(s.phase(), Phase::Failed, "{}", message(&s));
     assert_eq!(s.says(ConditionType::Failed), ("True", "PodFailurePolicy"));

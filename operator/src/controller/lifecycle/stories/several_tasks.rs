@@ -1,39 +1,108 @@
-//! A fifth set of peer controllers' cases, about completion with several tasks (Kubeflow's
-//! TFJob chief, PyTorchJob master and workers, JobSet's `successPolicy`, the Kubernetes Job
-//! controller's success bookkeeping), told as kubetrain stories: which tasks decide success
-//! (`requiredForCompletion`), what becomes of the other replicas when the job succeeds or
-//! fails (those still running are stopped, finished pods keep their logs), a replica that
-//! succeeds while others run, a failure beside a deciding task, and `succeededReplicas` across
-//! a restart.
-//!
-//! The same conventions as `peer_stories.rs`: a case whose answer differs on purpose, as
-//! documented, asserts kubetrain's answer and ends in `_differs`; a case kubetrain gets wrong
-//! keeps the peer's expectation and is ignored with the gap in one line.
-//!
-//! Not ported, for want of the feature in kubetrain: the Job controller's `completions`
-//! above the replica count and its work-queue mode (any pod's success completes the Job):
-//! a kubetrain task has exactly `replicas` replicas, each run once per attempt; indexed
-//! completion and `successPolicy.rules` with `succeededIndexes` / `succeededCount`
-//! (`TestSyncJobWithJobSuccessPolicy`): no per-index rule, a task decides as a whole; JobSet's
-//! `successPolicy` operator `Any` ("success policy 'any' with/without replicated job
-//! specified", "active jobs are deleted after jobset succeeds"): no "any" rule (the targeted
-//! case is in `peer_stories_more.rs`); TFJob's `restartPolicy: ExitCode` ("Chief is failed and
-//! restarting" as a per-pod restart): the gang restarts as a whole (ported as such below);
-//! `cleanPodPolicy` `All` / `None` variants on success: a finished job always stops what runs
-//! and keeps its finished pods; Volcano's `minSuccess` and task-level `minAvailable`
-//! thresholds: no partial-success count.
+//! Which tasks decide success when a job has several (`requiredForCompletion`): a chief, master or
+//! launcher and their workers, JobSet's success policy, and a failure beside a deciding task.
 
-use super::peer_stories::{message, pod, running_gang};
-use super::stories::{Story, deleted, exits, reasons, set_phase, sorted, succeeds_at};
 use super::*;
 
-/// A TFJob's shape: one chief that decides, four workers and two parameter servers that do
-/// not (the workers' and PS's outcome does not complete a TFJob that has a chief).
-fn tf_with_chief() -> Story {
-    running_gang(&[("chief", 1, true), ("ps", 2, false), ("worker", 4, false)])
+/// Kubeflow training-operator, `pkg/controller.v1/pytorch/pytorchjob_controller.go`
+/// `UpdateJobStatus` ("when master is succeed, the job is finished"), exercised by
+/// `pytorchjob_controller_test.go`: a PyTorchJob with a Master succeeds when the master
+/// succeeds, workers still running. kubetrain decides by `requiredForCompletion` (default
+/// true, docs/user-guide.md): with both tasks deciding, the job runs until the workers
+/// succeed too; marking the workers not required gives the peer's answer.
+#[test]
+fn kubeflow_the_job_succeeds_when_its_master_succeeds_differs() {
+    let mut s = running_gang(&[("master", 1, true), ("worker", 2, true)]);
+    set_phase(pod(&mut s, "llm-master-0"), "Succeeded");
+    let fx = s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Running, "the workers decide too");
+    assert!(fx.pod_deletions.is_empty());
+
+    let mut s = running_gang(&[("master", 1, true), ("worker", 2, false)]);
+    set_phase(pod(&mut s, "llm-master-0"), "Succeeded");
+    let fx = s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Succeeded);
+    assert_eq!(deleted(&fx), ["llm-worker-0", "llm-worker-1"]);
 }
 
-// Kubeflow training-operator: TFJob.
+/// Kubeflow training-operator, `pkg/controller.v1/mpi/mpijob_controller_test.go` "Test MPIJob
+/// with succeeded launcher Pod", with `pkg/controller.v1/common/job_test.go` "Succeeded job
+/// and cleanPodPolicy is Running": the MPIJob succeeds when its launcher succeeds, and the
+/// workers still running are deleted while finished pods stay. In kubetrain the launcher is
+/// the deciding task and the workers are not required for completion.
+#[test]
+fn kubeflow_an_mpi_job_succeeds_with_its_launcher_and_stops_its_workers() {
+    let mut s = running_gang(&[("launcher", 1, true), ("worker", 3, false)]);
+    set_phase(pod(&mut s, "llm-worker-2"), "Succeeded");
+    let fx = s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Running, "a worker does not decide");
+    assert!(fx.pod_deletions.is_empty());
+    set_phase(pod(&mut s, "llm-launcher-0"), "Succeeded");
+    let fx = s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Succeeded);
+    assert_eq!(reasons(&fx), ["Succeeded"]);
+    assert_eq!(deleted(&fx), ["llm-worker-0", "llm-worker-1"]);
+}
+
+/// Volcano, `state/running.go` `CompleteJobAction` under a task policy `TaskCompleted` →
+/// `CompleteJob` (the event fires when every replica of the task has completed): the job
+/// completes and its other pods are killed. In kubetrain the task that completes the job is
+/// the only deciding one: one of its replicas succeeding is not enough, all of them are.
+#[test]
+fn volcano_a_completed_task_completes_the_job() {
+    let mut s = running_gang(&[("master", 2, true), ("worker", 2, false)]);
+    set_phase(pod(&mut s, "llm-master-0"), "Succeeded");
+    let fx = s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Running, "the task has not completed");
+    assert!(fx.pod_deletions.is_empty());
+    set_phase(pod(&mut s, "llm-master-1"), "Succeeded");
+    let fx = s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Succeeded);
+    assert_eq!(reasons(&fx), ["Succeeded"]);
+    assert_eq!(deleted(&fx), ["llm-worker-0", "llm-worker-1"]);
+    // Finished is final: the workers' exit changes nothing.
+    for name in ["llm-worker-0", "llm-worker-1"] {
+        exits(pod(&mut s, name), 143);
+    }
+    let fx = s.after(1).tick();
+    assert_eq!(s.phase(), Phase::Succeeded);
+    assert!(fx.events.is_empty());
+    assert_eq!(s.status().retries, 0);
+}
+
+/// Kubernetes, `pkg/controller/job/job_controller_test.go`, `TestSyncJobWithJobSuccessPolicy`
+/// "job with successPolicy; ... job has SuccessCriteriaMet condition if job meets to
+/// successPolicy and some indexes fail": once the indexes that decide success have succeeded,
+/// a failure of another index does not fail or restart the job. In kubetrain, a deciding
+/// task that succeeds in the same observation as a non-deciding worker fails: the job
+/// succeeds, no retry is counted, the worker still running is stopped and the failed one
+/// keeps its logs.
+#[test]
+fn k8s_success_criteria_met_wins_over_a_simultaneous_failure() {
+    let mut s = running_gang(&[("master", 1, true), ("worker", 2, false)]);
+    set_phase(pod(&mut s, "llm-master-0"), "Succeeded");
+    exits(pod(&mut s, "llm-worker-0"), 1);
+    let fx = s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Succeeded);
+    assert_eq!(s.status().retries, 0);
+    assert_eq!(s.status().infrastructure_retries, 0);
+    assert_eq!(reasons(&fx), ["Succeeded"]);
+    assert_eq!(deleted(&fx), ["llm-worker-1"]);
+}
+
+/// JobSet, `test/integration/controller/jobset_controller_test.go`, "success policy 'any' with
+/// replicated job specified": one of the three jobs of the targeted replicated job completing
+/// completes the JobSet. kubetrain has no "any" success policy: the job succeeds when every
+/// replica of every `requiredForCompletion` task has exited 0 (docs/user-guide.md, `tasks[]`),
+/// so one replica of three succeeding leaves it running.
+#[test]
+fn jobset_one_replica_of_a_deciding_task_is_not_enough_differs() {
+    let mut s = running_gang(&[("driver", 1, false), ("worker", 3, true)]);
+    set_phase(pod(&mut s, "llm-worker-1"), "Succeeded");
+    let fx = s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Running);
+    assert!(fx.events.is_empty());
+    assert!(fx.pod_deletions.is_empty());
+}
 
 /// Kubeflow training-operator, `pkg/controller.v1/tensorflow/job_test.go` (`TestStatus`),
 /// "Chief is running, workers are succeeded": with a chief, the workers finishing does not
@@ -75,7 +144,7 @@ fn kubeflow_a_tf_chief_succeeding_stops_the_running_workers_and_ps() {
     let fx = s.after(5).tick();
     assert_eq!(s.phase(), Phase::Succeeded);
     assert_eq!(s.writes, writes + 1);
-    assert_eq!(s.status().finished_at, Some(super::stories::at(10)));
+    assert_eq!(s.status().finished_at, Some(at(10)));
     assert_eq!(
         sorted(deleted(&fx)),
         [
@@ -248,8 +317,6 @@ fn kubeflow_a_failed_worker_fails_the_job_despite_an_earlier_success() {
     assert_eq!(sorted(deleted(&fx)), ["llm-worker-1", "llm-worker-2"]);
 }
 
-// Kubeflow training-operator: PyTorchJob.
-
 /// Kubeflow training-operator, `pkg/controller.v1/pytorch/pytorchjob_controller.go`
 /// `UpdateJobStatus`, the branch without a Master ("Some workers are still running, leave a
 /// running condition"; `expected == 0`: "successfully completed"): a PyTorchJob of workers
@@ -281,8 +348,6 @@ fn kubeflow_one_worker_of_an_elastic_job_is_not_enough_differs() {
     assert_eq!(s.phase(), Phase::Running);
     assert!(fx.pod_deletions.is_empty());
 }
-
-// JobSet.
 
 /// JobSet, `test/integration/controller/jobset_controller_test.go`, "jobset should not succeed
 /// if any job is not completed" and "success policy 'all' with empty replicated jobs list":
@@ -351,75 +416,26 @@ fn jobset_a_non_deciding_failure_fails_the_job_with_no_retries() {
     exits(pod(&mut s, "llm-worker-0"), 2);
     let fx = s.after(10).tick();
     assert_eq!(s.phase(), Phase::Failed);
-    assert_eq!(s.status().finished_at, Some(super::stories::at(10)));
+    assert_eq!(s.status().finished_at, Some(at(10)));
     assert_eq!(reasons(&fx), ["Failed"]);
     assert_eq!(sorted(deleted(&fx)), ["llm-driver-0", "llm-worker-1"]);
 }
 
-// Kubernetes Job controller: success bookkeeping.
-
-/// Kubernetes, `pkg/controller/job/job_controller_test.go`,
-/// `TestTrackJobStatusAndRemoveFinalizers` (succeeded pods go through
-/// `uncountedTerminatedPods.succeeded` into `status.succeeded`, each counted once, and the
-/// count stays when the pods' finalizers are removed and the pods go): a success is recorded
-/// once and kept. In kubetrain, replicas of several tasks that exited 0 are listed in
-/// `succeededReplicas` 30 s after their finish (docs/user-guide.md, `tasks[]`), each once and
-/// in order, and stay listed while the job runs on and after their pods are removed.
+/// MPI Operator, `TestLauncherSucceeded`: the launcher's Job completes before the MPIJob was
+/// ever `Running`; the MPIJob succeeds, and "Running=False is added when the job finishes
+/// without Running ever being set". In kubetrain, a launcher that exits 0 while the workers
+/// (not `requiredForCompletion`) are still pending succeeds the job: `Succeeded=True`,
+/// `Running=False` with reason `Succeeded`, no `startedAt` and no `Running` Event; the pending
+/// workers are stopped and the launcher keeps its pod.
 #[test]
-fn k8s_succeeded_replicas_are_recorded_once_and_kept() {
-    let mut s = running_gang(&[("master", 1, true), ("worker", 3, true)]);
-    succeeds_at(pod(&mut s, "llm-worker-2"), 0);
-    succeeds_at(pod(&mut s, "llm-master-0"), 0);
-    s.after(10).tick();
-    assert!(s.status().succeeded_replicas.is_empty(), "not yet 30 s");
-    s.after(25).tick();
-    assert_eq!(
-        s.status().succeeded_replicas,
-        ["llm-master-0", "llm-worker-2"]
-    );
-    let writes = s.writes;
-    s.after(10).tick();
-    assert_eq!(s.writes, writes, "recorded once");
-    // Their pods are removed (the pod garbage collector): they stay done.
-    s.pods.retain(|p| {
-        !matches!(
-            p.metadata.name.as_deref(),
-            Some("llm-worker-2" | "llm-master-0")
-        )
-    });
-    let fx = s.after(10).tick();
-    assert_eq!(s.phase(), Phase::Running);
-    assert!(fx.pod_deletions.is_empty(), "{fx:?}");
-    assert_eq!(
-        s.status().succeeded_replicas,
-        ["llm-master-0", "llm-worker-2"]
-    );
-    set_phase(pod(&mut s, "llm-worker-0"), "Succeeded");
-    set_phase(pod(&mut s, "llm-worker-1"), "Succeeded");
+fn mpi_a_launcher_done_before_its_workers_ran_succeeds_with_running_false() {
+    let mut s = admitted_gang(&[("launcher", 1, true), ("worker", 2, false)], "Pending");
+    succeeds_at(pod(&mut s, "llm-launcher-0"), 8);
     let fx = s.after(10).tick();
     assert_eq!(s.phase(), Phase::Succeeded);
+    assert_eq!(s.says(ConditionType::Succeeded), ("True", "Succeeded"));
+    assert_eq!(s.says(ConditionType::Running), ("False", "Succeeded"));
+    assert!(s.status().started_at.is_none());
     assert_eq!(reasons(&fx), ["Succeeded"]);
-}
-
-/// Kubernetes, `job_controller_test.go`, `TestTrackJobStatusAndRemoveFinalizers` with the
-/// Job's pod finalizer (`batch.kubernetes.io/job-tracking`): a succeeded pod cannot vanish
-/// before the controller has counted it, so a success removed at once still counts. kubetrain
-/// puts no finalizer on its pods and records a success only 30 s after it (docs/user-guide.md,
-/// `tasks[]`: "listed in `status.succeededReplicas` 30 s later and then stays done if its
-/// finished pod is removed"): a succeeded pod removed outright within those 30 s, never seen
-/// being deleted, is a missing replica, and the gang restarts without counting a retry. The
-/// window is a chosen trade-off (`RECORD_SUCCESS_AFTER_SECONDS` in `lifecycle/mod.rs`: "A
-/// finished pod is removed minutes after its node idles, not seconds").
-#[test]
-fn k8s_a_success_removed_before_it_is_recorded_is_a_missing_replica_differs() {
-    let mut s = running_gang(&[("master", 1, true), ("worker", 2, true)]);
-    succeeds_at(pod(&mut s, "llm-worker-1"), 0);
-    s.after(5).tick();
-    assert!(s.status().succeeded_replicas.is_empty());
-    s.pods
-        .retain(|p| p.metadata.name.as_deref() != Some("llm-worker-1"));
-    s.after(5).tick();
-    assert_eq!(s.phase(), Phase::Retrying, "{}", message(&s));
-    assert_eq!(s.status().retries, 0);
-    assert_eq!(s.status().infrastructure_retries, 1);
+    assert_eq!(deleted(&fx), ["llm-worker-0", "llm-worker-1"]);
 }
