@@ -61,8 +61,8 @@ struct Args {
     master_port: i32,
     /// Image of the reservation pods that hold shared GPUs from a device plugin (it runs
     /// `kubetrain-operator reserve-gpu`): the operator's own image.
-    /// Without it, the operator's own pod's image (read once at start), else
-    /// `kubetrain/operator:<version>`.
+    /// Without it, the image of the operator's own pod's first container (read once at
+    /// start), else `ghcr.io/kubetrain/operator:<version>`.
     #[arg(long, env = "KUBETRAIN_RESERVATION_IMAGE")]
     reservation_image: Option<String>,
     /// ServiceAccount of the reservation pods, allowed to patch pods in the operator's
