@@ -118,6 +118,16 @@ pub struct Requirement {
 }
 
 impl Requirement {
+    /// On a node's label, or (`field`) on its `metadata.name`, the only field Kubernetes
+    /// supports.
+    fn holds_on(&self, node: &Node, field: bool) -> bool {
+        if field {
+            self.key == "metadata.name" && self.matches(Some(node.name.as_str()))
+        } else {
+            self.matches(node.labels.get(&self.key).map(String::as_str))
+        }
+    }
+
     fn matches(&self, value: Option<&str>) -> bool {
         use SelectorOperator::*;
         match self.operator {
@@ -152,24 +162,29 @@ pub struct Term {
 
 impl Term {
     fn matches(&self, node: &Node) -> bool {
-        !self.is_empty() && self.unmatched(node).is_empty()
+        !self.is_empty()
+            && self
+                .requirements()
+                .all(|(r, field)| r.holds_on(node, field))
     }
 
     fn is_empty(&self) -> bool {
         self.expressions.is_empty() && self.fields.is_empty()
     }
 
-    /// The requirements of this term that `node` breaks.
+    /// Its label requirements, then its field requirements (flagged `true`).
+    fn requirements(&self) -> impl Iterator<Item = (&Requirement, bool)> {
+        let labels = self.expressions.iter().map(|r| (r, false));
+        labels.chain(self.fields.iter().map(|r| (r, true)))
+    }
+
+    /// The requirements of this term that `node` breaks (for wait reasons only: the
+    /// placement's checks go through [`Term::matches`], which allocates nothing).
     fn unmatched(&self, node: &Node) -> Vec<Requirement> {
-        let labels = self
-            .expressions
-            .iter()
-            .filter(|r| !r.matches(node.labels.get(&r.key).map(String::as_str)));
-        let fields = self
-            .fields
-            .iter()
-            .filter(|r| !(r.key == "metadata.name" && r.matches(Some(node.name.as_str()))));
-        labels.chain(fields).cloned().collect()
+        self.requirements()
+            .filter(|(r, field)| !r.holds_on(node, *field))
+            .map(|(r, _)| r.clone())
+            .collect()
     }
 }
 
