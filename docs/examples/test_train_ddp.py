@@ -145,5 +145,43 @@ class ExampleManifest(unittest.TestCase):
         self.assertIn("ReadWriteMany", self.text)
 
 
+def torchrun_commands(text):
+    """Every `command: ["torchrun", ...]` list in the text, as lists of strings."""
+    return [
+        re.findall(r'"([^"]*)"', m.group(1))
+        for m in re.finditer(r'command:\s*\[("torchrun".*?)\]', text, re.S)
+    ]
+
+
+def flags(command):
+    return dict(a[2:].split("=", 1) for a in command if a.startswith("--") and "=" in a)
+
+
+class UserGuide(unittest.TestCase):
+    """The torchrun commands docs/user-guide.md shows are the example manifest's."""
+
+    here = Path(__file__).resolve().parent
+    guide = (here.parent / "user-guide.md").read_text()
+    example = torchrun_commands((here / "trainingjob-ddp.yaml").read_text())
+
+    def test_the_example_has_one_command(self):
+        self.assertEqual(len(self.example), 1, self.example)
+
+    def test_the_guides_example_command_is_the_manifests(self):
+        self.assertIn(self.example[0], torchrun_commands(self.guide))
+
+    def test_every_command_of_the_guide_ranks_nodes_as_the_example(self):
+        # NODE_RANK is shared by two replicas on one node: torchrun would wait forever for
+        # the node rank that no replica takes.
+        commands = torchrun_commands(self.guide)
+        self.assertGreaterEqual(len(commands), 2, commands)
+        want = flags(self.example[0])
+        for command in commands:
+            got = flags(command)
+            for flag in ("nnodes", "node-rank", "master-addr", "master-port"):
+                self.assertEqual(got.get(flag), want[flag], f"--{flag} in {command}")
+        self.assertNotRegex(self.guide, r"--node-rank[= ]\$\(?NODE_RANK")
+
+
 if __name__ == "__main__":
     unittest.main()

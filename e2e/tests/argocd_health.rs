@@ -180,12 +180,12 @@ fn trainingjob_health() {
             "Admitted",
             false,
             "NeverFits",
-            "The job can never run on this cluster: 16 GPUs per replica",
+            "The job cannot run on the cluster as it is: 16 GPUs per replica",
         )],
     );
     let (s, m) = health(TJ, &never);
     assert_eq!(s, "Degraded");
-    assert!(m.contains("never run"), "{m}");
+    assert!(m.contains("cannot run"), "{m}");
 
     // Nor is one larger than a limit itself, while one that waits for room under it is.
     let admitted = |reason: &str| {

@@ -40,8 +40,9 @@ struct Args {
     #[arg(long, conflicts_with = "dry_run")]
     once: bool,
 
-    /// Time between refreshes, for example `60s`, `5m` or `90` (seconds).
-    #[arg(long, env = "REFRESH_INTERVAL", default_value = "60s", value_parser = parse_duration)]
+    /// Time between refreshes, at least 1 s: a duration as the operator's flags take it
+    /// (`60s`, `5m`, `1h 30m`, `1m30s`) or whole seconds (`90`).
+    #[arg(long, env = "REFRESH_INTERVAL", default_value = "60s", value_parser = parse_interval)]
     interval: Duration,
 
     /// Node label to copy the rack from into the topology ("" for none).
@@ -65,22 +66,16 @@ enum LogFormat {
     Json,
 }
 
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let (number, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration like 60s, 5m or 1h"))?;
-    let seconds = match unit {
-        "" | "s" => n,
-        "m" => n * 60,
-        "h" => n * 3600,
-        _ => return Err(format!("unknown unit {unit:?} in {s:?} (use s, m or h)")),
-    };
-    if seconds == 0 {
-        return Err("the interval must be at least one second".into());
+/// `--interval`: a duration as the operator's flags take it ([`kubetrain::duration_flag`]),
+/// at least one second, so that a slip (`0`, `5ms`) does not refresh in a tight loop.
+fn parse_interval(s: &str) -> Result<Duration, String> {
+    let d = kubetrain::duration_flag::parse(s)?;
+    if d < Duration::from_secs(1) {
+        return Err(format!(
+            "the interval must be at least one second, not {s:?}"
+        ));
     }
-    Ok(Duration::from_secs(seconds))
+    Ok(d)
 }
 
 fn init_logging(format: LogFormat) {
@@ -169,14 +164,41 @@ async fn main() -> anyhow::Result<()> {
 mod tests {
     use super::*;
 
+    /// The interval takes the operator's duration syntax (`1h 30m`, `1m30s`, `1500ms` were
+    /// refused before), at least one second.
     #[test]
-    fn parses_intervals() {
-        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("60s"), Ok(Duration::from_secs(60)));
-        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
-        assert!(parse_duration("0").is_err());
-        assert!(parse_duration("1d").is_err());
-        assert!(parse_duration("m").is_err());
+    fn intervals_take_the_operators_duration_syntax() {
+        for (text, secs) in [
+            ("90", 90),
+            ("60s", 60),
+            ("5m", 300),
+            ("1h 30m", 5400),
+            ("1m30s", 90),
+            ("2min", 120),
+        ] {
+            assert_eq!(
+                parse_interval(text),
+                Ok(Duration::from_secs(secs)),
+                "{text}"
+            );
+            assert_eq!(
+                parse_interval(text),
+                kubetrain::duration_flag::parse(text),
+                "{text}"
+            );
+        }
+        assert_eq!(parse_interval("1500ms"), Ok(Duration::from_millis(1500)));
+        assert!(parse_interval("0").is_err());
+        assert!(parse_interval("500ms").is_err());
+        assert!(parse_interval("m").is_err());
+        assert!(parse_interval("soon").is_err());
+        let args = Args::try_parse_from([
+            "kubetrain-node-labeler",
+            "--node-name=n0",
+            "--interval=1h 30m",
+        ])
+        .expect("parses");
+        assert_eq!(args.interval, Duration::from_secs(5400));
     }
 
     #[test]

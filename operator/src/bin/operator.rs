@@ -14,6 +14,7 @@ use kubetrain::controller::pods::{Binding, GpuBinding, PodSettings};
 use kubetrain::controller::reservations::ReservationSettings;
 use kubetrain::controller::workload::{self, WorkloadSettings};
 use kubetrain::controller::{self, Config};
+use kubetrain::duration_flag::parse as parse_duration;
 use tracing::info;
 
 #[derive(Parser, Debug)]
@@ -60,8 +61,8 @@ struct Args {
     master_port: i32,
     /// Image of the reservation pods that hold shared GPUs from a device plugin (it runs
     /// `kubetrain-operator reserve-gpu`): the operator's own image.
-    /// Without it, the operator's own pod's image (read once at start), else
-    /// `kubetrain/operator:<version>`.
+    /// Without it, the image of the operator's own pod's first container (read once at
+    /// start), else `ghcr.io/kubetrain/operator:<version>`.
     #[arg(long, env = "KUBETRAIN_RESERVATION_IMAGE")]
     reservation_image: Option<String>,
     /// ServiceAccount of the reservation pods, allowed to patch pods in the operator's
@@ -115,17 +116,6 @@ enum Command {
     /// (NVIDIA_VISIBLE_DEVICES) on its own pod's `kubetrain.io/reserved-device` annotation,
     /// then holds the GPU until SIGTERM. Needs POD_NAME and POD_NAMESPACE.
     ReserveGpu,
-}
-
-/// A duration flag: humantime's "30s", "5m", "1h 30m", "250ms", or a bare number of seconds
-/// (the form the `--*-seconds` flags took before).
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    if let Ok(secs) = s.parse::<u64>() {
-        return Ok(Duration::from_secs(secs));
-    }
-    humantime::parse_duration(s)
-        .map_err(|e| format!("{e} (expected e.g. \"30s\", \"5m\", \"1h 30m\")"))
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -266,17 +256,6 @@ async fn main() -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn duration_flags_take_humantime_and_bare_seconds() {
-        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
-        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
-        assert_eq!(parse_duration("1h 30m"), Ok(Duration::from_secs(5400)));
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
-        assert!(parse_duration("soon").is_err());
-        assert!(parse_duration("-5s").is_err());
-    }
 
     #[test]
     fn resync_flag_and_its_old_spelling() {

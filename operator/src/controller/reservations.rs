@@ -65,7 +65,7 @@ impl Default for ReservationSettings {
     fn default() -> Self {
         ReservationSettings {
             namespace: "kubetrain-system".into(),
-            image: concat!("kubetrain/operator:", env!("CARGO_PKG_VERSION")).into(),
+            image: concat!("ghcr.io/kubetrain/operator:", env!("CARGO_PKG_VERSION")).into(),
             service_account: "kubetrain-gpu-reservation".into(),
             priority_class: None,
         }
@@ -603,6 +603,22 @@ pub async fn carry_out(ctx: &Arc<Context>, plan: Plan) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Where the operator's own image cannot be read, the reservation pods run the image the
+    /// installs ship (`kubetrain/operator` alone named an image nobody publishes).
+    #[test]
+    fn the_fallback_image_is_the_one_the_installs_ship() {
+        let manifest = include_str!("../../../config/manager/deployment.yaml");
+        let shipped = manifest
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("image: "))
+            .expect("the operator's image");
+        let repository = |image: &str| image.rsplit_once(':').map(|(r, _)| r.to_string());
+        assert_eq!(
+            repository(&ReservationSettings::default().image),
+            repository(shipped)
+        );
+    }
 
     const NS: &str = "kubetrain-system";
     const UID: &str = "r-uid";

@@ -7,14 +7,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, Pod, PodSpec};
 use kube::ResourceExt;
 
 use super::gang::{Gang, GangKey, holds_resources};
 use super::job_key::JobKey;
 use super::node_health::NodeHealth;
 use super::reservations;
-use super::resources::{GPU_RESOURCE, cpu_milli, pod_demand, whole};
+use super::resources::{GPU_RESOURCE, PodDemand, cpu_milli, read_pod_demand, whole};
 use super::validate::{Refs, validate};
 use crate::api::annotations::{JOB_LABEL, PRODUCT_LABEL, RACK_LABEL};
 use crate::api::{
@@ -154,6 +154,20 @@ fn node_model(node: &Node, foreign: sched::Resources, held: Vec<sched::Held>) ->
     }
 }
 
+/// What a pod present on a node holds, as far as its quantities can be read: one that
+/// cannot is counted as 0, with a warning, and the rest is held (its GPUs when only its
+/// memory is unreadable), so that no GPU a pod holds is handed out again.
+fn held_demand(pod: &Pod, spec: &PodSpec) -> PodDemand {
+    let reading = read_pod_demand(spec);
+    for u in &reading.unreadable {
+        tracing::warn!(
+            pod = %format!("{}/{}", pod.namespace().unwrap_or_default(), pod.name_any()),
+            "unreadable quantity counted as 0, the rest of the pod held: {u}"
+        );
+    }
+    reading.demand
+}
+
 fn secs(t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time) -> i64 {
     t.0.as_second()
 }
@@ -182,7 +196,7 @@ pub fn build(world: &World<'_>) -> sched::Snapshot {
         let Some(node) = spec.node_name.as_ref().filter(|n| node_names.contains(*n)) else {
             continue;
         };
-        let Ok(d) = pod_demand(spec) else { continue };
+        let d = held_demand(p, spec);
         let f = foreign.entry(node.clone()).or_default();
         f.cpu_milli += d.cpu_milli;
         f.memory_bytes += d.memory_bytes;
@@ -226,7 +240,7 @@ pub fn build(world: &World<'_>) -> sched::Snapshot {
         let demand = pod
             .spec
             .as_ref()
-            .and_then(|s| pod_demand(s).ok())
+            .map(|s| held_demand(pod, s))
             .unwrap_or_default();
         held.entry(r.gpu.node.clone())
             .or_default()
@@ -345,7 +359,7 @@ impl Orphans<'_> {
                 let Some(node) = m.bound_node.as_ref().filter(|n| node_names.contains(*n)) else {
                     continue;
                 };
-                let demand = pod_demand(spec).unwrap_or_default();
+                let demand = held_demand(&m.pod, spec);
                 match &m.placement {
                     Some(pl) => out.entry(node.clone()).or_default().push(sched::Held {
                         gpus: pl.gpus.clone(),
@@ -849,6 +863,43 @@ mod tests {
             vec![],
         );
         assert_eq!(plugin.allocatable.gpus, 0);
+    }
+
+    /// Another workload's pod whose memory cannot be read still holds its GPUs and CPU
+    /// (before, the whole pod was dropped, and its GPUs could be handed out twice); its
+    /// native sidecar and its overhead count as kube-scheduler counts them.
+    #[test]
+    fn a_foreign_pod_holds_what_can_be_read_of_it() {
+        let foreign: Arc<Pod> = Arc::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": "other", "namespace": "elsewhere"},
+                "spec": {"nodeName": "n0",
+                    "overhead": {"cpu": "250m"},
+                    "initContainers": [{"name": "proxy", "restartPolicy": "Always",
+                        "resources": {"requests": {"cpu": "1"}}}],
+                    "containers": [{"name": "c", "resources": {
+                        "limits": {"nvidia.com/gpu": "4", "memory": "a lot"},
+                        "requests": {"cpu": "2"}}}]},
+                "status": {"phase": "Running"}
+            }))
+            .expect("pod"),
+        );
+        let (queues, vcs) = one_team();
+        let snap = snapshot_at(
+            NOW,
+            (&[node()], &[foreign], &[]),
+            &queues,
+            &vcs,
+            &BTreeMap::new(),
+        );
+        assert_eq!(
+            snap.nodes[0].foreign,
+            sched::Resources {
+                cpu_milli: 3250,
+                memory_bytes: 0,
+                gpus: 4
+            }
+        );
     }
 
     /// A running job that stops validating (here its namespace left its VirtualCluster)

@@ -118,6 +118,16 @@ pub struct Requirement {
 }
 
 impl Requirement {
+    /// On a node's label, or (`field`) on its `metadata.name`, the only field Kubernetes
+    /// supports.
+    fn holds_on(&self, node: &Node, field: bool) -> bool {
+        if field {
+            self.key == "metadata.name" && self.matches(Some(node.name.as_str()))
+        } else {
+            self.matches(node.labels.get(&self.key).map(String::as_str))
+        }
+    }
+
     fn matches(&self, value: Option<&str>) -> bool {
         use SelectorOperator::*;
         match self.operator {
@@ -152,16 +162,40 @@ pub struct Term {
 
 impl Term {
     fn matches(&self, node: &Node) -> bool {
-        if self.expressions.is_empty() && self.fields.is_empty() {
-            return false;
-        }
-        self.expressions
-            .iter()
-            .all(|r| r.matches(node.labels.get(&r.key).map(String::as_str)))
+        !self.is_empty()
             && self
-                .fields
-                .iter()
-                .all(|r| r.key == "metadata.name" && r.matches(Some(node.name.as_str())))
+                .requirements()
+                .all(|(r, field)| r.holds_on(node, field))
+    }
+
+    fn is_empty(&self) -> bool {
+        self.expressions.is_empty() && self.fields.is_empty()
+    }
+
+    /// Its label requirements, then its field requirements (flagged `true`).
+    fn requirements(&self) -> impl Iterator<Item = (&Requirement, bool)> {
+        let labels = self.expressions.iter().map(|r| (r, false));
+        labels.chain(self.fields.iter().map(|r| (r, true)))
+    }
+
+    /// The requirements of this term that `node` breaks (for wait reasons only: the
+    /// placement's checks go through [`Term::matches`], which allocates nothing).
+    fn unmatched(&self, node: &Node) -> Vec<Requirement> {
+        self.requirements()
+            .filter(|(r, field)| !r.holds_on(node, *field))
+            .map(|(r, _)| r.clone())
+            .collect()
+    }
+}
+
+impl fmt::Display for Requirement {
+    /// As written in the pod spec: `zone In [a, b]`, `gpu Exists`, `gen Gt [3]`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {:?}", self.key, self.operator)?;
+        if !self.values.is_empty() {
+            write!(f, " [{}]", self.values.join(", "))?;
+        }
+        Ok(())
     }
 }
 
@@ -189,8 +223,14 @@ pub struct NodeConstraints {
 pub enum Mismatch {
     /// A `nodeSelector` label missing or different.
     Selector { key: String, value: String },
-    /// None of the terms of this affinity match.
-    Affinity { source: String },
+    /// None of the terms of this affinity match; `unmatched` are the requirements of its
+    /// first term that the node breaks (empty when that term is empty and matches nothing),
+    /// `terms` how many it has.
+    Affinity {
+        source: String,
+        unmatched: Vec<Requirement>,
+        terms: usize,
+    },
     /// A `NoSchedule` or `NoExecute` taint that no toleration tolerates.
     Taint(Taint),
 }
@@ -201,7 +241,33 @@ impl fmt::Display for Mismatch {
             Mismatch::Selector { key, value } => {
                 write!(f, "do not match nodeSelector {key}={value}")
             }
-            Mismatch::Affinity { source } => write!(f, "do not match the {source}"),
+            Mismatch::Affinity {
+                source,
+                unmatched,
+                terms,
+            } => {
+                let broken = unmatched
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" and ");
+                match (*terms, broken.is_empty()) {
+                    (0, _) => write!(f, "do not match the {source} (it has no term)"),
+                    (1, false) => write!(f, "do not match the {source} ({broken})"),
+                    (1, true) => write!(
+                        f,
+                        "do not match the {source} (its term is empty and matches no node)"
+                    ),
+                    (n, false) => write!(
+                        f,
+                        "do not match the {source} (none of its {n} terms; the first needs {broken})"
+                    ),
+                    (n, true) => write!(
+                        f,
+                        "do not match the {source} (none of its {n} terms; the first is empty)"
+                    ),
+                }
+            }
             Mismatch::Taint(t) => write!(f, "have the taint {t}, which the pod does not tolerate"),
         }
     }
@@ -228,6 +294,8 @@ impl NodeConstraints {
             if !a.terms.iter().any(|t| t.matches(node)) {
                 return Err(Mismatch::Affinity {
                     source: a.source.clone(),
+                    unmatched: a.terms.first().map_or(vec![], |t| t.unmatched(node)),
+                    terms: a.terms.len(),
                 });
             }
         }
@@ -419,7 +487,13 @@ mod tests {
             .check(&n)
             .is_ok()
         );
-        assert!(with(affinity(vec![vec![]])).check(&n).is_err());
+        assert_eq!(
+            with(affinity(vec![vec![]]))
+                .check(&n)
+                .unwrap_err()
+                .to_string(),
+            "do not match the required node affinity (its term is empty and matches no node)"
+        );
         let by_name = Affinity {
             source: "PersistentVolume data".into(),
             terms: vec![Term {
@@ -435,6 +509,51 @@ mod tests {
         assert_eq!(
             selector.check(&n).unwrap_err().to_string(),
             "do not match nodeSelector rack=r9"
+        );
+    }
+
+    /// The message names what the node lacks, as the nodeSelector's names `key=value`: the
+    /// requirements of the affinity's first term that the node breaks, the ones it meets
+    /// left out.
+    #[test]
+    fn an_affinity_mismatch_names_the_requirements_the_node_breaks() {
+        use SelectorOperator::*;
+        let n = node(&[("rack", "r2"), ("gen", "4")], &[]);
+        let with = |a: Affinity| NodeConstraints {
+            affinities: vec![a],
+            ..Default::default()
+        };
+        let one_term = with(affinity(vec![vec![
+            req("gen", In, &["4"]),
+            req("gpu.kubetrain.io/product", In, &["H100", "H200"]),
+            req("rack", DoesNotExist, &[]),
+        ]]));
+        assert_eq!(
+            one_term.check(&n).unwrap_err().to_string(),
+            "do not match the required node affinity \
+             (gpu.kubetrain.io/product In [H100, H200] and rack DoesNotExist)"
+        );
+        let two_terms = with(affinity(vec![
+            vec![req("gen", Gt, &["5"])],
+            vec![req("rack", In, &["r9"])],
+        ]));
+        assert_eq!(
+            two_terms.check(&n).unwrap_err().to_string(),
+            "do not match the required node affinity \
+             (none of its 2 terms; the first needs gen Gt [5])"
+        );
+        let volume = with(Affinity {
+            source: "PersistentVolume data".into(),
+            terms: vec![Term {
+                expressions: vec![],
+                fields: vec![req("metadata.name", In, &["n9"])],
+            }],
+        });
+        let mut counts = BTreeMap::new();
+        counts.insert(volume.check(&n).unwrap_err(), 1);
+        assert_eq!(
+            summarize(&counts),
+            "1 node does not match the PersistentVolume data (metadata.name In [n9])"
         );
     }
 

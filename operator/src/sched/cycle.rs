@@ -964,7 +964,7 @@ impl<'a> Cycle<'a> {
             }
             return Err(WaitReason::NeverFits {
                 message: format!(
-                    "no node of the acceptable GPU types takes the pods of task {}: {}; change the task's nodeSelector, node affinity or tolerations (it is placed as soon as a node accepts it)",
+                    "no node of the acceptable GPU types takes the pods of task {}: {}; change the task's nodeSelector, node affinity or tolerations, or the nodes: the job is placed once a node accepts its pods",
                     task.name,
                     if counts.is_empty() {
                         "its tasks need nodes no single GPU type has".to_string()

@@ -565,7 +565,7 @@ impl fmt::Display for WaitReason {
                 Ok(())
             }
             WaitReason::NeverFits { message } => {
-                write!(f, "The job can never run on this cluster: {message}.")
+                write!(f, "The job cannot run on the cluster as it is: {message}.")
             }
             WaitReason::NodesUnavailable { count, nodes } => {
                 let more = count.saturating_sub(nodes.len() as u32);

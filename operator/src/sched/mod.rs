@@ -178,6 +178,6 @@ mod peer_cases_topology;
 #[cfg(test)]
 mod peer_cases_vy;
 #[cfg(test)]
-mod proptests;
+pub(crate) mod proptests;
 #[cfg(test)]
 mod scenarios;

@@ -23,7 +23,7 @@ use super::*;
 /// them; known, still unfixed failures found that way are kept in `testdata/`.
 const SEED: u64 = 20_261_124;
 
-fn cases(default: u32) -> ProptestConfig {
+pub(crate) fn cases(default: u32) -> ProptestConfig {
     let n = std::env::var("KUBETRAIN_PROPTEST_CASES")
         .ok()
         .and_then(|v| v.parse().ok())

@@ -2006,6 +2006,58 @@ fn a_node_selector_keeps_the_gang_on_the_nodes_it_selects() {
     );
 }
 
+/// A required node affinity no node matches waits with `NeverFits` naming what the nodes
+/// lack (as a selector's message names `key=value`), and says truthfully that the job is
+/// placed once a node accepts it: it can run on this cluster, not on the cluster as it is.
+#[test]
+fn a_node_affinity_no_node_matches_is_named_in_the_wait() {
+    let nodes = (0..3)
+        .map(|i| {
+            let mut n = node(&format!("n{i}"), "A100", 8, None);
+            n.labels.insert("zone".into(), "a".into());
+            n
+        })
+        .collect();
+    let mut j = job("t/b", "q", 1, 8);
+    j.tasks[0]
+        .constraints
+        .affinities
+        .push(constraints::Affinity {
+            source: "required node affinity".into(),
+            terms: vec![constraints::Term {
+                expressions: vec![
+                    constraints::Requirement {
+                        key: "zone".into(),
+                        operator: constraints::SelectorOperator::In,
+                        values: vec!["b".into(), "c".into()],
+                    },
+                    constraints::Requirement {
+                        key: "zone".into(),
+                        operator: constraints::SelectorOperator::Exists,
+                        values: vec![],
+                    },
+                ],
+                fields: vec![],
+            }],
+        });
+    let d = schedule(&snapshot(
+        0,
+        nodes,
+        vec![vc("t", "A100", 24)],
+        vec![queue("q", "t")],
+        vec![j],
+    ));
+    let r = d.waiting_reason("t/b").expect("waits");
+    assert_eq!(r.code(), "NeverFits", "{r:?}");
+    assert_eq!(
+        r.to_string(),
+        "The job cannot run on the cluster as it is: no node of the acceptable GPU types \
+         takes the pods of task worker: 3 nodes do not match the required node affinity \
+         (zone In [b, c]); change the task's nodeSelector, node affinity or tolerations, or \
+         the nodes: the job is placed once a node accepts its pods."
+    );
+}
+
 /// Tasks of one job may have different rules: the parameter server must be on the node
 /// labelled for it, the workers on the nodes labelled for them; each replica lands on a
 /// node its own task accepts (a job still runs on one GPU type).
