@@ -100,3 +100,6 @@ pub mod sim {
     /// this message, and it never runs.
     pub const IMAGE_PULL_ERROR: &str = "sim.kubetrain.io/image-pull-error";
 }
+
+/// Field manager of every write the operator makes.
+pub const MANAGER: &str = "kubetrain";

@@ -25,8 +25,7 @@ use super::watches::{JobTriggers, Stores, Watches};
 use super::workload::{History, WorkloadSettings};
 use crate::api::{Queue, TrainingJob, VirtualCluster};
 
-/// Field manager of every write the operator makes.
-pub const MANAGER: &str = "kubetrain";
+pub use crate::api::annotations::MANAGER;
 
 /// The operator's User-Agent: `MANAGER/version`.
 pub const USER_AGENT: &str = concat!("kubetrain/", env!("CARGO_PKG_VERSION"));

@@ -23,7 +23,10 @@ pub mod node_health;
 pub mod placement_rules;
 pub mod pods;
 pub mod preemption;
+#[cfg(test)]
+mod pure_layer;
 pub mod queue;
+pub mod reservation_writes;
 pub mod reservations;
 pub mod resources;
 pub mod scheduler;
@@ -35,6 +38,7 @@ pub mod validate;
 pub mod virtualcluster;
 pub mod waiting;
 pub mod watches;
+pub mod withdrawal;
 pub mod workload;
 
 use std::net::SocketAddr;

@@ -1,29 +1,35 @@
 //! A preemption's checkpoint request as the victim's pods carry it: read for the snapshot,
-//! and withdrawn when the core cancels the preemption because the job it made room for no
-//! longer waits (`sched::Decisions::cancellations`).
+//! and what withdrawing it takes when the core cancels the preemption because the job it
+//! made room for no longer waits (`sched::Decisions::cancellations`). Pure: the withdrawal
+//! itself, its API calls and its Event, is `withdrawal::withdraw`.
 //!
 //! A request may be withdrawn only while nothing has acted on it: the job has not
 //! acknowledged its checkpoint, its pods are not being deleted, and the lifecycle has not
 //! told them to stop. The patch carries the pod's `resourceVersion`, so an acknowledgement
 //! written since the cache saw the pod makes it fail rather than be lost.
 
-use std::sync::Arc;
-
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Patch, PatchParams};
-use kube::runtime::events::EventType;
-use kube::{Api, ResourceExt};
-use tracing::{info, warn};
+use kube::ResourceExt;
 
-use super::context::Context;
 use super::gang::Gang;
-use super::job_key::JobKey;
 use super::lifecycle::stop_decided;
-use super::snapshot::Asked;
 use crate::api::annotations::{CHECKPOINT_REQUESTED, PREEMPTED_FOR, PREEMPTION_REASON};
-use crate::api::reasons::EventReason;
 use crate::api::{Phase, TrainingJob, TrainingJobStatus};
 use crate::sched;
+
+/// A checkpoint request the scheduler wrote that the pod cache may not show yet. Until it
+/// does, the job is taken as asked (preempting, with this request), so the next cycle does
+/// not choose it again and ask it anew: a new request would restart its grace period and
+/// call for a second acknowledgement.
+#[derive(Clone, Debug)]
+pub struct Asked {
+    pub reason: sched::PreemptionReason,
+    /// The job the room is for, as the pods' annotation names it (`Reclaim`, `Priority`, `QueueShare`).
+    pub beneficiary: Option<String>,
+    pub at: i64,
+    /// The job's attempt whose pods were asked.
+    pub attempt: i32,
+}
 
 /// The scheduler's request on the job's active pods, if one is there and names its reason.
 pub fn request(
@@ -82,66 +88,46 @@ pub fn withdrawn(job: &TrainingJob, status: &TrainingJobStatus, gang: &Gang) -> 
         && gang.active().all(|m| m.checkpoint_request.is_none())
 }
 
-/// Withdraws a cancelled preemption's request from the victim's pods, and records why.
-pub async fn withdraw(ctx: &Arc<Context>, job: &Arc<TrainingJob>, c: &sched::Cancellation) {
-    let gang = Gang::new(ctx.job_pods(job));
-    // The cache may have moved on since the snapshot: withdraw only what is still ours to.
-    let stale = gang.leaving()
+/// Whether the cache has moved on since the snapshot that cancelled `c`: the victim is
+/// leaving, acknowledged its checkpoint, or its request names another beneficiary. Only
+/// what is still the cancellation's to withdraw is withdrawn.
+pub fn withdrawal_stale(gang: &Gang, c: &sched::Cancellation) -> bool {
+    gang.leaving()
         || gang.acknowledged()
         || gang.active().any(|m| {
             m.checkpoint_request
                 .as_ref()
                 .and_then(|r| r.preempted_for.as_deref())
                 .is_some_and(|b| b != c.beneficiary)
-        });
-    if stale {
-        return;
-    }
-    let mut withdrawn = 0;
-    for m in gang.active().filter(|m| m.checkpoint_request.is_some()) {
-        let api: Api<Pod> =
-            Api::namespaced(ctx.client.clone(), &m.pod.namespace().unwrap_or_default());
-        let patch = serde_json::json!({"metadata": {
-            "resourceVersion": m.pod.resource_version(),
-            "annotations": {
-                CHECKPOINT_REQUESTED: null,
-                PREEMPTION_REASON: null,
-                PREEMPTED_FOR: null,
-            },
-        }});
-        match api
-            .patch(&m.name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            Ok(_) => withdrawn += 1,
-            // Changed since the cache saw it (an acknowledgement?): the next cycle decides.
-            Err(kube::Error::Api(e)) if e.code == 409 => {}
-            Err(e) => {
-                warn!(pod = %m.name, error = %e, "could not withdraw a checkpoint request")
-            }
-        }
-    }
-    if withdrawn == 0 {
-        return;
-    }
-    info!(job = %JobKey::of(job), reason = %c.reason, beneficiary = %c.beneficiary, "preemption cancelled");
-    let n = job.status.as_ref().map_or(0, |s| s.preemptions) + 1;
-    let reason = EventReason::PreemptionCancelled.as_str();
-    ctx.event_with_action(
-        job.as_ref(),
-        EventType::Normal,
-        reason,
-        format!("{reason}{n}"),
-        format!(
-            "{} preemption withdrawn: {} no longer waits (deleted, suspended or placed elsewhere) and this job had not acknowledged its checkpoint; it runs on.",
-            c.reason, c.beneficiary
-        ),
+        })
+}
+
+/// The patch that takes a checkpoint request off `pod`: it carries the pod's
+/// `resourceVersion`, so an acknowledgement written since the cache saw the pod makes it
+/// fail (409) rather than be lost.
+pub fn withdrawal_patch(pod: &Pod) -> serde_json::Value {
+    serde_json::json!({"metadata": {
+        "resourceVersion": pod.resource_version(),
+        "annotations": {
+            CHECKPOINT_REQUESTED: null,
+            PREEMPTION_REASON: null,
+            PREEMPTED_FOR: null,
+        },
+    }})
+}
+
+/// The `PreemptionCancelled` Event's note.
+pub fn cancelled_note(c: &sched::Cancellation) -> String {
+    format!(
+        "{} preemption withdrawn: {} no longer waits (deleted, suspended or placed elsewhere) and this job had not acknowledged its checkpoint; it runs on.",
+        c.reason, c.beneficiary
     )
-    .await;
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use serde_json::json;
 
     use super::*;

@@ -11,8 +11,9 @@
 //! `kubetrain.io/visible-devices` annotation, their `NVIDIA_VISIBLE_DEVICES`, and lifts the
 //! gate. The plugin then sees the GPU as taken for as long as a share uses it.
 //!
-//! [`plan`] is pure: from the pods it decides which reservations to create, which to delete,
-//! which share pods to release. [`carry_out`] carries it out once a scheduling cycle. A
+//! This module is pure, a reader and planner of pods: [`plan`] decides from the pods which
+//! reservations to create, which to delete, which share pods to release;
+//! `reservation_writes::carry_out` carries it out once a scheduling cycle. A
 //! reservation is made only for a share pod the cache shows, and removed once no share pod
 //! that holds resources uses its GPU, so a lagging cache can delay a share, never strand one
 //! without its reservation. The names are fixed per GPU, so a cache that lags behind the
@@ -22,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, Node, Pod, PodSecurityContext, PodSpec, ResourceRequirements,
+    Capabilities, Container, Pod, PodSecurityContext, PodSpec, ResourceRequirements,
     SeccompProfile, SecurityContext, Toleration,
 };
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
@@ -30,18 +31,13 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::reflector::ObjectRef;
-use tracing::{debug, info, warn};
 
-use super::context::{Context, MANAGER};
 use super::gang::holds_resources;
 use super::pods::{env_from_field, pin_to_node};
 use super::resources::GPU_RESOURCE;
-use crate::api::TrainingJob;
 use crate::api::annotations::{
     ATTEMPT_ANNOTATION, GANG_SIZE_ANNOTATION, GPU_ASSIGNMENT_ANNOTATION, GPU_SHARE_ANNOTATION,
-    GPUS_ANNOTATION, JOB_LABEL, NODE_ANNOTATION, RESERVATION_GATE, RESERVATION_ID_LABEL,
+    GPUS_ANNOTATION, JOB_LABEL, MANAGER, NODE_ANNOTATION, RESERVATION_GATE, RESERVATION_ID_LABEL,
     RESERVATION_LABEL, RESERVATION_UID_ANNOTATION, RESERVED_DEVICE_ANNOTATION,
     VISIBLE_DEVICES_ANNOTATION,
 };
@@ -541,63 +537,6 @@ pub fn release_patch(device: &str, reservation: &str) -> serde_json::Value {
         }},
         "spec": {"schedulingGates": [{"name": RESERVATION_GATE, "$patch": "delete"}]},
     })
-}
-
-/// Carries out a [`plan`]. Failures are logged, and the next cycle's plan tries again.
-pub async fn carry_out(ctx: &Arc<Context>, plan: Plan) {
-    let settings = &ctx.settings.pods.reservation;
-    if plan == Plan::default() {
-        return;
-    }
-    let reservations: Api<Pod> = Api::namespaced(ctx.client.clone(), &settings.namespace);
-    for gpu in &plan.create {
-        let node_uid = ctx
-            .stores
-            .nodes
-            .get(&ObjectRef::<Node>::new(&gpu.node))
-            .and_then(|n| n.uid());
-        let pod = reservation_pod(gpu, node_uid.as_deref(), settings);
-        match reservations.create(&PostParams::default(), &pod).await {
-            Ok(created) => {
-                info!(node = %gpu.node, gpu = gpu.gpu, "reserving a shared GPU from the device plugin");
-                let budgets: Api<PodDisruptionBudget> =
-                    Api::namespaced(ctx.client.clone(), &settings.namespace);
-                let budget = disruption_budget(&created);
-                if let Err(e) = budgets.create(&PostParams::default(), &budget).await
-                    && !matches!(&e, kube::Error::Api(s) if s.code == 409)
-                {
-                    warn!(reservation = %created.name_any(), error = %e, "creating the GPU reservation's disruption budget failed");
-                }
-            }
-            // Made by an earlier cycle the cache does not show yet.
-            Err(kube::Error::Api(e)) if e.code == 409 => {}
-            Err(e) => {
-                warn!(node = %gpu.node, gpu = gpu.gpu, error = %e, "creating a GPU reservation failed")
-            }
-        }
-    }
-    for name in &plan.delete {
-        match reservations.delete(name, &DeleteParams::default()).await {
-            Ok(_) => info!(reservation = %name, "GPU reservation no longer needed; deleted"),
-            Err(kube::Error::Api(e)) if e.code == 404 => {}
-            Err(e) => warn!(reservation = %name, error = %e, "deleting a GPU reservation failed"),
-        }
-    }
-    for (namespace, job) in &plan.recheck {
-        ctx.job_triggers
-            .request(ObjectRef::<TrainingJob>::new(job).within(namespace));
-    }
-    for r in &plan.release {
-        let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &r.namespace);
-        let patch = Patch::Strategic(release_patch(&r.device, &r.reservation));
-        match api.patch(&r.name, &PatchParams::default(), &patch).await {
-            Ok(_) => {
-                debug!(pod = %r.name, device = %r.device, "share released to its reserved GPU")
-            }
-            Err(kube::Error::Api(e)) if e.code == 404 => {}
-            Err(e) => warn!(pod = %r.name, error = %e, "releasing a share pod failed"),
-        }
-    }
 }
 
 #[cfg(test)]

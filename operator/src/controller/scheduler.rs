@@ -318,7 +318,7 @@ pub async fn cycle(ctx: &Arc<Context>) -> Duration {
     // request (the core drops such a cancellation), so the two never cross.
     for cancellation in &decisions.cancellations {
         if let Some(job) = job_of(&cancellation.job) {
-            super::preemption::withdraw(ctx, job, cancellation).await;
+            super::withdrawal::withdraw(ctx, job, cancellation).await;
         }
     }
     // Every victim is asked at once: a victim's grace period runs from its own request, and
@@ -370,7 +370,7 @@ pub async fn cycle(ctx: &Arc<Context>) -> Duration {
     }
     // Shares on device-plugin nodes: their GPUs' reservations, and the shares whose
     // reservation reported its device.
-    reservations::carry_out(ctx, reserve).await;
+    super::reservation_writes::carry_out(ctx, reserve).await;
     ctx.state().scheduling = false;
     work
 }

@@ -32,19 +32,8 @@ pub struct Inflight {
     pub attempt: i32,
 }
 
-/// A checkpoint request the scheduler wrote that the pod cache may not show yet. Until it
-/// does, the job is taken as asked (preempting, with this request), so the next cycle does
-/// not choose it again and ask it anew: a new request would restart its grace period and
-/// call for a second acknowledgement.
-#[derive(Clone, Debug)]
-pub struct Asked {
-    pub reason: sched::PreemptionReason,
-    /// The job the room is for, as the pods' annotation names it (`Reclaim`, `Priority`, `QueueShare`).
-    pub beneficiary: Option<String>,
-    pub at: i64,
-    /// The job's attempt whose pods were asked.
-    pub attempt: i32,
-}
+// A checkpoint request in flight is `preemption`'s: re-exported for the cycle.
+pub use super::preemption::Asked;
 
 /// Everything the snapshot is built from.
 pub struct World<'a> {
