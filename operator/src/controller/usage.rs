@@ -200,14 +200,7 @@ mod tests {
         let queue = |name: &str, vc: &str| sched::Queue {
             name: name.into(),
             virtual_cluster: vc.into(),
-            parent: None,
-            share: 100,
-            max_share: 100,
-            user_limit: None,
-            policy: sched::QueuePolicy::Fifo,
-            priority_preemption: false,
-            strict: false,
-            terminating: false,
+            ..Default::default()
         };
         let snapshot = sched::Snapshot {
             now: 1_000,

@@ -36,9 +36,7 @@ pub fn vc(name: &str, flavor: &str, gpus: u32) -> VirtualCluster {
         } else {
             vec![]
         },
-        limit_gpus: None,
-        weight: 1,
-        terminating: false,
+        ..Default::default()
     }
 }
 
@@ -46,14 +44,7 @@ pub fn queue(name: &str, vc: &str) -> Queue {
     Queue {
         name: name.into(),
         virtual_cluster: vc.into(),
-        parent: None,
-        share: 100,
-        max_share: 100,
-        user_limit: None,
-        policy: QueuePolicy::Fifo,
-        priority_preemption: false,
-        strict: false,
-        terminating: false,
+        ..Default::default()
     }
 }
 
@@ -77,13 +68,7 @@ pub fn job(id: &str, queue: &str, replicas: u32, gpus: u32) -> Job {
             },
             ..Default::default()
         }],
-        gpu_types: vec![],
-        topology: TopologyConstraint::default(),
-        retries: 0,
-        preemptions: 0,
-        predicted_duration_seconds: None,
-        returning: false,
-        running: None,
+        ..Default::default()
     }
 }
 

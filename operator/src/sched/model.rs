@@ -235,7 +235,7 @@ pub struct CellGuarantee {
 }
 
 /// A VirtualCluster's guarantee for one GPU type.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct FlavorGuarantee {
     pub flavor: Flavor,
     /// Guaranteed GPUs (cells count towards these).
@@ -257,6 +257,19 @@ pub struct VirtualCluster {
     /// anything new, so nothing is reclaimed for it; its guarantee still covers the jobs it
     /// runs, which are not preempted for the deletion.
     pub terminating: bool,
+}
+
+/// A tenant with no guarantee, no limit and weight 1 (the API's defaults).
+impl Default for VirtualCluster {
+    fn default() -> Self {
+        VirtualCluster {
+            name: String::new(),
+            guarantee: Vec::new(),
+            limit_gpus: None,
+            weight: 1,
+            terminating: false,
+        }
+    }
 }
 
 /// The order in which a queue admits its jobs.
@@ -295,6 +308,25 @@ pub struct Queue {
     /// Deleted and waiting for its admitted jobs to finish (Kueue's terminating
     /// ClusterQueue): it, and every queue below it, admits nothing new.
     pub terminating: bool,
+}
+
+/// A FIFO queue entitled to its whole VirtualCluster (share and maxShare 100, the API's
+/// defaults), best effort, without priority preemption or a user limit.
+impl Default for Queue {
+    fn default() -> Self {
+        Queue {
+            name: String::new(),
+            virtual_cluster: String::new(),
+            parent: None,
+            share: 100,
+            max_share: 100,
+            user_limit: None,
+            policy: QueuePolicy::Fifo,
+            priority_preemption: false,
+            strict: false,
+            terminating: false,
+        }
+    }
 }
 
 /// What each replica of a task asks of GPUs.
@@ -386,7 +418,7 @@ pub struct CheckpointRequest {
 }
 
 /// A TrainingJob, pending (`running` is None) or holding resources.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Job {
     /// `namespace/name`.
     pub id: String,

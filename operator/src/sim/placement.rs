@@ -32,8 +32,8 @@ use super::openb::{OpenbNode, OpenbPod};
 use super::rng::SplitMix64;
 use crate::controller::workload::{DEFAULT_HISTORY, History};
 use crate::sched::{
-    Flavor, FlavorGuarantee, GpuDemand, Job, Node, Queue, QueuePolicy, Running, Snapshot,
-    TopologyConstraint, VirtualCluster, WorkloadShape, schedule,
+    Flavor, FlavorGuarantee, GpuDemand, Job, Node, Queue, Running, Snapshot, TopologyConstraint,
+    VirtualCluster, WorkloadShape, schedule,
 };
 
 /// The outcome of one seed on one trace.
@@ -303,14 +303,7 @@ pub fn run(
     let queue = Queue {
         name: "openb".into(),
         virtual_cluster: "openb".into(),
-        parent: None,
-        share: 100,
-        max_share: 100,
-        user_limit: None,
-        policy: QueuePolicy::Fifo,
-        priority_preemption: false,
-        strict: false,
-        terminating: false,
+        ..Default::default()
     };
     let trace = workload_of(pods);
     let rank = tie_order(nodes.len(), seed);

@@ -35,9 +35,8 @@ use super::philly::PhillyJob;
 use super::stats::{mean, percentile};
 use crate::sched::{
     CellGuarantee, Decisions, Flavor, FlavorGuarantee, GpuDemand, Job, Node, Options,
-    PreemptionReason, Queue, QueuePolicy, ReplicaPlacement, Resources, Running, Snapshot, Task,
-    Topology, TopologyConstraint, TopologyLevel, VictimSelection, VirtualCluster, WaitReason,
-    schedule_with,
+    PreemptionReason, Queue, ReplicaPlacement, Resources, Running, Snapshot, Task, Topology,
+    TopologyConstraint, TopologyLevel, VictimSelection, VirtualCluster, WaitReason, schedule_with,
 };
 
 /// The flavor of every simulated Philly node.
@@ -399,14 +398,7 @@ impl<'a> Sim<'a> {
             .map(|v| Queue {
                 name: v.name.clone(),
                 virtual_cluster: v.name.clone(),
-                parent: None,
-                share: 100,
-                max_share: 100,
-                user_limit: None,
-                policy: QueuePolicy::Fifo,
-                priority_preemption: false,
-                strict: false,
-                terminating: false,
+                ..Default::default()
             })
             .collect();
         let capacity = nodes.iter().map(|n| u64::from(n.allocatable.gpus)).sum();
