@@ -5,6 +5,8 @@
 //! - `helm lint` passes, with the defaults and with every optional part on;
 //! - the values (images, replicas, priority classes, node selectors, tolerations, resources,
 //!   the disruption budget, the operator's flags, the toggles) reach the objects;
+//! - `imagePullSecrets` reach every pod kubetrain runs, in Helm and with kustomize's
+//!   component; the optional default tenant renders a VirtualCluster and its Queue;
 //! - `helm template | kubectl apply --dry-run=server` passes against the API server;
 //! - a real `helm install` creates every object it renders, `helm uninstall` removes them;
 //! - the chart's RBAC is kustomize's (`config/default`), rule for rule: both read the same
@@ -500,6 +502,109 @@ fn chart_values_reach_the_objects() {
     }
 }
 
+/// A private registry's pull secret reaches every pod kubetrain runs: the operator's and the
+/// labeler's directly, the GPU reservation pods' through their ServiceAccount (the operator
+/// creates those pods); and the optional default tenant is a VirtualCluster whose
+/// defaultQueue is the chart's Queue, kept on uninstall.
+#[test]
+fn chart_sets_pull_secrets_and_a_default_tenant() {
+    let objs = docs(&helm_ok(
+        None,
+        &[
+            "template",
+            "kubetrain",
+            CHART,
+            "--set",
+            "imagePullSecrets[0].name=regcred",
+            "--set",
+            "defaultTenant.enabled=true",
+            "--set",
+            "defaultTenant.namespaces[0]=team-a",
+            "--set",
+            "defaultTenant.guarantee[0].flavor=A100",
+            "--set",
+            "defaultTenant.guarantee[0].gpus=8",
+        ],
+    ));
+    let find = |kind: &str, name: &str| {
+        objs.iter()
+            .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("the chart renders no {kind} {name}"))
+    };
+    let secrets = json!([{"name": "regcred"}]);
+    for (kind, name) in [
+        ("Deployment", "kubetrain-operator"),
+        ("DaemonSet", "kubetrain-node-labeler"),
+    ] {
+        assert_eq!(
+            find(kind, name)["spec"]["template"]["spec"]["imagePullSecrets"],
+            secrets,
+            "{kind} {name}"
+        );
+    }
+    assert_eq!(
+        find("ServiceAccount", "kubetrain-gpu-reservation")["imagePullSecrets"],
+        secrets
+    );
+    let vc = find("VirtualCluster", "default");
+    assert_eq!(vc["spec"]["namespaces"], json!(["team-a"]));
+    assert_eq!(vc["spec"]["defaultQueue"], "default");
+    assert_eq!(
+        vc["spec"]["guarantee"],
+        json!([{"flavor": "A100", "gpus": 8}])
+    );
+    let queue = find("Queue", "default");
+    assert_eq!(queue["spec"]["virtualCluster"], "default");
+    for o in [vc, queue] {
+        assert_eq!(
+            o["metadata"]["annotations"]["helm.sh/resource-policy"],
+            "keep"
+        );
+    }
+    // Off by default: nothing of either.
+    let plain = docs(&helm_ok(None, &["template", "kubetrain", CHART]));
+    assert!(
+        plain
+            .iter()
+            .all(|o| o["kind"] != "VirtualCluster" && o.get("imagePullSecrets").is_none()),
+        "the defaults render a tenant or pull secrets"
+    );
+}
+
+/// kustomize's optional component puts the registry's pull secret on the three
+/// ServiceAccounts whose pods pull kubetrain's images.
+#[test]
+fn kustomize_component_sets_pull_secrets() {
+    let dir = repo_root().join("target/kustomize-pull-secrets");
+    std::fs::create_dir_all(&dir).expect("overlay dir");
+    std::fs::write(
+        dir.join("kustomization.yaml"),
+        "resources: [../../config/default]\n\
+         components: [../../config/components/image-pull-secrets]\n",
+    )
+    .expect("overlay");
+    let objs = docs(&kubectl_local(&[
+        "kustomize",
+        "target/kustomize-pull-secrets",
+    ]));
+    let accounts: BTreeMap<&str, &Value> = objs
+        .iter()
+        .filter(|o| o["kind"] == "ServiceAccount")
+        .filter_map(|o| Some((o["metadata"]["name"].as_str()?, &o["imagePullSecrets"])))
+        .collect();
+    for name in [
+        "kubetrain-operator",
+        "kubetrain-node-labeler",
+        "kubetrain-gpu-reservation",
+    ] {
+        assert_eq!(
+            accounts.get(name).copied(),
+            Some(&json!([{"name": "kubetrain-registry"}])),
+            "ServiceAccount {name}: {accounts:?}"
+        );
+    }
+}
+
 /// name → rules of every ClusterRole and Role in `objs`.
 fn roles(objs: &[Value]) -> BTreeMap<String, Value> {
     objs.iter()
@@ -590,6 +695,20 @@ fn chart_template_passes_a_server_side_dry_run() {
         .expect("kubectl runs");
     let mut args = vec!["template", "kubetrain", CHART, "--namespace", ns];
     args.extend_from_slice(ALL_ON);
+    // The default tenant's objects pass the CRDs' schema and CEL rules (dry run: nothing
+    // is kept).
+    args.extend_from_slice(&[
+        "--set",
+        "defaultTenant.enabled=true",
+        "--set",
+        "defaultTenant.virtualCluster=dry-run-tenant",
+        "--set",
+        "defaultTenant.queue=dry-run-queue",
+        "--set",
+        "defaultTenant.guarantee[0].flavor=A100",
+        "--set",
+        "defaultTenant.guarantee[0].gpus=8",
+    ]);
     let rendered = helm_ok(None, &args);
     let out = cp
         .kubectl_stdin(&["apply", "--dry-run=server", "-f", "-"], &rendered)
@@ -608,6 +727,8 @@ fn chart_template_passes_a_server_side_dry_run() {
         "prometheusrule.monitoring.coreos.com/kubetrain",
         "configmap/kubetrain-grafana-dashboard",
         "configmap/argocd-cm",
+        "virtualcluster.kubetrain.io/dry-run-tenant",
+        "queue.kubetrain.io/dry-run-queue",
     ] {
         assert!(
             out.stdout.contains(what),
