@@ -38,7 +38,8 @@ pub fn test_config(identity: &str) -> Config {
             name: "kubetrain-operator".into(),
             identity: identity.into(),
             duration: Duration::from_secs(6),
-            renew: Duration::from_secs(1),
+            renew_deadline: Duration::from_secs(4),
+            retry: Duration::from_secs(1),
         },
         http: None,
     }

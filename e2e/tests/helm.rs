@@ -367,6 +367,8 @@ fn chart_values_reach_the_objects() {
             "--set",
             "operator.resync=30s",
             "--set",
+            "operator.leaderElection.leaseDuration=30s",
+            "--set",
             "operator.masterPort=29500",
             "--set",
             "operator.workloadHistory=500",
@@ -419,6 +421,8 @@ fn chart_values_reach_the_objects() {
     for want in [
         "--gpu-binding=device-plugin",
         "--resync=30s",
+        "--leader-elect-lease-duration=30s",
+        "--leader-elect-renew-deadline=10s",
         "--master-port=29500",
         "--workload-history=500",
     ] {

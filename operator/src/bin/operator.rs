@@ -81,6 +81,17 @@ struct Args {
     /// This replica's identity in leader election.
     #[arg(long, env = "POD_NAME")]
     identity: Option<String>,
+    /// How long a standby waits, having seen the leader's Lease unchanged, before it takes
+    /// over. Judged on each replica's own clock, so clocks that disagree do not matter.
+    #[arg(long, env = "KUBETRAIN_LEADER_ELECT_LEASE_DURATION", default_value = "15s", value_parser = parse_duration)]
+    leader_elect_lease_duration: Duration,
+    /// How long the leader goes on leading when it cannot renew its Lease; it steps down
+    /// after that, before a standby may take over. Shorter than the lease duration.
+    #[arg(long, env = "KUBETRAIN_LEADER_ELECT_RENEW_DEADLINE", default_value = "10s", value_parser = parse_duration)]
+    leader_elect_renew_deadline: Duration,
+    /// Time between tries to take or renew the Lease. Shorter than the renew deadline.
+    #[arg(long, env = "KUBETRAIN_LEADER_ELECT_RETRY_PERIOD", default_value = "2s", value_parser = parse_duration)]
+    leader_elect_retry_period: Duration,
     /// Time between scheduling cycles when nothing changes: "5s", "500ms", "1m"; a bare
     /// number is seconds. At least 1 s.
     #[arg(long, env = "KUBETRAIN_RESYNC", default_value = "5s", value_parser = parse_duration)]
@@ -244,11 +255,13 @@ async fn main() -> anyhow::Result<()> {
             namespace: args.namespace,
             name: "kubetrain-operator".into(),
             identity,
-            duration: Duration::from_secs(15),
-            renew: Duration::from_secs(2),
+            duration: args.leader_elect_lease_duration,
+            renew_deadline: args.leader_elect_renew_deadline,
+            retry: args.leader_elect_retry_period,
         },
         http,
     };
+    config.leader.check().map_err(anyhow::Error::msg)?;
     controller::run(client, config).await?;
     Ok(())
 }
@@ -256,6 +269,33 @@ async fn main() -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn leader_election_durations_are_flags() {
+        let args = Args::try_parse_from(["kubetrain-operator"]).expect("defaults parse");
+        assert_eq!(
+            (
+                args.leader_elect_lease_duration,
+                args.leader_elect_renew_deadline,
+                args.leader_elect_retry_period
+            ),
+            (
+                LeaderSettings::DEFAULT_DURATION,
+                LeaderSettings::DEFAULT_RENEW_DEADLINE,
+                LeaderSettings::DEFAULT_RETRY
+            )
+        );
+        let args = Args::try_parse_from([
+            "kubetrain-operator",
+            "--leader-elect-lease-duration=1m",
+            "--leader-elect-renew-deadline=40s",
+            "--leader-elect-retry-period=5s",
+        ])
+        .expect("flags parse");
+        assert_eq!(args.leader_elect_lease_duration, Duration::from_secs(60));
+        assert_eq!(args.leader_elect_renew_deadline, Duration::from_secs(40));
+        assert_eq!(args.leader_elect_retry_period, Duration::from_secs(5));
+    }
 
     #[test]
     fn resync_flag_and_its_old_spelling() {

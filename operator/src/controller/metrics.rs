@@ -54,6 +54,8 @@ pub struct Metrics {
     pub gpus_bonus: Family<VcLabels, FractionGauge>,
     pub reconcile_errors: Family<ErrorLabels, Counter>,
     pub workload_history_arrivals: Gauge,
+    /// 1 while this replica holds the leader Lease, else 0.
+    pub leader: Gauge,
 }
 
 impl Default for Metrics {
@@ -107,6 +109,12 @@ impl Default for Metrics {
             "Reconciliations that failed and were retried, by controller and error",
             reconcile_errors.clone(),
         );
+        let leader = Gauge::default();
+        registry.register(
+            "leader",
+            "1 while this replica holds the leader Lease and schedules, 0 while it stands by",
+            leader.clone(),
+        );
         let workload_history_arrivals = Gauge::default();
         registry.register(
             "workload_history_arrivals",
@@ -139,6 +147,7 @@ impl Default for Metrics {
             gpus_bonus,
             reconcile_errors,
             workload_history_arrivals,
+            leader,
         }
     }
 }

@@ -96,6 +96,7 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
         _ = elector.acquire() => {}
         _ = shutdown_signal() => { info!("shutting down"); return Ok(()); }
     }
+    ctx.metrics.leader.set(1);
     ctx.job_triggers.enable(&ctx.stores.jobs);
     // Only the leader learns the workload, so only it reads and writes the history.
     if ctx.settings.workload.learns() {
@@ -130,6 +131,7 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
         stopped = leading.join_next() => Err(stopped_part(stopped)),
         _ = elector.hold() => {
             warn!("stepping down");
+            ctx.metrics.leader.set(0);
             // The lease is gone: none of the leader's work may go on.
             leading.shutdown().await;
             return Ok(());
@@ -141,6 +143,7 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
     // Still the leader: what was learned since the last save is not lost.
     save_history(&ctx, &history_store).await;
     elector.release().await;
+    ctx.metrics.leader.set(0);
     outcome
 }
 
