@@ -10,6 +10,7 @@
 pub mod backoff;
 pub mod conditions;
 pub mod context;
+pub mod cycle_plan;
 pub mod error;
 pub mod finalizing;
 pub mod gang;

@@ -8,6 +8,7 @@
 /// Each pure module's source, by path.
 const PURE: &[(&str, &str)] = &[
     ("conditions.rs", include_str!("conditions.rs")),
+    ("cycle_plan.rs", include_str!("cycle_plan.rs")),
     ("gang.rs", include_str!("gang.rs")),
     ("job_key.rs", include_str!("job_key.rs")),
     ("node_health.rs", include_str!("node_health.rs")),

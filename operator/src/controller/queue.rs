@@ -6,7 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::jiff::Timestamp;
 use kube::runtime::controller::Action;
 use kube::runtime::finalizer::Event as Finalizer;
 use kube::runtime::reflector::ObjectRef;
@@ -27,11 +28,13 @@ pub const FINALIZER: &str = "kubetrain.io/queue-jobs";
 
 #[instrument(skip_all, fields(queue = %queue.name_any()))]
 pub async fn reconcile(queue: Arc<Queue>, ctx: Arc<Context>) -> Result<Action, Error> {
+    // The reconcile's one reading of the clock: every condition it sets changes at `t`.
+    let t = Time(Timestamp::now());
     let api: Api<Queue> = Api::all(ctx.client.clone());
     finalizing::reconcile(&api, FINALIZER, queue, |event| async {
         match event {
-            Finalizer::Apply(q) => apply(&q, &ctx).await,
-            Finalizer::Cleanup(q) => cleanup(&q, &ctx).await,
+            Finalizer::Apply(q) => apply(&q, &ctx, &t).await,
+            Finalizer::Cleanup(q) => cleanup(&q, &ctx, &t).await,
         }
     })
     .await
@@ -95,7 +98,7 @@ async fn write_status(queue: &Queue, ctx: &Context, status: QueueStatus) -> Resu
     Ok(())
 }
 
-fn computed_status(queue: &Queue, ctx: &Context) -> QueueStatus {
+fn computed_status(queue: &Queue, ctx: &Context, t: &Time) -> QueueStatus {
     let name = queue.name_any();
     let u = ctx
         .state()
@@ -104,20 +107,12 @@ fn computed_status(queue: &Queue, ctx: &Context) -> QueueStatus {
         .get(&name)
         .cloned()
         .unwrap_or_default();
-    status_of(queue, &u, &now())
-}
-
-fn now() -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {
-    k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now())
+    status_of(queue, &u, t)
 }
 
 /// The status from the last cycle's numbers `u` (the queue's subtree), every condition but
 /// `Ready` and `Terminating`.
-fn status_of(
-    queue: &Queue,
-    u: &QueueUsage,
-    t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
-) -> QueueStatus {
+fn status_of(queue: &Queue, u: &QueueUsage, t: &Time) -> QueueStatus {
     let mut status = queue.status.clone().unwrap_or_default();
     status.pending = u.pending;
     status.admitted = u.admitted;
@@ -129,7 +124,7 @@ fn status_of(
     status.oldest_pending_since = u
         .oldest_pending_since
         .and_then(|s| k8s_openapi::jiff::Timestamp::from_second(s).ok())
-        .map(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time);
+        .map(Time);
     status.observed_generation = queue.metadata.generation;
     above_limit(queue, &mut status, u, t);
     status
@@ -142,12 +137,7 @@ fn status_of(
 /// GPUs above the maximum are those of jobs already leaving (the victims a limit needed,
 /// checkpointing), it is True with reason `JobsLeaving`: nobody lowered anything, and the
 /// excess is going. No condition at `maxShare: 100`.
-fn above_limit(
-    queue: &Queue,
-    status: &mut QueueStatus,
-    u: &QueueUsage,
-    t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
-) {
+fn above_limit(queue: &Queue, status: &mut QueueStatus, u: &QueueUsage, t: &Time) {
     let Some(max) = u.max_milli_gpus.map(GpuAmount::from_milli) else {
         conditions::remove(&mut status.conditions, Type::AboveLimit);
         return;
@@ -194,12 +184,11 @@ fn above_limit(
     );
 }
 
-async fn apply(queue: &Queue, ctx: &Context) -> Result<Action, Error> {
+async fn apply(queue: &Queue, ctx: &Context, t: &Time) -> Result<Action, Error> {
     if !ctx.state().usage.computed {
         return Ok(Action::requeue(Duration::from_secs(1)));
     }
-    let mut status = computed_status(queue, ctx);
-    let t = now();
+    let mut status = computed_status(queue, ctx, t);
     let vc = &queue.spec.virtual_cluster;
     let cached = ctx.stores.vcs.get(&ObjectRef::new(vc));
     if cached.is_none() && ctx.exists_on_server::<VirtualCluster>(vc).await {
@@ -242,7 +231,7 @@ async fn apply(queue: &Queue, ctx: &Context) -> Result<Action, Error> {
         reason,
         msg,
         queue.metadata.generation,
-        &t,
+        t,
     );
     conditions::remove(&mut status.conditions, Type::Terminating);
     write_status(queue, ctx, status).await?;
@@ -253,13 +242,12 @@ async fn apply(queue: &Queue, ctx: &Context) -> Result<Action, Error> {
 /// admitted jobs are done, as Kueue's ClusterQueue does. Its waiting jobs stay: they are
 /// `UnknownQueue` once it is gone and start again if a queue of that name comes back.
 /// Waiting for them too would hold the queue in `Terminating` until someone deletes them.
-async fn cleanup(queue: &Queue, ctx: &Context) -> Result<Action, Error> {
+async fn cleanup(queue: &Queue, ctx: &Context, t: &Time) -> Result<Action, Error> {
     let (admitted, waiting) = unfinished_jobs(queue, ctx);
     if admitted == 0 {
         return Ok(Action::await_change());
     }
-    let mut status = computed_status(queue, ctx);
-    let t = now();
+    let mut status = computed_status(queue, ctx, t);
     let msg = format!(
         "Deletion waits for {admitted} admitted job(s) of this queue to finish or be deleted; \
          its {waiting} waiting job(s) are not admitted and stay when it goes."
@@ -271,7 +259,7 @@ async fn cleanup(queue: &Queue, ctx: &Context) -> Result<Action, Error> {
         Reason::JobsRemain,
         msg,
         queue.metadata.generation,
-        &t,
+        t,
     );
     // `Ready` said "Admitting jobs": no longer true.
     conditions::set(
@@ -281,7 +269,7 @@ async fn cleanup(queue: &Queue, ctx: &Context) -> Result<Action, Error> {
         Reason::Terminating,
         "The queue is being deleted: it admits no new jobs.",
         queue.metadata.generation,
-        &t,
+        t,
     );
     write_status(queue, ctx, status).await?;
     Err(Error::QueueNotEmpty {
@@ -315,7 +303,7 @@ mod tests {
             "spec": {"virtualCluster": "alpha", "maxShare": 10}
         }))
         .expect("queue");
-        let t = now();
+        let t = Time(Timestamp::UNIX_EPOCH);
         let mut u = QueueUsage {
             running: 2,
             milli_gpus: 4_000,

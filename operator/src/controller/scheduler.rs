@@ -1,37 +1,45 @@
-//! The scheduling loop: one task that turns the caches into a snapshot, asks
-//! [`sched::schedule`] for decisions, and carries them out.
+//! The scheduling loop: one task that runs a cycle on every cache change (debounced) and on a
+//! periodic resync. A cycle reads as three steps, as Kueue numbers its own:
 //!
-//! It runs on every cache change (debounced) and on a periodic resync. Admission creates the
-//! gang's pods bound to their nodes; preemption marks the victims' pods with a checkpoint
-//! request. Everything else — phases, conditions, deleting pods after a checkpoint — is the
+//! 1. **Observe** (`observe`): let go of the admissions and checkpoint requests the caches
+//!    now show, then read the caches, the waits and usage last published, and the time, once.
+//! 2. **Plan** ([`cycle_plan::plan`], pure): the snapshot, [`sched::schedule`]'s decisions,
+//!    the usage, the reservations, the waits to publish, and the API calls that follow.
+//! 3. **Carry out** (`record`, `carry_out`): the state and metrics, then the calls:
+//!    admission creates the gang's pods bound to their nodes; preemption marks the victims'
+//!    pods with a checkpoint request.
+//!
+//! Everything else — phases, conditions, deleting pods after a checkpoint — is the
 //! TrainingJob reconciler's, which reads the same caches.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 use tracing::{Instrument, debug, error, info, info_span, warn};
 
-use super::context::Context;
+use super::context::{Context, RefMaps, Settings};
+use super::cycle_plan::{self, CyclePlan};
 use super::gang::Gang;
 use super::job_key::{JobKey, owned_by};
 use super::metrics::{QueueLabels, ReasonLabels};
 use super::pods::{
     bonus_patch, checkpoint_request_patch, disruption_budget, gang_pods, headless_service,
 };
-use super::reservations;
-use super::snapshot::{self, Asked, Inflight, World};
-use super::usage;
-use super::waiting::{Published, publish};
+use super::snapshot::{Asked, Inflight, World};
+use super::usage::Usage;
+use super::waiting::Published;
+use crate::api::TrainingJob;
 use crate::api::annotations::{PREEMPTED_FOR, PREEMPTION_REASON};
 use crate::api::reasons::EventReason;
-use crate::api::{Phase, TrainingJob};
 use crate::sched;
 
 #[derive(Debug, thiserror::Error)]
@@ -118,17 +126,91 @@ pub async fn run(ctx: Arc<Context>) {
     }
 }
 
-fn now() -> i64 {
-    k8s_openapi::jiff::Timestamp::now().as_second()
-}
-
-/// One scheduling cycle; returns how long its own work took (the snapshot, the core and the
-/// usage, without the API calls that carry the decisions out).
+/// One scheduling cycle; returns how long its own work took (the observation, the snapshot,
+/// the core and the usage, without the API calls that carry the decisions out).
 pub async fn cycle(ctx: &Arc<Context>) -> Duration {
     let started = Instant::now();
     ctx.state().scheduling = true;
-    let now = now();
-    let (inflight, asked) = {
+    // The cycle's one reading of the clock: the plan decides at this time, and the
+    // admissions and requests in flight are dated by it.
+    let now = Timestamp::now().as_second();
+    // 1. Observe: the scheduler's memory and the caches, read once.
+    let observed = observe(ctx, now);
+    // 2. Plan: the snapshot, the core's decisions and all that follows from them without
+    //    the API (`cycle_plan`). Its work (20 ms to most of a second at 10,000 jobs) runs on
+    //    a blocking thread: on a runtime worker it would hold up the watches, the
+    //    reconcilers and the lease renewal that share it.
+    let planned = tokio::task::spawn_blocking({
+        let (ctx, span) = (ctx.clone(), tracing::Span::current());
+        move || {
+            let _cycle = span.enter();
+            let shapes = |snap: &sched::Snapshot| workload_shapes(&ctx, snap, &observed.jobs);
+            cycle_plan::plan(&observed.inputs(&ctx.settings, &shapes))
+        }
+    })
+    .await;
+    let mut plan = match planned {
+        Ok(plan) => plan,
+        Err(e) => {
+            // A fault of the core's, not of any one object: nothing is carried out, and the
+            // next cycle (on the next change or resync) tries again.
+            error!(error = %e, "scheduling cycle failed; nothing was changed");
+            ctx.state().scheduling = false;
+            return started.elapsed();
+        }
+    };
+    let work = started.elapsed();
+    ctx.metrics.cycle_seconds.observe(work.as_secs_f64());
+    // 3. Carry out: the plan's numbers and waits, then its API calls.
+    record(ctx, &mut plan, started);
+    carry_out(ctx, plan, now).await;
+    ctx.state().scheduling = false;
+    work
+}
+
+/// What one cycle reads: the scheduler's memory (the admissions and checkpoint requests still
+/// in flight, the waits and usage last published) and the caches.
+struct Observed {
+    now: i64,
+    inflight: BTreeMap<JobKey, Inflight>,
+    asked: BTreeMap<JobKey, Asked>,
+    published: BTreeMap<JobKey, Published>,
+    usage: Usage,
+    nodes: Vec<Arc<Node>>,
+    pods: Vec<Arc<Pod>>,
+    jobs: Vec<Arc<TrainingJob>>,
+    maps: Arc<RefMaps>,
+}
+
+impl Observed {
+    fn inputs<'a>(
+        &'a self,
+        settings: &'a Settings,
+        shapes: &'a dyn Fn(&sched::Snapshot) -> Vec<sched::WorkloadShape>,
+    ) -> cycle_plan::Inputs<'a> {
+        cycle_plan::Inputs {
+            world: World {
+                now: self.now,
+                nodes: &self.nodes,
+                pods: &self.pods,
+                jobs: &self.jobs,
+                refs: self.maps.refs(),
+                inflight: &self.inflight,
+                asked: &self.asked,
+                reservation_namespace: &settings.pods.reservation.namespace,
+            },
+            options: &settings.sched,
+            published: &self.published,
+            usage: &self.usage,
+            shapes,
+        }
+    }
+}
+
+/// Step 1: lets go of the admissions and checkpoint requests the caches now show (or that
+/// no longer matter), then reads the caches.
+fn observe(ctx: &Context, now: i64) -> Observed {
+    let (inflight, asked, published, usage) = {
         let mut state = ctx.state();
         // An admission stops being in flight once the cache shows every pod of it, in any
         // phase (a pod the kubelet refused at admission is Failed at once, and must not
@@ -152,227 +234,119 @@ pub async fn cycle(ctx: &Arc<Context>) -> Duration {
                 && job_attempt(&current) == a.attempt
                 && now - a.at < 120
         });
-        (state.inflight.clone(), state.asked.clone())
+        // The waits and usage only the cycle writes: the last cycle's.
+        (
+            state.inflight.clone(),
+            state.asked.clone(),
+            state.waiting.clone(),
+            state.usage.clone(),
+        )
     };
     // The caches are read after the admissions in flight were let go: one let go because the
     // cache showed its pods is then in this view too. Read before, a pod arriving in between
     // left the job with neither its pods nor its admission, and it was admitted again.
-    let nodes = ctx.stores.nodes.state();
-    let pods = ctx.stores.pods.state();
-    let jobs = ctx.stores.jobs.state();
-    let maps = ctx.ref_maps();
-    // The cycle's own work (20 ms to most of a second at 10,000 jobs) runs on a blocking
-    // thread: on a runtime worker it would hold up the watches, the reconcilers and the
-    // lease renewal that share it.
-    let computed = tokio::task::spawn_blocking({
-        let (ctx, span) = (ctx.clone(), tracing::Span::current());
-        move || {
-            let _cycle = span.enter();
-            let world = World {
-                now,
-                nodes: &nodes,
-                pods: &pods,
-                jobs: &jobs,
-                refs: maps.refs(),
-                inflight: &inflight,
-                asked: &asked,
-                reservation_namespace: &ctx.settings.pods.reservation.namespace,
-            };
-            let mut snap = snapshot::build(&world);
-            snap.workload = workload_shapes(&ctx, &snap, &jobs);
-            let decisions = sched::schedule_with(&snap, &ctx.settings.sched);
-            let usage = usage::compute(&snap, &decisions.usage, &jobs, &world.refs);
-            let sizes = (snap.nodes.len(), snap.jobs.len());
-            let reserve = reservations::plan(&pods, &ctx.settings.pods.reservation.namespace);
-            (decisions, usage, jobs, sizes, reserve)
-        }
-    })
-    .await;
-    let (decisions, usage, jobs, (snap_nodes, snap_jobs), reserve) = match computed {
-        Ok(computed) => computed,
-        Err(e) => {
-            // A fault of the core's, not of any one object: nothing is carried out, and the
-            // next cycle (on the next change or resync) tries again.
-            error!(error = %e, "scheduling cycle failed; nothing was changed");
-            ctx.state().scheduling = false;
-            return started.elapsed();
-        }
-    };
-    let work = started.elapsed();
-    ctx.metrics.cycle_seconds.observe(work.as_secs_f64());
-    let mut by_phase: std::collections::BTreeMap<String, i64> = [
-        Phase::Pending,
-        Phase::Queued,
-        Phase::Starting,
-        Phase::Running,
-        Phase::Preempting,
-        Phase::Retrying,
-        Phase::Suspended,
-        Phase::Succeeded,
-        Phase::Failed,
-    ]
-    .iter()
-    .map(|p| (p.to_string(), 0))
-    .collect();
-    for j in jobs.iter() {
-        *by_phase
-            .entry(
-                j.status
-                    .as_ref()
-                    .map(|s| s.phase)
-                    .unwrap_or_default()
-                    .to_string(),
-            )
-            .or_default() += 1;
+    Observed {
+        now,
+        inflight,
+        asked,
+        published,
+        usage,
+        nodes: ctx.stores.nodes.state(),
+        pods: ctx.stores.pods.state(),
+        jobs: ctx.stores.jobs.state(),
+        maps: ctx.ref_maps(),
     }
-    for (phase, n) in by_phase {
+}
+
+/// Step 3, first part: the plan's numbers in the metrics, its waits and usage moved into the
+/// scheduler's state; the jobs whose published wait changed are reconciled, rather than
+/// every waiting job polled.
+fn record(ctx: &Context, plan: &mut CyclePlan, started: Instant) {
+    for (phase, n) in &plan.by_phase {
         ctx.metrics
             .jobs
-            .get_or_create(&super::metrics::PhaseLabels { phase })
-            .set(n);
+            .get_or_create(&super::metrics::PhaseLabels {
+                phase: phase.clone(),
+            })
+            .set(*n);
     }
     debug!(
-        nodes = snap_nodes,
-        jobs = snap_jobs,
-        admitted = decisions.admissions.len(),
-        preempted = decisions.preemptions.len(),
+        nodes = plan.nodes,
+        jobs = plan.jobs,
+        admitted = plan.admissions.len(),
+        preempted = plan.preemptions,
         elapsed_ms = started.elapsed().as_millis() as u64,
         "cycle"
     );
-    let changed: Vec<JobKey> = {
+    {
         let mut state = ctx.state();
-        let waiting: std::collections::BTreeMap<JobKey, Published> = decisions
-            .waiting
-            .iter()
-            .filter_map(|w| {
-                let job: JobKey = w.job.parse().ok()?;
-                let said = publish(state.waiting.get(&job), &w.reason, w.position, now);
-                Some((job, said))
-            })
-            .collect();
-        let changed = waiting
-            .iter()
-            .filter(|(job, said)| state.waiting.get(*job) != Some(*said))
-            .map(|(job, _)| job.clone())
-            .chain(
-                state
-                    .waiting
-                    .keys()
-                    .filter(|job| !waiting.contains_key(*job))
-                    .cloned(),
-            )
-            .collect();
-        state.waiting = waiting;
-        if state.usage != usage {
+        state.waiting = std::mem::take(&mut plan.waiting);
+        if plan.usage_changed {
             ctx.usage_changed.send_modify(|v| *v = v.wrapping_add(1));
         }
-        state.usage = usage;
-        changed
-    };
-    // A waiting job's status says why it waits and where it stands in its queue: reconcile
-    // those whose published wait changed now, rather than polling every waiting job.
-    for job in changed {
+        state.usage = std::mem::take(&mut plan.usage);
+    }
+    for job in &plan.reconcile {
         ctx.job_triggers.request(job.object_ref());
     }
-    // The core names jobs by their key's text (`snapshot::job_model`).
-    let jobs_by_key: std::collections::BTreeMap<JobKey, Arc<TrainingJob>> =
-        jobs.iter().map(|j| (JobKey::of(j), j.clone())).collect();
-    let job_of = |id: &str| {
-        id.parse::<JobKey>()
-            .ok()
-            .and_then(|key| jobs_by_key.get(&key))
-    };
+}
 
+/// Step 3: the plan's API calls, in this order: gangs created, requests withdrawn, victims
+/// asked, beneficiaries told, bonus marks changed, reservations.
+async fn carry_out(ctx: &Arc<Context>, plan: CyclePlan, now: i64) {
     // The core's placements never overlap, so gangs are created concurrently; each waits
     // only on its own API calls.
-    futures::stream::iter(&decisions.admissions)
-        .for_each_concurrent(ADMISSION_CONCURRENCY, |admission| {
-            let job_of = &job_of;
-            async move {
-                let Some(job) = job_of(&admission.job) else {
-                    return;
-                };
-                if let Err(e) = admit(ctx, job, admission).await {
-                    if let AdmitError::PredecessorLeaving(_) = e {
-                        // Nothing for anyone to do: a Warning here asked users to delete a
-                        // pod that was already going.
-                        debug!(job = %JobKey::of(job), reason = %e, "admission waits");
-                        return;
-                    }
-                    warn!(job = %JobKey::of(job), error = %e, "admission failed");
-                    if let AdmitError::Refused { object, message } = &e {
-                        ctx.refuse(job, object.clone(), message.clone());
-                    }
-                    ctx.event(
-                        job.as_ref(),
-                        EventType::Warning,
-                        EventReason::AdmissionFailed.as_str(),
-                        admission_failed_note(&e),
-                    )
-                    .await;
-                }
+    futures::stream::iter(&plan.admissions)
+        .for_each_concurrent(ADMISSION_CONCURRENCY, |(job, admission)| async move {
+            if let Err(e) = admit(ctx, job, admission, now).await {
+                admission_failed(ctx, job, e).await;
             }
         })
         .await;
     // Withdrawals first: a victim cancelled and preempted again in one cycle keeps its
     // request (the core drops such a cancellation), so the two never cross.
-    for cancellation in &decisions.cancellations {
-        if let Some(job) = job_of(&cancellation.job) {
-            super::withdrawal::withdraw(ctx, job, cancellation).await;
-        }
+    for (job, cancellation) in &plan.withdrawals {
+        super::withdrawal::withdraw(ctx, job, cancellation).await;
     }
     // Every victim is asked at once: a victim's grace period runs from its own request, and
-    // the beneficiary waits for the last of them. A job named by two preemptions is asked
-    // for them in order, as before.
-    let mut asks: std::collections::BTreeMap<&str, Vec<&sched::Preemption>> = Default::default();
-    for preemption in &decisions.preemptions {
-        for victim in &preemption.victims {
-            asks.entry(victim.as_str()).or_default().push(preemption);
-        }
-    }
-    futures::stream::iter(asks)
-        .for_each_concurrent(ADMISSION_CONCURRENCY, |(victim, preemptions)| {
-            let job_of = &job_of;
-            async move {
-                let Some(job) = job_of(victim) else {
-                    return;
-                };
-                for preemption in preemptions {
-                    request_checkpoint(ctx, job, preemption).await;
-                }
+    // the beneficiary waits for the last of them.
+    futures::stream::iter(&plan.asks)
+        .for_each_concurrent(ADMISSION_CONCURRENCY, |ask| async move {
+            for preemption in &ask.preemptions {
+                request_checkpoint(ctx, &ask.victim, preemption).await;
             }
         })
         .await;
-    // The job the room is made for says so too: its wait reason names the victims only
-    // while it waits, and afterwards `kubectl describe` showed nothing of why it waited
-    // (an acceptance run).
-    for preemption in decisions
-        .preemptions
-        .iter()
-        .filter(|p| p.reason.for_a_job())
-    {
-        if let Some(job) = job_of(&preemption.beneficiary) {
-            event_in_background(
-                ctx,
-                job,
-                EventReason::MakingRoom,
-                making_room_note(preemption),
-            );
-        }
+    for (job, note) in plan.making_room {
+        event_in_background(ctx, &job, EventReason::MakingRoom, note);
     }
-    // Which jobs are bonus follows priority: the pods' mark (and with it the job's status)
-    // follows each change of standing.
-    let promoted = decisions.promotions.iter().map(|id| (id, false));
-    for (id, bonus) in promoted.chain(decisions.demotions.iter().map(|id| (id, true))) {
-        if let Some(job) = job_of(id) {
-            mark_bonus(ctx, job, bonus).await;
-        }
+    for (job, bonus) in &plan.marks {
+        mark_bonus(ctx, job, *bonus).await;
     }
     // Shares on device-plugin nodes: their GPUs' reservations, and the shares whose
     // reservation reported its device.
-    super::reservation_writes::carry_out(ctx, reserve).await;
-    ctx.state().scheduling = false;
-    work
+    super::reservation_writes::carry_out(ctx, plan.reservations).await;
+}
+
+/// A failed admission: a Warning Event, and the job held when the API server refused it.
+async fn admission_failed(ctx: &Arc<Context>, job: &Arc<TrainingJob>, e: AdmitError) {
+    if let AdmitError::PredecessorLeaving(_) = e {
+        // Nothing for anyone to do: a Warning here asked users to delete a pod that was
+        // already going.
+        debug!(job = %JobKey::of(job), reason = %e, "admission waits");
+        return;
+    }
+    warn!(job = %JobKey::of(job), error = %e, "admission failed");
+    if let AdmitError::Refused { object, message } = &e {
+        ctx.refuse(job, object.clone(), message.clone());
+    }
+    ctx.event(
+        job.as_ref(),
+        EventType::Warning,
+        EventReason::AdmissionFailed.as_str(),
+        admission_failed_note(&e),
+    )
+    .await;
 }
 
 /// The workload's shapes for the fragmentation score: the supplied ones, else the history
@@ -410,10 +384,12 @@ fn job_attempt(job: &TrainingJob) -> i32 {
     status.retries + status.preemptions + status.infrastructure_retries
 }
 
+/// `now`: the cycle's time, the admission's date in flight and the end of the job's wait.
 async fn admit(
     ctx: &Arc<Context>,
     job: &Arc<TrainingJob>,
     admission: &sched::Admission,
+    now: i64,
 ) -> Result<(), AdmitError> {
     let key = JobKey::of(job);
     let ns = job
@@ -453,7 +429,7 @@ async fn admit(
         Inflight {
             placement: admission.placement.clone(),
             bonus: admission.bonus,
-            at: now(),
+            at: now,
             attempt,
         },
     );
@@ -516,7 +492,7 @@ async fn admit(
         })
         .inc();
     if let Some(since) = super::usage::waiting_since(job) {
-        let delay = (now() - since).max(0) as f64;
+        let delay = (now - since).max(0) as f64;
         ctx.metrics
             .queueing_delay
             .get_or_create(&QueueLabels {
@@ -646,7 +622,10 @@ where
 /// Asks a victim to checkpoint: the request annotation on each of its pods (the job sees it
 /// through its downward-API file). The reconciler takes it from there.
 async fn request_checkpoint(ctx: &Arc<Context>, job: &Arc<TrainingJob>, p: &sched::Preemption) {
-    let stamp = k8s_openapi::jiff::Timestamp::now().to_string();
+    // Dated when written, not by the cycle's clock: the victim's grace period runs from the
+    // request, and admissions carried out before it may have taken seconds.
+    let written = Timestamp::now();
+    let stamp = written.to_string();
     // Only a preemption for a job has a beneficiary that can stop waiting (see `preemption`).
     let beneficiary = p.reason.for_a_job().then_some(p.beneficiary.as_str());
     let mut asked = 0;
@@ -684,7 +663,7 @@ async fn request_checkpoint(ctx: &Arc<Context>, job: &Arc<TrainingJob>, p: &sche
             Asked {
                 reason: p.reason,
                 beneficiary: beneficiary.map(str::to_string),
-                at: now(),
+                at: written.as_second(),
                 attempt: job_attempt(job),
             },
         );
@@ -714,21 +693,6 @@ async fn request_checkpoint(ctx: &Arc<Context>, job: &Arc<TrainingJob>, p: &sche
         // in the background: the rest of the cycle need not wait for it
         event_in_background(ctx, job, EventReason::Preempting, note);
     }
-}
-
-/// The beneficiary's Event of a preemption: who was asked to leave, and why.
-fn making_room_note(p: &sched::Preemption) -> String {
-    const NAMED: usize = 5;
-    let mut victims = p.victims[..p.victims.len().min(NAMED)].join(", ");
-    if p.victims.len() > NAMED {
-        victims.push_str(&format!(" and {} more", p.victims.len() - NAMED));
-    }
-    format!(
-        "{} preemption to make room for this job: asked {} job(s) to checkpoint and leave \
-         ({victims}); it starts once they are gone.",
-        p.reason,
-        p.victims.len()
-    )
 }
 
 /// Writes a Normal Event about `job` in the background: an Event is a record, not a step of
@@ -818,29 +782,6 @@ async fn mark_bonus(ctx: &Arc<Context>, job: &Arc<TrainingJob>, bonus: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_beneficiary_is_told_whom_its_room_is_made_of() {
-        let p = |n: usize| sched::Preemption {
-            beneficiary: "a/big".into(),
-            reason: sched::PreemptionReason::Reclaim,
-            victims: (0..n).map(|i| format!("b/v{i}")).collect(),
-            lost_gpu_seconds: 0,
-        };
-        assert_eq!(
-            making_room_note(&p(1)),
-            "Reclaim preemption to make room for this job: asked 1 job(s) to checkpoint and \
-             leave (b/v0); it starts once they are gone."
-        );
-        // a long list is cut, with the count kept
-        let note = making_room_note(&p(7));
-        assert!(
-            note.contains(
-                "asked 7 job(s) to checkpoint and leave (b/v0, b/v1, b/v2, b/v3, b/v4 and 2 more)"
-            ),
-            "{note}"
-        );
-    }
 
     fn api(code: u16, reason: &str, message: &str) -> kube::Error {
         kube::Error::Api(

@@ -34,10 +34,6 @@ use super::status;
 use super::validate::{Invalid, effective_priority, effective_queue, validate};
 use crate::api::{Queue, TrainingJob, VirtualCluster};
 
-fn now() -> Time {
-    Time(Timestamp::now())
-}
-
 /// What the lifecycle needs from the Context: the job's validity, queue and priority in
 /// effect, the scheduler's word on it, the nodes its pods are bound or placed on (each one
 /// lookup in the node cache's index, judged by `node_health`), settings.
@@ -137,7 +133,9 @@ pub async fn reconcile(job: Arc<TrainingJob>, ctx: Arc<Context>) -> Result<Actio
         return Ok(Action::requeue(Duration::from_secs(1)));
     }
     let old = job.status.clone().unwrap_or_default();
-    let t = now();
+    // The reconcile's one reading of the clock, after the observation: the lifecycle
+    // decides at `t` (its transitions, deadlines and timeouts).
+    let t = Time(Timestamp::now());
     let (status, fx) = lifecycle::next(&job, &gang, &world, &t);
     if fx.delete_job {
         let api: Api<TrainingJob> =

@@ -10,7 +10,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::jiff::Timestamp;
 use kube::runtime::controller::Action;
 use kube::runtime::finalizer::Event as Finalizer;
 use kube::{Api, ResourceExt};
@@ -33,11 +34,13 @@ pub const FINALIZER: &str = "kubetrain.io/virtualcluster-jobs";
 
 #[instrument(skip_all, fields(vc = %vc.name_any()))]
 pub async fn reconcile(vc: Arc<VirtualCluster>, ctx: Arc<Context>) -> Result<Action, Error> {
+    // The reconcile's one reading of the clock: every condition it sets changes at `t`.
+    let t = Time(Timestamp::now());
     let api: Api<VirtualCluster> = Api::all(ctx.client.clone());
     finalizing::reconcile(&api, FINALIZER, vc, |event| async {
         match event {
-            Finalizer::Apply(vc) => apply(&vc, &ctx).await,
-            Finalizer::Cleanup(vc) => cleanup(&vc, &ctx).await,
+            Finalizer::Apply(vc) => apply(&vc, &ctx, &t).await,
+            Finalizer::Cleanup(vc) => cleanup(&vc, &ctx, &t).await,
         }
     })
     .await
@@ -100,16 +103,11 @@ async fn write_status(
     Ok(())
 }
 
-fn now() -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {
-    k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now())
-}
-
-async fn apply(vc: &VirtualCluster, ctx: &Context) -> Result<Action, Error> {
-    let Some(mut status) = computed_status(vc, ctx) else {
+async fn apply(vc: &VirtualCluster, ctx: &Context, t: &Time) -> Result<Action, Error> {
+    let Some(mut status) = computed_status(vc, ctx, t) else {
         return Ok(Action::requeue(Duration::from_secs(1)));
     };
     let generation = vc.metadata.generation;
-    let t = now();
     let problems = configuration_problems(vc, ctx);
     match problems.first() {
         // The first problem's reason; every problem's message.
@@ -124,7 +122,7 @@ async fn apply(vc: &VirtualCluster, ctx: &Context) -> Result<Action, Error> {
                 .collect::<Vec<_>>()
                 .join(" "),
             generation,
-            &t,
+            t,
         ),
         None => conditions::set(
             &mut status.conditions,
@@ -133,7 +131,7 @@ async fn apply(vc: &VirtualCluster, ctx: &Context) -> Result<Action, Error> {
             Reason::Ready,
             "Guarantee and usage are up to date.",
             generation,
-            &t,
+            t,
         ),
     };
     write_status(vc, ctx, status).await?;
@@ -235,14 +233,14 @@ fn configuration_problems(vc: &VirtualCluster, ctx: &Context) -> Vec<(Reason, St
 /// of its queues that hold GPUs are done; they are not preempted for the deletion, and its
 /// guarantee covers them meanwhile. Waiting jobs do not hold it: they stay, and are
 /// `UnknownVirtualCluster` once it is gone.
-async fn cleanup(vc: &VirtualCluster, ctx: &Context) -> Result<Action, Error> {
+async fn cleanup(vc: &VirtualCluster, ctx: &Context, t: &Time) -> Result<Action, Error> {
     let admitted = admitted_jobs(vc, ctx);
     if admitted == 0 {
         debug!("no job of its queues holds GPUs; the finalizer goes");
         ctx.metrics.forget_virtual_cluster(&vc.name_any());
         return Ok(Action::await_change());
     }
-    if let Some(mut status) = computed_status(vc, ctx) {
+    if let Some(mut status) = computed_status(vc, ctx, t) {
         conditions::set(
             &mut status.conditions,
             Type::Ready,
@@ -253,7 +251,7 @@ async fn cleanup(vc: &VirtualCluster, ctx: &Context) -> Result<Action, Error> {
                  deletion waits for its {admitted} running job(s) to finish or be deleted."
             ),
             vc.metadata.generation,
-            &now(),
+            t,
         );
         write_status(vc, ctx, status).await?;
     }
@@ -265,7 +263,7 @@ async fn cleanup(vc: &VirtualCluster, ctx: &Context) -> Result<Action, Error> {
 
 /// The status from the last cycle's usage, every condition but `Ready`; None before the
 /// first cycle.
-fn computed_status(vc: &VirtualCluster, ctx: &Context) -> Option<VirtualClusterStatus> {
+fn computed_status(vc: &VirtualCluster, ctx: &Context, t: &Time) -> Option<VirtualClusterStatus> {
     let name = vc.name_any();
     let (u, capacity, computed) = {
         let state = ctx.state();
@@ -326,8 +324,6 @@ fn computed_status(vc: &VirtualCluster, ctx: &Context) -> Option<VirtualClusterS
             })
         })
         .collect();
-    let t =
-        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
     let generation = vc.metadata.generation;
     if over.is_empty() {
         conditions::set(
@@ -337,7 +333,7 @@ fn computed_status(vc: &VirtualCluster, ctx: &Context) -> Option<VirtualClusterS
             Reason::WithinCapacity,
             "All guarantees fit the cluster.",
             generation,
-            &t,
+            t,
         );
     } else {
         conditions::set(
@@ -350,7 +346,7 @@ fn computed_status(vc: &VirtualCluster, ctx: &Context) -> Option<VirtualClusterS
                 over.join("; ")
             ),
             generation,
-            &t,
+            t,
         );
     }
     // GuaranteeAtRisk: lost capacity (unhealthy GPUs, cordoned or gone nodes) or guarantees
@@ -377,7 +373,7 @@ fn computed_status(vc: &VirtualCluster, ctx: &Context) -> Option<VirtualClusterS
             Reason::Obtainable,
             "The whole guarantee can be obtained, by reclaim if need be.",
             generation,
-            &t,
+            t,
         );
     } else {
         conditions::set(
@@ -387,7 +383,7 @@ fn computed_status(vc: &VirtualCluster, ctx: &Context) -> Option<VirtualClusterS
             cause.as_str(),
             at_risk.join(" "),
             generation,
-            &t,
+            t,
         );
     }
     above_limit(
@@ -395,7 +391,7 @@ fn computed_status(vc: &VirtualCluster, ctx: &Context) -> Option<VirtualClusterS
         &mut status,
         GpuAmount::from_milli(u.flavors.values().map(|f| f.leaving_milli).sum()),
         generation,
-        &t,
+        t,
     );
     let labels = VcLabels {
         virtual_cluster: name.clone(),
@@ -429,7 +425,7 @@ fn above_limit(
     status: &mut VirtualClusterStatus,
     leaving: GpuAmount,
     generation: Option<i64>,
-    t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+    t: &Time,
 ) {
     let Some(limit) = vc.spec.limit.as_ref() else {
         conditions::remove(&mut status.conditions, Type::AboveLimit);
@@ -497,7 +493,7 @@ mod tests {
             "metadata": {"name": "nlp"}, "spec": {"limit": {"gpus": 16}}
         }))
         .expect("vc");
-        let t = super::now();
+        let t = Time(Timestamp::UNIX_EPOCH);
         let mut status = VirtualClusterStatus {
             in_use_gpus: GpuAmount::whole(24),
             ..Default::default()
