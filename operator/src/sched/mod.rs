@@ -160,23 +160,9 @@ pub use usage::{
 };
 
 #[cfg(test)]
+mod cases;
+#[cfg(test)]
 pub(crate) mod fixtures;
-#[cfg(test)]
-mod peer_cases;
-#[cfg(test)]
-mod peer_cases_admission;
-#[cfg(test)]
-mod peer_cases_alloc;
-#[cfg(test)]
-mod peer_cases_batch;
-#[cfg(test)]
-mod peer_cases_kueue2;
-#[cfg(test)]
-mod peer_cases_more;
-#[cfg(test)]
-mod peer_cases_topology;
-#[cfg(test)]
-mod peer_cases_vy;
 #[cfg(test)]
 pub(crate) mod proptests;
 #[cfg(test)]

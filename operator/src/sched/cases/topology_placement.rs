@@ -1,27 +1,11 @@
-//! A second set of peer schedulers' test cases, ported onto kubetrain's model: HiveD (VC
-//! cells, buddy allocation, opportunistic jobs, stateful preemption, bad nodes), Volcano
-//! (gang minMember, queues that do not block each other, hierarchical shares) and Kueue's
-//! topology-aware scheduling (required and preferred rack and node levels). None overlaps
-//! `peer_cases`.
+//! Topology and placement: HiveD cells and buddy packing, bad nodes, Kueue's topology-aware
+//! scheduling (required and preferred racks and nodes), node packing, and preemption on
+//! fragmented capacity.
 //!
-//! Mapping: a HiveD virtual cluster's cells are a VirtualCluster guarantee (with `cells`
-//! where the case is about whole domains), an opportunistic (priority -1) HiveD job is a
-//! bonus job, an affinity group is a gang (one job, every replica or none), a HiveD priority
-//! is a job priority in a queue with priority preemption. A Volcano queue's deserved share is
-//! a queue `share` (or a VirtualCluster guarantee across tenants), `minMember`/`minAvailable`
-//! is every replica of a kubetrain job. A Kueue TAS `required`/`preferred` level is
-//! `topology.required`/`preferred` (`kubernetes.io/hostname` is `Node`, the rack label is
-//! `Rack`); a Kueue PodSet is a task. CPUs of the peers' cases are GPUs here.
-//!
-//! Where kubetrain decides differently on purpose (documented in `docs/` or the code), the
-//! test asserts kubetrain's documented behaviour and says so (`_differs`).
+//! Each test names the peer, file and case it came from; the peers' sources and what was not
+//! ported are in the module docs of `sched::cases`.
 
-use super::fixtures::*;
 use super::*;
-
-const NOW: i64 = 10_000;
-/// Every running job of a case checkpointed here unless a case says otherwise.
-const CKPT: Option<i64> = Some(NOW - 1000);
 
 /// GPUs a job's admission takes on `node`, sorted.
 fn gpus_on(d: &Decisions, job: &str, node: &str) -> Vec<u32> {
@@ -57,25 +41,106 @@ fn two_group_node(name: &str, flavor: &str, half: u32, rack: Option<&str>) -> No
     n
 }
 
-/// A guarantee of `gpus` GPUs of `flavor` of which `cells` whole domains of `level`.
-fn cells_vc(
-    name: &str,
-    flavor: &str,
-    gpus: u32,
-    level: TopologyLevel,
-    cells: u32,
-) -> VirtualCluster {
-    let mut v = vc(name, flavor, gpus);
-    v.guarantee[0].cells = vec![CellGuarantee {
-        level,
-        count: cells,
-    }];
-    v
+/// Two racks of two 4-GPU nodes: rack r1 has 1 GPU free (7 held), rack r2 has 6 free.
+fn two_racks() -> (Vec<Node>, Vec<Job>) {
+    let nodes = vec![
+        node("r1-n0", "A100", 4, Some("r1")),
+        node("r1-n1", "A100", 4, Some("r1")),
+        node("r2-n0", "A100", 4, Some("r2")),
+        node("r2-n1", "A100", 4, Some("r2")),
+    ];
+    let held = vec![
+        run(
+            job("t/h1", "q", 1, 4),
+            &[("r1-n0", &[0, 1, 2, 3])],
+            false,
+            0,
+            CKPT,
+        ),
+        run(
+            job("t/h2", "q", 1, 3),
+            &[("r1-n1", &[0, 1, 2])],
+            false,
+            0,
+            CKPT,
+        ),
+        run(
+            job("t/h3", "q", 1, 2),
+            &[("r2-n1", &[0, 1])],
+            false,
+            0,
+            CKPT,
+        ),
+    ];
+    (nodes, held)
 }
 
-// ---------------------------------------------------------------------------------------
-// HiveD
-// ---------------------------------------------------------------------------------------
+fn on_two_racks(incoming: Job) -> Decisions {
+    let (nodes, mut jobs) = two_racks();
+    jobs.push(incoming);
+    schedule(&snapshot(
+        NOW,
+        nodes,
+        vec![vc("t", "A100", 16)],
+        vec![queue("q", "t")],
+        jobs,
+    ))
+}
+
+/// KAI-Scheduler pkg/scheduler/actions/allocate/allocate_test.go, case "1 job running on
+/// node0, 3 pending jobs - allocate them according to their order": one queue (2 deserved)
+/// runs 2 GPUs on node0; its jobs of 4, 2 and 2 GPUs wait in that order on two 4-GPU nodes.
+/// The 4-GPU job gets the empty node1, the first 2-GPU job the rest of node0 (not half of
+/// node1), and the last waits.
+#[test]
+fn kai_jobs_allocated_in_order_keep_the_whole_node_for_the_large_one() {
+    let jobs = vec![
+        on_node(
+            job("q/running_job0", "queue1", 1, 2),
+            "node0",
+            &[0, 1],
+            false,
+        ),
+        queued(job("q/pending_job0", "queue1", 1, 4), 1),
+        queued(job("q/pending_job1", "queue1", 1, 2), 2),
+        queued(job("q/pending_job2", "queue1", 1, 2), 3),
+    ];
+    let d = schedule(&snapshot(
+        NOW,
+        vec![
+            node("node0", "A100", 4, None),
+            node("node1", "A100", 4, None),
+        ],
+        vec![vc("queue1", "A100", 2)],
+        vec![queue("queue1", "queue1")],
+        jobs,
+    ));
+    assert_eq!(nodes_of(&d, "q/pending_job0"), strings(&["node1"]), "{d:?}");
+    assert_eq!(nodes_of(&d, "q/pending_job1"), strings(&["node0"]), "{d:?}");
+    assert!(d.admission("q/pending_job2").is_none(), "{d:?}");
+}
+
+/// KAI-Scheduler pkg/scheduler/actions/allocate/allocate_test.go, case "Allocate task
+/// according to nodepack - to the node with the least free GPUs" (KAI's default): with one
+/// GPU used on node1, a 1-GPU job goes beside it and node0 stays whole.
+#[test]
+fn kai_nodepack_fills_the_partly_used_node() {
+    let jobs = vec![
+        on_node(job("q/running_job0", "queue0", 1, 1), "node1", &[0], false),
+        job("q/pending_job0", "queue0", 1, 1),
+    ];
+    let d = schedule(&snapshot(
+        NOW,
+        vec![
+            node("node0", "A100", 2, None),
+            node("node1", "A100", 2, None),
+        ],
+        vec![vc("queue0", "A100", 2)],
+        vec![queue("queue0", "queue0")],
+        jobs,
+    ));
+    assert_eq!(nodes_of(&d, "q/pending_job0"), strings(&["node1"]), "{d:?}");
+}
 
 /// HiveD pkg/algorithm/hived_algorithm_test.go, `testCasesThatShouldSucceed`, pod1, pod2
 /// ("buddy of pod1") and pod3 ("non-buddy of pod 1 & 2"): two 1-GPU jobs of a VC go to the
@@ -182,78 +247,6 @@ fn hived_job_beyond_its_cells_runs_as_bonus_differs() {
     assert_eq!(nodes_of(&d, "vc2/pod7").len(), 3);
 }
 
-/// HiveD pkg/algorithm/hived_algorithm_test.go, `testCasesThatShouldFail`, pod10 ("use a GPU
-/// type that the VC does not have; should User Error Panic"). Deliberate difference for a type
-/// the cluster has: kubetrain lends it as bonus (docs/concepts.md, "Guaranteed and bonus": a
-/// guarantee is per GPU type, the rest is lent). A type no node of the cluster has can never
-/// run, and the job waits with `NeverFits` (HiveD's user error).
-#[test]
-fn hived_gpu_type_the_vc_does_not_have() {
-    let nodes = vec![node("p0", "P100", 8, None), node("v0", "V100", 8, None)];
-    let vcs = vec![vc("vc2", "P100", 8), vc("vc1", "V100", 8)];
-    let queues = vec![queue("q2", "vc2"), queue("q1", "vc1")];
-    let mut lent = job("vc2/pod10", "q2", 1, 1);
-    lent.gpu_types = vec![Flavor::new("V100")];
-    let mut nowhere = job("vc2/pod10-h100", "q2", 1, 1);
-    nowhere.gpu_types = vec![Flavor::new("H100")];
-    let d = schedule(&snapshot(NOW, nodes, vcs, queues, vec![lent, nowhere]));
-    let a = d.admission("vc2/pod10").expect("an idle V100 is lent");
-    assert!(a.bonus, "{a:?}");
-    assert_eq!(a.flavor, Flavor::new("V100"));
-    assert!(
-        matches!(
-            d.waiting_reason("vc2/pod10-h100"),
-            Some(WaitReason::NeverFits { .. })
-        ),
-        "{d:?}"
-    );
-}
-
-/// HiveD pkg/algorithm/hived_algorithm_test.go, `testCasesThatShouldSucceed`, pod8 and pod9
-/// ("any GPU type; heterogeneous affinity group", members of 7 and 5 GPUs): a gang of two
-/// tasks of different sizes that accepts any GPU type is placed whole, on one type where both
-/// tasks fit (not on the type whose nodes are too small for the 7-GPU replica).
-#[test]
-fn hived_heterogeneous_gang_any_type_lands_whole_on_one_type() {
-    let mut nodes: Vec<Node> = (0..4)
-        .map(|i| node(&format!("k{i}"), "K80", 4, None))
-        .collect();
-    nodes.push(node("a0", "A100", 8, None));
-    nodes.push(node("a1", "A100", 8, None));
-    let mut g = vc("vc2", "A100", 16);
-    g.guarantee.push(FlavorGuarantee {
-        flavor: Flavor::new("K80"),
-        gpus: 16,
-        cells: vec![],
-    });
-    let mut j = job("vc2/group9", "q", 1, 7);
-    j.tasks.push(Task {
-        name: "small".into(),
-        replicas: 1,
-        cpu_milli: 1000,
-        memory_bytes: GIB,
-        gpus: GpuDemand::Whole(5),
-        ..Default::default()
-    });
-    let d = schedule(&snapshot(
-        NOW,
-        nodes,
-        vec![g],
-        vec![queue("q", "vc2")],
-        vec![j],
-    ));
-    let a = d.admission("vc2/group9").expect("the gang fits on A100");
-    assert_eq!(a.flavor, Flavor::new("A100"));
-    assert!(!a.bonus);
-    assert_eq!(a.placement.len(), 2);
-    assert_eq!(nodes_of(&d, "vc2/group9"), ["a0", "a1"]);
-    let big = a.placement.iter().find(|p| p.task == "worker").unwrap();
-    let small = a.placement.iter().find(|p| p.task == "small").unwrap();
-    assert_eq!(big.gpus.len(), 7);
-    assert_eq!(small.gpus.len(), 5);
-    assert_ne!(big.node, small.node);
-}
-
 /// HiveD pkg/algorithm/hived_algorithm_test.go, `testCasesThatShouldFail`, pod13 ("invalid
 /// VC"): a job whose VirtualCluster does not exist is refused as invalid, with the reason,
 /// and takes nothing; so is a job naming a queue that does not exist.
@@ -276,120 +269,6 @@ fn hived_invalid_virtual_cluster_is_invalid() {
             "{id}: {d:?}"
         );
     }
-}
-
-/// HiveD pkg/algorithm/hived_algorithm_test.go, `expectedPreemptInfos`, pod16/pod17 preempt
-/// pod5/pod6 ("trigger preemption"): a higher-priority 2-node gang of a VC with node cells
-/// preempts the VC's lower-priority 2-node gang as a whole (both replicas, one victim job),
-/// and never the other VC's guaranteed job.
-#[test]
-fn hived_higher_priority_gang_preempts_lower_priority_gang_in_the_vc() {
-    let nodes = (0..3)
-        .map(|i| node(&format!("n{i}"), "V100", 8, None))
-        .collect();
-    let vcs = vec![
-        cells_vc("vc1", "V100", 16, TopologyLevel::Node, 2),
-        vc("vc2", "V100", 8),
-    ];
-    let queues = vec![pqueue("q1", "vc1"), queue("q2", "vc2")];
-    let all8: &[u32] = &[0, 1, 2, 3, 4, 5, 6, 7];
-    let jobs = vec![
-        run(
-            pjob("vc1/group5", "q1", 2, 8, 1),
-            &[("n0", all8), ("n1", all8)],
-            false,
-            0,
-            CKPT,
-        ),
-        run(job("vc2/own", "q2", 1, 8), &[("n2", all8)], false, 0, CKPT),
-        pjob("vc1/group11", "q1", 2, 8, 2),
-    ];
-    let d = schedule(&snapshot(NOW, nodes, vcs, queues, jobs));
-    assert_eq!(d.preemptions.len(), 1, "{d:?}");
-    assert_eq!(d.preemptions[0].reason, PreemptionReason::Priority);
-    assert_eq!(victims(&d), strings(&["vc1/group5"]));
-    assert!(matches!(
-        d.waiting_reason("vc1/group11"),
-        Some(WaitReason::WaitingForPreemption { .. })
-    ));
-}
-
-/// `j` running on all of `node`'s 8 GPUs, already asked to leave for `beneficiary`.
-fn leaving(j: Job, node: &str, beneficiary: &str) -> Job {
-    let mut j = run(j, &[(node, &[0, 1, 2, 3, 4, 5, 6, 7])], false, 0, CKPT);
-    let r = j.running.as_mut().unwrap();
-    r.preempting = true;
-    r.checkpoint_request = Some(CheckpointRequest {
-        reason: PreemptionReason::Priority,
-        beneficiary: Some(beneficiary.into()),
-        withdrawable: true,
-    });
-    j
-}
-
-/// HiveD pkg/algorithm/hived_algorithm_test.go, `testStatefulPreemption`, pod28–pod34: pod29
-/// (priority 2) preempts pod28 (1); pod30 (1) cannot take the room while pod28 holds it;
-/// pod33 (3) takes over the preemption in flight ("will cancel pod29 ... and continue to
-/// preempt pod28"); once pod28 is gone the highest-priority job starts at once (pod34). Here:
-/// the room pod28 frees goes to the highest-priority waiting job, nobody else is preempted,
-/// the equal-priority job waits, and the next cycle, with pod28 gone, admits the highest.
-#[test]
-fn hived_stateful_preemption_room_in_flight_goes_to_the_highest_priority() {
-    let nodes = vec![node("n0", "V100", 8, None), node("n1", "V100", 8, None)];
-    let vcs = vec![vc("vc1", "V100", 16)];
-    let queues = vec![pqueue("q", "vc1")];
-    let pending = || {
-        let mut p29 = pjob("vc1/pod29", "q", 1, 8, 2);
-        p29.queued_at = 1;
-        let mut p30 = pjob("vc1/pod30", "q", 1, 8, 1);
-        p30.queued_at = 2;
-        let mut p33 = pjob("vc1/pod33", "q", 1, 8, 3);
-        p33.queued_at = 3;
-        vec![p29, p30, p33]
-    };
-    // n1 holds a job of priority 2: pod29 may not preempt it, pod33 may.
-    let other = run(
-        pjob("vc1/other", "q", 1, 8, 2),
-        &[("n1", &[0, 1, 2, 3, 4, 5, 6, 7])],
-        false,
-        0,
-        Some(NOW - 10),
-    );
-    let mut jobs = vec![
-        leaving(pjob("vc1/pod28", "q", 1, 8, 1), "n0", "vc1/pod29"),
-        other.clone(),
-    ];
-    jobs.extend(pending());
-    let d = schedule(&snapshot(
-        NOW,
-        nodes.clone(),
-        vcs.clone(),
-        queues.clone(),
-        jobs,
-    ));
-    assert!(d.admissions.is_empty(), "{d:?}");
-    assert!(d.cancellations.is_empty(), "{d:?}");
-    assert!(
-        victims(&d).iter().all(|v| v != "vc1/other"),
-        "the leaving job's room is enough for one: {d:?}"
-    );
-    match d.waiting_reason("vc1/pod33") {
-        Some(WaitReason::WaitingForPreemption { victims, .. }) => {
-            assert_eq!(victims, &strings(&["vc1/pod28"]), "{d:?}")
-        }
-        r => panic!("pod33 waits on pod28: {r:?} {d:?}"),
-    }
-    assert!(d.preemptions.iter().all(|p| p.beneficiary != "vc1/pod30"));
-    assert!(d.waiting_reason("vc1/pod29").is_some());
-    assert!(d.waiting_reason("vc1/pod30").is_some());
-
-    // pod28 has left: the highest-priority job starts on n0.
-    let mut jobs = vec![other];
-    jobs.extend(pending());
-    let d = schedule(&snapshot(NOW + 60, nodes, vcs, queues, jobs));
-    assert_eq!(d.admissions.len(), 1, "{d:?}");
-    assert_eq!(d.admissions[0].job, "vc1/pod33");
-    assert_eq!(nodes_of(&d, "vc1/pod33"), ["n0"]);
 }
 
 /// HiveD pkg/algorithm/hived_algorithm_test.go, `testBadNodes` (pod42, pod43, "doomed bad
@@ -469,215 +348,6 @@ fn hived_kueue_bad_node_sends_the_gang_to_a_healthy_rack() {
     let n = nodes_of(&d, "vc1/pod44");
     assert_eq!(n.len(), 1);
     assert_ne!(n[0], "r1-n1", "{d:?}");
-}
-
-// ---------------------------------------------------------------------------------------
-// Volcano
-// ---------------------------------------------------------------------------------------
-
-/// Volcano pkg/scheduler/actions/allocate/allocate_test.go, case "master's min member can
-/// not be allocated, break from allocating": a gang whose master task needs two replicas on
-/// the master node, where only one GPU is free, starts none of its replicas (and waits with
-/// `NoFit`, within its guarantee), even though its workers would fit on the worker node.
-#[test]
-fn volcano_gang_starts_nothing_when_one_task_cannot_be_placed() {
-    let mut m0 = node("m0", "A100", 2, None);
-    m0.labels.insert("role".into(), "master".into());
-    let mut w0 = node("w0", "A100", 3, None);
-    w0.labels.insert("role".into(), "worker".into());
-    let mut held = job("c1/other", "q", 1, 1);
-    held.tasks[0]
-        .constraints
-        .node_selector
-        .insert("role".into(), "master".into());
-    let mut j = job("c1/pg1", "q", 2, 1);
-    j.tasks[0].name = "master".into();
-    j.tasks[0]
-        .constraints
-        .node_selector
-        .insert("role".into(), "master".into());
-    let mut worker = j.tasks[0].clone();
-    worker.name = "worker".into();
-    worker.constraints.node_selector = [("role".to_string(), "worker".to_string())]
-        .into_iter()
-        .collect();
-    j.tasks.push(worker);
-    let d = schedule(&snapshot(
-        NOW,
-        vec![m0, w0],
-        vec![vc("c1", "A100", 5)],
-        vec![queue("q", "c1")],
-        vec![run(held, &[("m0", &[0])], false, 0, CKPT), j],
-    ));
-    assert!(d.admissions.is_empty(), "{d:?}");
-    assert!(d.preemptions.is_empty());
-    assert!(
-        matches!(d.waiting_reason("c1/pg1"), Some(WaitReason::NoFit { .. })),
-        "{d:?}"
-    );
-}
-
-/// Volcano pkg/scheduler/actions/allocate/allocate_test.go, case "high priority queue should
-/// not block others": a job of one queue that does not fit now (3 GPUs on one node, where
-/// no node has more than 2 free) does not hold back a smaller job of another queue of the
-/// same team, which starts on the free GPUs.
-///
-/// c1 is entitled to half of the guarantee (4) and uses none, while c2 with the new job uses
-/// 5: one GPU beyond its share, less than any of its jobs holds, so nothing is taken back
-/// (a queue-share preemption takes from a queue only what it uses beyond its share). But the
-/// big job is within the team's guarantee and 3 GPUs are free, scattered: kubetrain moves
-/// one of c2's running jobs (as KAI's consolidation would; Volcano's allocate action does
-/// not), and the big job waits for it.
-#[test]
-fn volcano_a_blocked_queue_does_not_block_others() {
-    let mut c1 = queue("c1", "t");
-    c1.share = 50;
-    let mut c2 = queue("c2", "t");
-    c2.share = 50;
-    let mut big = job("t/p1", "c1", 1, 3);
-    big.queued_at = 1;
-    let mut small = job("t/p2", "c2", 1, 1);
-    small.queued_at = 2;
-    let d = schedule(&snapshot(
-        NOW,
-        vec![node("n1", "A100", 4, None), node("n2", "A100", 4, None)],
-        vec![vc("t", "A100", 8)],
-        vec![c1, c2],
-        vec![
-            run(
-                job("t/running-1", "c2", 1, 2),
-                &[("n1", &[0, 1])],
-                false,
-                0,
-                CKPT,
-            ),
-            run(
-                job("t/running-2", "c2", 1, 2),
-                &[("n2", &[0, 1])],
-                false,
-                0,
-                CKPT,
-            ),
-            big,
-            small,
-        ],
-    ));
-    assert!(d.admission("t/p2").is_some(), "{d:?}");
-    assert!(d.admission("t/p1").is_none());
-    assert_eq!(d.preemptions.len(), 1, "{d:?}");
-    assert_eq!(d.preemptions[0].reason, PreemptionReason::Consolidation);
-    assert!(
-        d.preemptions[0].victims[0].starts_with("t/running-"),
-        "{d:?}"
-    );
-    assert!(
-        matches!(
-            d.waiting_reason("t/p1"),
-            Some(WaitReason::WaitingForPreemption {
-                reason: PreemptionReason::Consolidation,
-                ..
-            })
-        ),
-        "{d:?}"
-    );
-}
-
-/// Volcano pkg/scheduler/plugins/drf/hdrf_test.go, case "rescaling test": queues root/sci
-/// (weight 50) and root/eng (50) with eng/dev and eng/prod (50/50), each with ten 1-unit
-/// jobs, on 10 units: sci gets half, and eng's half is split between dev and prod. Here the
-/// weights are queue shares of one VirtualCluster's guarantee, with `eng` the parent of `dev`
-/// and `prod` (Volcano's rescaling across CPU and memory has no GPU counterpart).
-#[test]
-fn volcano_hierarchical_shares_split_the_guarantee() {
-    let mut sci = queue("sci", "t");
-    sci.share = 50;
-    let mut eng = queue("eng", "t");
-    eng.share = 50;
-    let mut dev = queue("dev", "t");
-    dev.share = 50;
-    dev.parent = Some("eng".into());
-    let mut prod = queue("prod", "t");
-    prod.share = 50;
-    prod.parent = Some("eng".into());
-    let mut jobs = Vec::new();
-    for q in ["sci", "dev", "prod"] {
-        for i in 0..10 {
-            let mut j = job(&format!("t/{q}-{i}"), q, 1, 1);
-            j.queued_at = i;
-            jobs.push(j);
-        }
-    }
-    let d = schedule(&snapshot(
-        NOW,
-        vec![node("n", "A100", 10, None)],
-        vec![vc("t", "A100", 10)],
-        vec![sci, eng, dev, prod],
-        jobs,
-    ));
-    let count = |q: &str| {
-        d.admissions
-            .iter()
-            .filter(|a| a.job.starts_with(&format!("t/{q}-")))
-            .count()
-    };
-    assert_eq!(d.admissions.len(), 10, "{d:?}");
-    assert_eq!(count("sci"), 5, "{:?}", d.admissions);
-    assert_eq!(count("dev") + count("prod"), 5);
-    assert!(
-        count("dev").abs_diff(count("prod")) <= 1,
-        "{:?}",
-        d.admissions
-    );
-}
-
-// ---------------------------------------------------------------------------------------
-// Kueue topology-aware scheduling
-// ---------------------------------------------------------------------------------------
-
-/// Two racks of two 4-GPU nodes: rack r1 has 1 GPU free (7 held), rack r2 has 6 free.
-fn two_racks() -> (Vec<Node>, Vec<Job>) {
-    let nodes = vec![
-        node("r1-n0", "A100", 4, Some("r1")),
-        node("r1-n1", "A100", 4, Some("r1")),
-        node("r2-n0", "A100", 4, Some("r2")),
-        node("r2-n1", "A100", 4, Some("r2")),
-    ];
-    let held = vec![
-        run(
-            job("t/h1", "q", 1, 4),
-            &[("r1-n0", &[0, 1, 2, 3])],
-            false,
-            0,
-            CKPT,
-        ),
-        run(
-            job("t/h2", "q", 1, 3),
-            &[("r1-n1", &[0, 1, 2])],
-            false,
-            0,
-            CKPT,
-        ),
-        run(
-            job("t/h3", "q", 1, 2),
-            &[("r2-n1", &[0, 1])],
-            false,
-            0,
-            CKPT,
-        ),
-    ];
-    (nodes, held)
-}
-
-fn on_two_racks(incoming: Job) -> Decisions {
-    let (nodes, mut jobs) = two_racks();
-    jobs.push(incoming);
-    schedule(&snapshot(
-        NOW,
-        nodes,
-        vec![vc("t", "A100", 16)],
-        vec![queue("q", "t")],
-        jobs,
-    ))
 }
 
 /// Kueue pkg/cache/scheduler/tas_cache_test.go, case "rack required; multiple Pods fit in
