@@ -310,7 +310,7 @@ fn never(limits: Limits, victims: &[RunIdx]) -> bool {
 /// then the most recently started (the oldest victim of each set), as single candidates are
 /// ordered. Without the last two, sets that tie on work went by domain or seed order: of two
 /// nodes whose jobs lose as much, the first node's higher-priority job was taken (Kueue's
-/// topology-aware preemption case, `peer_cases_topology.rs`).
+/// topology-aware preemption case, `cases/topology_placement.rs`).
 type SetKey = (u64, usize, Vec<i32>, std::cmp::Reverse<i64>);
 
 fn set_key(runs: &IdVec<RunIdx, RunInfo>, victims: &[RunIdx], lost: u64) -> SetKey {
@@ -330,7 +330,7 @@ const SEEDS: usize = 16;
 /// [`SEEDS`] candidates put first. The cost order alone takes the cheapest jobs one by one,
 /// so two half-GPU jobs that lose as much as one whole-GPU job went where the one would
 /// have done, and three 1-GPU jobs losing 400 GPU-s each went where one 3-GPU job losing 900
-/// would have (KAI's preempt cases, `peer_cases.rs`). A set must make the gang fit and pass
+/// would have (KAI's preempt cases, `cases/`). A set must make the gang fit and pass
 /// `limits` together. Without `seeded` (the scattered ablation, a one-list greedy as its
 /// docs describe) only the cost order is tried. Returns the set and its [`set_key`]; leaves
 /// the cluster unchanged.
