@@ -37,6 +37,11 @@ stop() {
   wait "$pid" 2>/dev/null || true
 }
 cleanup() {
+  # A second Ctrl-C while stopping must not cut the teardown short: it once left etcd,
+  # kube-apiserver and the controller-manager running, with stale pid files. From here on
+  # INT and TERM are ignored, by this shell and by the commands it runs below.
+  trap '' INT TERM
+  echo "[run] stopping the operator, the simulated nodes and the control plane..." >&2
   local operator
   operator=$(cat "$STATE/operator.pid" 2>/dev/null || true)
   [ -n "$operator" ] && stop "$operator"

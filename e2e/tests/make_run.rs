@@ -1,6 +1,7 @@
 //! `make run` as a user meets it (`e2e/scripts/run.sh`): an operator crash restarts the
 //! operator, as its Deployment would, and leaves the control plane, the simulated nodes and
-//! the jobs as they were; Ctrl-C (SIGINT to the foreground process group) stops everything.
+//! the jobs as they were; Ctrl-C (SIGINT to the foreground process group) stops everything,
+//! also when it is pressed again while stopping.
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -194,6 +195,19 @@ fn make_run_restarts_a_crashed_operator_and_stops_on_sigterm() {
             .expect("kill runs")
             .success()
     );
+    // Ctrl-C pressed again, twice, while it stops (SIGINT to the whole foreground group):
+    // the teardown still stops everything and leaves no pid file behind.
+    let controllers: Vec<u32> = ["etcd", "kube-controller-manager", "kube-scheduler"]
+        .iter()
+        .filter_map(|name| read_pid(&state.join(format!("{name}.pid"))))
+        .collect();
+    for _ in 0..2 {
+        std::thread::sleep(Duration::from_millis(300));
+        let _ = Command::new("kill")
+            .args(["-s", "INT", "--", &format!("-{}", run.child.id())])
+            .stderr(Stdio::null())
+            .status();
+    }
     let mut run = run;
     let exited = wait_for(
         "run.sh exits on SIGTERM",
@@ -205,13 +219,22 @@ fn make_run_restarts_a_crashed_operator_and_stops_on_sigterm() {
         !exited.success(),
         "run.sh reports the interrupt: {exited:?}"
     );
-    for pid in [second, apiserver] {
+    for pid in [second, apiserver].into_iter().chain(controllers) {
         wait_for(
             &format!("process {pid} stops"),
             Duration::from_secs(30),
             &run.log,
             || (!alive(pid)).then_some(()),
         );
+    }
+    for name in [
+        "etcd",
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+    ] {
+        let pid_file = state.join(format!("{name}.pid"));
+        assert!(!pid_file.exists(), "{} is left behind", pid_file.display());
     }
 }
 
