@@ -420,6 +420,19 @@ fn charged_where_admitted(
     })
 }
 
+/// A replica's placement as the job's status records it, as the core reads a pod's.
+fn recorded(r: &crate::api::trainingjob::ReplicaPlacement) -> sched::ReplicaPlacement {
+    let whole = |v: i32| u32::try_from(v).unwrap_or(0);
+    sched::ReplicaPlacement {
+        task: r.task.clone(),
+        index: whole(r.index),
+        rank: whole(r.rank),
+        node: r.node.clone(),
+        gpus: r.gpus.iter().map(|&g| sched::GpuIndex(whole(g))).collect(),
+        share: r.gpu_share.map(|s| sched::MilliGpu(whole(s))),
+    }
+}
+
 /// A job as the core sees it, or None when it takes no part in this cycle (finished,
 /// suspended without pods, invalid, deleted, or waiting out a retry backoff). A new job is a
 /// candidate before its status says Queued.
@@ -472,6 +485,21 @@ fn job_model(
             }
         }
         bonus |= f.bonus;
+    }
+    // A gang stopped for a preemption or a drain leaves pod by pod: until its last pod is
+    // gone, the GPUs of those gone already are still its own (its status records them), as
+    // they are once it is `returning`. Counted free in that gap, another team's job started
+    // on them and was reclaimed for the drained job seconds later (the e2e drain test, when
+    // the pod on the node that stays schedulable went first).
+    if status.phase == Phase::Preempting && !placement.is_empty() {
+        for r in status.placement.iter().map(recorded) {
+            if !placement
+                .iter()
+                .any(|q| q.task == r.task && q.index == r.index)
+            {
+                placement.push(r);
+            }
+        }
     }
     // Pods on their way out still hold their GPUs; we cannot tell which, so count the job
     // as preempting until they are gone. A request the scheduler withdrew leaves the job
@@ -1191,6 +1219,53 @@ mod tests {
                 .map(|w| w.reason.code().as_str()),
             Some("BehindReturningJob")
         );
+    }
+
+    /// A gang stopped for a drain leaves pod by pod: while the last of its pods is still
+    /// leaving, the GPUs of those already gone stay its own until it is back. Counted as
+    /// free, they went to the next job in that gap (the job then neither returning nor
+    /// holding its room), which was preempted for the drained job seconds later: the e2e
+    /// drain test's borrower started there whenever the pod on the drained node left last.
+    #[test]
+    fn a_gang_leaving_pod_by_pod_keeps_the_room_of_its_pods_gone() {
+        let (queues, vcs) = one_team();
+        let nodes = vec![node()];
+        let mut back = (*job("back", "q", 4, "Preempting")).clone();
+        back.spec.tasks[0].replicas = Some(2);
+        let status = back.status.as_mut().expect("status");
+        status.placement = [(0, [0, 1, 2, 3]), (1, [4, 5, 6, 7])]
+            .into_iter()
+            .map(|(i, gpus)| crate::api::trainingjob::ReplicaPlacement {
+                task: "w".into(),
+                index: i,
+                rank: i,
+                node: "n0".into(),
+                gpus: gpus.to_vec(),
+                gpu_share: None,
+                gpus_assigned_by: None,
+            })
+            .collect();
+        // told to stop: the checkpoint is saved
+        status.conditions = vec![
+            serde_json::from_value(json!({"type": "Preempting", "status": "True",
+                "reason": "CheckpointSaved", "message": "",
+                "lastTransitionTime": "2026-01-01T00:00:09Z"}))
+            .expect("condition"),
+        ];
+        let jobs = vec![Arc::new(back), job("behind", "q", 4, "Queued")];
+        // replica 0's pod is gone; replica 1's is still there, being deleted or about to be
+        for terminating in [true, false] {
+            let mut last = (*pod("back", &[4, 5, 6, 7], None, terminating)).clone();
+            last.metadata.name = Some("back-w-1".into());
+            last.labels_mut().insert(INDEX_LABEL.into(), "1".into());
+            let pods = vec![Arc::new(last)];
+            let d = decide((&nodes, &pods, &jobs), &queues, &vcs, &BTreeMap::new());
+            assert!(
+                d.admissions.is_empty(),
+                "terminating: {terminating}: {:?}",
+                d.admissions
+            );
+        }
     }
 
     /// Pods labelled with a job's name that the job does not control (left by a deleted job
