@@ -255,6 +255,29 @@ impl WaitCode {
 }
 
 names! {
+    /// Why a job was asked to checkpoint and leave: the value of its pods'
+    /// `kubetrain.io/preemption-reason` annotation and of `status.lastPreemption.reason`.
+    /// The scheduler's causes are `sched::PreemptionReason`'s; `Suspend` is the lifecycle's
+    /// own, for `spec.suspend`.
+    PreemptionCause {
+        /// The GPUs were borrowed and their owner needs them back for its guarantee.
+        Reclaim,
+        /// A higher-priority job of the same queue needs them.
+        Priority,
+        /// A sibling queue below its share needs its share of the guarantee back.
+        QueueShare,
+        /// A job of the same team needs GPUs together where only scattered ones are free.
+        Consolidation,
+        /// A node under the job is being drained.
+        Drain,
+        /// A GPU under the job turned unhealthy.
+        UnhealthyGpu,
+        /// The job's `spec.suspend` was set.
+        Suspend,
+    }
+}
+
+names! {
     /// The condition types of a Queue's status.
     QueueConditionType {
         /// The queue admits jobs (`False`: why it does not).
@@ -431,14 +454,6 @@ mod tests {
             // The actions of `podFailurePolicy` rules.
             "FailJob",
             "Ignore",
-            // Preemption causes (the `kubetrain.io/preemption-reason` annotation).
-            "Reclaim",
-            "Priority",
-            "QueueShare",
-            "Consolidation",
-            "Drain",
-            "UnhealthyGpu",
-            "Suspend",
             // Pod-level reasons of the kubelet and kube-scheduler.
             "OOMKilled",
             "Unschedulable",
@@ -447,6 +462,8 @@ mod tests {
             "CreateContainerConfigError",
         ]
         .into_iter()
+        // Preemption causes (the `kubetrain.io/preemption-reason` annotation).
+        .chain(PreemptionCause::ALL.iter().map(|c| c.as_str()))
         .collect();
         for name in quoted(phases) {
             let camel = name.chars().next().is_some_and(|c| c.is_ascii_uppercase())

@@ -34,6 +34,7 @@ use crate::api::annotations::{
     INDEX_LABEL, NODE_ANNOTATION, PREEMPTED_FOR, PREEMPTION_REASON, RANK_ANNOTATION, TASK_LABEL,
     TEMPLATE_DIGEST_ANNOTATION,
 };
+use crate::api::reasons::PreemptionCause;
 use crate::api::trainingjob::{GpuAssignment, ReplicaPlacement as RecordedPlacement};
 use crate::sched::{GpuIndex, MilliGpu, ReplicaPlacement};
 
@@ -50,8 +51,9 @@ pub struct CheckpointRequest {
     /// When it was asked; `None` when the value is no RFC 3339 time (still a request).
     pub at: Option<Timestamp>,
     /// Why (`kubetrain.io/preemption-reason`: `Reclaim`, `Priority`, `Drain`, ...), when the
-    /// scheduler asked; a suspension's request carries none.
-    pub reason: Option<String>,
+    /// scheduler asked; a suspension's request carries none, and a name this operator does
+    /// not know (a newer one's) reads as none.
+    pub reason: Option<PreemptionCause>,
     /// The job a `Reclaim` or `Priority` preemption makes room for
     /// (`kubetrain.io/preempted-for`).
     pub preempted_for: Option<String>,
@@ -116,7 +118,7 @@ impl Member {
             template_digest: get(TEMPLATE_DIGEST_ANNOTATION).map(str::to_string),
             checkpoint_request: get(CHECKPOINT_REQUESTED).map(|_| CheckpointRequest {
                 at: time(CHECKPOINT_REQUESTED),
-                reason: get(PREEMPTION_REASON).map(str::to_string),
+                reason: get(PREEMPTION_REASON).and_then(PreemptionCause::from_name),
                 preempted_for: get(PREEMPTED_FOR).map(str::to_string),
             }),
             checkpoint_done: time(CHECKPOINT_DONE),
@@ -504,9 +506,9 @@ impl Gang {
     }
 
     /// Why the gang is asked to checkpoint (the first present pod that says).
-    pub fn preemption_reason(&self) -> Option<&str> {
+    pub fn preemption_reason(&self) -> Option<PreemptionCause> {
         self.present()
-            .find_map(|m| m.checkpoint_request.as_ref()?.reason.as_deref())
+            .find_map(|m| m.checkpoint_request.as_ref()?.reason)
     }
 
     /// The scheduler's request on the gang: the first active pod's that carries one.
@@ -669,7 +671,7 @@ mod tests {
             m.checkpoint_request,
             Some(CheckpointRequest {
                 at: Some(ts("2026-01-01T00:01:00Z")),
-                reason: Some("Drain".into()),
+                reason: Some(PreemptionCause::Drain),
                 preempted_for: None,
             })
         );

@@ -34,6 +34,7 @@ use crate::api::annotations::{
     NODE_ANNOTATION, PREEMPTED_FOR, PREEMPTION_REASON, RANK_ANNOTATION, RESERVATION_GATE,
     TASK_LABEL, TEMPLATE_DIGEST_ANNOTATION, VISIBLE_DEVICES_ANNOTATION,
 };
+use crate::api::reasons::PreemptionCause;
 use crate::api::trainingjob::GpuAssignment;
 use crate::sched::ReplicaPlacement;
 
@@ -591,12 +592,12 @@ fn prepare_container(
 /// preemption, the job the room is for.
 pub fn checkpoint_request_patch(
     at: &str,
-    reason: Option<&str>,
+    reason: Option<PreemptionCause>,
     preempted_for: Option<&str>,
 ) -> serde_json::Value {
     let mut annotations = serde_json::json!({ CHECKPOINT_REQUESTED: at });
     if let Some(r) = reason {
-        annotations[PREEMPTION_REASON] = r.into();
+        annotations[PREEMPTION_REASON] = r.as_str().into();
     }
     if let Some(b) = preempted_for {
         annotations[PREEMPTED_FOR] = b.into();
@@ -1043,12 +1044,12 @@ mod tests {
         apply(&mut pod, bonus_patch(false));
         apply(
             &mut pod,
-            checkpoint_request_patch("2026-01-01T00:00:00Z", Some("Drain"), None),
+            checkpoint_request_patch("2026-01-01T00:00:00Z", Some(PreemptionCause::Drain), None),
         );
         let m = read(&pod);
         assert!(!m.bonus);
         let request = m.checkpoint_request.expect("request");
-        assert_eq!(request.reason.as_deref(), Some("Drain"));
+        assert_eq!(request.reason, Some(PreemptionCause::Drain));
         assert_eq!(
             request.at,
             Some("2026-01-01T00:00:00Z".parse().expect("time"))

@@ -14,6 +14,7 @@ use kube::ResourceExt;
 use super::gang::Gang;
 use super::lifecycle::stop_decided;
 use crate::api::annotations::{CHECKPOINT_REQUESTED, PREEMPTED_FOR, PREEMPTION_REASON};
+use crate::api::reasons::PreemptionCause;
 use crate::api::{Phase, TrainingJob, TrainingJobStatus};
 use crate::sched;
 
@@ -31,6 +32,31 @@ pub struct Asked {
     pub attempt: i32,
 }
 
+/// The scheduler's reason of a preemption cause (`None` for a suspension, the lifecycle's).
+pub fn scheduler_reason(cause: PreemptionCause) -> Option<sched::PreemptionReason> {
+    Some(match cause {
+        PreemptionCause::Reclaim => sched::PreemptionReason::Reclaim,
+        PreemptionCause::Priority => sched::PreemptionReason::Priority,
+        PreemptionCause::QueueShare => sched::PreemptionReason::QueueShare,
+        PreemptionCause::Consolidation => sched::PreemptionReason::Consolidation,
+        PreemptionCause::Drain => sched::PreemptionReason::Drain,
+        PreemptionCause::UnhealthyGpu => sched::PreemptionReason::UnhealthyGpu,
+        PreemptionCause::Suspend => return None,
+    })
+}
+
+/// The cause the pods record for a scheduler's preemption.
+pub fn cause_of(reason: sched::PreemptionReason) -> PreemptionCause {
+    match reason {
+        sched::PreemptionReason::Reclaim => PreemptionCause::Reclaim,
+        sched::PreemptionReason::Priority => PreemptionCause::Priority,
+        sched::PreemptionReason::QueueShare => PreemptionCause::QueueShare,
+        sched::PreemptionReason::Consolidation => PreemptionCause::Consolidation,
+        sched::PreemptionReason::Drain => PreemptionCause::Drain,
+        sched::PreemptionReason::UnhealthyGpu => PreemptionCause::UnhealthyGpu,
+    }
+}
+
 /// The scheduler's request on the job's active pods, if one is there and names its reason.
 pub fn request(
     job: &TrainingJob,
@@ -38,10 +64,7 @@ pub fn request(
     gang: &Gang,
 ) -> Option<sched::CheckpointRequest> {
     let asked = gang.scheduler_request()?;
-    let reason = asked
-        .reason
-        .as_deref()
-        .and_then(sched::PreemptionReason::from_name)?;
+    let reason = asked.reason.and_then(scheduler_reason)?;
     Some(sched::CheckpointRequest {
         reason,
         beneficiary: asked.preempted_for.clone(),
@@ -127,6 +150,17 @@ pub fn cancelled_note(c: &sched::Cancellation) -> String {
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
+
+    /// Every scheduler reason is a cause the pods record and reads back as itself; a
+    /// suspension is nobody's preemption.
+    #[test]
+    fn scheduler_reasons_are_causes_and_back() {
+        for r in sched::PreemptionReason::ALL {
+            assert_eq!(scheduler_reason(cause_of(r)), Some(r));
+            assert_eq!(cause_of(r).as_str(), r.to_string());
+        }
+        assert_eq!(scheduler_reason(PreemptionCause::Suspend), None);
+    }
 
     use serde_json::json;
 

@@ -634,7 +634,8 @@ async fn request_checkpoint(ctx: &Arc<Context>, job: &Arc<TrainingJob>, p: &sche
         retarget(ctx, m, p, beneficiary).await;
     }
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
-    let patch = checkpoint_request_patch(&stamp, Some(&p.reason.to_string()), beneficiary);
+    let cause = super::preemption::cause_of(p.reason);
+    let patch = checkpoint_request_patch(&stamp, Some(cause), beneficiary);
     // The gang's pods are asked together: its grace period runs from the earliest request.
     let to_ask: Vec<String> = gang.to_ask_checkpoint().map(|m| m.name.clone()).collect();
     let results: Vec<(String, Result<Pod, kube::Error>)> = futures::stream::iter(to_ask)
@@ -730,9 +731,9 @@ async fn retarget(
     p: &sched::Preemption,
     beneficiary: Option<&str>,
 ) {
-    let reason = p.reason.to_string();
+    let cause = super::preemption::cause_of(p.reason);
     let asked = m.checkpoint_request.as_ref();
-    if asked.and_then(|r| r.reason.as_deref()) == Some(reason.as_str())
+    if asked.and_then(|r| r.reason) == Some(cause)
         && asked.and_then(|r| r.preempted_for.as_deref()) == beneficiary
     {
         return;
@@ -740,7 +741,7 @@ async fn retarget(
     let pod = &m.pod;
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &pod.namespace().unwrap_or_default());
     let patch = serde_json::json!({"metadata": {"annotations": {
-        PREEMPTION_REASON: reason,
+        PREEMPTION_REASON: cause.as_str(),
         PREEMPTED_FOR: beneficiary,
     }}});
     if let Err(e) = api

@@ -10,7 +10,7 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::runtime::events::EventType;
 
 use super::{Effects, Step, Stop, queue_name};
-use crate::api::reasons::{ConditionType, EventReason, Reason};
+use crate::api::reasons::{ConditionType, EventReason, PreemptionCause, Reason};
 use crate::api::trainingjob::{PreemptionOutcome, PreemptionRecord};
 use crate::api::{Phase, TrainingJobStatus};
 use crate::controller::conditions;
@@ -18,9 +18,6 @@ use crate::controller::conditions;
 /// How long a job stopped for a drain stays out of its queue after its pods are gone: two
 /// of `kubectl drain`'s 5 s eviction retries.
 const DRAIN_SETTLE_SECONDS: i64 = 10;
-
-/// `status.lastPreemption.reason` of a stop caused by `spec.suspend`.
-const SUSPEND: &str = "Suspend";
 
 /// Whether the lifecycle has told a preempted gang's pods to stop (the acknowledgement came,
 /// the pods exited, or the grace period ended): from then on its preemption is not withdrawn.
@@ -137,7 +134,9 @@ impl Step<'_> {
             || status
                 .last_preemption
                 .as_ref()
-                .is_some_and(|r| r.reason.as_deref() == Some(SUSPEND));
+                .and_then(|r| r.reason.as_deref())
+                .and_then(PreemptionCause::from_name)
+                == Some(PreemptionCause::Suspend);
         if !suspension {
             status.preemptions += 1;
         }
@@ -193,7 +192,9 @@ impl Step<'_> {
         let drained = status
             .last_preemption
             .as_ref()
-            .is_some_and(|r| r.reason.as_deref() == Some("Drain"));
+            .and_then(|r| r.reason.as_deref())
+            .and_then(PreemptionCause::from_name)
+            == Some(PreemptionCause::Drain);
         if !drained || self.job.spec.suspend {
             return false;
         }
@@ -330,11 +331,11 @@ impl Step<'_> {
         let lost_gpu_seconds = self.lost_gpu_seconds(status, outcome, requested);
         // The pods name the scheduler's reason; the lifecycle's own request for a
         // suspension names none (the owner may have resumed the job since).
-        let reason = match self.gang.preemption_reason() {
-            Some(r) if !job.spec.suspend => r.to_string(),
-            _ => SUSPEND.to_string(),
+        let cause = match self.gang.preemption_reason() {
+            Some(r) if !job.spec.suspend => r,
+            _ => PreemptionCause::Suspend,
         };
-        let reason = Some(reason);
+        let reason = Some(cause.to_string());
         status.last_preemption = Some(PreemptionRecord {
             outcome,
             at: t.clone(),
