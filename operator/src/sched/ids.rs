@@ -47,7 +47,7 @@ id!(
     QueueId(u32)
 );
 id!(
-    /// A node of the cycle's [`Cluster`](super::cluster::Cluster), in rack and name order.
+    /// A node of the cycle's `Cluster`, in rack and name order.
     NodeId(u32)
 );
 id!(

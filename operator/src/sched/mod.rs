@@ -147,17 +147,17 @@ mod reclaim;
 mod risk;
 mod tenants;
 mod usage;
+pub mod wait;
 
 pub use constraints::{NodeConstraints, Taint, TaintEffect, Toleration};
 pub use cycle::{schedule, schedule_with, state_bytes};
-pub use decisions::{
-    Admission, Cancellation, Decisions, Preemption, PreemptionReason, WaitReason, Waiting,
-};
+pub use decisions::{Admission, Cancellation, Decisions, Preemption, Waiting};
 pub use model::*;
 pub use options::{Options, VictimSelection};
 pub use usage::{
     CellShortfall, FlavorUsage, GuaranteeShortfall, QueueUsage, ShortfallCause, Usage, VcUsage,
 };
+pub use wait::{WaitCode, WaitReason};
 
 #[cfg(test)]
 mod cases;

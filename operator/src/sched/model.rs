@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use super::constraints::{NodeConstraints, Taint};
-use super::decisions::PreemptionReason;
 
 /// A fraction of one GPU in thousandths (1000 = one whole GPU).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -519,5 +518,80 @@ impl Snapshot {
         b += self.virtual_clusters.len() * size_of::<VirtualCluster>();
         b += self.queues.len() * size_of::<Queue>();
         b
+    }
+}
+
+/// Why a job is preempted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PreemptionReason {
+    /// The GPUs are borrowed (bonus) and their owner needs them back for its guarantee.
+    Reclaim,
+    /// A higher-priority job of the same queue (with priority preemption on) needs them.
+    Priority,
+    /// The job's queue uses more than its share of its VirtualCluster's guarantee, and a job
+    /// of a sibling queue below its own share (of no lower priority) needs it back.
+    QueueShare,
+    /// A job of its own team, no less important, needs GPUs together on one node (or rack)
+    /// where only scattered ones are free: the job moves, to GPUs that are free for it now
+    /// (KAI's consolidation).
+    Consolidation,
+    /// A node under the job is being drained (cordoned while Ready): the job checkpoints and
+    /// leaves so the drain can finish, and returns to its queue.
+    Drain,
+    /// A GPU under the job turned unhealthy (the node labeler's report): the job checkpoints
+    /// and leaves while it still can, and runs again on healthy GPUs.
+    UnhealthyGpu,
+}
+
+impl PreemptionReason {
+    pub const ALL: [PreemptionReason; 6] = [
+        PreemptionReason::Reclaim,
+        PreemptionReason::Priority,
+        PreemptionReason::QueueShare,
+        PreemptionReason::Consolidation,
+        PreemptionReason::Drain,
+        PreemptionReason::UnhealthyGpu,
+    ];
+
+    /// The reason its [`Display`](fmt::Display) name names, if any.
+    pub fn from_name(name: &str) -> Option<PreemptionReason> {
+        Self::ALL.into_iter().find(|r| r.to_string() == name)
+    }
+
+    /// Whether it makes room for one job, which may stop needing it (see `cancel`); a drain
+    /// or an unhealthy GPU needs the job gone whoever waits.
+    pub fn for_a_job(self) -> bool {
+        matches!(
+            self,
+            PreemptionReason::Reclaim
+                | PreemptionReason::Priority
+                | PreemptionReason::QueueShare
+                | PreemptionReason::Consolidation
+        )
+    }
+
+    /// The reason in a sentence: "after a queue-share preemption".
+    pub fn noun(self) -> &'static str {
+        match self {
+            PreemptionReason::Reclaim => "reclaim",
+            PreemptionReason::Priority => "priority",
+            PreemptionReason::QueueShare => "queue-share",
+            PreemptionReason::Consolidation => "consolidation",
+            PreemptionReason::Drain => "drain",
+            PreemptionReason::UnhealthyGpu => "unhealthy-GPU",
+        }
+    }
+}
+
+impl fmt::Display for PreemptionReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PreemptionReason::Reclaim => "Reclaim",
+            PreemptionReason::Priority => "Priority",
+            PreemptionReason::QueueShare => "QueueShare",
+            PreemptionReason::Consolidation => "Consolidation",
+            PreemptionReason::Drain => "Drain",
+            PreemptionReason::UnhealthyGpu => "UnhealthyGpu",
+        })
     }
 }

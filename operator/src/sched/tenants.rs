@@ -16,9 +16,9 @@
 
 use std::collections::BTreeMap;
 
-use super::decisions::WaitReason;
 use super::ids::{FlavorId, IdVec, QueueId, VcId};
 use super::model::{Gpus, Snapshot};
+use super::wait::WaitReason;
 
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Tenants {
