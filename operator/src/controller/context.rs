@@ -1,7 +1,7 @@
 //! What every controller task shares: the client, the caches, the scheduler's in-memory
 //! state (rebuilt from the API after a restart), settings and metrics.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -21,6 +21,7 @@ use super::snapshot::{Asked, Inflight};
 use super::usage::Usage;
 use super::validate::{PriorityClassValue, Refs, Refusal};
 use super::waiting::Published;
+pub use super::watches::StatusWrites;
 use super::watches::{JobTriggers, Stores, Watches};
 use super::workload::{History, WorkloadSettings};
 use crate::api::{Queue, TrainingJob, VirtualCluster};
@@ -124,29 +125,6 @@ pub struct Context {
     /// Queue and VirtualCluster controllers rewrite their status at once instead of on
     /// their periodic requeue (what `kubectl get queues` shows follows jobs within a cycle).
     pub usage_changed: Arc<tokio::sync::watch::Sender<u64>>,
-}
-
-/// By job key: the resourceVersion our last status write was computed from (forgotten when
-/// the job is deleted).
-#[derive(Default)]
-pub struct StatusWrites(Mutex<HashMap<JobKey, Option<String>>>);
-
-impl StatusWrites {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<JobKey, Option<String>>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    pub fn written_from(&self, job: &JobKey) -> Option<String> {
-        self.lock().get(job).cloned().flatten()
-    }
-
-    pub fn record(&self, job: JobKey, from: Option<String>) {
-        self.lock().insert(job, from);
-    }
-
-    pub fn forget(&self, job: &JobKey) {
-        self.lock().remove(job);
-    }
 }
 
 /// Owned copies of the small maps validation needs.

@@ -57,29 +57,8 @@ impl Error {
     }
 }
 
-/// The reconcilers, as the `controller` label names them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Reconciler {
-    TrainingJob,
-    Queue,
-    VirtualCluster,
-}
-
-impl Reconciler {
-    pub const ALL: [Reconciler; 3] = [
-        Reconciler::TrainingJob,
-        Reconciler::Queue,
-        Reconciler::VirtualCluster,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Reconciler::TrainingJob => "trainingjob",
-            Reconciler::Queue => "queue",
-            Reconciler::VirtualCluster => "virtualcluster",
-        }
-    }
-}
+// The reconcilers are named by their metric label: `metrics` owns the names.
+pub use super::metrics::Reconciler;
 
 /// A failed reconcile of `obj`: counted, logged, and retried after the object's backoff.
 pub fn retry<K>(reconciler: Reconciler, obj: &K, err: &Error, ctx: &Context) -> Action

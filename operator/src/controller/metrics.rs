@@ -7,7 +7,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use super::error::Reconciler;
 use crate::sched::PreemptionReason;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -39,6 +38,30 @@ pub struct ErrorLabels {
 
 /// A gauge of fractional values (GPUs, of which a job may hold a share).
 pub type FractionGauge = Gauge<f64, std::sync::atomic::AtomicU64>;
+
+/// The reconcilers, as the `controller` label names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Reconciler {
+    TrainingJob,
+    Queue,
+    VirtualCluster,
+}
+
+impl Reconciler {
+    pub const ALL: [Reconciler; 3] = [
+        Reconciler::TrainingJob,
+        Reconciler::Queue,
+        Reconciler::VirtualCluster,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Reconciler::TrainingJob => "trainingjob",
+            Reconciler::Queue => "queue",
+            Reconciler::VirtualCluster => "virtualcluster",
+        }
+    }
+}
 
 /// Every metric the operator exports.
 pub struct Metrics {

@@ -25,7 +25,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::{Resource, ResourceExt};
 
-use super::reservations::ReservationSettings;
 use super::resources::GPU_RESOURCE;
 use crate::api::TrainingJob;
 use crate::api::annotations::{
@@ -622,6 +621,31 @@ pub fn expected_pod_names(job: &TrainingJob) -> Vec<String> {
                 .collect::<Vec<_>>()
         })
         .collect()
+}
+
+/// Where reservation pods go and what they run.
+#[derive(Clone, Debug)]
+pub struct ReservationSettings {
+    /// Their namespace (the operator's own).
+    pub namespace: String,
+    /// Their image: the operator's, whose binary has the `reserve-gpu` command.
+    pub image: String,
+    /// Their ServiceAccount, allowed to patch pods in `namespace` (to report the device).
+    pub service_account: String,
+    /// Their PriorityClass, if any: high, so that kube-scheduler does not preempt a
+    /// reservation for another pod while shares use its GPU (the installs ship one).
+    pub priority_class: Option<String>,
+}
+
+impl Default for ReservationSettings {
+    fn default() -> Self {
+        ReservationSettings {
+            namespace: "kubetrain-system".into(),
+            image: concat!("ghcr.io/kubetrain/operator:", env!("CARGO_PKG_VERSION")).into(),
+            service_account: "kubetrain-gpu-reservation".into(),
+            priority_class: None,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -43,30 +43,8 @@ use crate::api::annotations::{
 };
 use crate::api::trainingjob::GpuAssignment;
 
-/// Where reservation pods go and what they run.
-#[derive(Clone, Debug)]
-pub struct ReservationSettings {
-    /// Their namespace (the operator's own).
-    pub namespace: String,
-    /// Their image: the operator's, whose binary has the `reserve-gpu` command.
-    pub image: String,
-    /// Their ServiceAccount, allowed to patch pods in `namespace` (to report the device).
-    pub service_account: String,
-    /// Their PriorityClass, if any: high, so that kube-scheduler does not preempt a
-    /// reservation for another pod while shares use its GPU (the installs ship one).
-    pub priority_class: Option<String>,
-}
-
-impl Default for ReservationSettings {
-    fn default() -> Self {
-        ReservationSettings {
-            namespace: "kubetrain-system".into(),
-            image: concat!("ghcr.io/kubetrain/operator:", env!("CARGO_PKG_VERSION")).into(),
-            service_account: "kubetrain-gpu-reservation".into(),
-            priority_class: None,
-        }
-    }
-}
+// The reservation pods' settings are part of the pod settings (`pods::PodSettings`).
+pub use super::pods::ReservationSettings;
 
 /// One of kubetrain's GPUs that shares use on a node with a device plugin.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

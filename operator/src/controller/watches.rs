@@ -31,14 +31,14 @@
 //!   made every cycle that changed a usage run the next one, about every 100 ms while jobs
 //!   started ([`ReferenceEvents::status_only`]).
 //! - **`refs_generation`.** Validation reads owned copies of the small kinds
-//!   ([`super::context::RefMaps`]), rebuilt only when the generation moved: every event of
+//!   (`context::RefMaps`), rebuilt only when the generation moved: every event of
 //!   those kinds bumps it, a node's only when the GPU types on offer may have changed.
 //! - **Handlers run after the cache applied the event**, so what they trigger reads a cache
 //!   at least as new as the event.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 use futures::channel::mpsc;
@@ -53,7 +53,6 @@ use tokio::sync::Notify;
 use tracing::warn;
 
 use super::backoff::Failures;
-use super::context::StatusWrites;
 use super::index::PodIndex;
 use super::job_key::JobKey;
 use crate::api::annotations::{JOB_LABEL, PRODUCT_LABEL};
@@ -88,7 +87,30 @@ impl Stores {
     }
 }
 
-/// The caches and what their handlers keep current, for the [`super::context::Context`].
+/// By job key: the resourceVersion our last status write was computed from (forgotten when
+/// the job is deleted).
+#[derive(Default)]
+pub struct StatusWrites(Mutex<HashMap<JobKey, Option<String>>>);
+
+impl StatusWrites {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<JobKey, Option<String>>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn written_from(&self, job: &JobKey) -> Option<String> {
+        self.lock().get(job).cloned().flatten()
+    }
+
+    pub fn record(&self, job: JobKey, from: Option<String>) {
+        self.lock().insert(job, from);
+    }
+
+    pub fn forget(&self, job: &JobKey) {
+        self.lock().remove(job);
+    }
+}
+
+/// The caches and what their handlers keep current, for the `Context`.
 pub struct Watches {
     pub stores: Stores,
     /// Wakes the scheduler loop.

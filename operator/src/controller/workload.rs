@@ -21,10 +21,10 @@ use kube::{Api, Client, ResourceExt};
 use serde::{Deserialize, Serialize};
 use tracing::{debug, info, warn};
 
-use super::context::MANAGER;
 use super::job_key::JobKey;
 use super::resources::parse_milli;
 use crate::api::TrainingJob;
+use crate::api::annotations::MANAGER;
 use crate::sched::{self, Flavor, GpuDemand, MilliGpu, WorkloadShape};
 
 /// The ConfigMap, in the operator's namespace, that keeps the learned history.

@@ -11,7 +11,13 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use super::model::Node;
+/// What of a node the constraints read: its name, labels and taints. The snapshot's
+/// `model::Node` is one (so this module needs nothing of `model`, which names its types).
+pub trait NodeFacts {
+    fn name(&self) -> &str;
+    fn labels(&self) -> &BTreeMap<String, String>;
+    fn taints(&self) -> &[Taint];
+}
 
 /// What a taint does to pods that do not tolerate it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -120,11 +126,11 @@ pub struct Requirement {
 impl Requirement {
     /// On a node's label, or (`field`) on its `metadata.name`, the only field Kubernetes
     /// supports.
-    fn holds_on(&self, node: &Node, field: bool) -> bool {
+    fn holds_on(&self, node: &impl NodeFacts, field: bool) -> bool {
         if field {
-            self.key == "metadata.name" && self.matches(Some(node.name.as_str()))
+            self.key == "metadata.name" && self.matches(Some(node.name()))
         } else {
-            self.matches(node.labels.get(&self.key).map(String::as_str))
+            self.matches(node.labels().get(&self.key).map(String::as_str))
         }
     }
 
@@ -161,7 +167,7 @@ pub struct Term {
 }
 
 impl Term {
-    fn matches(&self, node: &Node) -> bool {
+    fn matches(&self, node: &impl NodeFacts) -> bool {
         !self.is_empty()
             && self
                 .requirements()
@@ -180,7 +186,7 @@ impl Term {
 
     /// The requirements of this term that `node` breaks (for wait reasons only: the
     /// placement's checks go through [`Term::matches`], which allocates nothing).
-    fn unmatched(&self, node: &Node) -> Vec<Requirement> {
+    fn unmatched(&self, node: &impl NodeFacts) -> Vec<Requirement> {
         self.requirements()
             .filter(|(r, field)| !r.holds_on(node, *field))
             .map(|(r, _)| r.clone())
@@ -281,9 +287,9 @@ impl NodeConstraints {
 
     /// Whether a replica with these constraints may run on `node`; the first rule it breaks
     /// otherwise (selector, then affinities, then taints, as kube-scheduler's filters run).
-    pub fn check(&self, node: &Node) -> Result<(), Mismatch> {
+    pub fn check(&self, node: &impl NodeFacts) -> Result<(), Mismatch> {
         for (key, value) in &self.node_selector {
-            if node.labels.get(key) != Some(value) {
+            if node.labels().get(key) != Some(value) {
                 return Err(Mismatch::Selector {
                     key: key.clone(),
                     value: value.clone(),
@@ -299,7 +305,7 @@ impl NodeConstraints {
                 });
             }
         }
-        for t in &node.taints {
+        for t in node.taints() {
             if t.effect != TaintEffect::PreferNoSchedule
                 && !self.tolerations.iter().any(|tol| tol.tolerates(t))
             {
@@ -336,6 +342,7 @@ pub fn summarize(counts: &BTreeMap<Mismatch, u32>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sched::model::Node;
     use proptest::prelude::*;
 
     fn node(labels: &[(&str, &str)], taints: &[(&str, &str, TaintEffect)]) -> Node {

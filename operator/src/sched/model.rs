@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use super::constraints::{NodeConstraints, Taint};
+use super::constraints::{NodeConstraints, NodeFacts, Taint};
 
 /// A fraction of one GPU in thousandths (1000 = one whole GPU).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -593,5 +593,17 @@ impl fmt::Display for PreemptionReason {
             PreemptionReason::Drain => "Drain",
             PreemptionReason::UnhealthyGpu => "UnhealthyGpu",
         })
+    }
+}
+
+impl NodeFacts for Node {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn labels(&self) -> &BTreeMap<String, String> {
+        &self.labels
+    }
+    fn taints(&self) -> &[Taint] {
+        &self.taints
     }
 }
