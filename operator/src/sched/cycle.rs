@@ -728,10 +728,15 @@ impl<'a> Cycle<'a> {
         } else if job.gpu_types.is_empty() {
             any_gpu.to_vec()
         } else {
-            job.gpu_types
+            // A list of acceptable types is a set: taken in the cluster's order of them (as
+            // for a job that accepts any type), never in the order the user wrote them.
+            any_gpu
                 .iter()
-                .filter_map(|f| self.c.flavor_by_name.get(f.as_str()).copied())
-                .filter(|f| any_gpu.contains(f))
+                .copied()
+                .filter(|&f| {
+                    let name = self.c.flavor_names[f].as_str();
+                    job.gpu_types.iter().any(|t| t.as_str() == name)
+                })
                 .collect()
         };
         let level = job.topology.required;
@@ -753,6 +758,8 @@ impl<'a> Cycle<'a> {
                     job.gpu_types
                         .iter()
                         .map(Flavor::to_string)
+                        .collect::<BTreeSet<_>>()
+                        .into_iter()
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
@@ -1047,16 +1054,17 @@ impl<'a> Cycle<'a> {
         )
     }
 
-    /// A job that accepts any GPU type (or uses none): its acceptable types in the order of
-    /// the fragmentation its placement there would add (FGD's coarse score, see `frag`; a
-    /// type where it does not fit last), ties for a job without GPUs to a type where it goes
-    /// on nodes with no idle GPU (as `frag_pick` within a type), then to the type whose
-    /// placement starts at the lowest node index: the same fixed node order as within a
-    /// type, so a tie does not always favour the first type by name. A job that lists its
-    /// types keeps its own preference order.
+    /// A job that accepts several GPU types (any, or the set it lists; or uses none): its
+    /// acceptable types in the order of the fragmentation its placement there would add
+    /// (FGD's coarse score, see `frag`; a type where it does not fit last), so that every
+    /// acceptable type and node is scored together. Ties for a job without GPUs go to a type
+    /// where it goes on nodes with no idle GPU (as `frag_pick` within a type), then to the
+    /// type whose placement starts at the lowest node index: the same fixed node order as
+    /// within a type, so a tie does not always favour the first type by name. Nothing here
+    /// reads the order in which a job lists its types: `flavors` comes in the cluster's
+    /// order (`digest`), and the ranking is a sort on the scores.
     fn rank_flavors(&mut self, p: &Pending, flavors: &[FlavorId]) -> Vec<FlavorId> {
-        let job = &self.snap.job(p.job);
-        if !job.gpu_types.is_empty() || flavors.len() < 2 || self.mix.is_empty() {
+        if flavors.len() < 2 || self.mix.is_empty() {
             return flavors.to_vec();
         }
         // (score, lower is better; a job without GPUs placed beside idle GPUs (as in
