@@ -71,3 +71,52 @@ fn a_flexible_job_counts_against_the_guarantee_of_the_type_it_runs_on() {
     assert_eq!(team.flavors[&Flavor::new("A100")].bonus_milli, 0);
     assert_eq!(team.flavors[&Flavor::new("H100")].in_use_milli, 0);
 }
+
+/// One node of a scarce type (V100) and two of a common one (T4). Waiting, in this order: a
+/// job that runs on either, then one that runs only on V100 and one that runs only on T4,
+/// each asking a whole node. Both types are as good a fit for the first job (a whole node
+/// either way, each type the only one for one of the other jobs), but the rest of the
+/// workload asks more of each V100 GPU than of each T4 GPU: the flexible job takes a T4 node
+/// and leaves the V100 node to the job that can run nowhere else. All three start.
+#[test]
+fn a_flexible_job_leaves_the_scarce_type_to_the_job_that_needs_it() {
+    let t = VirtualCluster {
+        guarantee: ["V100", "T4"]
+            .into_iter()
+            .map(|f| FlavorGuarantee {
+                flavor: Flavor::new(f),
+                gpus: 16,
+                cells: vec![],
+            })
+            .collect(),
+        ..vc("t", "V100", 0)
+    };
+    let listed = |id: &str, at: i64, names: &[&str]| {
+        let mut j = job(id, "q", 1, 8);
+        j.gpu_types = types(names);
+        j.queued_at = at;
+        j
+    };
+    for written in [["V100", "T4"], ["T4", "V100"]] {
+        let d = schedule(&snapshot(
+            0,
+            // the V100 node first in the cluster's order: a tie would take it
+            vec![
+                node("a-v100", "V100", 8, None),
+                node("b-t4", "T4", 8, None),
+                node("c-t4", "T4", 8, None),
+            ],
+            vec![t.clone()],
+            vec![queue("q", "t")],
+            vec![
+                listed("t/flex", 0, &written),
+                listed("t/v100-only", 1, &["V100"]),
+                listed("t/t4-only", 2, &["T4"]),
+            ],
+        ));
+        let flavor = |j: &str| d.admission(j).map(|a| a.flavor.to_string());
+        assert_eq!(flavor("t/flex").as_deref(), Some("T4"), "{d:?}");
+        assert_eq!(flavor("t/v100-only").as_deref(), Some("V100"), "{d:?}");
+        assert_eq!(flavor("t/t4-only").as_deref(), Some("T4"), "{d:?}");
+    }
+}
