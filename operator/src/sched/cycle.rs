@@ -728,10 +728,15 @@ impl<'a> Cycle<'a> {
         } else if job.gpu_types.is_empty() {
             any_gpu.to_vec()
         } else {
-            job.gpu_types
+            // A list of acceptable types is a set: taken in the cluster's order of them (as
+            // for a job that accepts any type), never in the order the user wrote them.
+            any_gpu
                 .iter()
-                .filter_map(|f| self.c.flavor_by_name.get(f.as_str()).copied())
-                .filter(|f| any_gpu.contains(f))
+                .copied()
+                .filter(|&f| {
+                    let name = self.c.flavor_names[f].as_str();
+                    job.gpu_types.iter().any(|t| t.as_str() == name)
+                })
                 .collect()
         };
         let level = job.topology.required;
@@ -753,6 +758,8 @@ impl<'a> Cycle<'a> {
                     job.gpu_types
                         .iter()
                         .map(Flavor::to_string)
+                        .collect::<BTreeSet<_>>()
+                        .into_iter()
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
@@ -1047,22 +1054,27 @@ impl<'a> Cycle<'a> {
         )
     }
 
-    /// A job that accepts any GPU type (or uses none): its acceptable types in the order of
-    /// the fragmentation its placement there would add (FGD's coarse score, see `frag`; a
-    /// type where it does not fit last), ties for a job without GPUs to a type where it goes
-    /// on nodes with no idle GPU (as `frag_pick` within a type), then to the type whose
-    /// placement starts at the lowest node index: the same fixed node order as within a
-    /// type, so a tie does not always favour the first type by name. A job that lists its
-    /// types keeps its own preference order.
+    /// A job that accepts several GPU types (any, or the set it lists; or uses none): its
+    /// acceptable types in the order of the fragmentation its placement there would add
+    /// (FGD's coarse score, see `frag`; a type where it does not fit last), so that every
+    /// acceptable type and node is scored together. Between types that fit equally well the
+    /// scarcer goes last: the type whose GPUs the workload's mix asks more of (its demand per
+    /// GPU, `Mix::demand_per_gpu`), so that a job with a choice leaves it to the jobs that
+    /// have none. Then ties for a job without GPUs go to a type where it goes on nodes with
+    /// no idle GPU (as `frag_pick` within a type), then to the type whose placement starts
+    /// at the lowest node index: the same fixed node order as within a type, so a tie does
+    /// not always favour the first type by name. Nothing here reads the order in which a job
+    /// lists its types: `flavors` comes in the cluster's order (`digest`), and the ranking
+    /// is a sort on the scores.
     fn rank_flavors(&mut self, p: &Pending, flavors: &[FlavorId]) -> Vec<FlavorId> {
-        let job = &self.snap.job(p.job);
-        if !job.gpu_types.is_empty() || flavors.len() < 2 || self.mix.is_empty() {
+        if flavors.len() < 2 || self.mix.is_empty() {
             return flavors.to_vec();
         }
-        // (score, lower is better; a job without GPUs placed beside idle GPUs (as in
+        // (score, lower is better; the type's demand per GPU (a non-negative float's bits,
+        // ordered as the float); a job without GPUs placed beside idle GPUs (as in
         // `frag_pick`); first node of the placement; type)
         let no_gpu = p.demands.iter().all(|d| d.gpu == GpuDemand::None);
-        let mut scored: Vec<(i64, bool, NodeId, FlavorId)> = Vec::with_capacity(flavors.len());
+        let mut scored: Vec<(i64, u64, bool, NodeId, FlavorId)> = Vec::with_capacity(flavors.len());
         let mut scratch = Vec::new();
         for &f in flavors {
             let key = self.shape(p, f);
@@ -1096,10 +1108,11 @@ impl<'a> Cycle<'a> {
                     }
                 }
             }
-            scored.push((score.0, score.1, score.2, f));
+            let demand = self.mix.demand_per_gpu(f).max(0.0).to_bits();
+            scored.push((score.0, demand, score.1, score.2, f));
         }
         scored.sort_unstable();
-        scored.into_iter().map(|x| x.3).collect()
+        scored.into_iter().map(|x| x.4).collect()
     }
 
     /// Place now on flavor `f`; guaranteed placements must keep cell guarantees whole.

@@ -82,6 +82,8 @@ pub(crate) struct Mix {
     /// Per flavor: the CPU and memory per milli-GPU that the shapes accepting it ask, weighted
     /// by frequency (see [`Mix::starved`]).
     per_gpu: IdVec<FlavorId, (f64, f64)>,
+    /// Per flavor: the demand each of its GPUs is expected to serve (see [`Mix::demand_per_gpu`]).
+    demand: IdVec<FlavorId, f64>,
 }
 
 type ClassKey = (GpuDemand, Vec<FlavorId>);
@@ -129,6 +131,7 @@ impl Mix {
             accepting: IdVec::filled(Vec::new(), flavors),
             other: IdVec::filled(0.0, flavors),
             per_gpu: IdVec::filled((0.0, 0.0), flavors),
+            demand: IdVec::filled(0.0, flavors),
         };
         if total == 0 {
             return mix;
@@ -150,8 +153,33 @@ impl Mix {
                 least.2 += n;
             }
         }
+        // GPUs per flavor, for the demand each is expected to serve
+        let mut gpus: IdVec<FlavorId, f64> = IdVec::filled(0.0, flavors);
+        for n in &snap.nodes {
+            if let Some(&f) = flavor_id.get(n.flavor.as_str())
+                && let Some(g) = gpus.get_mut(f)
+            {
+                *g += f64::from(n.allocatable.gpus);
+            }
+        }
         for ((gpu, types), needs) in classes {
             let n: u64 = needs.iter().map(|x| x.2).sum();
+            // the class's milli-GPUs, spread over the GPUs of the types it accepts
+            let milli = f64::from(match gpu {
+                GpuDemand::Whole(k) => 1000 * k,
+                GpuDemand::Share(x) => x.0.min(1000),
+                GpuDemand::None => 0,
+            });
+            let room: f64 = gpus
+                .iter_enumerated()
+                .filter(|&(f, _)| types.is_empty() || types.binary_search(&f).is_ok())
+                .map(|(_, &g)| g)
+                .sum();
+            let per_gpu = if room > 0.0 {
+                milli * n as f64 / total as f64 / room
+            } else {
+                0.0
+            };
             let class = Class {
                 gpu,
                 weight: n as f64 / total as f64,
@@ -162,6 +190,7 @@ impl Mix {
             };
             for f in mix.accepting.ids() {
                 if types.is_empty() || types.binary_search(&f).is_ok() {
+                    mix.demand[f] += per_gpu;
                     mix.accepting[f].push(class.clone());
                 } else {
                     mix.other[f] += class.weight;
@@ -205,6 +234,17 @@ impl Mix {
             s = s.max(idle - mem as f64 / per_mem);
         }
         s
+    }
+
+    /// The milli-GPUs of the workload (per replica of the mix) that each GPU of `flavor` is
+    /// expected to serve: every shape's demand spread over the GPUs of the types it accepts,
+    /// in proportion to how many each has. A shape that accepts any type adds the same to
+    /// every type; one that accepts few, or only this one, adds the most where GPUs are
+    /// fewest. Of two types a job accepts, the one with less demand per GPU is the one the
+    /// rest of the workload needs less: the job takes it and keeps the other for those who
+    /// can run nowhere else (PAI's reserve-and-pack, with the mix as the measure).
+    pub fn demand_per_gpu(&self, flavor: FlavorId) -> f64 {
+        self.demand.get(flavor).copied().unwrap_or(0.0)
     }
 
     /// No shapes: every score is zero.

@@ -167,3 +167,5 @@ pub(crate) mod fixtures;
 pub(crate) mod proptests;
 #[cfg(test)]
 mod scenarios;
+#[cfg(test)]
+mod scenarios_flavors;

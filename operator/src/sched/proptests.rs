@@ -2347,3 +2347,49 @@ fn queue_share_counts_only_jobs_that_run_next_cycle() {
     );
     check_share_world(&w).unwrap();
 }
+
+/// A job's types (of `["A100", "H100", "V100"]`; no node has V100) by the bits of `mask`,
+/// in the order `turn` picks: reversed when its lowest bit is set, then rotated by the rest.
+fn listed_types(mask: u8, turn: u8) -> Vec<Flavor> {
+    let mut types: Vec<Flavor> = ["A100", "H100", "V100"]
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| mask & (1 << i) != 0)
+        .map(|(_, f)| Flavor::new(*f))
+        .collect();
+    if turn & 1 == 1 {
+        types.reverse();
+    }
+    if !types.is_empty() {
+        let k = usize::from(turn >> 1) % types.len();
+        types.rotate_left(k);
+    }
+    types
+}
+
+proptest! {
+    #![proptest_config(cases(1000))]
+
+    /// A job's list of acceptable GPU types is a set (issue 56): pending jobs that list
+    /// several types get the same decisions, whatever the order they list them in.
+    #[test]
+    fn order_of_accepted_types_never_changes_a_decision(
+        w in world(false),
+        lists in prop::collection::vec((0u8..8, any::<u8>()), 10),
+    ) {
+        let s = build(&w);
+        let listed = |turns: bool| {
+            let mut s = s.clone();
+            for (j, &(mask, turn)) in s.jobs.iter_mut().filter(|j| j.running.is_none()).zip(&lists) {
+                if mask.count_ones() >= 2 {
+                    j.gpu_types = listed_types(mask, if turns { turn } else { 0 });
+                }
+            }
+            s
+        };
+        let (written, turned) = (listed(false), listed(true));
+        let d = schedule(&written);
+        check_invariants(&written, &d)?;
+        prop_assert_eq!(schedule(&turned), d);
+    }
+}

@@ -1347,28 +1347,6 @@ fn invalid_and_never_fitting_jobs_say_why() {
     );
 }
 
-/// GPU type preference: the first listed type is used while it has room.
-#[test]
-fn gpu_type_preference_order() {
-    let nodes = vec![node("a", "A100", 8, None), node("h", "H100", 8, None)];
-    let mut j = job("t/j", "q", 1, 4);
-    j.gpu_types = vec![Flavor::new("H100"), Flavor::new("A100")];
-    let mut vcx = vc("t", "A100", 8);
-    vcx.guarantee.push(FlavorGuarantee {
-        flavor: Flavor::new("H100"),
-        gpus: 8,
-        cells: vec![],
-    });
-    let d = schedule(&snapshot(
-        0,
-        nodes,
-        vec![vcx],
-        vec![queue("q", "t")],
-        vec![j],
-    ));
-    assert_eq!(d.admission("t/j").unwrap().flavor, Flavor::new("H100"));
-}
-
 /// Cells: team A is guaranteed one whole node. Team B (GPUs only, no cells) may not break
 /// the last clean node for a guaranteed job; it borrows it as bonus, and A reclaims it.
 #[test]

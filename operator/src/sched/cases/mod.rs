@@ -69,7 +69,7 @@
 //! Mapping: a ClusterQueue's nominal quota, a KAI queue's deserved quota and an ElasticQuota's
 //! `min` are a VirtualCluster guarantee; cohort borrowing and KAI over-quota are bonus; a
 //! borrowing limit (or no cohort at all) and an ElasticQuota's `max` are a VC limit; a
-//! ResourceFlavor is a GPU type and a workload's flavor order is its `gpu_types`; a fair
+//! ResourceFlavor is a GPU type and a workload's flavors are its `gpu_types` (a set); a fair
 //! sharing weight or KAI over-quota weight is the VC weight. CPUs of the peers' cases are
 //! GPUs here, scaled down where the numbers allow.
 //!
@@ -187,7 +187,7 @@
 //! share are a VirtualCluster guarantee; KAI over-quota use and cohort borrowing are bonus; a
 //! borrowing limit, a ClusterQueue without a cohort or a KAI `MaxAllowedGPUs` is a VC limit;
 //! `withinClusterQueue: LowerPriority` is a queue with priority preemption (`pqueue`); a
-//! workload's flavor order is its `gpu_types`. KAI's train and build jobs are priorities 50 and
+//! workload's flavors are its `gpu_types` (a set). KAI's train and build jobs are priorities 50 and
 //! 100 (a build or interactive job is also non-preemptible in KAI, which kubetrain does not
 //! model); a KAI task of `0.5` GPUs is a share of 500 milli. CPUs of Kueue's and Volcano's
 //! cases are GPUs here, divided by ten where the numbers allow.
