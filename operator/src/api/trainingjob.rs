@@ -77,8 +77,9 @@ pub struct TrainingJobSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topology: Option<TopologySpec>,
 
-    /// GPU types (the `gpu.kubetrain.io/product` flavor of nodes) the job may use, most
-    /// preferred first. Empty means any type.
+    /// GPU types (the `gpu.kubetrain.io/product` flavor of nodes) the job may use, as a
+    /// set: the order is not a preference, the scheduler picks the type and node that fit
+    /// best and leaves scarcer types to jobs that need them. Empty means any type.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gpu_types: Vec<String>,
 

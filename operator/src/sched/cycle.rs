@@ -1897,7 +1897,7 @@ impl<'a> Cycle<'a> {
         // Phase 1: guaranteed admission, VCs in turn by dominant share of guarantee used; at
         // equal shares the VC whose next job has waited longest first, as in phase 2 (by the
         // VC's place in the list, the first team by name won: KAI's allocate case "Both
-        // queues has the same share", `peer_cases_batch.rs`). VCs with nothing left drop out.
+        // queues has the same share", `cases/fair_sharing.rs`). VCs with nothing left drop out.
         let mut deferred: IdVec<VcId, Vec<(JobIdx, bool)>> = IdVec::filled(Vec::new(), nv);
         let guaranteed_turn = |t: &Tenants, lines: &IdVec<VcId, order::VcLines>, vc: VcId| {
             let next = lines[vc].peek(t)?;
@@ -1959,7 +1959,7 @@ impl<'a> Cycle<'a> {
         // Phase 2: bonus admission, VCs in turn by weighted dominant share of borrowed GPUs;
         // at equal shares the VC whose next job has waited longest goes first (by the VC's
         // place in the list, the first team by name won every tie: Kueue's fair-sharing
-        // case "schedule earliest timestamp first", `peer_cases_admission.rs`).
+        // case "schedule earliest timestamp first", `cases/fair_sharing.rs`).
         let mut cursor: IdVec<VcId, usize> = IdVec::filled(0, nv);
         let mut failed: Vec<(JobIdx, bool)> = Vec::new();
         let turn = |t: &Tenants, vc: VcId, next: JobIdx| {
