@@ -366,6 +366,52 @@ fn standing_order<'a>(
     (Reverse(r.priority), r.bonus, Reverse(r.lost), r.started, id)
 }
 
+/// What phase 1 hands on: the order jobs were offered in, the jobs each VirtualCluster
+/// deferred to phase 2 (with whether each is within its guarantee), per strict queue the
+/// job that did not start and holds back the jobs offered after it, and each job's place
+/// in the order.
+struct Offered {
+    order: Vec<JobIdx>,
+    deferred: IdVec<VcId, Vec<(JobIdx, bool)>>,
+    blocker: HashMap<QueueId, JobIdx>,
+    place: IdVec<JobIdx, usize>,
+}
+
+/// One demand per replica of the job, in task order; an invalid job (no replicas, too many
+/// tasks, a share outside 1..=999 milli) says why.
+fn demands_of(job: &Job) -> Result<Vec<Demand>, WaitReason> {
+    let invalid = |m: String| Err(WaitReason::Invalid { message: m });
+    if job.tasks.is_empty() || job.tasks.iter().all(|t| t.replicas == 0) {
+        return invalid("it has no replicas".into());
+    }
+    if job.tasks.len() > usize::from(u16::MAX) {
+        return invalid("it has too many tasks".into());
+    }
+    let mut demands = Vec::new();
+    for (ti, t) in job.tasks.iter().enumerate() {
+        let gpu = match t.gpus {
+            GpuDemand::Whole(0) => GpuDemand::None,
+            GpuDemand::Share(m) if m.0 == 0 || m.0 >= 1000 => {
+                return invalid(format!(
+                    "task {} asks for a GPU share of {} milli; a share is 1 to 999",
+                    t.name, m.0
+                ));
+            }
+            g => g,
+        };
+        for index in 0..t.replicas {
+            demands.push(Demand {
+                gpu,
+                cpu: t.cpu_milli,
+                mem: t.memory_bytes,
+                task: ti as u16,
+                index,
+            });
+        }
+    }
+    Ok(demands)
+}
+
 /// The scheduling cycle: same snapshot, same decisions.
 pub fn schedule(snap: &Snapshot) -> Decisions {
     schedule_with(snap, &Options::default())
@@ -637,6 +683,50 @@ impl<'a> Cycle<'a> {
         any_cpu: &[FlavorId],
     ) -> Result<Pending, WaitReason> {
         let job = self.snap.job(j);
+        let (queue, vc) = self.admitting_queue(job)?;
+        let mut demands = demands_of(job)?;
+        demands.sort_by_key(sort_key);
+        let whole_gpus = |d: &Demand| match d.gpu {
+            GpuDemand::Whole(k) => k,
+            _ => 0,
+        };
+        let whole: u32 = demands.iter().map(whole_gpus).sum();
+        let largest_replica = demands.iter().map(whole_gpus).max().unwrap_or(0);
+        let uses_gpu = demands.iter().any(|d| d.gpu != GpuDemand::None);
+        let mut flavors = self.acceptable_flavors(job, uses_gpu, any_gpu, any_cpu);
+        let level = job.topology.required;
+        let shape = Shape {
+            largest_replica,
+            whole,
+            level,
+        };
+        if flavors.is_empty() || !flavors.iter().any(|&f| shape.fits(&self.c.facts[f])) {
+            return Err(self.never_fits(job, &flavors, &shape, uses_gpu));
+        }
+        flavors.retain(|&f| shape.fits(&self.c.facts[f]));
+        self.fits_a_node(&demands, &flavors)?;
+        let filter = self.node_filter(job, &mut flavors)?;
+        let nvlink = largest_replica >= 2
+            || job.topology.required == Some(TopologyLevel::GpuGroup)
+            || job.topology.preferred == Some(TopologyLevel::GpuGroup);
+        Ok(Pending {
+            job: j,
+            queue,
+            vc,
+            milli: job.gpu_milli(),
+            demands,
+            whole,
+            largest_replica,
+            flavors,
+            nvlink,
+            filter,
+        })
+    }
+
+    /// The job's queue and its VirtualCluster, when the queue admits jobs now: it exists,
+    /// belongs to a VirtualCluster, and neither it (nor a queue above it) nor the
+    /// VirtualCluster is being deleted.
+    fn admitting_queue(&self, job: &Job) -> Result<(QueueId, VcId), WaitReason> {
         let invalid = |m: String| Err(WaitReason::Invalid { message: m });
         let Some(&queue) = self.t.queue_by_name.get(&job.queue) else {
             return invalid(format!("queue {} does not exist", job.queue));
@@ -661,58 +751,19 @@ impl<'a> Cycle<'a> {
                 virtual_cluster: self.t.vc_names[vc].clone(),
             });
         }
-        if job.tasks.is_empty() || job.tasks.iter().all(|t| t.replicas == 0) {
-            return invalid("it has no replicas".into());
-        }
-        if job.tasks.len() > usize::from(u16::MAX) {
-            return invalid("it has too many tasks".into());
-        }
-        let mut demands = Vec::new();
-        for (ti, t) in job.tasks.iter().enumerate() {
-            let gpu = match t.gpus {
-                GpuDemand::Whole(0) => GpuDemand::None,
-                GpuDemand::Share(m) if m.0 == 0 || m.0 >= 1000 => {
-                    return invalid(format!(
-                        "task {} asks for a GPU share of {} milli; a share is 1 to 999",
-                        t.name, m.0
-                    ));
-                }
-                g => g,
-            };
-            for index in 0..t.replicas {
-                demands.push(Demand {
-                    gpu,
-                    cpu: t.cpu_milli,
-                    mem: t.memory_bytes,
-                    task: ti as u16,
-                    index,
-                });
-            }
-        }
-        demands.sort_by_key(sort_key);
-        let whole: u32 = demands
-            .iter()
-            .map(|d| {
-                if let GpuDemand::Whole(k) = d.gpu {
-                    k
-                } else {
-                    0
-                }
-            })
-            .sum();
-        let largest_replica = demands
-            .iter()
-            .map(|d| {
-                if let GpuDemand::Whole(k) = d.gpu {
-                    k
-                } else {
-                    0
-                }
-            })
-            .max()
-            .unwrap_or(0);
-        let uses_gpu = demands.iter().any(|d| d.gpu != GpuDemand::None);
-        let mut flavors: Vec<FlavorId> = if !uses_gpu {
+        Ok((queue, vc))
+    }
+
+    /// The GPU types the job may use, in the cluster's order of types (never the order the
+    /// user wrote them).
+    fn acceptable_flavors(
+        &self,
+        job: &Job,
+        uses_gpu: bool,
+        any_gpu: &[FlavorId],
+        any_cpu: &[FlavorId],
+    ) -> Vec<FlavorId> {
+        if !uses_gpu {
             // A job that takes no GPU still keeps off the GPU types it did not list: nodes
             // without GPUs, or of a listed type.
             any_cpu
@@ -738,21 +789,32 @@ impl<'a> Cycle<'a> {
                     job.gpu_types.iter().any(|t| t.as_str() == name)
                 })
                 .collect()
-        };
-        let level = job.topology.required;
-        let shape = Shape {
+        }
+    }
+
+    /// Why a job that no acceptable GPU type can hold waits: the nodes of its types that
+    /// take no new work now would hold it (`NodesUnavailable`), or it never fits, naming
+    /// what it is too large for.
+    fn never_fits(
+        &self,
+        job: &Job,
+        flavors: &[FlavorId],
+        shape: &Shape,
+        uses_gpu: bool,
+    ) -> WaitReason {
+        let Shape {
             largest_replica,
             whole,
             level,
-        };
+        } = *shape;
         if flavors.is_empty() {
             if let Some(r) = uses_gpu
-                .then(|| self.nodes_unavailable(job, &shape))
+                .then(|| self.nodes_unavailable(job, shape))
                 .flatten()
             {
-                return Err(r);
+                return r;
             }
-            return Err(WaitReason::NeverFits {
+            return WaitReason::NeverFits {
                 message: format!(
                     "no schedulable node has GPUs of type {}; list other spec.gpuTypes, or it starts once such a node joins",
                     job.gpu_types
@@ -763,62 +825,42 @@ impl<'a> Cycle<'a> {
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
-            });
-        }
-        if !flavors.iter().any(|&f| shape.fits(&self.c.facts[f])) {
-            if let Some(r) = self.nodes_unavailable(job, &shape) {
-                return Err(r);
-            }
-            // The most any acceptable type offers, to name what the job is too large for;
-            // counted only for such a job, not on every job's way through each cycle.
-            let most = |of: &dyn Fn(&FlavorFacts) -> u32| {
-                flavors
-                    .iter()
-                    .map(|&f| of(&self.c.facts[f]))
-                    .max()
-                    .unwrap_or(0)
             };
-            let most_node = most(&|x| x.max_node_gpus);
-            let most_total = most(&|x| x.total_gpus);
-            let most_in_level = most(&|x| x.max_in(level));
-            return Err(WaitReason::NeverFits {
-                message: if largest_replica > most_node {
-                    format!(
-                        "a replica needs {largest_replica} GPUs and no node of the acceptable GPU types has more than {most_node}; use more replicas of fewer GPUs each"
-                    )
-                } else if whole > most_total {
-                    format!(
-                        "the job needs {whole} GPUs and no acceptable GPU type has more than {most_total} in the whole cluster; ask for fewer GPUs, or allow more spec.gpuTypes"
-                    )
-                } else if let Some(l) = level.filter(|_| whole > most_in_level) {
-                    format!(
-                        "the job needs {whole} GPUs within one {l} (topology.required) and no {l} of the acceptable GPU types has more than {most_in_level}; ask for fewer GPUs, or loosen topology.required"
-                    )
-                } else {
-                    format!(
-                        "no one acceptable GPU type has both a node for a replica of {largest_replica} GPUs and room for all {whole}; ask for fewer GPUs, or allow more spec.gpuTypes"
-                    )
-                },
-            });
         }
-        flavors.retain(|&f| shape.fits(&self.c.facts[f]));
-        self.fits_a_node(&demands, &flavors)?;
-        let filter = self.node_filter(job, &mut flavors)?;
-        let nvlink = largest_replica >= 2
-            || job.topology.required == Some(TopologyLevel::GpuGroup)
-            || job.topology.preferred == Some(TopologyLevel::GpuGroup);
-        Ok(Pending {
-            job: j,
-            queue,
-            vc,
-            milli: job.gpu_milli(),
-            demands,
-            whole,
-            largest_replica,
-            flavors,
-            nvlink,
-            filter,
-        })
+        if let Some(r) = self.nodes_unavailable(job, shape) {
+            return r;
+        }
+        // The most any acceptable type offers, to name what the job is too large for;
+        // counted only for such a job, not on every job's way through each cycle.
+        let most = |of: &dyn Fn(&FlavorFacts) -> u32| {
+            flavors
+                .iter()
+                .map(|&f| of(&self.c.facts[f]))
+                .max()
+                .unwrap_or(0)
+        };
+        let most_node = most(&|x| x.max_node_gpus);
+        let most_total = most(&|x| x.total_gpus);
+        let most_in_level = most(&|x| x.max_in(level));
+        WaitReason::NeverFits {
+            message: if largest_replica > most_node {
+                format!(
+                    "a replica needs {largest_replica} GPUs and no node of the acceptable GPU types has more than {most_node}; use more replicas of fewer GPUs each"
+                )
+            } else if whole > most_total {
+                format!(
+                    "the job needs {whole} GPUs and no acceptable GPU type has more than {most_total} in the whole cluster; ask for fewer GPUs, or allow more spec.gpuTypes"
+                )
+            } else if let Some(l) = level.filter(|_| whole > most_in_level) {
+                format!(
+                    "the job needs {whole} GPUs within one {l} (topology.required) and no {l} of the acceptable GPU types has more than {most_in_level}; ask for fewer GPUs, or loosen topology.required"
+                )
+            } else {
+                format!(
+                    "no one acceptable GPU type has both a node for a replica of {largest_replica} GPUs and room for all {whole}; ask for fewer GPUs, or allow more spec.gpuTypes"
+                )
+            },
+        }
     }
 
     /// Before a job is told it never fits: whether it would, were the nodes of its GPU
@@ -1886,19 +1928,34 @@ impl<'a> Cycle<'a> {
     }
 
     fn run(&mut self, pending: IdVec<JobIdx, Option<Pending>>) {
-        let snap = self.snap;
         let list: Vec<(JobIdx, QueueId)> =
             pending.iter().flatten().map(|p| (p.job, p.queue)).collect();
-        let mut lines = order::build(snap, &self.t, &list);
-        let nv = self.t.vc_names.len();
-        // The order jobs are offered in phase 1: every digested job with a VC, once.
-        let mut offered: Vec<JobIdx> = Vec::with_capacity(list.len());
+        let mut lines = order::build(self.snap, &self.t, &list);
+        let mut offered = self.guaranteed_phase(&pending, &mut lines, list.len());
+        let failed = self.bonus_phase(&pending, &mut offered);
+        self.preemption_phase(&pending, failed);
+        self.number_waiting(&pending, &offered.order);
+    }
 
-        // Phase 1: guaranteed admission, VCs in turn by dominant share of guarantee used; at
-        // equal shares the VC whose next job has waited longest first, as in phase 2 (by the
-        // VC's place in the list, the first team by name won: KAI's allocate case "Both
-        // queues has the same share", `cases/fair_sharing.rs`). VCs with nothing left drop out.
-        let mut deferred: IdVec<VcId, Vec<(JobIdx, bool)>> = IdVec::filled(Vec::new(), nv);
+    /// Phase 1: guaranteed admission, VCs in turn by dominant share of guarantee used; at
+    /// equal shares the VC whose next job has waited longest first, as in phase 2 (by the
+    /// VC's place in the list, the first team by name won: KAI's allocate case "Both
+    /// queues has the same share", `cases/fair_sharing.rs`). VCs with nothing left drop out.
+    /// Jobs on their way back hold their room once every VC had its turns.
+    fn guaranteed_phase(
+        &mut self,
+        pending: &IdVec<JobIdx, Option<Pending>>,
+        lines: &mut IdVec<VcId, order::VcLines>,
+        jobs: usize,
+    ) -> Offered {
+        let snap = self.snap;
+        let nv = self.t.vc_names.len();
+        let mut offered = Offered {
+            order: Vec::with_capacity(jobs),
+            deferred: IdVec::filled(Vec::new(), nv),
+            blocker: HashMap::new(),
+            place: IdVec::filled(usize::MAX, pending.len()),
+        };
         let guaranteed_turn = |t: &Tenants, lines: &IdVec<VcId, order::VcLines>, vc: VcId| {
             let next = lines[vc].peek(t)?;
             Some(Reverse((
@@ -1907,24 +1964,21 @@ impl<'a> Cycle<'a> {
                 vc,
             )))
         };
-        let mut heap: BinaryHeap<Reverse<(Key, i64, VcId)>> = deferred
+        let mut heap: BinaryHeap<Reverse<(Key, i64, VcId)>> = offered
+            .deferred
             .ids()
-            .filter_map(|v| guaranteed_turn(&self.t, &lines, v))
+            .filter_map(|v| guaranteed_turn(&self.t, lines, v))
             .collect();
-        // Per strict queue, the job that did not start and holds back the jobs behind it
-        // (those offered after it: one ahead of it that holds back nobody is not behind it).
-        let mut blocker: HashMap<QueueId, JobIdx> = HashMap::new();
-        let mut place: IdVec<JobIdx, usize> = IdVec::filled(usize::MAX, pending.len());
         // Jobs on their way back at the head of their queue, in their turn's order.
         let mut returning: Vec<JobIdx> = Vec::new();
         while let Some(Reverse((_, _, vc))) = heap.pop() {
             let Some(j) = lines[vc].next(&self.t) else {
                 continue;
             };
-            place[j] = offered.len();
-            offered.push(j);
+            offered.place[j] = offered.order.len();
+            offered.order.push(j);
             let p = pending[j].as_ref().expect("lines hold digested jobs");
-            match blocker.entry(p.queue) {
+            match offered.blocker.entry(p.queue) {
                 Entry::Occupied(_) => {
                     // behind a head that has not started: phase 2 tells it why, unless the
                     // head starts as bonus there and this job may go on
@@ -1932,7 +1986,7 @@ impl<'a> Cycle<'a> {
                         .flavors
                         .iter()
                         .any(|&f| self.t.within_guarantee(p.vc, f, p.milli));
-                    deferred[vc].push((j, within));
+                    offered.deferred[vc].push((j, within));
                 }
                 Entry::Vacant(slot) if snap.job(j).returning => {
                     // Not admitted yet: it holds its place, and the jobs behind it wait for
@@ -1942,24 +1996,35 @@ impl<'a> Cycle<'a> {
                 }
                 Entry::Vacant(slot) => {
                     let admitted = self.out.admissions.len();
-                    self.guaranteed(p, &mut deferred[vc]);
+                    self.guaranteed(p, &mut offered.deferred[vc]);
                     if self.out.admissions.len() == admitted && self.holds_back(p) {
                         slot.insert(j);
                     }
                 }
             }
-            heap.extend(guaranteed_turn(&self.t, &lines, vc));
+            heap.extend(guaranteed_turn(&self.t, lines, vc));
         }
-
         for j in returning {
             let p = pending[j].as_ref().expect("returning jobs are digested");
             self.hold_for_return(p);
         }
+        offered
+    }
 
-        // Phase 2: bonus admission, VCs in turn by weighted dominant share of borrowed GPUs;
-        // at equal shares the VC whose next job has waited longest goes first (by the VC's
-        // place in the list, the first team by name won every tie: Kueue's fair-sharing
-        // case "schedule earliest timestamp first", `cases/fair_sharing.rs`).
+    /// Phase 2: bonus admission, VCs in turn by weighted dominant share of borrowed GPUs;
+    /// at equal shares the VC whose next job has waited longest goes first (by the VC's
+    /// place in the list, the first team by name won every tie: Kueue's fair-sharing case
+    /// "schedule earliest timestamp first", `cases/fair_sharing.rs`). Returns the jobs that
+    /// neither start nor wait behind another, for phase 3, with whether each is within its
+    /// guarantee.
+    fn bonus_phase(
+        &mut self,
+        pending: &IdVec<JobIdx, Option<Pending>>,
+        offered: &mut Offered,
+    ) -> Vec<(JobIdx, bool)> {
+        let snap = self.snap;
+        let nv = self.t.vc_names.len();
+        let (deferred, blocker, place) = (&offered.deferred, &mut offered.blocker, &offered.place);
         let mut cursor: IdVec<VcId, usize> = IdVec::filled(0, nv);
         let mut failed: Vec<(JobIdx, bool)> = Vec::new();
         let turn = |t: &Tenants, vc: VcId, next: JobIdx| {
@@ -2016,10 +2081,19 @@ impl<'a> Cycle<'a> {
                 heap.push(turn(&self.t, vc, next));
             }
         }
+        failed
+    }
 
-        // Phase 3: priority preemption inside queues that allow it. A job a limit blocks
-        // may preempt too, when the victims free the limit and the room together; never a
-        // job larger than its limit.
+    /// Phase 3: priority preemption inside queues that allow it, a queue's share taken back
+    /// from sibling queues, and consolidation; else the job waits with the reason that
+    /// holds it. A job a limit blocks may preempt too, when the victims free the limit and
+    /// the room together; never a job larger than its limit.
+    fn preemption_phase(
+        &mut self,
+        pending: &IdVec<JobIdx, Option<Pending>>,
+        failed: Vec<(JobIdx, bool)>,
+    ) {
+        let snap = self.snap;
         for (j, within) in failed {
             let p = pending[j].as_ref().expect("failed jobs are digested");
             let limit = self
@@ -2040,7 +2114,6 @@ impl<'a> Cycle<'a> {
             let r = limit.unwrap_or_else(|| self.no_fit_reason(p, within));
             self.wait(j, r);
         }
-        self.number_waiting(&pending, &offered);
     }
 
     /// Phase 3 for one job: plan a priority preemption (the queue's lower-priority jobs),
