@@ -448,8 +448,6 @@ fn job_model(
         return None;
     }
     let status = job.status.clone().unwrap_or_default();
-    // Pods being deleted still hold their GPUs until their containers stop.
-    let leaving = gang.leaving();
     let inflight = world.inflight.get(key);
     if status.phase.is_finished() && gang.active().next().is_none() {
         return None;
@@ -472,58 +470,8 @@ fn job_model(
             t.constraints.affinities.push(avoid.clone());
         }
     }
-    let mut placement = gang.placement();
-    let mut bonus = gang.bonus();
-    if let Some(f) = inflight {
-        // Pods the cache does not show yet still hold their GPUs.
-        for p in &f.placement {
-            if !placement
-                .iter()
-                .any(|q| q.task == p.task && q.index == p.index)
-            {
-                placement.push(p.clone());
-            }
-        }
-        bonus |= f.bonus;
-    }
-    // A gang stopped for a preemption or a drain leaves pod by pod: until its last pod is
-    // gone, the GPUs of those gone already are still its own (its status records them), as
-    // they are once it is `returning`. Counted free in that gap, another team's job started
-    // on them and was reclaimed for the drained job seconds later (the e2e drain test, when
-    // the pod on the node that stays schedulable went first).
-    if status.phase == Phase::Preempting && !placement.is_empty() {
-        for r in status.placement.iter().map(recorded) {
-            if !placement
-                .iter()
-                .any(|q| q.task == r.task && q.index == r.index)
-            {
-                placement.push(r);
-            }
-        }
-    }
-    // Pods on their way out still hold their GPUs; we cannot tell which, so count the job
-    // as preempting until they are gone. A request the scheduler withdrew leaves the job
-    // Preempting until its reconciler runs: it is not leaving.
-    let withdrawn = super::preemption::withdrawn(job, &status, gang);
-    // A request this scheduler wrote counts from the moment it was written.
-    let asked = world
-        .asked
-        .get(key)
-        .filter(|_| gang.scheduler_request().is_none());
-    let preempting = leaving
-        || gang.checkpoint_requested()
-        || asked.is_some()
-        || (matches!(
-            status.phase,
-            Phase::Preempting
-                | Phase::Retrying
-                | Phase::Succeeded
-                | Phase::Failed
-                | Phase::Suspended
-        ) && !withdrawn)
-        || job.spec.suspend;
-    let checkpoint_request = super::preemption::request(job, &status, gang)
-        .or_else(|| asked.map(|a| super::preemption::asked(job, &status, gang, a)));
+    let (mut placement, bonus) = held(gang, inflight, &status);
+    let (preempting, checkpoint_request) = stopping(job, key, &status, gang, world);
     // Stopped for a preemption or a drain, its pods holding nothing any more (exited after
     // their checkpoint, or gone), and not yet back in its queue (a drained job waits a few
     // seconds there): it keeps its place in the core, where the jobs behind it wait for it.
@@ -592,26 +540,108 @@ fn job_model(
             .iter()
             .map(|t| sched::Flavor::new(t.clone()))
             .collect(),
-        topology: sched::TopologyConstraint {
-            required: job
-                .spec
-                .topology
-                .as_ref()
-                .and_then(|t| t.required)
-                .map(level),
-            preferred: job
-                .spec
-                .topology
-                .as_ref()
-                .and_then(|t| t.preferred)
-                .map(level),
-        },
+        topology: topology_of(job),
         retries: status.retries.max(0) as u32,
         preemptions: status.preemptions.max(0) as u32,
         predicted_duration_seconds: job.spec.predicted_duration_seconds,
         running,
         returning,
     })
+}
+
+/// Where the job holds GPUs: its pods' placements, the admission in flight's for pods the
+/// cache does not show yet, and, for a gang leaving pod by pod, what its status records;
+/// and whether it holds them as bonus.
+fn held(
+    gang: &Gang,
+    inflight: Option<&Inflight>,
+    status: &TrainingJobStatus,
+) -> (Vec<sched::ReplicaPlacement>, bool) {
+    let mut placement = gang.placement();
+    let mut bonus = gang.bonus();
+    if let Some(f) = inflight {
+        // Pods the cache does not show yet still hold their GPUs.
+        for p in &f.placement {
+            if !placement
+                .iter()
+                .any(|q| q.task == p.task && q.index == p.index)
+            {
+                placement.push(p.clone());
+            }
+        }
+        bonus |= f.bonus;
+    }
+    // A gang stopped for a preemption or a drain leaves pod by pod: until its last pod is
+    // gone, the GPUs of those gone already are still its own (its status records them), as
+    // they are once it is `returning`. Counted free in that gap, another team's job started
+    // on them and was reclaimed for the drained job seconds later (the e2e drain test, when
+    // the pod on the node that stays schedulable went first).
+    if status.phase == Phase::Preempting && !placement.is_empty() {
+        for r in status.placement.iter().map(recorded) {
+            if !placement
+                .iter()
+                .any(|q| q.task == r.task && q.index == r.index)
+            {
+                placement.push(r);
+            }
+        }
+    }
+    (placement, bonus)
+}
+
+/// Whether the job is on its way out (preempting, suspended, finishing, its pods leaving),
+/// and the scheduler's checkpoint request it leaves for, if any.
+fn stopping(
+    job: &TrainingJob,
+    key: &JobKey,
+    status: &TrainingJobStatus,
+    gang: &Gang,
+    world: &World<'_>,
+) -> (bool, Option<sched::CheckpointRequest>) {
+    // Pods being deleted still hold their GPUs until their containers stop.
+    let leaving = gang.leaving();
+    // Pods on their way out still hold their GPUs; we cannot tell which, so count the job
+    // as preempting until they are gone. A request the scheduler withdrew leaves the job
+    // Preempting until its reconciler runs: it is not leaving.
+    let withdrawn = super::preemption::withdrawn(job, status, gang);
+    // A request this scheduler wrote counts from the moment it was written.
+    let asked = world
+        .asked
+        .get(key)
+        .filter(|_| gang.scheduler_request().is_none());
+    let preempting = leaving
+        || gang.checkpoint_requested()
+        || asked.is_some()
+        || (matches!(
+            status.phase,
+            Phase::Preempting
+                | Phase::Retrying
+                | Phase::Succeeded
+                | Phase::Failed
+                | Phase::Suspended
+        ) && !withdrawn)
+        || job.spec.suspend;
+    let checkpoint_request = super::preemption::request(job, status, gang)
+        .or_else(|| asked.map(|a| super::preemption::asked(job, status, gang, a)));
+    (preempting, checkpoint_request)
+}
+
+/// The job's topology constraint, as the core reads it.
+fn topology_of(job: &TrainingJob) -> sched::TopologyConstraint {
+    sched::TopologyConstraint {
+        required: job
+            .spec
+            .topology
+            .as_ref()
+            .and_then(|t| t.required)
+            .map(level),
+        preferred: job
+            .spec
+            .topology
+            .as_ref()
+            .and_then(|t| t.preferred)
+            .map(level),
+    }
 }
 
 #[cfg(test)]
