@@ -561,14 +561,7 @@ fn held(
     let mut bonus = gang.bonus();
     if let Some(f) = inflight {
         // Pods the cache does not show yet still hold their GPUs.
-        for p in &f.placement {
-            if !placement
-                .iter()
-                .any(|q| q.task == p.task && q.index == p.index)
-            {
-                placement.push(p.clone());
-            }
-        }
+        add_missing(&mut placement, f.placement.iter().cloned());
         bonus |= f.bonus;
     }
     // A gang stopped for a preemption or a drain leaves pod by pod: until its last pod is
@@ -577,16 +570,24 @@ fn held(
     // on them and was reclaimed for the drained job seconds later (the e2e drain test, when
     // the pod on the node that stays schedulable went first).
     if status.phase == Phase::Preempting && !placement.is_empty() {
-        for r in status.placement.iter().map(recorded) {
-            if !placement
-                .iter()
-                .any(|q| q.task == r.task && q.index == r.index)
-            {
-                placement.push(r);
-            }
-        }
+        add_missing(&mut placement, status.placement.iter().map(recorded));
     }
     (placement, bonus)
+}
+
+/// Adds the replicas of `more` that `placement` does not place yet.
+fn add_missing(
+    placement: &mut Vec<sched::ReplicaPlacement>,
+    more: impl IntoIterator<Item = sched::ReplicaPlacement>,
+) {
+    for r in more {
+        if !placement
+            .iter()
+            .any(|q| q.task == r.task && q.index == r.index)
+        {
+            placement.push(r);
+        }
+    }
 }
 
 /// Whether the job is on its way out (preempting, suspended, finishing, its pods leaving),
