@@ -45,13 +45,38 @@ impl Scenario {
         Self::build(name, nodes, gpus, racks, "nvswitch").await
     }
 
+    /// The same as [`new`](Self::new), its nodes in a zone of their own
+    /// (`topology.kubernetes.io/zone`: the scenario's id): the node lifecycle controller
+    /// judges a zone's disruption from its own nodes, so faults here leave the other tests'
+    /// nodes (all in the unlabelled zone) judged as before.
+    pub async fn in_own_zone(name: &str, nodes: u32, gpus: u32) -> Scenario {
+        let _ = Operator::shared();
+        Self::build_with(name, nodes, gpus, 1, "nvswitch", true).await
+    }
+
     async fn build(name: &str, nodes: u32, gpus: u32, racks: u32, topology: &str) -> Scenario {
+        Self::build_with(name, nodes, gpus, racks, topology, false).await
+    }
+
+    async fn build_with(
+        name: &str,
+        nodes: u32,
+        gpus: u32,
+        racks: u32,
+        topology: &str,
+        own_zone: bool,
+    ) -> Scenario {
         let cp = ControlPlane::shared();
         let ns = cp.namespace(name).await.expect("namespace");
         let id = ns.clone();
         let flavor = format!("SIM-{}", name.to_uppercase());
+        let labels = if own_zone {
+            format!("  labels:\n    topology.kubernetes.io/zone: {id}\n")
+        } else {
+            String::new()
+        };
         let yaml = format!(
-            "name: {id}\nnodeGroups:\n- name: n\n  count: {nodes}\n  racks: {racks}\n  cpu: \"64\"\n  memory: 512Gi\n  gpu:\n    count: {gpus}\n    product: {flavor}\n    flavor: {flavor}\n    topology: {topology}\n"
+            "name: {id}\nnodeGroups:\n- name: n\n  count: {nodes}\n  racks: {racks}\n  cpu: \"64\"\n  memory: 512Gi\n{labels}  gpu:\n    count: {gpus}\n    product: {flavor}\n    flavor: {flavor}\n    topology: {topology}\n"
         );
         let spec = ClusterSpec::from_yaml(&yaml).expect("cluster spec");
         let client = cp.client().await.expect("client");

@@ -914,3 +914,136 @@ async fn node_not_ready_restarts_the_job_on_another_node() {
     s.sim.restore_node(&sick).await.expect("restore");
     s.finish().await;
 }
+
+/// Most nodes of a zone stop reporting at once (5 of 6 here, in a zone of their own): the
+/// node lifecycle controller judges the zone disrupted and holds its NoExecute taints back
+/// (it may taint the first one or two before the zone tips). kubetrain follows it: a job on
+/// a node tainted is stopped and placed again without counting a retry; a job on a node not
+/// tainted runs on, its `Running` condition saying `NodeNotReady`, and reads
+/// `AllReplicasRunning` again once its node is back, nothing lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn most_of_a_zone_not_ready_marks_its_jobs_and_stops_only_those_kubernetes_gives_up_on() {
+    use kubetrain_e2e::simnode::NodeFault;
+    let s = Scenario::in_own_zone("zoneout", 6, 8).await;
+    let q = s.tenant("zoneout", 48, "FIFO", "");
+    let jobs: Vec<String> = (0..6).map(|i| format!("j{i}")).collect();
+    for j in &jobs {
+        s.cp.apply(&s.job(j, &q, 1, 8, &[("run-seconds", "900")], "  maxRetries: 0\n"));
+    }
+    for j in &jobs {
+        s.wait_phase(j, "Running", T).await;
+    }
+    let node_of = |j: &str| s.job_status(j, "{.status.placement[0].node}");
+    let uid_of = |j: &str| s.job_status(j, "{.metadata.uid}");
+    let placed: Vec<(String, String, String)> = jobs
+        .iter()
+        .map(|j| (j.clone(), node_of(j), uid_of(j)))
+        .collect();
+    let silent: Vec<&(String, String, String)> = placed.iter().take(5).collect();
+    for (_, node, _) in &silent {
+        s.sim
+            .set_node_fault(node, NodeFault::Unreachable)
+            .await
+            .expect("fault injected");
+    }
+    let ready = |n: &str| {
+        s.cp.jsonpath(
+            &["node", n],
+            "{.status.conditions[?(@.type==\"Ready\")].status}",
+        )
+    };
+    let tainted = |n: &str| {
+        s.cp.jsonpath(
+            &["node", n],
+            "{.spec.taints[?(@.effect==\"NoExecute\")].key}",
+        )
+        .contains("node.kubernetes.io/")
+    };
+    // Every silent node goes Unknown once the controller's grace period (50 s) has passed.
+    let deadline = Instant::now() + Duration::from_secs(150);
+    while silent.iter().any(|(_, n, _)| ready(n) != "Unknown") {
+        assert!(
+            Instant::now() < deadline,
+            "the silent nodes never went Unknown"
+        );
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    // Time for the controller to taint what it will, and for the operator to act on it.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut marked;
+    loop {
+        let mut settled = true;
+        marked = 0;
+        for (j, n, uid) in &silent {
+            let reason = s.job_status(j, "{.status.conditions[?(@.type==\"Running\")].reason}");
+            if tainted(n) {
+                settled &= s.job_status(j, "{.status.infrastructureRetries}") == "1";
+            } else {
+                settled &=
+                    s.job_status(j, "{.status.phase}") == "Running" && reason == "NodeNotReady";
+                marked += usize::from(reason == "NodeNotReady");
+            }
+            assert_eq!(&uid_of(j), uid, "job {j} was replaced");
+            assert_eq!(s.job_status(j, "{.status.retries}"), "0", "job {j}");
+        }
+        if settled && Instant::now() > deadline - Duration::from_secs(40) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "jobs on silent nodes not as expected: {:?}",
+            silent
+                .iter()
+                .map(|(j, n, _)| (j, tainted(n), s.job_status(j, "{.status}")))
+                .collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    assert!(
+        marked >= 1,
+        "the node lifecycle controller tainted every silent node: no zone disruption to test"
+    );
+    let (healthy_job, _, _) = &placed[5];
+    assert_eq!(
+        s.job_status(
+            healthy_job,
+            "{.status.conditions[?(@.type==\"Running\")].reason}"
+        ),
+        "AllReplicasRunning"
+    );
+    // The zone comes back: the marked jobs run on, nothing lost.
+    let untainted: Vec<&(String, String, String)> = silent
+        .iter()
+        .copied()
+        .filter(|(_, n, _)| !tainted(n))
+        .collect();
+    for (j, _, _) in &untainted {
+        let reasons = s.event_reasons(j);
+        assert!(
+            reasons.iter().any(|r| r == "NodeNotReady"),
+            "{j}: {reasons:?}"
+        );
+        assert!(
+            !reasons.iter().any(|r| r == "InfrastructureFailure"),
+            "{j}: {reasons:?}"
+        );
+    }
+    for (_, node, _) in &silent {
+        s.sim.restore_node(node).await.expect("restore");
+    }
+    let deadline = Instant::now() + Duration::from_secs(90);
+    for (j, _, uid) in untainted {
+        loop {
+            let reason = s.job_status(j, "{.status.conditions[?(@.type==\"Running\")].reason}");
+            if reason == "AllReplicasRunning" {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{j} still {reason}");
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        assert_eq!(s.job_status(j, "{.status.phase}"), "Running");
+        assert_eq!(&uid_of(j), uid);
+        assert_eq!(s.job_status(j, "{.status.infrastructureRetries}"), "0");
+    }
+    s.finish().await;
+}

@@ -92,6 +92,9 @@ names! {
         ReplicaNotStarting,
         /// `Running=True`.
         AllReplicasRunning,
+        /// `Running=True`, but a node under a replica is not ready and not yet given up on
+        /// (no NoExecute taint): the replicas may still run; the gang is not stopped.
+        NodeNotReady,
         /// `Running=False`: a replica failed (counts as a retry).
         ReplicaFailed,
         /// `Running=False`: the platform stopped a replica (not counted).
@@ -147,8 +150,11 @@ names! {
         Admitted,
         /// The scheduler could not create the gang's pods.
         AdmissionFailed,
-        /// Every replica runs.
+        /// Every replica runs (or runs again on nodes all Ready).
         Running,
+        /// A node under a running replica is not ready, and not yet given up on: the gang is
+        /// not stopped.
+        NodeNotReady,
         /// A running job now runs on borrowed GPUs: its team's guarantee no longer covers it,
         /// and it may be reclaimed.
         Demoted,

@@ -82,6 +82,8 @@ impl NodeHealth {
     pub fn state(&self) -> NodeState {
         if self.lost {
             NodeState::Lost
+        } else if !self.ready {
+            NodeState::NotReady
         } else {
             NodeState::Up {
                 unhealthy_gpus: self.unhealthy_gpus.clone(),
@@ -98,6 +100,13 @@ pub enum NodeState {
     /// Tainted by the node lifecycle controller (`node.kubernetes.io/not-ready`,
     /// `unreachable`, ... with effect NoExecute): its kubelet cannot be trusted to act.
     Lost,
+    /// Its Ready condition is not True (a kubelet that stopped reporting, or reports a
+    /// problem) and no NoExecute taint says the node lifecycle controller gave up on it: the
+    /// pods may still run (a kubelet cut off from the API server runs them on). The
+    /// controller holds its taints back in a zone where most nodes are not ready, as after a
+    /// partition of the control plane from the nodes; kubetrain follows it, so the gang is
+    /// not stopped (see [`Lost`](NodeState::Lost)), only marked.
+    NotReady,
     /// Not in the cache.
     Gone,
 }
@@ -151,6 +160,9 @@ mod tests {
 
         let not_ready = NodeHealth::of(&node(json!({}), "False", json!({})));
         assert!(!not_ready.schedulable() && !not_ready.lost);
+        assert_eq!(not_ready.state(), NodeState::NotReady);
+        let unknown = NodeHealth::of(&node(json!({}), "Unknown", json!({})));
+        assert_eq!(unknown.state(), NodeState::NotReady, "not tainted yet");
 
         // Pressure: no new work, but the kubelet still acts.
         let pressure = NodeHealth::of(&node(

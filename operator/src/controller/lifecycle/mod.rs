@@ -351,7 +351,8 @@ fn node_down(world: &World, m: &Member) -> Option<String> {
     match world.node(node) {
         NodeState::Gone => Some(format!("node {node} is gone")),
         NodeState::Lost => Some(format!("node {node} is not ready")),
-        NodeState::Up { .. } => None,
+        // Not given up on: the pods may run on (`Step::mark_unready_nodes`).
+        NodeState::NotReady | NodeState::Up { .. } => None,
     }
 }
 

@@ -2,6 +2,7 @@
 //! ends: a success, a failure (`failure.rs`), a preemption (`preempting.rs`), a refusal by
 //! the cluster's scheduler or a changed template (`placed_again.rs`), or its deadline.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
@@ -11,7 +12,7 @@ use kube::runtime::events::EventType;
 use super::failure::{Failure, infrastructure_failure};
 use super::placed_again::scheduler_refusal;
 use super::queued::admitted;
-use super::{Effects, Member, Step, Stop};
+use super::{Effects, Member, NodeState, Step, Stop};
 use crate::api::reasons::{ConditionType, EventReason, Reason};
 use crate::api::{Phase, TrainingJobStatus};
 use crate::controller::conditions;
@@ -127,6 +128,9 @@ impl Step<'_> {
         }
         if all_running && status.started_at.is_none() {
             self.started(status, fx, gang_size);
+        }
+        if status.started_at.is_some() {
+            self.mark_unready_nodes(status, fx, gang_size);
         }
         fx.requeue(Duration::from_secs(if all_running { 30 } else { 2 }));
         if let Some((_, due)) = deadline {
@@ -361,6 +365,60 @@ impl Step<'_> {
         );
         status.message = Some(msg.clone());
         fx.event(EventType::Normal, EventReason::Running, msg);
+    }
+
+    /// A running gang on a node that is not ready but that Kubernetes has not given up on
+    /// ([`NodeState::NotReady`]: no NoExecute taint): the `Running` condition stays True (the
+    /// replicas may run on, as they do behind a partition of the control plane from the
+    /// nodes) with reason `NodeNotReady` naming the nodes, and a Warning Event tells when it
+    /// begins. The condition goes back to `AllReplicasRunning` once every node is Ready. The
+    /// gang is stopped only once the node is lost (tainted) or gone: the node lifecycle
+    /// controller holds its taints back in a zone where most nodes are not ready, and
+    /// kubetrain does not second-guess it by stopping every gang there at once.
+    fn mark_unready_nodes(
+        &self,
+        status: &mut TrainingJobStatus,
+        fx: &mut Effects,
+        gang_size: usize,
+    ) {
+        let unready: BTreeSet<&str> = self
+            .gang
+            .active()
+            .filter_map(|m| m.bound_node.as_deref())
+            .filter(|n| *self.world.node(n) == NodeState::NotReady)
+            .collect();
+        let marked = conditions::get(&status.conditions, ConditionType::Running)
+            .is_some_and(|c| c.reason == Reason::NodeNotReady.as_str());
+        let (reason, msg) = if unready.is_empty() {
+            if !marked {
+                return;
+            }
+            let msg = format!("All {gang_size} replica(s) are running; every node is ready again.");
+            fx.event(EventType::Normal, EventReason::Running, msg.clone());
+            (Reason::AllReplicasRunning, msg)
+        } else {
+            let nodes = unready.into_iter().collect::<Vec<_>>().join(", ");
+            let msg = format!(
+                "Node(s) {nodes} not ready: the replicas there may still be running. The gang \
+                 is stopped and placed again if Kubernetes gives up on the node (a NoExecute \
+                 taint, as the node lifecycle controller sets unless most nodes of the zone \
+                 are not ready) or the node is deleted."
+            );
+            if !marked {
+                fx.event(EventType::Warning, EventReason::NodeNotReady, msg.clone());
+            }
+            (Reason::NodeNotReady, msg)
+        };
+        status.message = Some(msg.clone());
+        conditions::set(
+            &mut status.conditions,
+            ConditionType::Running,
+            true,
+            reason,
+            msg,
+            self.generation,
+            self.t,
+        );
     }
 
     /// Starting: `Running=False` (and the status message) says which replica holds the start

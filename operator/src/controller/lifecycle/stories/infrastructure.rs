@@ -226,3 +226,61 @@ fn volcano_an_eviction_before_the_gang_started_restarts_it_uncounted_differs() {
     assert_eq!(s.phase(), Phase::Queued);
     assert_eq!(s.status().queued_at, Some(at(0)));
 }
+
+/// A node that stopped being Ready but that Kubernetes has not given up on (no NoExecute
+/// taint, as in a zone where most nodes are not ready) may still run its replicas: the gang
+/// runs on, marked, and is stopped only once the node is lost.
+#[test]
+fn a_gang_on_a_node_not_ready_but_not_given_up_on_runs_on_marked() {
+    let mut s = Story::running(2);
+    s.world.nodes.insert("n1".into(), NodeState::NotReady);
+    let fx = s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(s.says(ConditionType::Running), ("True", "NodeNotReady"));
+    assert!(
+        message(&s).contains("Node(s) n1 not ready"),
+        "{}",
+        message(&s)
+    );
+    assert_eq!(reasons(&fx), ["NodeNotReady"]);
+    assert!(deleted(&fx).is_empty());
+    assert_eq!(s.status().infrastructure_retries, 0);
+
+    // Said once: a later look with the node still not ready posts nothing new.
+    let fx = s.after(30).tick();
+    assert!(reasons(&fx).is_empty(), "{:?}", reasons(&fx));
+    assert_eq!(s.says(ConditionType::Running), ("True", "NodeNotReady"));
+
+    // Ready again: back to AllReplicasRunning, nothing lost.
+    s.world.nodes.insert("n1".into(), up());
+    let fx = s.after(30).tick();
+    assert_eq!(s.phase(), Phase::Running);
+    assert_eq!(
+        s.says(ConditionType::Running),
+        ("True", "AllReplicasRunning")
+    );
+    assert_eq!(reasons(&fx), ["Running"]);
+    assert_eq!(s.status().infrastructure_retries, 0);
+
+    // Given up on later (tainted NoExecute): stopped as any lost node's gang is.
+    s.world.nodes.insert("n1".into(), NodeState::NotReady);
+    s.after(10).tick();
+    s.world.nodes.insert("n1".into(), NodeState::Lost);
+    s.after(10).tick();
+    assert_eq!(s.phase(), Phase::Retrying);
+    assert_eq!(
+        s.says(ConditionType::Running),
+        ("False", "InfrastructureFailure")
+    );
+    assert_eq!(s.status().infrastructure_retries, 1);
+}
+
+/// A gang still starting is not marked (the start timeout stops a gang that never runs).
+#[test]
+fn a_starting_gang_on_a_node_not_ready_is_not_marked() {
+    let mut s = Story::created(2).admitted("Starting");
+    s.world.nodes.insert("n1".into(), NodeState::NotReady);
+    let fx = s.after(5).tick();
+    assert_ne!(s.says(ConditionType::Running).1, "NodeNotReady");
+    assert!(!reasons(&fx).contains(&"NodeNotReady"));
+}
