@@ -475,6 +475,9 @@ pub fn blocking_resource(code: &str) -> Option<&'static str> {
         WaitCode::VirtualClusterTerminating => {
             "its VirtualCluster, which was deleted and admits nothing new into its queues"
         }
+        WaitCode::QueueHeld => {
+            "its queue (or one above it), held by its stopPolicy until it is set back to None"
+        }
         WaitCode::Invalid => "the job's spec",
         WaitCode::Waiting => "nothing yet: the next scheduling cycle decides",
     })

@@ -579,11 +579,8 @@ fn check_invariants(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
     let mut once = BTreeSet::new();
     for p in &d.preemptions {
         prop_assert!(!p.victims.is_empty());
-        if matches!(
-            p.reason,
-            PreemptionReason::Drain | PreemptionReason::UnhealthyGpu
-        ) {
-            continue; // no beneficiary job: a node or a GPU
+        if !p.reason.for_a_job() {
+            continue; // no beneficiary job: a node, a GPU or a held queue
         }
         let b = jobs[p.beneficiary.as_str()];
         prop_assert!(b.running.is_none());
@@ -628,7 +625,9 @@ fn check_invariants(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
                     prop_assert_ne!(&vj.queue, &b.queue);
                     prop_assert!(vj.priority <= b.priority);
                 }
-                PreemptionReason::Drain | PreemptionReason::UnhealthyGpu => {}
+                PreemptionReason::Drain
+                | PreemptionReason::UnhealthyGpu
+                | PreemptionReason::QueueHold => {}
             }
         }
         let waits = matches!(
