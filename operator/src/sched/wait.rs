@@ -447,7 +447,7 @@ impl fmt::Display for WaitReason {
             ),
             WaitReason::QueueHeld { queue, policy } => write!(
                 f,
-                "Queue {queue} is held (stopPolicy: {policy}): it admits no new jobs until its stopPolicy is set back to None (kubectl kubetrain resume {queue})."
+                "Queue {queue} is held (stopPolicy: {policy}): it admits no new jobs until its stopPolicy is set back to None (kubectl kubetrain release {queue})."
             ),
         }
     }
