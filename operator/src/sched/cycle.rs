@@ -1342,6 +1342,8 @@ impl<'a> Cycle<'a> {
 
     /// Why a running job must leave where it runs, and what makes it (see [`Self::drain`]).
     fn must_leave(&self, r: &RunInfo) -> Option<(PreemptionReason, String)> {
+        // A queue held with `HoldAndDrain` (or under one) sends its jobs back, wherever
+        // they run; the queue is what makes them leave.
         let held = r.queue.and_then(|q| self.held_by(q));
         if let Some((q, StopPolicy::HoldAndDrain)) = held {
             let name = &self.snap.queue(q).name;
