@@ -306,6 +306,7 @@ fn get_shows_printer_columns() {
                 "VIRTUALCLUSTER",
                 "READY",
                 "POLICY",
+                "STOP",
                 "PENDING",
                 "STARTING",
                 "RUNNING",

@@ -122,6 +122,21 @@ fn trainingjob_health() {
     assert_eq!(s, "Progressing");
     assert!(m.contains("guaranteed GPUs"), "{m}");
 
+    // Its queue held by an admin (stopPolicy): suspended, as a job with spec.suspend is.
+    let held = job(
+        Phase::Queued,
+        "Queue vision is held (stopPolicy: Hold)",
+        vec![cond(
+            "Admitted",
+            false,
+            "QueueHeld",
+            "Queue vision is held (stopPolicy: Hold)",
+        )],
+    );
+    let (s, m) = health(TJ, &held);
+    assert_eq!(s, "Suspended");
+    assert!(m.contains("is held"), "{m}");
+
     for phase in [
         Phase::Pending,
         Phase::Starting,
@@ -304,6 +319,30 @@ fn queue_health() {
     );
     assert_eq!(s, "Progressing");
     assert!(m.contains("being deleted"), "{m}");
+
+    // Held by its stopPolicy: on purpose, nothing to repair.
+    for reason in ["Held", "HeldAndDraining"] {
+        let held = QueueStatus {
+            observed_generation: Some(1),
+            conditions: vec![cond(
+                "Ready",
+                false,
+                reason,
+                "Held by stopPolicy Hold: the queue admits no new jobs",
+            )],
+            ..Default::default()
+        };
+        let (s, m) = health(
+            Q,
+            &object(
+                "Queue",
+                1,
+                Some(serde_json::to_value(&held).expect("status")),
+            ),
+        );
+        assert_eq!(s, "Suspended", "{reason}");
+        assert!(m.contains("Held by stopPolicy"), "{m}");
+    }
 
     let mut stale = ready.clone();
     stale["metadata"]["generation"] = json!(5);

@@ -490,6 +490,7 @@ async fn get_queues_and_vcs_show_live_numbers() {
             "VIRTUALCLUSTER",
             "READY",
             "POLICY",
+            "STOP",
             "PENDING",
             "STARTING",
             "RUNNING",
@@ -506,12 +507,13 @@ async fn get_queues_and_vcs_show_live_numbers() {
         .split_whitespace()
         .collect();
     assert_eq!(
-        &row[..9],
+        &row[..10],
         [
             owner.as_str(),
             owner.as_str(),
             "True",
             "FIFO",
+            "None",
             "1",
             "0",
             "2",
@@ -522,7 +524,7 @@ async fn get_queues_and_vcs_show_live_numbers() {
     );
     // c waits: the oldest pending job's age is shown (an age such as `5s`, not `<none>`).
     assert!(
-        row.get(9)
+        row.get(10)
             .is_some_and(|age| age.ends_with(['s', 'm', 'h', 'd'])),
         "{table}"
     );

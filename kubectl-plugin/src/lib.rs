@@ -10,7 +10,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kubetrain::api::reasons::WaitCode;
 use kubetrain::api::trainingjob::EXACT_QUEUE_POSITIONS;
-use kubetrain::api::{Phase, Queue, TrainingJob, VirtualCluster};
+use kubetrain::api::{Phase, Queue, StopPolicy, TrainingJob, VirtualCluster};
 use serde::Serialize;
 
 /// How to print.
@@ -287,6 +287,10 @@ pub struct QueueReport {
     pub running: i32,
     pub admitted: i32,
     pub pending: i32,
+    /// The hold on the queue (its `spec.stopPolicy`, or a queue's above it) as the
+    /// operator's `Ready` condition tells it (reason `Held` or `HeldAndDraining`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held: Option<String>,
     pub jobs: Vec<JobRow>,
     /// Queues lie under this one: the list names each job's queue.
     #[serde(skip)]
@@ -363,6 +367,13 @@ impl QueueReport {
             running: status.running,
             admitted: status.admitted,
             pending: status.pending,
+            held: status
+                .conditions
+                .iter()
+                .find(|c| {
+                    c.type_ == "Ready" && matches!(c.reason.as_str(), "Held" | "HeldAndDraining")
+                })
+                .map(|c| c.message.clone()),
             jobs: waiting.into_iter().map(|j| JobRow::of(j, now)).collect(),
             children: subtree.len() > 1,
             name,
@@ -381,6 +392,9 @@ impl QueueReport {
             self.admitted,
             self.pending
         );
+        if let Some(held) = &self.held {
+            out.push_str(&format!("{held}\n"));
+        }
         if self.jobs.is_empty() {
             out.push_str("\nNo jobs waiting.\n");
             return out;
@@ -440,6 +454,19 @@ pub struct WhyReport {
     pub message: String,
 }
 
+/// What `hold` and `release` print: the queue and what it does now.
+pub fn stop_policy_note(queue: &str, policy: StopPolicy) -> String {
+    let what = match policy {
+        StopPolicy::None => "released: it admits jobs",
+        StopPolicy::Hold => "held: it admits no new jobs; admitted jobs run on",
+        StopPolicy::HoldAndDrain => {
+            "held and draining: it admits no new jobs; running jobs checkpoint and come back \
+             to wait"
+        }
+    };
+    format!("queue.kubetrain.io/{queue} {what}\n")
+}
+
 /// The resource a wait reason code says is exhausted (`None`: a code this plugin does not
 /// know, from a newer operator). Every code the core gives is matched: a new one does not
 /// compile here until it has its words.
@@ -474,6 +501,9 @@ pub fn blocking_resource(code: &str) -> Option<&'static str> {
         WaitCode::QueueTerminating => "its queue, which was deleted and admits nothing new",
         WaitCode::VirtualClusterTerminating => {
             "its VirtualCluster, which was deleted and admits nothing new into its queues"
+        }
+        WaitCode::QueueHeld => {
+            "its queue (or one above it), held by its stopPolicy until it is set back to None"
         }
         WaitCode::Invalid => "the job's spec",
         WaitCode::Waiting => "nothing yet: the next scheduling cycle decides",
@@ -949,6 +979,41 @@ mod tests {
         let r = QueueReport::of(&queues[2], &queues, &jobs, now());
         assert_eq!(r.jobs.len(), 1);
         assert!(!r.render().contains("QUEUE"), "{}", r.render());
+    }
+
+    /// A held queue's report says so, in the operator's words (its `Ready` condition), and
+    /// its waiting jobs name the hold; a queue not held has no such line.
+    #[test]
+    fn a_held_queue_says_so_in_its_report() {
+        let held = "Held by stopPolicy Hold: the queue admits no new jobs while its admitted jobs run on; set stopPolicy to None to resume.";
+        let queue: Queue = serde_json::from_value(serde_json::json!({
+            "apiVersion": "kubetrain.io/v1alpha1", "kind": "Queue",
+            "metadata": {"name": "q"},
+            "spec": {"virtualCluster": "a", "stopPolicy": "Hold"},
+            "status": {"pending": 1, "conditions": [
+                {"type": "Ready", "status": "False", "reason": "Held", "message": held,
+                 "lastTransitionTime": "2026-01-01T00:00:00Z"}
+            ]}
+        }))
+        .expect("queue");
+        let jobs = vec![waiting("w", 1, "Queue q is held (stopPolicy: Hold).")];
+        let r = QueueReport::of(&queue, std::slice::from_ref(&queue), &jobs, now());
+        assert_eq!(r.held.as_deref(), Some(held));
+        let text = r.render();
+        assert!(text.contains(&format!("Pending: 1\n{held}\n")), "{text}");
+        assert_eq!(
+            blocking_resource("QueueHeld"),
+            Some(
+                "its queue (or one above it), held by its stopPolicy until it is set back to None"
+            )
+        );
+        let mut open = queue.clone();
+        open.status = None;
+        assert_eq!(QueueReport::of(&open, &[], &jobs, now()).held, None);
+        assert_eq!(
+            stop_policy_note("q", StopPolicy::HoldAndDrain),
+            "queue.kubetrain.io/q held and draining: it admits no new jobs; running jobs checkpoint and come back to wait\n"
+        );
     }
 
     #[test]

@@ -9,12 +9,13 @@ use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config};
 use kubectl_kubetrain::{
-    JobRow, Output, QueueReport, VcRow, WhyReport, jobs_table, sort_rows, structured, user_of,
-    vc_rows, vc_table,
+    JobRow, Output, QueueReport, VcRow, WhyReport, jobs_table, sort_rows, stop_policy_note,
+    structured, user_of, vc_rows, vc_table,
 };
-use kubetrain::api::{Queue, TrainingJob, VirtualCluster};
+use kubetrain::api::{Queue, StopPolicy, TrainingJob, VirtualCluster};
 
-/// The field manager of the plugin's writes (`spec.suspend`).
+/// The field manager of the plugin's writes (a job's `spec.suspend`, a queue's
+/// `spec.stopPolicy`).
 const MANAGER: &str = "kubectl-kubetrain";
 
 #[derive(Parser, Debug)]
@@ -88,6 +89,22 @@ enum Command {
     Resume {
         /// The TrainingJob's name.
         job: String,
+    },
+    /// Hold a queue (`spec.stopPolicy: Hold`): it, and the queues under it, admit no new
+    /// job; admitted jobs run on. With --drain (`HoldAndDrain`) they also checkpoint and
+    /// come back to wait.
+    Hold {
+        /// The Queue's name.
+        queue: String,
+        /// Also stop the queue's running jobs, the checkpoint-aware way.
+        #[arg(long)]
+        drain: bool,
+    },
+    /// Release a held queue (`spec.stopPolicy: None`): it admits jobs again. (Slurm's
+    /// hold/release; `resume` is a job's.)
+    Release {
+        /// The Queue's name.
+        queue: String,
     },
     /// Guarantee, GPUs in use, bonus (borrowed) and lent GPUs per GPU type, and the limit.
     Vc {
@@ -271,6 +288,17 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 || format!("trainingjob.kubetrain.io/{job} {verb}\n"),
             )
         }
+        Command::Hold { queue, drain } => {
+            let policy = if *drain {
+                StopPolicy::HoldAndDrain
+            } else {
+                StopPolicy::Hold
+            };
+            set_stop_policy(&client, cli.output, queue, policy).await
+        }
+        Command::Release { queue } => {
+            set_stop_policy(&client, cli.output, queue, StopPolicy::None).await
+        }
         Command::Vc { name } => {
             let api: Api<VirtualCluster> = Api::all(client.clone());
             let vcs = match name {
@@ -291,6 +319,31 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             })
         }
     }
+}
+
+/// Sets the queue's `spec.stopPolicy` (a merge patch of that field alone, as `kubectl
+/// patch` would) and says what it now does.
+async fn set_stop_policy(
+    client: &Client,
+    output: Output,
+    queue: &str,
+    policy: StopPolicy,
+) -> anyhow::Result<()> {
+    let api: Api<Queue> = Api::all(client.clone());
+    let patch = serde_json::json!({ "spec": { "stopPolicy": policy } });
+    let params = PatchParams {
+        field_manager: Some(MANAGER.into()),
+        ..PatchParams::default()
+    };
+    let q = match api.patch(queue, &params, &Patch::Merge(&patch)).await {
+        Err(kube::Error::Api(e)) if e.code == 404 => bail!("queue {queue} not found"),
+        r => r?,
+    };
+    print_table_or(
+        output,
+        &serde_json::json!({ "name": queue, "stopPolicy": q.spec.stop_policy }),
+        || stop_policy_note(queue, q.spec.stop_policy),
+    )
 }
 
 #[cfg(test)]
@@ -314,5 +367,10 @@ mod tests {
             Cli::try_parse_from(["kubectl-kubetrain", "jobs", "--mine", "--user", "a"]).is_err()
         );
         assert!(Cli::try_parse_from(["kubectl-kubetrain", "jobs", "-o", "wide"]).is_err());
+        let cli =
+            Cli::try_parse_from(["kubectl-kubetrain", "hold", "nlp", "--drain"]).expect("parses");
+        assert!(matches!(cli.command, Command::Hold { ref queue, drain: true } if queue == "nlp"));
+        let cli = Cli::try_parse_from(["kubectl-kubetrain", "release", "nlp"]).expect("parses");
+        assert!(matches!(cli.command, Command::Release { ref queue } if queue == "nlp"));
     }
 }

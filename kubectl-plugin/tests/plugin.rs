@@ -307,3 +307,61 @@ async fn kubectl_kubetrain_jobs_why_suspend_resume_vc() {
 
     s.finish().await;
 }
+
+/// `hold` and `release` set the queue's `spec.stopPolicy` as the plugin (field manager
+/// `kubectl-kubetrain`): a held queue admits nothing and `why` and `queue` say so; `--drain`
+/// sends the running job back to the queue with a checkpoint; `release` lets both run. A
+/// queue that does not exist is an error, not a success.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_kubetrain_hold_and_release_a_queue() {
+    let s = Scenario::new("plughold", 1, 8, 1).await;
+    let cp = s.cp;
+    let ns = s.ns.as_str();
+    let q = s.tenant("plughold", 8, "FIFO", "");
+    cp.apply(&s.job("big", &q, 1, 4, &[], ""));
+    s.wait_phase("big", "Running", T).await;
+
+    let out = plugin_ok(cp, &["hold", &q]);
+    assert_eq!(
+        out,
+        format!("queue.kubetrain.io/{q} held: it admits no new jobs; admitted jobs run on\n")
+    );
+    assert_eq!(cp.jsonpath(&["queue", &q], "{.spec.stopPolicy}"), "Hold");
+    let managers = cp.jsonpath(
+        &["queue", &q, "--show-managed-fields"],
+        "{.metadata.managedFields[*].manager}",
+    );
+    assert!(managers.contains("kubectl-kubetrain"), "{managers}");
+    cp.apply(&s.job("next", &q, 1, 4, &[], ""));
+    let why = until(cp, &["why", "next", "-n", ns], |t| t.contains("QueueHeld")).await;
+    assert!(why.contains("held by its stopPolicy"), "{why}");
+    until(cp, &["queue", &q], |t| {
+        t.contains("Held by stopPolicy Hold")
+    })
+    .await;
+    assert_eq!(s.job_status("big", "{.status.phase}"), "Running");
+
+    plugin_ok(cp, &["hold", &q, "--drain"]);
+    assert_eq!(
+        cp.jsonpath(&["queue", &q], "{.spec.stopPolicy}"),
+        "HoldAndDrain"
+    );
+    s.wait_phase("big", "Queued", T).await;
+    assert_eq!(
+        s.job_status("big", "{.status.lastPreemption.reason}"),
+        "QueueHold"
+    );
+
+    let out = plugin_ok(cp, &["release", &q, "-o", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("release -o json");
+    assert_eq!(v["stopPolicy"], "None", "{out}");
+    s.wait_phase("big", "Running", T).await;
+    s.wait_phase("next", "Running", T).await;
+
+    let (ok, _, stderr) = plugin(cp, &["hold", "no-such-queue"]);
+    assert!(
+        !ok && stderr.contains("queue no-such-queue not found"),
+        "{stderr}"
+    );
+    s.finish().await;
+}

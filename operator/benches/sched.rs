@@ -121,6 +121,7 @@ fn world(nodes: usize, pending: usize) -> Snapshot {
                 priority_preemption: false,
                 strict: false,
                 terminating: false,
+                ..Queue::default()
             })
         })
         .collect();
@@ -296,6 +297,7 @@ fn fragmented(c: &mut Criterion) {
                 priority_preemption: false,
                 strict: false,
                 terminating: false,
+                ..Queue::default()
             }],
             jobs: vec![],
             workload: vec![],

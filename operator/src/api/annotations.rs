@@ -39,7 +39,7 @@ pub const NODE_ANNOTATION: &str = "kubetrain.io/node";
 /// the request). Visible in the container through a downward-API file.
 pub const CHECKPOINT_REQUESTED: &str = "kubetrain.io/checkpoint-requested";
 /// Pod annotation set with the checkpoint request: why the job is preempted (`Reclaim`,
-/// `Priority`, `Drain`, `UnhealthyGpu`).
+/// `Priority`, `Drain`, `UnhealthyGpu`, `QueueHold`, ...: `reasons::PreemptionCause`).
 pub const PREEMPTION_REASON: &str = "kubetrain.io/preemption-reason";
 /// Pod annotation set with the checkpoint request of a `Reclaim` or `Priority` preemption:
 /// the job the room is for (`namespace/name`). When that job no longer waits before the

@@ -17,7 +17,7 @@ pub mod validation;
 pub mod virtualcluster;
 
 pub use common::{GpuAmount, Phase, TopologyLevel};
-pub use queue::{Queue, QueuePolicy, QueueSpec, QueueStatus, QueueingStrategy};
+pub use queue::{Queue, QueuePolicy, QueueSpec, QueueStatus, QueueingStrategy, StopPolicy};
 pub use topology::{GpuGroup, GpuInfo, GpuLink, NodeTopology, TOPOLOGY_ANNOTATION};
 pub use trainingjob::{TrainingJob, TrainingJobSpec, TrainingJobStatus};
 pub use virtualcluster::{VirtualCluster, VirtualClusterSpec, VirtualClusterStatus};

@@ -21,6 +21,7 @@ use super::common::GpuAmount;
     printcolumn = r#"{"name":"VirtualCluster","type":"string","jsonPath":".spec.virtualCluster"}"#,
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Policy","type":"string","jsonPath":".spec.policy"}"#,
+    printcolumn = r#"{"name":"Stop","type":"string","jsonPath":".spec.stopPolicy"}"#,
     printcolumn = r#"{"name":"Strategy","type":"string","jsonPath":".spec.queueingStrategy","priority":1}"#,
     printcolumn = r#"{"name":"MaxShare","type":"integer","jsonPath":".spec.maxShare","priority":1}"#,
     printcolumn = r#"{"name":"AboveLimit","type":"string","jsonPath":".status.conditions[?(@.type==\"AboveLimit\")].status","priority":1}"#,
@@ -92,6 +93,39 @@ pub struct QueueSpec {
     /// can never start (larger than the cluster or than one of its limits) holds back nobody.
     #[serde(default)]
     pub queueing_strategy: QueueingStrategy,
+
+    /// Holding the queue, as Kueue's `stopPolicy`: `None` (the default) admits jobs;
+    /// `Hold` admits no new job (they wait with `QueueHeld`) while admitted jobs keep
+    /// running; `HoldAndDrain` also stops the admitted jobs the checkpoint-aware way (a
+    /// preemption with reason `QueueHold`): they go back to the queue, keep their checkpoint
+    /// and retry budget, and wait until the hold is lifted. A hold covers the queues under
+    /// this one (`spec.parent`) too. Set it back to `None` to resume.
+    #[serde(default)]
+    pub stop_policy: StopPolicy,
+}
+
+/// See `QueueSpec::stop_policy`. Ordered weakest first: a queue is held by the strongest
+/// policy of itself and the queues above it.
+#[derive(
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+)]
+pub enum StopPolicy {
+    // Plain comments, not doc comments: the schema stays a plain enum.
+    #[default]
+    None,
+    Hold,
+    HoldAndDrain,
 }
 
 /// See `QueueSpec::queueing_strategy`.

@@ -249,6 +249,8 @@ names! {
         QueueTerminating,
         /// Its VirtualCluster was deleted and admits nothing new.
         VirtualClusterTerminating,
+        /// Its queue (or one above it) is held (`spec.stopPolicy`) and admits nothing new.
+        QueueHeld,
     }
 }
 
@@ -278,6 +280,8 @@ names! {
         Drain,
         /// A GPU under the job turned unhealthy.
         UnhealthyGpu,
+        /// Its queue (or one above it) is held with `stopPolicy: HoldAndDrain`.
+        QueueHold,
         /// The job's `spec.suspend` was set.
         Suspend,
     }
@@ -316,6 +320,11 @@ names! {
         JobsLeaving,
         /// `AboveLimit=True`: `maxShare` (or what it is a share of) was lowered under it.
         LimitLowered,
+        /// `Ready=False`: the queue (or one above it) is held with `stopPolicy: Hold`.
+        Held,
+        /// `Ready=False`: the queue (or one above it) is held with `stopPolicy:
+        /// HoldAndDrain`, its admitted jobs leaving.
+        HeldAndDraining,
     }
 }
 

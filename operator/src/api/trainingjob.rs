@@ -522,7 +522,8 @@ pub struct PreemptionRecord {
     pub at: Time,
     /// Why: `Reclaim`, `Priority`, `QueueShare` (a sibling queue took its share back),
     /// `Consolidation` (moved so that a job of its team gets GPUs together), `Drain` (a node
-    /// under the job was drained), `UnhealthyGpu` or `Suspend`.
+    /// under the job was drained), `UnhealthyGpu`, `QueueHold` (its queue held with
+    /// `stopPolicy: HoldAndDrain`) or `Suspend`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// GPU-seconds of work since the last checkpoint (or since the start) that were lost;

@@ -41,6 +41,7 @@ pub fn scheduler_reason(cause: PreemptionCause) -> Option<sched::PreemptionReaso
         PreemptionCause::Consolidation => sched::PreemptionReason::Consolidation,
         PreemptionCause::Drain => sched::PreemptionReason::Drain,
         PreemptionCause::UnhealthyGpu => sched::PreemptionReason::UnhealthyGpu,
+        PreemptionCause::QueueHold => sched::PreemptionReason::QueueHold,
         PreemptionCause::Suspend => return None,
     })
 }
@@ -54,6 +55,7 @@ pub fn cause_of(reason: sched::PreemptionReason) -> PreemptionCause {
         sched::PreemptionReason::Consolidation => PreemptionCause::Consolidation,
         sched::PreemptionReason::Drain => PreemptionCause::Drain,
         sched::PreemptionReason::UnhealthyGpu => PreemptionCause::UnhealthyGpu,
+        sched::PreemptionReason::QueueHold => PreemptionCause::QueueHold,
     }
 }
 

@@ -3,6 +3,7 @@
 //! than its `maxShare` allows, and a finalizer that keeps a queue with unfinished jobs from
 //! disappearing under them.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,7 +23,7 @@ use super::status;
 use super::usage::QueueUsage;
 use super::validate::effective_queue;
 use crate::api::reasons::{QueueConditionType as Type, QueueReason as Reason};
-use crate::api::{GpuAmount, Queue, QueueStatus, VirtualCluster};
+use crate::api::{GpuAmount, Queue, QueueStatus, StopPolicy, VirtualCluster};
 
 pub const FINALIZER: &str = "kubetrain.io/queue-jobs";
 
@@ -81,7 +82,12 @@ fn expected(c: &Condition) -> bool {
         (Some(Type::Terminating), _)
             | (
                 _,
-                Some(Reason::Terminating | Reason::VirtualClusterTerminating)
+                Some(
+                    Reason::Terminating
+                        | Reason::VirtualClusterTerminating
+                        | Reason::Held
+                        | Reason::HeldAndDraining
+                )
             )
             | (Some(Type::AboveLimit), Some(Reason::JobsLeaving))
     )
@@ -212,11 +218,14 @@ async fn apply(queue: &Queue, ctx: &Context, t: &Time) -> Result<Action, Error> 
                 Reason::InvalidParent,
                 format!("The queue admits no jobs: {problem}. Fix spec.parent."),
             ),
-            None => (
-                true,
-                Reason::Ready,
-                format!("Admitting jobs into VirtualCluster {vc}."),
-            ),
+            None => match held_by(queue, &ctx.ref_maps().queues) {
+                Some((holder, policy)) => held(&queue.name_any(), &holder, policy),
+                None => (
+                    true,
+                    Reason::Ready,
+                    format!("Admitting jobs into VirtualCluster {vc}."),
+                ),
+            },
         },
         None => (
             false,
@@ -236,6 +245,56 @@ async fn apply(queue: &Queue, ctx: &Context, t: &Time) -> Result<Action, Error> 
     conditions::remove(&mut status.conditions, Type::Terminating);
     write_status(queue, ctx, status).await?;
     Ok(Action::requeue(Duration::from_secs(5)))
+}
+
+/// The queue that holds `queue` (`spec.stopPolicy`), and its policy: the strongest of the
+/// queue's own and those of the queues above it, the nearest of them on a tie, as the
+/// scheduler applies it (`sched::StopPolicy`'s order). `None` when nothing holds it. A
+/// parent chain with a cycle or a missing queue ends where it breaks (`InvalidParent` says
+/// so first).
+fn held_by(queue: &Queue, queues: &BTreeMap<String, Arc<Queue>>) -> Option<(String, StopPolicy)> {
+    let mut best: Option<(String, StopPolicy)> = None;
+    let mut seen = vec![queue.name_any()];
+    let mut cur = Some(queue);
+    while let Some(q) = cur {
+        let p = q.spec.stop_policy;
+        if p > best.as_ref().map_or(StopPolicy::None, |(_, b)| *b) {
+            best = Some((q.name_any(), p));
+        }
+        cur = match &q.spec.parent {
+            Some(parent) if !seen.contains(parent) => {
+                seen.push(parent.clone());
+                queues.get(parent).map(AsRef::as_ref)
+            }
+            _ => None,
+        };
+    }
+    best
+}
+
+/// `Ready=False` for a queue held by `holder` (itself or a queue above it).
+fn held(name: &str, holder: &str, policy: StopPolicy) -> (bool, Reason, String) {
+    let by = if holder == name {
+        String::new()
+    } else {
+        format!(" (queue {holder} above it is held)")
+    };
+    match policy {
+        StopPolicy::HoldAndDrain => (
+            false,
+            Reason::HeldAndDraining,
+            format!(
+                "Held by stopPolicy HoldAndDrain{by}: the queue admits no new jobs and its                  running jobs checkpoint and come back to wait; set stopPolicy to None to                  resume."
+            ),
+        ),
+        StopPolicy::Hold | StopPolicy::None => (
+            false,
+            Reason::Held,
+            format!(
+                "Held by stopPolicy Hold{by}: the queue admits no new jobs while its admitted                  jobs run on; set stopPolicy to None to resume."
+            ),
+        ),
+    }
 }
 
 /// A deleted queue admits nothing new (the core's `QueueTerminating`) and goes once its
@@ -342,5 +401,71 @@ mod tests {
         u.max_milli_gpus = None;
         let status = status_of(&queue, &u, &t);
         assert!(conditions::get(&status.conditions, Type::AboveLimit).is_none());
+    }
+}
+
+#[cfg(test)]
+mod hold_tests {
+    use super::*;
+
+    fn queue(name: &str, parent: Option<&str>, stop: &str) -> Arc<Queue> {
+        Arc::new(
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "kubetrain.io/v1alpha1", "kind": "Queue",
+                "metadata": {"name": name},
+                "spec": {"virtualCluster": "t", "parent": parent, "stopPolicy": stop}
+            }))
+            .expect("queue"),
+        )
+    }
+
+    /// A queue is held by the strongest `stopPolicy` of itself and the queues above it, the
+    /// nearest on a tie, as the scheduler holds it; its `Ready` says which queue holds it.
+    /// A cycle of parents ends the walk instead of looping.
+    #[test]
+    fn a_queue_is_held_by_the_strongest_policy_above_it() {
+        let all = |qs: &[&Arc<Queue>]| -> BTreeMap<String, Arc<Queue>> {
+            qs.iter().map(|q| (q.name_any(), Arc::clone(q))).collect()
+        };
+        let root = queue("root", None, "Hold");
+        let mid = queue("mid", Some("root"), "None");
+        let leaf = queue("leaf", Some("mid"), "None");
+        let qs = all(&[&root, &mid, &leaf]);
+        assert_eq!(
+            held_by(&leaf, &qs),
+            Some(("root".to_string(), StopPolicy::Hold))
+        );
+        let draining = queue("mid", Some("root"), "HoldAndDrain");
+        let qs = all(&[&root, &draining, &leaf]);
+        assert_eq!(
+            held_by(&leaf, &qs),
+            Some(("mid".to_string(), StopPolicy::HoldAndDrain))
+        );
+        assert_eq!(held_by(&queue("root", None, "None"), &qs), None);
+        let (ok, reason, message) = held("leaf", "mid", StopPolicy::HoldAndDrain);
+        assert_eq!((ok, reason), (false, Reason::HeldAndDraining));
+        assert!(message.contains("queue mid above it is held"), "{message}");
+        let (_, reason, message) = held("root", "root", StopPolicy::Hold);
+        assert_eq!(reason, Reason::Held);
+        assert!(!message.contains("above it"), "{message}");
+
+        let a = queue("a", Some("b"), "None");
+        let b = queue("b", Some("a"), "None");
+        assert_eq!(held_by(&a, &all(&[&a, &b])), None);
+    }
+
+    /// The CRD's schema lists the three policies, so the API server refuses any other at
+    /// `kubectl apply`, naming the field.
+    #[test]
+    fn the_schema_refuses_an_unknown_stop_policy() {
+        use kube::CustomResourceExt;
+        let crd = serde_json::to_value(Queue::crd()).expect("crd");
+        let field = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+            ["properties"]["stopPolicy"];
+        assert_eq!(
+            field["enum"],
+            serde_json::json!(["None", "Hold", "HoldAndDrain"]),
+            "{field}"
+        );
     }
 }

@@ -685,6 +685,11 @@ async fn request_checkpoint(ctx: &Arc<Context>, job: &Arc<TrainingJob>, p: &sche
                 "UnhealthyGpu: {} turned unhealthy; asked to checkpoint within {} s; the job then returns to its queue, keeping its place, and runs again on healthy GPUs.",
                 p.beneficiary, job.spec.checkpoint.grace_period_seconds
             )
+        } else if p.reason == sched::PreemptionReason::QueueHold {
+            format!(
+                "QueueHold: {} is held (stopPolicy: HoldAndDrain); asked to checkpoint within {} s; the job then returns to its queue and waits until the hold is lifted.",
+                p.beneficiary, job.spec.checkpoint.grace_period_seconds
+            )
         } else {
             format!(
                 "{} preemption for {}: asked to checkpoint within {} s; the job then returns to its queue, keeping its place.",

@@ -18,7 +18,7 @@ use super::resources::{GPU_RESOURCE, PodDemand, cpu_milli, read_pod_demand, whol
 use super::validate::{Refs, validate};
 use crate::api::annotations::{JOB_LABEL, PRODUCT_LABEL, RACK_LABEL};
 use crate::api::{
-    Phase, QueuePolicy, QueueingStrategy, TopologyLevel, TrainingJob, TrainingJobStatus,
+    Phase, QueuePolicy, QueueingStrategy, StopPolicy, TopologyLevel, TrainingJob, TrainingJobStatus,
 };
 use crate::sched;
 
@@ -63,6 +63,14 @@ fn policy(p: QueuePolicy) -> sched::QueuePolicy {
         QueuePolicy::Priority => sched::QueuePolicy::Priority,
         QueuePolicy::ShortestPredictedFirst => sched::QueuePolicy::ShortestPredictedFirst,
         QueuePolicy::UserFair => sched::QueuePolicy::UserFair,
+    }
+}
+
+fn stop_policy(p: StopPolicy) -> sched::StopPolicy {
+    match p {
+        StopPolicy::None => sched::StopPolicy::None,
+        StopPolicy::Hold => sched::StopPolicy::Hold,
+        StopPolicy::HoldAndDrain => sched::StopPolicy::HoldAndDrain,
     }
 }
 
@@ -297,6 +305,7 @@ pub fn build(world: &World<'_>) -> sched::Snapshot {
             priority_preemption: q.spec.priority_preemption,
             strict: q.spec.queueing_strategy == QueueingStrategy::Strict,
             terminating: q.metadata.deletion_timestamp.is_some(),
+            stop: stop_policy(q.spec.stop_policy),
         })
         .collect();
 

@@ -2,7 +2,8 @@
 //! preemption leaves for one job; when that job is no longer pending (deleted, suspended, finished, or
 //! placed elsewhere) before the victim acknowledged its checkpoint, the preemption is
 //! withdrawn and the victim runs on, charged like any running job from this very cycle. A
-//! drain or an unhealthy GPU needs the job gone whoever waits, and a victim that acknowledged
+//! drain, an unhealthy GPU or a queue's `HoldAndDrain` needs the job gone whoever waits (a
+//! hold lifted meanwhile does not call it back), and a victim that acknowledged
 //! is already stopping: neither is withdrawn. Nor is one whose beneficiary still waits, but
 //! no longer on any preemption ([`unneeded`]): its guarantee was lowered under it, a limit or
 //! a queue head now holds it back.

@@ -14,7 +14,7 @@ use super::constraints::{self, Mismatch, NodeConstraints};
 use super::decisions::{Admission, Decisions, Preemption, PreemptionReason, WaitReason, Waiting};
 use super::frag::{self, Mix};
 use super::ids::{Claimant, FlavorId, IdVec, JobIdx, NodeId, QueueId, RackId, RunIdx, VcId};
-use super::model::{Flavor, GpuDemand, Gpus, Job, Snapshot, TopologyLevel};
+use super::model::{Flavor, GpuDemand, Gpus, Job, Snapshot, StopPolicy, TopologyLevel};
 use super::options::Options;
 use super::order;
 use super::placement::{Demand, NodeFilter, NodeMask, Request, Scope, Trial, place};
@@ -751,7 +751,28 @@ impl<'a> Cycle<'a> {
                 virtual_cluster: self.t.vc_names[vc].clone(),
             });
         }
+        // Last: a hold is lifted by a patch, a deletion never.
+        if let Some((holder, policy)) = self.held_by(queue) {
+            return Err(WaitReason::QueueHeld {
+                queue: self.snap.queue(holder).name.clone(),
+                policy,
+            });
+        }
         Ok((queue, vc))
+    }
+
+    /// The queue that holds `queue` (it, or the nearest above it with the strongest
+    /// `stopPolicy` of its chain), and that policy; `None` when nothing holds it.
+    fn held_by(&self, queue: QueueId) -> Option<(QueueId, StopPolicy)> {
+        let strongest = self.t.chain[queue]
+            .iter()
+            .map(|&q| self.snap.queue(q).stop)
+            .max()?;
+        let holder = self.t.chain[queue]
+            .iter()
+            .copied()
+            .find(|&q| self.snap.queue(q).stop == strongest)?;
+        (strongest != StopPolicy::None).then_some((holder, strongest))
     }
 
     /// The GPU types the job may use, in the cluster's order of types (never the order the
@@ -1321,6 +1342,13 @@ impl<'a> Cycle<'a> {
 
     /// Why a running job must leave where it runs, and what makes it (see [`Self::drain`]).
     fn must_leave(&self, r: &RunInfo) -> Option<(PreemptionReason, String)> {
+        // A queue held with `HoldAndDrain` (or under one) sends its jobs back, wherever
+        // they run; the queue is what makes them leave.
+        let held = r.queue.and_then(|q| self.held_by(q));
+        if let Some((q, StopPolicy::HoldAndDrain)) = held {
+            let name = &self.snap.queue(q).name;
+            return Some((PreemptionReason::QueueHold, format!("queue {name}")));
+        }
         let node = |n: NodeId| &self.snap.nodes[self.c.nodes[n].src as usize];
         if let Some(&n) = r.nodes.iter().find(|&&n| node(n).draining) {
             return Some((PreemptionReason::Drain, format!("node {}", node(n).name)));

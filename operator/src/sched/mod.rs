@@ -169,3 +169,5 @@ pub(crate) mod proptests;
 mod scenarios;
 #[cfg(test)]
 mod scenarios_flavors;
+#[cfg(test)]
+mod scenarios_hold;

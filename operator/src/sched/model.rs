@@ -307,6 +307,32 @@ pub struct Queue {
     /// Deleted and waiting for its admitted jobs to finish (Kueue's terminating
     /// ClusterQueue): it, and every queue below it, admits nothing new.
     pub terminating: bool,
+    /// Held (the API's `spec.stopPolicy`): it, and every queue below it, admits nothing
+    /// new; under `HoldAndDrain` their running jobs leave too.
+    pub stop: StopPolicy,
+}
+
+/// A queue's hold, as Kueue's `stopPolicy`, weakest first: a queue is held by the
+/// strongest of its own and its ancestors' ([`Ord`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum StopPolicy {
+    /// Admits jobs.
+    #[default]
+    None,
+    /// Admits nothing new; admitted jobs keep running.
+    Hold,
+    /// Admits nothing new, and admitted jobs checkpoint and go back to the queue.
+    HoldAndDrain,
+}
+
+impl fmt::Display for StopPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            StopPolicy::None => "None",
+            StopPolicy::Hold => "Hold",
+            StopPolicy::HoldAndDrain => "HoldAndDrain",
+        })
+    }
 }
 
 /// A FIFO queue entitled to its whole VirtualCluster (share and maxShare 100, the API's
@@ -324,6 +350,7 @@ impl Default for Queue {
             priority_preemption: false,
             strict: false,
             terminating: false,
+            stop: StopPolicy::None,
         }
     }
 }
@@ -541,16 +568,20 @@ pub enum PreemptionReason {
     /// A GPU under the job turned unhealthy (the node labeler's report): the job checkpoints
     /// and leaves while it still can, and runs again on healthy GPUs.
     UnhealthyGpu,
+    /// The job's queue (or one above it) is held with `HoldAndDrain`: the job checkpoints,
+    /// goes back to its queue and waits there until the hold is lifted.
+    QueueHold,
 }
 
 impl PreemptionReason {
-    pub const ALL: [PreemptionReason; 6] = [
+    pub const ALL: [PreemptionReason; 7] = [
         PreemptionReason::Reclaim,
         PreemptionReason::Priority,
         PreemptionReason::QueueShare,
         PreemptionReason::Consolidation,
         PreemptionReason::Drain,
         PreemptionReason::UnhealthyGpu,
+        PreemptionReason::QueueHold,
     ];
 
     /// The reason its [`Display`](fmt::Display) name names, if any.
@@ -559,7 +590,7 @@ impl PreemptionReason {
     }
 
     /// Whether it makes room for one job, which may stop needing it (see `cancel`); a drain
-    /// or an unhealthy GPU needs the job gone whoever waits.
+    /// an unhealthy GPU or a queue's hold needs the job gone whoever waits.
     pub fn for_a_job(self) -> bool {
         matches!(
             self,
@@ -579,6 +610,7 @@ impl PreemptionReason {
             PreemptionReason::Consolidation => "consolidation",
             PreemptionReason::Drain => "drain",
             PreemptionReason::UnhealthyGpu => "unhealthy-GPU",
+            PreemptionReason::QueueHold => "queue-hold",
         }
     }
 }
@@ -592,6 +624,7 @@ impl fmt::Display for PreemptionReason {
             PreemptionReason::Consolidation => "Consolidation",
             PreemptionReason::Drain => "Drain",
             PreemptionReason::UnhealthyGpu => "UnhealthyGpu",
+            PreemptionReason::QueueHold => "QueueHold",
         })
     }
 }

@@ -4,7 +4,7 @@
 //! cycle admits random jobs on an empty cluster, those admissions become running jobs (with
 //! random bonus flags, start and checkpoint times, some already preempting), then fresh
 //! pending jobs arrive and the cycle under test runs. Case counts come from
-//! `KUBETRAIN_PROPTEST_CASES` (per property; the defaults add up to 21,000), the cases
+//! `KUBETRAIN_PROPTEST_CASES` (per property; the defaults add up to 21,500), the cases
 //! from a fixed seed unless `KUBETRAIN_PROPTEST_SEED` says otherwise (see [`SEED`]).
 //! `invariants_hold_through_histories` runs sequences of cycles instead (issue 18 §6), with
 //! nodes lost between cycles, 10,000 histories on clusters of 2–5 nodes: small enough that
@@ -389,10 +389,14 @@ fn check_strict_order(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> 
                     );
                     heads.insert(head.as_str());
                 }
-                // decided before any turn, or larger than a limit: they hold back nobody
+                // decided before any turn (`admitting_queue` included), or larger than a
+                // limit: they hold back nobody
                 WaitReason::Invalid { .. }
                 | WaitReason::NeverFits { .. }
-                | WaitReason::NodesUnavailable { .. } => {}
+                | WaitReason::NodesUnavailable { .. }
+                | WaitReason::QueueHeld { .. }
+                | WaitReason::QueueTerminating { .. }
+                | WaitReason::VirtualClusterTerminating { .. } => {}
                 r if r.exceeds_limit() => {}
                 _ => {
                     heads.insert(id);
@@ -579,11 +583,8 @@ fn check_invariants(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
     let mut once = BTreeSet::new();
     for p in &d.preemptions {
         prop_assert!(!p.victims.is_empty());
-        if matches!(
-            p.reason,
-            PreemptionReason::Drain | PreemptionReason::UnhealthyGpu
-        ) {
-            continue; // no beneficiary job: a node or a GPU
+        if !p.reason.for_a_job() {
+            continue; // no beneficiary job: a node, a GPU or a held queue
         }
         let b = jobs[p.beneficiary.as_str()];
         prop_assert!(b.running.is_none());
@@ -628,7 +629,9 @@ fn check_invariants(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
                     prop_assert_ne!(&vj.queue, &b.queue);
                     prop_assert!(vj.priority <= b.priority);
                 }
-                PreemptionReason::Drain | PreemptionReason::UnhealthyGpu => {}
+                PreemptionReason::Drain
+                | PreemptionReason::UnhealthyGpu
+                | PreemptionReason::QueueHold => {}
             }
         }
         let waits = matches!(
@@ -1428,6 +1431,52 @@ proptest! {
                 ),
                 "{:?}: {:?}", c, d.waiting_reason(b)
             );
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(cases(500))]
+
+    /// Queues held at random (`stopPolicy`, issue 55 item 10): a queue held by itself or one
+    /// above it admits nothing; under `HoldAndDrain` every running job of it not already
+    /// leaving is preempted with `QueueHold`, and the hold preempts nobody else; every other
+    /// invariant still holds.
+    #[test]
+    fn held_queues_admit_nothing_and_drained_ones_keep_no_job(
+        w in world(false),
+        holds in prop::collection::vec(0usize..3, 6),
+    ) {
+        let mut s = build(&w);
+        for (q, &h) in s.queues.iter_mut().zip(&holds) {
+            q.stop = [StopPolicy::None, StopPolicy::Hold, StopPolicy::HoldAndDrain][h];
+        }
+        let stop_of = |queue: &str| {
+            let mut seen = BTreeSet::new();
+            let mut at = s.queues.iter().find(|q| q.name == queue);
+            let mut stop = StopPolicy::None;
+            while let Some(q) = at.filter(|q| seen.insert(q.name.clone())) {
+                stop = stop.max(q.stop);
+                at = q.parent.as_ref().and_then(|p| s.queues.iter().find(|q| &q.name == p));
+            }
+            stop
+        };
+        let d = schedule(&s);
+        check_invariants(&s, &d)?;
+        for a in &d.admissions {
+            let j = s.jobs.iter().find(|j| j.id == a.job).expect("admitted job");
+            prop_assert_eq!(stop_of(&j.queue), StopPolicy::None, "{} admitted", &a.job);
+        }
+        for j in &s.jobs {
+            let Some(r) = &j.running else { continue };
+            let drained = stop_of(&j.queue) == StopPolicy::HoldAndDrain;
+            let reason = reason_of(&d, &j.id);
+            if drained && !r.preempting {
+                prop_assert!(reason.is_some(), "{} runs on in a drained queue", &j.id);
+            }
+            if reason == Some(PreemptionReason::QueueHold) {
+                prop_assert!(drained, "{} preempted for a hold it is not under", &j.id);
+            }
         }
     }
 }

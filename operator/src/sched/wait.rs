@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use super::model::{Flavor, Gpus, PreemptionReason, TopologyLevel};
+use super::model::{Flavor, Gpus, PreemptionReason, StopPolicy, TopologyLevel};
 // The names of the API, plain Rust like this module: the core stays free of kube.
 pub use crate::api::reasons::WaitCode;
 
@@ -99,6 +99,9 @@ pub enum WaitReason {
     /// The job's VirtualCluster was deleted: none of its queues admits anything new while
     /// its admitted jobs finish.
     VirtualClusterTerminating { virtual_cluster: String },
+    /// The job's queue, or `queue` above it, is held by its `stopPolicy`: it admits nothing
+    /// new until the hold is lifted.
+    QueueHeld { queue: String, policy: StopPolicy },
 }
 
 impl WaitReason {
@@ -136,6 +139,7 @@ impl WaitReason {
             WaitReason::BehindReturningJob { .. } => WaitCode::BehindReturningJob,
             WaitReason::QueueTerminating { .. } => WaitCode::QueueTerminating,
             WaitReason::VirtualClusterTerminating { .. } => WaitCode::VirtualClusterTerminating,
+            WaitReason::QueueHeld { .. } => WaitCode::QueueHeld,
         }
     }
 
@@ -205,7 +209,8 @@ impl WaitReason {
             | WaitReason::Returning { .. }
             | WaitReason::BehindReturningJob { .. }
             | WaitReason::QueueTerminating { .. }
-            | WaitReason::VirtualClusterTerminating { .. } => {}
+            | WaitReason::VirtualClusterTerminating { .. }
+            | WaitReason::QueueHeld { .. } => {}
         }
         r
     }
@@ -439,6 +444,10 @@ impl fmt::Display for WaitReason {
             WaitReason::VirtualClusterTerminating { virtual_cluster } => write!(
                 f,
                 "VirtualCluster {virtual_cluster} is being deleted: its queues admit no new jobs while its admitted jobs finish. Move this job to a queue of another VirtualCluster (spec.queue), or re-create the VirtualCluster once it is gone."
+            ),
+            WaitReason::QueueHeld { queue, policy } => write!(
+                f,
+                "Queue {queue} is held (stopPolicy: {policy}): it admits no new jobs until its stopPolicy is set back to None (kubectl kubetrain release {queue})."
             ),
         }
     }

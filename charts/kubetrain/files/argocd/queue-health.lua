@@ -1,7 +1,8 @@
 -- Argo CD health of a kubetrain Queue (kubetrain.io/v1alpha1): Healthy when Ready,
--- Degraded when not (for example its VirtualCluster does not exist), Progressing before the
--- operator has written a status for the current spec or while a deleted queue, or its
--- deleted VirtualCluster, waits for its jobs. Lua 5.1 (Argo CD runs gopher-lua); tested by e2e/tests/argocd_health.rs.
+-- Degraded when not (for example its VirtualCluster does not exist), Suspended while held
+-- (spec.stopPolicy, its own or a parent's: Ready=False, Held or HeldAndDraining),
+-- Progressing before the operator has written a status for the current spec or while a
+-- deleted queue, or its deleted VirtualCluster, waits for its jobs. Lua 5.1 (Argo CD runs gopher-lua); tested by e2e/tests/argocd_health.rs.
 local function condition(status, type_)
   if status.conditions == nil then
     return nil
@@ -37,6 +38,10 @@ local ready = condition(status, "Ready")
 if ready == nil then
   hs.status = "Progressing"
   hs.message = "Waiting for the kubetrain operator to report the queue"
+elseif ready.reason == "Held" or ready.reason == "HeldAndDraining" then
+  -- Held on purpose by an admin: nothing to repair.
+  hs.status = "Suspended"
+  hs.message = ready.message or "Held by its stopPolicy"
 elseif ready.reason == "VirtualClusterTerminating" then
   -- Its VirtualCluster is being deleted and waits for its jobs: nothing to repair here.
   hs.status = "Progressing"

@@ -1,6 +1,7 @@
 -- Argo CD health of a kubetrain TrainingJob (kubetrain.io/v1alpha1).
 -- Like a batch/v1 Job: Progressing while it waits or runs, Healthy once it succeeded,
--- Degraded when it failed or can never run as written, Suspended while spec.suspend holds it.
+-- Degraded when it failed or can never run as written, Suspended while spec.suspend or its
+-- held queue (Admitted=False, QueueHeld) holds it.
 -- Lua 5.1 (Argo CD runs gopher-lua); tested by e2e/tests/argocd_health.rs.
 local function condition(status, type_)
   if status.conditions == nil then
@@ -49,6 +50,9 @@ elseif phase == "Queued" then
   if admitted ~= nil and admitted.status == "False"
       and (admitted.reason == "NeverFits" or admitted.reason == "ExceedsLimit") then
     hs.status = "Degraded"
+    message = admitted.message or message
+  elseif admitted ~= nil and admitted.status == "False" and admitted.reason == "QueueHeld" then
+    hs.status = "Suspended"
     message = admitted.message or message
   else
     hs.status = "Progressing"

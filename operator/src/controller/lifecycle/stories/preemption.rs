@@ -181,6 +181,40 @@ fn a_drained_job_waits_for_the_drain_to_settle_before_requeueing() {
     assert_eq!(reasons(&fx), ["Requeued"]);
 }
 
+/// A queue held with `stopPolicy: HoldAndDrain` (issue 55 item 10) stops its running job as
+/// a preemption (reason `QueueHold`): the job checkpoints, is back in its queue as soon as its
+/// pods are gone (no drain's settle: no `kubectl drain` retries evictions by name), counts a
+/// preemption and no retry, and waits there, `Admitted=False` with `QueueHeld`, for the hold
+/// to be lifted.
+#[test]
+fn a_job_its_held_queue_drains_goes_back_to_wait_for_the_hold() {
+    let mut s = Story::running(1);
+    s.annotate_all(CHECKPOINT_REQUESTED, &stamp(100));
+    s.annotate_all(PREEMPTION_REASON, "QueueHold");
+    s.after(100).tick();
+    assert_eq!(s.phase(), Phase::Preempting);
+    s.annotate_all(CHECKPOINT_DONE, &stamp(101));
+    s.after(1).tick();
+    s.pods_gone();
+    s.world.wait = Some((
+        WaitReason::QueueHeld {
+            queue: "q".into(),
+            policy: crate::sched::StopPolicy::HoldAndDrain,
+        },
+        Some(1),
+    ));
+    let fx = s.after(1).tick();
+    assert_eq!(s.phase(), Phase::Queued, "no settle after a hold");
+    assert_eq!(s.status().retry_at, None);
+    assert_eq!(reasons(&fx), ["Requeued"]);
+    let record = s.status().last_preemption.clone().expect("record");
+    assert_eq!(record.reason.as_deref(), Some("QueueHold"));
+    assert_eq!(record.outcome, PreemptionOutcome::CheckpointSaved);
+    assert_eq!((s.status().retries, s.status().preemptions), (0, 1));
+    s.after(1).tick();
+    assert_eq!(s.says(ConditionType::Admitted), ("False", "QueueHeld"));
+}
+
 /// Kueue and the Job controller count a pod that failed as a failure, whatever comes after.
 /// In kubetrain, a replica crashed and, before the job's reconcile saw it, the scheduler
 /// (from a cache that did not show the crash yet) asked the gang to checkpoint for a
