@@ -15,7 +15,9 @@
 //!   and the Argo CD health scripts equal those in `config/`;
 //! - one version: the workspace's is the chart's version and appVersion and the image tag of
 //!   `config/default`; `e2e/scripts/release.sh` (`make release`) renders `install.yaml`,
-//!   which applies server-side, and packages the chart.
+//!   which applies server-side, and packages the chart; its check (`check-release.sh`)
+//!   names each place that disagrees on the version, and refuses unreleased changes;
+//! - the CRDs are kept objects of the release (`e2e/tests/upgrade.rs` upgrades to them).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -7,7 +7,9 @@
 //!   TrainingJob CRD since 0.2.0 is refused before and kept after;
 //! - the first upgrade adopts the CRDs the old chart left unowned (`--take-ownership`, as
 //!   the admin guide says), and a plain upgrade without it fails naming them;
-//! - the job running before the upgrade is the same object, with the same pods, after.
+//! - the job running before the upgrade is the same object, with the same pods, after;
+//! - on a cluster without the CRDs, a first install with the default tenant creates both,
+//!   and the next upgrade adopts the tenant.
 //!
 //! Its own test binary: it replaces the CRDs the control plane starts with by 0.2.0's.
 
@@ -15,6 +17,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use kubetrain_e2e::operator::{Operator, test_config};
 use kubetrain_e2e::scenario::Scenario;
 use kubetrain_e2e::{ControlPlane, KubectlOutput, repo_root};
 
@@ -155,8 +158,9 @@ async fn helm_upgrade_from_the_previous_release_moves_the_crds_and_keeps_the_job
     // (no 0.2.0 binary is built here), and the status it writes needs this version's CRD:
     // before the upgrade the job runs as its pods say; after it, its phase says so too. A
     // real upgrade keeps 0.2.0's operator until the Deployment rolls, after the CRDs (Helm
-    // applies CRDs first).
-    let s = Scenario::new("upgrade", 2, 8, 1).await;
+    // applies CRDs first); the test replaces its operator after the upgrade likewise.
+    let s = Scenario::without_operator("upgrade", 2, 8, 1).await;
+    let old = Operator::start(cp, test_config("before-the-upgrade"));
     let q = s.tenant("upgrade", 16, "FIFO", "");
     s.cp.apply(&s.job("before", &q, 2, 8, &[("run-seconds", "600")], ""));
     let deadline = Instant::now() + T;
@@ -199,6 +203,9 @@ async fn helm_upgrade_from_the_previous_release_moves_the_crds_and_keeps_the_job
             "--take-ownership",
         ],
     );
+    // The Deployment rolls to the new operator after the CRDs: so does the test's.
+    old.kill();
+    let _new = Operator::start(cp, test_config("after-the-upgrade"));
     let manifest = helm_ok(cp, &["get", "manifest", "kubetrain", "--namespace", NS]);
     for crd in CRDS {
         assert!(
@@ -245,4 +252,60 @@ async fn helm_upgrade_from_the_previous_release_moves_the_crds_and_keeps_the_job
     }
     assert_eq!(identity(&s, "before").0, before.0, "the job is kept");
     s.finish().await;
+    // The test's tenant goes with the CRDs below: without the finalizers, which wait for
+    // the operator's account of jobs on nodes that are gone with the scenario.
+    for kind in ["queue", "vc"] {
+        cp.kubectl_ok(&[
+            "patch",
+            kind,
+            &q,
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"finalizers":null}}"#,
+        ])
+        .expect("drop the test tenant's finalizer");
+    }
+    first_install_makes_the_default_tenant(cp);
+}
+
+/// On a cluster without the CRDs, `helm install --set defaultTenant.enabled=true` creates
+/// the CRDs and the tenant in one go (the tenant is a post-install hook, as Helm cannot map
+/// kinds whose CRDs it has not made yet), and the next upgrade adopts the tenant.
+fn first_install_makes_the_default_tenant(cp: &ControlPlane) {
+    let mut del = vec!["delete", "crd", "--wait"];
+    del.extend_from_slice(&CRDS);
+    cp.kubectl_ok(&del).expect("delete the CRDs");
+    let tenant = [
+        "--set",
+        "defaultTenant.enabled=true",
+        "--set",
+        "defaultTenant.virtualCluster=first-vc",
+        "--set",
+        "defaultTenant.queue=first-queue",
+    ];
+    let mut install = vec!["install", "kubetrain", CHART, "--namespace", NS];
+    install.extend_from_slice(&tenant);
+    helm_ok(cp, &install);
+    for o in ["vc/first-vc", "queue/first-queue"] {
+        cp.kubectl_ok(&["get", o])
+            .unwrap_or_else(|e| panic!("{o} after the first install: {e}"));
+    }
+    let mut upgrade = vec!["upgrade", "kubetrain", CHART, "--namespace", NS];
+    upgrade.extend_from_slice(&tenant);
+    helm_ok(cp, &upgrade);
+    let manifest = helm_ok(cp, &["get", "manifest", "kubetrain", "--namespace", NS]);
+    for name in ["name: first-vc", "name: first-queue"] {
+        assert!(
+            manifest.contains(name),
+            "{name} is not an object of the release after the upgrade"
+        );
+    }
+    let hook = cp.jsonpath(
+        &["vc", "first-vc"],
+        "{.metadata.annotations.helm\\.sh/hook}",
+    );
+    assert_eq!(hook, "", "the adopted tenant is no hook any more");
+    helm_ok(cp, &["uninstall", "kubetrain", "--namespace", NS, "--wait"]);
+    cp.kubectl_ok(&["get", "vc", "first-vc"])
+        .expect("the tenant is kept on uninstall");
 }
