@@ -47,7 +47,7 @@ e2e:
 
 ## crds: regenerate crds/, config/crds/ and the Helm chart's CRDs from the Rust API types
 crds:
-	$(CARGO) run -q -p kubetrain --bin crdgen -- crds config/crds charts/kubetrain/crds
+	$(CARGO) run -q -p kubetrain --bin crdgen -- crds config/crds charts/kubetrain/files/crds
 
 ## bench: scheduling-core benchmarks, the quick simulator runs (Setups A and B) and the
 ## control-plane throughput and reclaim runs (Setup C, release: the operator runs in-process
@@ -104,7 +104,10 @@ deploy:
 	kubectl apply --server-side -k config/default
 
 ## release: dist/install.yaml (what config/default installs, images tagged $(VERSION)) and the
-## Helm chart package dist/kubetrain-$(VERSION).tgz; the images are built from the Dockerfile
+## Helm chart package dist/kubetrain-$(VERSION).tgz; the images are built from the Dockerfile.
+## Fails first, naming each mismatch, unless Cargo.toml, the chart, CHANGELOG.md and the docs'
+## install commands agree on $(VERSION) and CHANGELOG.md lists no unreleased change
+## (e2e/scripts/check-release.sh)
 release:
 	bash e2e/scripts/install-control-plane.sh >/dev/null
 	bash e2e/scripts/install-helm.sh >/dev/null

@@ -2,24 +2,27 @@
 # The release artifacts of version VERSION into OUT (`make release`: the workspace version,
 # dist/):
 #
+#   release.sh [--snapshot] VERSION OUT
+#
 #   OUT/install.yaml            everything config/default installs (kubectl's kustomize), with
 #                               the operator and node-labeler images tagged VERSION
 #   OUT/kubetrain-VERSION.tgz   the Helm chart (helm package charts/kubetrain)
 #
-# Uses the kubectl and helm on PATH (the Makefile puts the cache's first). Fails when the
-# chart's version or appVersion is not VERSION: the version is written once, in Cargo.toml.
+# Uses the kubectl and helm on PATH (the Makefile puts the cache's first). First runs
+# check-release.sh: fails when Cargo.toml, the chart, CHANGELOG.md or the docs' install
+# commands disagree on VERSION, or CHANGELOG.md lists unreleased changes (--snapshot allows
+# those, for artifacts that are not published: the tests').
 set -euo pipefail
 
-VERSION=${1:?usage: release.sh VERSION OUT}
-OUT=${2:?usage: release.sh VERSION OUT}
+snapshot=()
+if [ "${1:-}" = "--snapshot" ]; then snapshot=(--snapshot); shift; fi
+VERSION=${1:?usage: release.sh [--snapshot] VERSION OUT}
+OUT=${2:?usage: release.sh [--snapshot] VERSION OUT}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 log() { printf '[release] %s\n' "$*" >&2; }
 
 chart=$root/charts/kubetrain
-for field in version appVersion; do
-  have=$(awk -v f="$field:" '$1==f {gsub(/"/, "", $2); print $2; exit}' "$chart/Chart.yaml")
-  [ "$have" = "$VERSION" ] || { log "charts/kubetrain/Chart.yaml $field is '$have', not $VERSION"; exit 1; }
-done
+bash "$root/e2e/scripts/check-release.sh" "${snapshot[@]}" "$VERSION" "$root"
 
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)

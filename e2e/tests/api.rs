@@ -323,7 +323,7 @@ fn get_shows_printer_columns() {
                 "READY",
                 "GUARANTEED",
                 "INUSE",
-                "BONUS",
+                "BORROWED",
                 "LENT",
                 "AGE",
             ],
@@ -336,6 +336,27 @@ fn get_shows_printer_columns() {
             .filter(|h| *h != "NAMESPACE")
             .collect();
         assert_eq!(header, columns, "{kind} columns:\n{out}");
+    }
+    // A queue's Bonus and a VirtualCluster's Borrowed count different things (the GPUs of
+    // jobs running as bonus; what the tenant holds beyond its guarantee), and say so.
+    for (crd, column, says) in [
+        ("queues.kubetrain.io", "Bonus", "jobs that run as bonus"),
+        (
+            "virtualclusters.kubetrain.io",
+            "Borrowed",
+            "beyond its guarantee",
+        ),
+    ] {
+        let description = cp.jsonpath(
+            &["crd", crd],
+            &format!(
+                "{{.spec.versions[0].additionalPrinterColumns[?(@.name==\"{column}\")].description}}"
+            ),
+        );
+        assert!(
+            description.contains(says),
+            "{crd} column {column}: {description:?}"
+        );
     }
     // -o wide adds the limit and the two conditions an admin watches.
     let wide = cp

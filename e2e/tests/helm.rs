@@ -15,7 +15,9 @@
 //!   and the Argo CD health scripts equal those in `config/`;
 //! - one version: the workspace's is the chart's version and appVersion and the image tag of
 //!   `config/default`; `e2e/scripts/release.sh` (`make release`) renders `install.yaml`,
-//!   which applies server-side, and packages the chart.
+//!   which applies server-side, and packages the chart; its check (`check-release.sh`)
+//!   names each place that disagrees on the version, and refuses unreleased changes;
+//! - the CRDs are kept objects of the release (`e2e/tests/upgrade.rs` upgrades to them).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -255,7 +257,7 @@ fn one_version_everywhere() {
 fn chart_crds_match_crdgen() {
     for (plural, crd) in kubetrain::api::crds() {
         let want = kubetrain::api::crd_yaml(&crd).expect("CRD YAML");
-        let path = format!("{CHART}/crds/{plural}.yaml");
+        let path = format!("{CHART}/files/crds/{plural}.yaml");
         assert!(
             read(&path) == want,
             "{path} differs from the Rust types: run `make crds`"
@@ -785,6 +787,9 @@ fn helm_install_creates_every_object_and_uninstall_removes_them() {
         "--namespace",
         ns,
         "--create-namespace",
+        // The test control plane applied the CRDs with kubectl before: adopt them, as the
+        // admin guide says for CRDs installed otherwise.
+        "--take-ownership",
     ];
     args.extend_from_slice(ALL_ON);
     helm_ok(Some(cp), &args);
@@ -835,10 +840,15 @@ fn helm_install_creates_every_object_and_uninstall_removes_them() {
         "{.subjects[0].namespace}",
     );
     assert_eq!(subject, ns);
-    // The CRDs are there (Helm's crds/, or the test control plane's own apply before).
+    // The CRDs are objects of the release, kept on uninstall (below).
     for crd in ["trainingjobs", "queues", "virtualclusters"] {
-        cp.kubectl_ok(&["get", "crd", &format!("{crd}.kubetrain.io")])
-            .expect("CRD");
+        let name = format!("{crd}.kubetrain.io");
+        assert!(
+            objs.iter().any(|o| o["kind"] == "CustomResourceDefinition"
+                && o["metadata"]["name"] == name.as_str()
+                && o["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"),
+            "CRD {name} is not a kept object of the release"
+        );
     }
 
     helm_ok(
@@ -879,6 +889,8 @@ fn release(out: &Path) {
     let home = std::env::temp_dir().join(format!("kubetrain-helm-{}", std::process::id()));
     let run = Command::new("bash")
         .arg(repo_root().join("e2e/scripts/release.sh"))
+        // Not published: CHANGELOG.md may list unreleased changes (check-release.sh).
+        .arg("--snapshot")
         .arg(VERSION)
         .arg(out)
         .current_dir(repo_root())
@@ -952,4 +964,104 @@ fn release_install_yaml_applies_server_side() {
         .expect("kubectl runs");
     assert!(del.success, "cleanup: {}", del.stderr);
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// `e2e/scripts/check-release.sh` on `root`: whether it passes, and what it said.
+fn check_release(root: &Path, args: &[&str]) -> (bool, String) {
+    let run = Command::new("bash")
+        .arg(repo_root().join("e2e/scripts/check-release.sh"))
+        .args(args)
+        .arg(root)
+        .output()
+        .expect("bash runs");
+    (
+        run.status.success(),
+        String::from_utf8_lossy(&run.stderr).into_owned(),
+    )
+}
+
+/// A copy of the files check-release.sh reads, in a temporary directory.
+fn release_files(name: &str) -> PathBuf {
+    let root = std::env::temp_dir().join(format!("kubetrain-check-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    for dir in ["charts/kubetrain", "docs"] {
+        std::fs::create_dir_all(root.join(dir)).expect("mkdir");
+    }
+    let mut files = vec![
+        "Cargo.toml".to_string(),
+        "CHANGELOG.md".into(),
+        "README.md".into(),
+        format!("{CHART}/Chart.yaml"),
+        format!("{CHART}/README.md"),
+    ];
+    for e in std::fs::read_dir(repo_root().join("docs")).expect("docs/") {
+        let name = e.expect("entry").file_name().to_string_lossy().into_owned();
+        if name.ends_with(".md") {
+            files.push(format!("docs/{name}"));
+        }
+    }
+    for f in files {
+        std::fs::copy(repo_root().join(&f), root.join(&f)).expect("copy");
+    }
+    root
+}
+
+fn edit(root: &Path, file: &str, from: &str, to: &str) {
+    let path = root.join(file);
+    let text = std::fs::read_to_string(&path).expect("read");
+    assert!(text.contains(from), "{file} has no {from:?}");
+    std::fs::write(&path, text.replacen(from, to, 1)).expect("write");
+}
+
+/// `make release` refuses a version that Cargo.toml, the chart, CHANGELOG.md and the docs'
+/// install commands do not all name, each mismatch named; and unreleased changes in the
+/// CHANGELOG unless the build is a snapshot.
+#[test]
+fn release_check_names_each_mismatch() {
+    let root = release_files("ok");
+    let (ok, said) = check_release(&root, &["--snapshot", VERSION]);
+    assert!(ok, "this tree agrees on {VERSION}:\n{said}");
+
+    // Unreleased changes: refused without --snapshot.
+    edit(
+        &root,
+        "CHANGELOG.md",
+        "## [Unreleased]\n",
+        "## [Unreleased]\n\n- a change\n",
+    );
+    let (ok, said) = check_release(&root, &[VERSION]);
+    assert!(!ok && said.contains("'## [Unreleased]' lists"), "{said}");
+    assert!(check_release(&root, &["--snapshot", VERSION]).0);
+
+    // A version moved in one place only: that place is named.
+    let cases = [
+        (
+            "Cargo.toml",
+            format!("version = \"{VERSION}\""),
+            "Cargo.toml: workspace version is '9.9.9'",
+        ),
+        (
+            "charts/kubetrain/Chart.yaml",
+            format!("appVersion: \"{VERSION}\""),
+            "Chart.yaml: appVersion is '9.9.9'",
+        ),
+        ("CHANGELOG.md", format!("## [{VERSION}]"), "no section"),
+        (
+            "charts/kubetrain/README.md",
+            format!("kubetrain-{VERSION}.tgz"),
+            "'kubetrain-9.9.9.tgz' names version 9.9.9",
+        ),
+    ];
+    for (i, (file, from, named)) in cases.iter().enumerate() {
+        let root = release_files(&format!("bad{i}"));
+        edit(&root, file, from, &from.replace(VERSION, "9.9.9"));
+        let (ok, said) = check_release(&root, &["--snapshot", VERSION]);
+        assert!(!ok, "{file} moved to 9.9.9 passed the check:\n{said}");
+        assert!(
+            said.contains(named),
+            "{file}: {said:?} does not name {named:?}"
+        );
+        let _ = std::fs::remove_dir_all(&root);
+    }
+    let _ = std::fs::remove_dir_all(&root);
 }

@@ -1047,3 +1047,51 @@ async fn most_of_a_zone_not_ready_marks_its_jobs_and_stops_only_those_kubernetes
     }
     s.finish().await;
 }
+
+/// A gang stopped while its job goes on (a retry) or ends leaves no `NoPods` Event: the
+/// disruption controller posts one whenever a budget's pods are all gone, so the operator
+/// deletes the gang's budget before its pods (and admission makes it again for the next
+/// attempt). Every retried, preempted or suspended gang used to post one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_gang_leaves_no_no_pods_event() {
+    let s = Scenario::new("nopods", 1, 8, 1).await;
+    let q = s.tenant("nopods", 8, "FIFO", "");
+    let extra = "  maxRetries: 1\n  backoff:\n    initialSeconds: 1\n    maxSeconds: 1\n";
+    s.cp.apply(&s.job(
+        "crash",
+        &q,
+        2,
+        1,
+        &[("run-seconds", "2"), ("exit-code", "3")],
+        extra,
+    ));
+    // The budget is there while the gang runs (else the check below would prove nothing).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !s
+        .cp
+        .kubectl(&["get", "pdb", "crash", "-n", &s.ns])
+        .map(|o| o.success)
+        .unwrap_or(false)
+    {
+        assert!(Instant::now() < deadline, "the gang never had its budget");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    s.wait_phase("crash", "Failed", Duration::from_secs(90))
+        .await;
+    assert_eq!(s.job_status("crash", "{.status.retries}"), "1");
+    // The disruption controller syncs a budget on each change of its pods, at once; give it
+    // a few seconds after the last one.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let no_pods = s.cp.jsonpath(
+        &[
+            "events",
+            "-n",
+            &s.ns,
+            "--field-selector",
+            "involvedObject.kind=PodDisruptionBudget,reason=NoPods",
+        ],
+        "{range .items[*]}{.involvedObject.name}: {.message} (x{.count}){\"\\n\"}{end}",
+    );
+    assert!(no_pods.is_empty(), "NoPods Events:\n{no_pods}");
+    s.finish().await;
+}

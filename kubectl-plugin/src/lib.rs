@@ -674,7 +674,7 @@ pub fn vc_table(rows: &[VcRow]) -> Table {
         "gpu type",
         "guarantee",
         "in use",
-        "bonus",
+        "borrowed",
         "lent",
         "limit",
     ]);
@@ -1032,9 +1032,9 @@ mod tests {
         let out = vc_table(&vc_rows(&vc)).render();
         assert_eq!(
             out,
-            "VIRTUALCLUSTER   GPU TYPE   GUARANTEE   IN USE   BONUS   LENT   LIMIT\n\
-             team-a           A100       8           12       4       0      16\n\
-             team-a           H100       0           0.25     0.25    0      16\n"
+            "VIRTUALCLUSTER   GPU TYPE   GUARANTEE   IN USE   BORROWED   LENT   LIMIT\n\
+             team-a           A100       8           12       4          0      16\n\
+             team-a           H100       0           0.25     0.25       0      16\n"
         );
         let mut bare = vc.clone();
         bare.status = None;

@@ -248,7 +248,7 @@ async fn kubectl_kubetrain_jobs_why_suspend_resume_vc() {
             "GUARANTEE",
             "IN",
             "USE",
-            "BONUS",
+            "BORROWED",
             "LENT",
             "LIMIT"
         ]

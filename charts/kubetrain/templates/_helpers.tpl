@@ -35,3 +35,21 @@ Arguments: root (the chart context), file.
 {{- end -}}
 {{ toYaml $obj }}
 {{- end }}
+
+{{/*
+Labels and annotations of the default tenant's objects: kept on uninstall, and, when they are
+a post-install hook (hook: true), the release's ownership metadata so that an upgrade adopts
+them. Arguments: root (the chart context), hook.
+*/}}
+{{- define "kubetrain.defaultTenantMeta" -}}
+labels:
+  {{- include "kubetrain.labels" .root | nindent 2 }}
+annotations:
+  helm.sh/resource-policy: keep
+  {{- if .hook }}
+  helm.sh/hook: post-install
+  helm.sh/hook-delete-policy: before-hook-creation
+  meta.helm.sh/release-name: {{ .root.Release.Name }}
+  meta.helm.sh/release-namespace: {{ .root.Release.Namespace }}
+  {{- end }}
+{{- end }}

@@ -29,7 +29,7 @@ use super::common::GpuAmount;
     printcolumn = r#"{"name":"Starting","type":"integer","jsonPath":".status.admitted"}"#,
     printcolumn = r#"{"name":"Running","type":"integer","jsonPath":".status.running"}"#,
     printcolumn = r#"{"name":"GPUs","type":"number","jsonPath":".status.gpusInUse"}"#,
-    printcolumn = r#"{"name":"Bonus","type":"number","jsonPath":".status.bonusGpus"}"#,
+    printcolumn = r#"{"name":"Bonus","type":"number","jsonPath":".status.bonusGpus","description":"GPUs held by the queue's jobs that run as bonus (admitted beyond the guarantee: preemptible); its VirtualCluster's Borrowed counts what the tenant holds beyond its guarantee instead"}"#,
     printcolumn = r#"{"name":"OldestPending","type":"date","jsonPath":".status.oldestPendingSince"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]

@@ -23,7 +23,7 @@ use super::common::{GpuAmount, TopologyLevel};
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Guaranteed","type":"integer","jsonPath":".status.guaranteedGpus"}"#,
     printcolumn = r#"{"name":"InUse","type":"number","jsonPath":".status.inUseGpus"}"#,
-    printcolumn = r#"{"name":"Bonus","type":"number","jsonPath":".status.bonusGpus"}"#,
+    printcolumn = r#"{"name":"Borrowed","type":"number","jsonPath":".status.bonusGpus","description":"GPUs the tenant holds beyond its guarantee, summed per GPU type: what it borrows (a Queue's Bonus counts the GPUs of its jobs that run as bonus instead)"}"#,
     printcolumn = r#"{"name":"Lent","type":"number","jsonPath":".status.lentGpus"}"#,
     printcolumn = r#"{"name":"Limit","type":"integer","jsonPath":".spec.limit.gpus","priority":1}"#,
     printcolumn = r#"{"name":"AtRisk","type":"string","jsonPath":".status.conditions[?(@.type==\"GuaranteeAtRisk\")].status","priority":1}"#,

@@ -1,7 +1,8 @@
 //! Writes the CustomResourceDefinitions of kubetrain as YAML, one file per kind.
 //!
 //! `crdgen <dir>...` writes `<dir>/<plural>.yaml` into each directory named (`make crds`: crds/,
-//! config/crds/ and the Helm chart's charts/kubetrain/crds/); `crdgen` alone prints all of them.
+//! config/crds/ and the Helm chart's charts/kubetrain/files/crds/, which its templates/crds.yaml
+//! renders); `crdgen` alone prints all of them.
 
 use std::path::PathBuf;
 

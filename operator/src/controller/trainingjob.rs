@@ -175,7 +175,7 @@ pub async fn reconcile(job: Arc<TrainingJob>, ctx: Arc<Context>) -> Result<Actio
     // not for the record of it. The Events go out even when a pod write failed (the status
     // that produced them is written, so the retry does not produce them again).
     let acted = match request_checkpoint(&ctx, &job, &fx.checkpoint_requests, &t).await {
-        Ok(()) => delete_pods(&ctx, &job, &fx.pod_deletions).await,
+        Ok(()) => stop_pods(&ctx, &job, &fx.pod_deletions).await,
         Err(e) => Err(e),
     };
     for e in fx.events {
@@ -211,6 +211,34 @@ fn release_gang_objects(ctx: &Context, job: &TrainingJob) {
             debug!(job = %name, error = %e, "Service not deleted");
         }
     });
+}
+
+/// Stops the pods the lifecycle names, the gang's disruption budget first.
+///
+/// The lifecycle deletes pods only to stop the gang (it goes back to its queue, or is
+/// finished), and a budget whose pods are all gone makes the disruption controller post a
+/// `NoPods` Event ("No matching pods found") on every sync: one per stopped gang, noise in
+/// the job's namespace. The budget goes before the pods, so that controller sees it gone
+/// before it sees the pods go; admission creates it again after the next attempt's pods.
+async fn stop_pods(
+    ctx: &Context,
+    job: &TrainingJob,
+    deletions: &[PodDeletion],
+) -> Result<(), Error> {
+    if deletions.is_empty() {
+        return Ok(());
+    }
+    let budgets: Api<PodDisruptionBudget> =
+        Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
+    match budgets
+        .delete(&job.name_any(), &DeleteParams::background())
+        .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 404 => {}
+        Err(e) => return Err(e.into()),
+    }
+    delete_pods(ctx, job, deletions).await
 }
 
 /// Deletes the pods the lifecycle names: gracefully, or with no grace when forced.
