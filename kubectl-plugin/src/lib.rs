@@ -3,11 +3,15 @@
 //! reports and prints them as a table, JSON or YAML; `main.rs` talks to the API server.
 //!
 //! Nothing here recomputes scheduling: a job's place in its queue is the scheduler's
-//! (`status.queuePosition`), and why it waits is the operator's condition message.
+//! (`status.queuePosition`), and why it waits is the operator's: the condition message for
+//! people, and `status.waiting`, the same wait as fields, which `why` reads rather than
+//! parse the message (an older operator's status has no such field: `why` then falls back
+//! to the message).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
+use kubetrain::api::WaitDetails;
 use kubetrain::api::reasons::WaitCode;
 use kubetrain::api::trainingjob::EXACT_QUEUE_POSITIONS;
 use kubetrain::api::{Phase, Queue, StopPolicy, TrainingJob, VirtualCluster};
@@ -448,10 +452,14 @@ pub struct WhyReport {
     /// What holds the job back, in words, from the reason code.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub blocked_by: Option<String>,
-    /// What would let it start: the operator's own advice from the reason.
+    /// What would let it start: from `status.waiting`, or, from an operator that does
+    /// not write it, the advice at the end of the operator's message.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unblocks_when: Option<String>,
     pub message: String,
+    /// Why it waits, field by field, as the operator wrote it (`status.waiting`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<WaitDetails>,
 }
 
 /// What `hold` and `release` print: the queue and what it does now.
@@ -538,6 +546,111 @@ fn capitalize(s: &str) -> String {
     }
 }
 
+/// What would let a waiting job start, from its `status.waiting` (`None`: a code this
+/// plugin does not know, from a newer operator, or a field the code needs is missing: the
+/// caller falls back to the message). Every code is matched: a new one does not compile here
+/// until it has its words.
+pub fn unblocks(d: &WaitDetails) -> Option<String> {
+    let code = WaitCode::from_name(&d.code)?;
+    let jobs = d.jobs.join(", ");
+    Some(match code {
+        WaitCode::QuotaExhausted => match (d.short_gpus, &d.share_kept_by) {
+            (None, _) => "It starts when enough idle GPUs appear: it is larger than the whole \
+                          guarantee, and a job within it would start sooner and could not be \
+                          preempted."
+                .to_string(),
+            (Some(short), Some(queue)) => format!(
+                "It starts when queue {queue}'s jobs of higher priority free at least {short} \
+                 GPUs, when it is given a higher priority, or when enough idle GPUs appear."
+            ),
+            (Some(short), None) => format!(
+                "It starts when the team's own jobs free at least {short} GPUs, or enough idle \
+                 GPUs appear."
+            ),
+        },
+        WaitCode::OverLimit => format!(
+            "It starts when the team's jobs free {} GPUs, or ask for a higher limit.",
+            d.short_gpus?
+        ),
+        WaitCode::QueueMaxShare => format!(
+            "It starts when jobs of queue {} free {} GPUs, or raise the queue's maxShare.",
+            d.queue.as_deref()?,
+            d.short_gpus?
+        ),
+        WaitCode::UserLimit => format!(
+            "It starts when the other jobs of user {} free {} GPUs.",
+            d.user.as_deref()?,
+            d.short_gpus?
+        ),
+        WaitCode::ExceedsLimit => format!(
+            "It cannot start as it is: it needs {} GPUs, the limit is {}. Ask for fewer GPUs, \
+             or for a higher limit.",
+            d.requested_gpus?, d.limit_gpus?
+        ),
+        WaitCode::NoFit => no_fit_unblocks(d)?,
+        WaitCode::NeverFits => "It cannot start as it is: change the job (fewer GPUs per \
+                                replica, other GPU types, a looser topology) or the cluster."
+            .to_string(),
+        WaitCode::NodesUnavailable => format!(
+            "It is placed once enough of the {} cordoned or not-ready node(s) are back ({}).",
+            d.node_count?,
+            d.nodes.join(", ")
+        ),
+        WaitCode::ReservedForCells => {
+            "It starts when partly used capacity of its GPU types frees up.".to_string()
+        }
+        WaitCode::WaitingForPreemption => format!("It starts once {jobs} are gone."),
+        WaitCode::WaitingForTerminatingPods => {
+            format!("It starts once the terminating pods of {jobs} are gone.")
+        }
+        WaitCode::WaitingForMinRuntime => format!(
+            "It starts once {jobs} are preempted, at {} at the latest.",
+            d.until.as_ref()?.0
+        ),
+        WaitCode::BehindQueueHead => {
+            format!("It starts after {jobs} does, or once {jobs} is deleted.")
+        }
+        WaitCode::Returning => "Nothing to do: it is back in its queue in a few seconds.".into(),
+        WaitCode::BehindReturningJob => {
+            format!("Its turn comes after {jobs}'s, in a few seconds.")
+        }
+        WaitCode::QueueTerminating => format!(
+            "Move it to another queue (spec.queue), or re-create queue {} once it is gone.",
+            d.queue.as_deref()?
+        ),
+        WaitCode::VirtualClusterTerminating => format!(
+            "Move it to a queue of another VirtualCluster (spec.queue), or re-create \
+             VirtualCluster {} once it is gone.",
+            d.virtual_cluster.as_deref()?
+        ),
+        WaitCode::QueueHeld => format!(
+            "It is admitted in its turn once an admin lifts the hold \
+             (kubectl kubetrain release {}), or move it to another queue (spec.queue).",
+            d.queue.as_deref()?
+        ),
+        WaitCode::Invalid => "Fix the spec and apply it again.".to_string(),
+        WaitCode::Waiting => "The next scheduling cycle decides, in a few seconds.".to_string(),
+    })
+}
+
+/// `NoFit`'s way out: room in the shape the job needs, sooner with a smaller shape.
+fn no_fit_unblocks(d: &WaitDetails) -> Option<String> {
+    let within = d
+        .required_topology
+        .map_or_else(String::new, |t| format!(", all within one {t}"));
+    let looser = if d.required_topology.is_some() {
+        ", a looser topology requirement"
+    } else {
+        ""
+    };
+    Some(format!(
+        "It starts when running jobs free {} GPUs ({} per replica at most{within}); {} are free, \
+         at most {} on one node. Fewer GPUs per replica{looser} or more GPU types would let it \
+         start sooner.",
+        d.requested_gpus?, d.per_replica_gpus?, d.free_gpus?, d.free_gpus_on_one_node?
+    ))
+}
+
 impl WhyReport {
     pub fn of(job: &TrainingJob) -> WhyReport {
         let status = job.status.clone().unwrap_or_default();
@@ -545,9 +658,13 @@ impl WhyReport {
         let invalid = condition(&status.conditions, "Valid")
             .filter(|c| c.status == "False")
             .map(|c| format!("{}: {}", c.reason, c.message));
+        // The wait in fields, while the job waits (a status of an older operator has none).
+        let details = status.waiting.clone().filter(|_| is_waiting(job));
         // An invalid job waits for its spec whatever its last wait in the queue was.
         let waiting_code = if invalid.is_some() {
             Some("Invalid".to_string())
+        } else if let Some(d) = &details {
+            Some(d.code.clone())
         } else {
             admitted
                 .filter(|c| c.status == "False" && is_waiting(job))
@@ -561,7 +678,11 @@ impl WhyReport {
                     .to_string(),
             )
         } else {
-            waiting_code.as_ref().and_then(|_| split_advice(&message).1)
+            // The fields when the operator wrote them; its message's last words otherwise.
+            details
+                .as_ref()
+                .and_then(unblocks)
+                .or_else(|| waiting_code.as_ref().and_then(|_| split_advice(&message).1))
         };
         WhyReport {
             namespace: job.namespace().unwrap_or_default(),
@@ -584,6 +705,7 @@ impl WhyReport {
             } else {
                 message
             },
+            waiting: details,
         }
     }
 
@@ -880,6 +1002,100 @@ mod tests {
             Some("The job starts once they are gone.")
         );
         assert_eq!(split_advice("Plain.").1, None);
+    }
+
+    /// `why` reads what would start the job from `status.waiting`, not from the words of
+    /// the message, which may change from one operator version to the next.
+    #[test]
+    fn why_reads_the_wait_from_its_fields() {
+        let j = job(
+            "fields",
+            serde_json::json!({
+                "phase": "Queued", "gpus": 8, "queuePosition": 1,
+                "waiting": {"code": "QuotaExhausted", "virtualCluster": "a", "guaranteeGpus": 8,
+                            "usedGpus": 5, "requestedGpus": 8, "shortGpus": 5},
+                "conditions": [{"type": "Admitted", "status": "False", "reason": "QuotaExhausted",
+                    "message": "Words of another operator version, which no parser knows",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+            }),
+        );
+        let w = WhyReport::of(&j);
+        assert_eq!(
+            w.unblocks_when.as_deref(),
+            Some(
+                "It starts when the team's own jobs free at least 5 GPUs, or enough idle GPUs appear."
+            )
+        );
+        assert!(
+            w.blocked_by
+                .as_deref()
+                .is_some_and(|b| b.starts_with("the VirtualCluster's guarantee"))
+        );
+        assert_eq!(w.waiting.as_ref().and_then(|d| d.short_gpus), Some(5.0));
+        // -o json carries the fields as the operator wrote them.
+        let json: serde_json::Value =
+            serde_json::from_str(&structured(&w, Output::Json).expect("json")).expect("parses");
+        assert_eq!(json["waiting"]["shortGpus"], 5.0);
+        assert_eq!(json["waiting"]["virtualCluster"], "a");
+        // A code this plugin does not know (a newer operator): the message's advice.
+        let newer = job(
+            "newer",
+            serde_json::json!({
+                "phase": "Queued", "queuePosition": 1,
+                "waiting": {"code": "SomethingNew"},
+                "conditions": [{"type": "Admitted", "status": "False", "reason": "SomethingNew",
+                    "message": "It waits for something new. It starts when that is done.",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+            }),
+        );
+        let w = WhyReport::of(&newer);
+        assert_eq!(
+            w.unblocks_when.as_deref(),
+            Some("It starts when that is done.")
+        );
+        assert_eq!(w.blocked_by, None);
+    }
+
+    /// Every code the operator writes has words from its fields; a field its words need
+    /// that is missing leaves them to the message.
+    #[test]
+    fn every_wait_code_has_its_words_from_the_fields() {
+        let full = |code: &str| -> WaitDetails {
+            serde_json::from_value(serde_json::json!({
+                "code": code, "requestedGpus": 16, "usedGpus": 6, "guaranteeGpus": 8,
+                "limitGpus": 12, "shortGpus": 2, "freeGpus": 7, "freeGpusOnOneNode": 3,
+                "perReplicaGpus": 8, "requiredTopology": "rack", "gpuTypes": ["A100"],
+                "virtualCluster": "nlp", "queue": "q", "user": "bob", "shareKeptBy": "vision",
+                "jobs": ["a/x"], "preemptionReason": "Reclaim", "until": "2026-11-27T16:08:17Z",
+                "nodeCount": 2, "nodes": ["n1", "n2"]
+            }))
+            .expect("details")
+        };
+        for code in WaitCode::ALL {
+            let words = unblocks(&full(code.as_str()));
+            assert!(
+                words.as_deref().is_some_and(|w| w.ends_with('.')),
+                "{code}: {words:?}"
+            );
+        }
+        assert_eq!(
+            unblocks(&full("NoFit")).as_deref(),
+            Some(
+                "It starts when running jobs free 16 GPUs (8 per replica at most, all within one \
+                 rack); 7 are free, at most 3 on one node. Fewer GPUs per replica, a looser \
+                 topology requirement or more GPU types would let it start sooner."
+            )
+        );
+        assert_eq!(
+            unblocks(&full("WaitingForMinRuntime")).as_deref(),
+            Some("It starts once a/x are preempted, at 2026-11-27T16:08:17Z at the latest.")
+        );
+        let no_short = WaitDetails {
+            short_gpus: None,
+            ..full("OverLimit")
+        };
+        assert_eq!(unblocks(&no_short), None);
+        assert_eq!(unblocks(&WaitDetails::new("SomethingNew")), None);
     }
 
     /// An invalid job is blocked by its spec, with the validation reason, whatever wait its

@@ -15,12 +15,14 @@ pub mod topology;
 pub mod trainingjob;
 pub mod validation;
 pub mod virtualcluster;
+pub mod waiting;
 
 pub use common::{GpuAmount, Phase, TopologyLevel};
 pub use queue::{Queue, QueuePolicy, QueueSpec, QueueStatus, QueueingStrategy, StopPolicy};
 pub use topology::{GpuGroup, GpuInfo, GpuLink, NodeTopology, TOPOLOGY_ANNOTATION};
 pub use trainingjob::{TrainingJob, TrainingJobSpec, TrainingJobStatus};
 pub use virtualcluster::{VirtualCluster, VirtualClusterSpec, VirtualClusterStatus};
+pub use waiting::WaitDetails;
 
 /// The API group of every kubetrain kind.
 pub const GROUP: &str = "kubetrain.io";

@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::common::{Phase, TopologyLevel};
+use super::waiting::WaitDetails;
 
 /// A TrainingJob runs a gang of pods (one or more tasks, each with replicas) that start
 /// together or not at all. kubetrain queues it in `spec.queue` (or in the
@@ -491,6 +492,12 @@ pub struct TrainingJobStatus {
     /// can never start as it is (`NeverFits`, `ExceedsLimit`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_position: Option<i32>,
+    /// While the job waits in its queue: why, field by field (the wait code and the numbers
+    /// and names the `Admitted` condition's message is built from), for tools that should
+    /// not parse the message. Written with the message, so it is as fresh as the message;
+    /// unset once the job is admitted, suspended, retrying or finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<WaitDetails>,
     /// The `metadata.generation` this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,

@@ -37,6 +37,7 @@ pub mod trainingjob;
 pub mod usage;
 pub mod validate;
 pub mod virtualcluster;
+pub mod wait_details;
 pub mod waiting;
 pub mod watches;
 pub mod withdrawal;

@@ -20,6 +20,7 @@ const PURE: &[(&str, &str)] = &[
     ("snapshot.rs", include_str!("snapshot.rs")),
     ("usage.rs", include_str!("usage.rs")),
     ("validate.rs", include_str!("validate.rs")),
+    ("wait_details.rs", include_str!("wait_details.rs")),
     ("waiting.rs", include_str!("waiting.rs")),
     ("lifecycle/mod.rs", include_str!("lifecycle/mod.rs")),
     ("lifecycle/failure.rs", include_str!("lifecycle/failure.rs")),

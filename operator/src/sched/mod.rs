@@ -157,7 +157,7 @@ pub use options::{Options, VictimSelection};
 pub use usage::{
     CellShortfall, FlavorUsage, GuaranteeShortfall, QueueUsage, ShortfallCause, Usage, VcUsage,
 };
-pub use wait::{WaitCode, WaitReason};
+pub use wait::{Room, WaitCode, WaitReason};
 
 #[cfg(test)]
 mod cases;

@@ -235,6 +235,69 @@ fn within_one(required: Option<TopologyLevel>) -> String {
     })
 }
 
+/// The room a wait against a guarantee or a limit leaves the job ([`WaitReason::room`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Room {
+    /// GPUs left within the guarantee or limit.
+    pub left: Gpus,
+    /// GPUs that must free up within it before the job fits.
+    pub short: Gpus,
+}
+
+impl WaitReason {
+    /// What a wait against a guarantee or a limit (`QuotaExhausted`, `OverLimit`,
+    /// `QueueMaxShare`, `UserLimit`) leaves the job: `None` for another wait, and for a job
+    /// larger than the guarantee or limit itself, which no freeing fits. The message and
+    /// `status.waiting` both say these numbers.
+    pub fn room(&self) -> Option<Room> {
+        match self {
+            WaitReason::QuotaExhausted {
+                guaranteed_gpus,
+                in_use_gpus,
+                needed_gpus,
+                ..
+            } => {
+                let guarantee = Gpus::whole(*guaranteed_gpus);
+                let left = guarantee.saturating_sub(*in_use_gpus);
+                (*needed_gpus <= guarantee).then(|| Room {
+                    left,
+                    short: needed_gpus.saturating_sub(left),
+                })
+            }
+            WaitReason::OverLimit {
+                limit_gpus,
+                in_use_gpus,
+                needed_gpus,
+                ..
+            }
+            | WaitReason::UserLimit {
+                limit_gpus,
+                in_use_gpus,
+                needed_gpus,
+                ..
+            } => within_limit(Gpus::whole(*limit_gpus), *in_use_gpus, *needed_gpus),
+            WaitReason::QueueMaxShare {
+                max_gpus,
+                in_use_gpus,
+                needed_gpus,
+                ..
+            } => within_limit(*max_gpus, *in_use_gpus, *needed_gpus),
+            _ => None,
+        }
+    }
+}
+
+/// The room under a hard limit: what is left of it, and what in use and needed together
+/// are above it (`None`: the job alone is above it).
+fn within_limit(limit: Gpus, in_use: Gpus, needed: Gpus) -> Option<Room> {
+    (needed <= limit).then(|| Room {
+        left: limit.saturating_sub(in_use),
+        short: (in_use + needed).saturating_sub(limit),
+    })
+}
+
+/// The message of each group of reasons is written by its own function below; `fmt` sends
+/// each reason to its group's, which writes nothing for a reason of another group.
 impl fmt::Display for WaitReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -242,150 +305,208 @@ impl fmt::Display for WaitReason {
                 f,
                 "The job cannot be scheduled: {message}. Fix the spec and apply it again."
             ),
-            WaitReason::QuotaExhausted {
-                virtual_cluster,
-                guaranteed_gpus,
-                in_use_gpus,
-                needed_gpus,
-                required,
-                ..
-            } if *needed_gpus > Gpus::whole(*guaranteed_gpus) => write!(
-                f,
-                "VirtualCluster {virtual_cluster} guarantees {guaranteed_gpus} GPUs ({in_use_gpus} in use) and this job needs {needed_gpus}, more than the whole guarantee: it can start only on borrowed GPUs, and it does not fit on the idle GPUs it may borrow{}. It starts when enough idle GPUs appear; a job within the guarantee would start sooner and could not be preempted.",
-                within_one(*required)
-            ),
-            WaitReason::QuotaExhausted {
-                virtual_cluster,
-                guaranteed_gpus,
-                in_use_gpus,
-                needed_gpus,
-                share_kept_by,
-                required,
-            } => {
-                let left = Gpus::whole(*guaranteed_gpus).saturating_sub(*in_use_gpus);
-                let more = needed_gpus.saturating_sub(left);
-                write!(
-                    f,
-                    "VirtualCluster {virtual_cluster} has {left} of its {guaranteed_gpus} guaranteed GPUs left ({in_use_gpus} in use); this job needs {needed_gpus}, {more} more than are left, and it does not fit on the idle GPUs it may borrow{}.",
-                    within_one(*required)
-                )?;
-                // The last sentence is what would start the job (`kubectl kubetrain why`
-                // shows it as such); "at least": where the freed GPUs lie matters too.
-                match share_kept_by {
-                    Some(sibling) => write!(
-                        f,
-                        " Its queue is within its share of the guarantee, but queue {sibling} uses more than its own share with jobs of higher priority than this one, and a share is taken back only from jobs of no higher priority. It starts when those jobs free at least {more}, when it is given a higher priority, or when enough idle GPUs appear."
-                    ),
-                    None => write!(
-                        f,
-                        " It starts when the team's own jobs free at least {more}, or enough idle GPUs appear."
-                    ),
-                }
-            }
-            WaitReason::OverLimit {
-                virtual_cluster,
-                limit_gpus,
-                needed_gpus,
-                ..
-            } if *needed_gpus > Gpus::whole(*limit_gpus) => write!(
-                f,
-                "VirtualCluster {virtual_cluster} may hold at most {limit_gpus} GPUs and this job needs {needed_gpus}, more than the limit itself: it cannot start as it is. Ask for fewer GPUs, or for a higher limit."
-            ),
-            WaitReason::OverLimit {
-                virtual_cluster,
-                limit_gpus,
-                in_use_gpus,
-                needed_gpus,
-            } => write!(
-                f,
-                "VirtualCluster {virtual_cluster} holds {in_use_gpus} GPUs of its limit of {limit_gpus}, so {} are left; this job needs {needed_gpus}. It starts when the team's jobs free {}, or ask for a higher limit.",
-                Gpus::whole(*limit_gpus).saturating_sub(*in_use_gpus),
-                (*in_use_gpus + *needed_gpus).saturating_sub(Gpus::whole(*limit_gpus)),
-            ),
-            WaitReason::QueueMaxShare {
-                queue,
-                max_gpus,
-                needed_gpus,
-                ..
-            } if needed_gpus > max_gpus => write!(
-                f,
-                "Queue {queue} may hold at most {max_gpus} GPUs and this job needs {needed_gpus}, more than the queue's maximum itself: it cannot start as it is. Ask for fewer GPUs, or raise the queue's maxShare."
-            ),
-            WaitReason::QueueMaxShare {
-                queue,
-                max_gpus,
-                in_use_gpus,
-                needed_gpus,
-            } => write!(
-                f,
-                "Queue {queue} holds {in_use_gpus} GPUs of its maximum of {max_gpus}, so {} are left; this job needs {needed_gpus}. It starts when jobs of the queue free {}, or raise the queue's maxShare.",
-                max_gpus.saturating_sub(*in_use_gpus),
-                (*in_use_gpus + *needed_gpus).saturating_sub(*max_gpus),
-            ),
-            WaitReason::UserLimit {
-                user,
-                queue,
-                limit_gpus,
-                needed_gpus,
-                ..
-            } if *needed_gpus > Gpus::whole(*limit_gpus) => write!(
-                f,
-                "Queue {queue} lets each user hold at most {limit_gpus} GPUs and this job of user {user} needs {needed_gpus}, more than the limit itself: it cannot start as it is. Ask for fewer GPUs, or raise the queue's userLimit."
-            ),
-            WaitReason::UserLimit {
-                user,
-                queue,
-                limit_gpus,
-                in_use_gpus,
-                needed_gpus,
-            } => write!(
-                f,
-                "User {user} holds {in_use_gpus} GPUs in queue {queue}, whose per-user limit is {limit_gpus}, so {} are left; this job needs {needed_gpus}. It starts when the user's other jobs free {}.",
-                Gpus::whole(*limit_gpus).saturating_sub(*in_use_gpus),
-                (*in_use_gpus + *needed_gpus).saturating_sub(Gpus::whole(*limit_gpus)),
-            ),
-            WaitReason::NoFit {
-                flavors,
-                needed_gpus,
-                largest_per_replica,
-                required,
-                largest_free_on_node,
-                free_gpus,
-                on_allowed_nodes,
-                guarantee_at_risk,
-            } => {
-                write!(
-                    f,
-                    "No room for {needed_gpus} GPUs ({largest_per_replica} per replica at most"
-                )?;
-                if let Some(level) = required {
-                    write!(f, ", all within one {level}")?;
-                }
-                let nodes = if *on_allowed_nodes {
-                    " of the nodes its node selector, affinity and tolerations allow"
-                } else {
-                    ""
-                };
-                write!(
-                    f,
-                    ") of {}: {free_gpus} GPUs are free{nodes}, at most {largest_free_on_node} on one node. The job waits for running jobs to finish; fewer GPUs per replica",
-                    list(flavors)
-                )?;
-                if required.is_some() {
-                    write!(f, ", a looser topology requirement")?;
-                }
-                write!(f, " or more GPU types would let it start sooner.")?;
-                if let Some(vc) = guarantee_at_risk {
-                    write!(
-                        f,
-                        " The job is within VirtualCluster {vc}'s guarantee, but that guarantee cannot all be obtained now, even by reclaim: the GPUs it would take back are other teams' guaranteed work (see the VirtualCluster's GuaranteeAtRisk condition: guarantees above what the cluster has, or GPUs lost)."
-                    )?;
-                }
-                Ok(())
-            }
             WaitReason::NeverFits { message } => {
                 write!(f, "The job cannot run on the cluster as it is: {message}.")
             }
+            WaitReason::QuotaExhausted { .. } => self.fmt_quota(f),
+            WaitReason::OverLimit { .. } | WaitReason::QueueMaxShare { .. } => self.fmt_limit(f),
+            WaitReason::UserLimit { .. } => self.fmt_user_limit(f),
+            WaitReason::NoFit { .. } => self.fmt_no_fit(f),
+            WaitReason::NodesUnavailable { .. } | WaitReason::ReservedForCells { .. } => {
+                self.fmt_nodes(f)
+            }
+            WaitReason::WaitingForPreemption { .. }
+            | WaitReason::WaitingForTerminatingPods { .. }
+            | WaitReason::WaitingForMinRuntime { .. } => self.fmt_leaving(f),
+            WaitReason::BehindQueueHead { .. }
+            | WaitReason::Returning { .. }
+            | WaitReason::BehindReturningJob { .. }
+            | WaitReason::QueueTerminating { .. }
+            | WaitReason::VirtualClusterTerminating { .. }
+            | WaitReason::QueueHeld { .. } => self.fmt_queue(f),
+        }
+    }
+}
+
+impl WaitReason {
+    /// `QuotaExhausted`: the guarantee in use, or smaller than the job.
+    fn fmt_quota(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let WaitReason::QuotaExhausted {
+            virtual_cluster,
+            guaranteed_gpus,
+            in_use_gpus,
+            needed_gpus,
+            share_kept_by,
+            required,
+        } = self
+        else {
+            return Ok(());
+        };
+        let Some(Room { left, short: more }) = self.room() else {
+            return write!(
+                f,
+                "VirtualCluster {virtual_cluster} guarantees {guaranteed_gpus} GPUs ({in_use_gpus} in use) and this job needs {needed_gpus}, more than the whole guarantee: it can start only on borrowed GPUs, and it does not fit on the idle GPUs it may borrow{}. It starts when enough idle GPUs appear; a job within the guarantee would start sooner and could not be preempted.",
+                within_one(*required)
+            );
+        };
+        write!(
+            f,
+            "VirtualCluster {virtual_cluster} has {left} of its {guaranteed_gpus} guaranteed GPUs left ({in_use_gpus} in use); this job needs {needed_gpus}, {more} more than are left, and it does not fit on the idle GPUs it may borrow{}.",
+            within_one(*required)
+        )?;
+        // The last sentence is what would start the job (`kubectl kubetrain why`
+        // shows it as such); "at least": where the freed GPUs lie matters too.
+        match share_kept_by {
+            Some(sibling) => write!(
+                f,
+                " Its queue is within its share of the guarantee, but queue {sibling} uses more than its own share with jobs of higher priority than this one, and a share is taken back only from jobs of no higher priority. It starts when those jobs free at least {more}, when it is given a higher priority, or when enough idle GPUs appear."
+            ),
+            None => write!(
+                f,
+                " It starts when the team's own jobs free at least {more}, or enough idle GPUs appear."
+            ),
+        }
+    }
+
+    /// `OverLimit`, `QueueMaxShare`: the VirtualCluster's or the queue's hard limit reached,
+    /// or smaller than the job (`ExceedsLimit`).
+    fn fmt_limit(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self, self.room()) {
+            (
+                WaitReason::OverLimit {
+                    virtual_cluster,
+                    limit_gpus,
+                    needed_gpus,
+                    ..
+                },
+                None,
+            ) => write!(
+                f,
+                "VirtualCluster {virtual_cluster} may hold at most {limit_gpus} GPUs and this job needs {needed_gpus}, more than the limit itself: it cannot start as it is. Ask for fewer GPUs, or for a higher limit."
+            ),
+            (
+                WaitReason::OverLimit {
+                    virtual_cluster,
+                    limit_gpus,
+                    in_use_gpus,
+                    needed_gpus,
+                },
+                Some(Room { left, short }),
+            ) => write!(
+                f,
+                "VirtualCluster {virtual_cluster} holds {in_use_gpus} GPUs of its limit of {limit_gpus}, so {left} are left; this job needs {needed_gpus}. It starts when the team's jobs free {short}, or ask for a higher limit."
+            ),
+            (
+                WaitReason::QueueMaxShare {
+                    queue,
+                    max_gpus,
+                    needed_gpus,
+                    ..
+                },
+                None,
+            ) => write!(
+                f,
+                "Queue {queue} may hold at most {max_gpus} GPUs and this job needs {needed_gpus}, more than the queue's maximum itself: it cannot start as it is. Ask for fewer GPUs, or raise the queue's maxShare."
+            ),
+            (
+                WaitReason::QueueMaxShare {
+                    queue,
+                    max_gpus,
+                    in_use_gpus,
+                    needed_gpus,
+                },
+                Some(Room { left, short }),
+            ) => write!(
+                f,
+                "Queue {queue} holds {in_use_gpus} GPUs of its maximum of {max_gpus}, so {left} are left; this job needs {needed_gpus}. It starts when jobs of the queue free {short}, or raise the queue's maxShare."
+            ),
+            _ => Ok(()),
+        }
+    }
+
+    /// `UserLimit`: the queue's per-user limit reached, or smaller than the job
+    /// (`ExceedsLimit`).
+    fn fmt_user_limit(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self, self.room()) {
+            (
+                WaitReason::UserLimit {
+                    user,
+                    queue,
+                    limit_gpus,
+                    needed_gpus,
+                    ..
+                },
+                None,
+            ) => write!(
+                f,
+                "Queue {queue} lets each user hold at most {limit_gpus} GPUs and this job of user {user} needs {needed_gpus}, more than the limit itself: it cannot start as it is. Ask for fewer GPUs, or raise the queue's userLimit."
+            ),
+            (
+                WaitReason::UserLimit {
+                    user,
+                    queue,
+                    limit_gpus,
+                    in_use_gpus,
+                    needed_gpus,
+                },
+                Some(Room { left, short }),
+            ) => write!(
+                f,
+                "User {user} holds {in_use_gpus} GPUs in queue {queue}, whose per-user limit is {limit_gpus}, so {left} are left; this job needs {needed_gpus}. It starts when the user's other jobs free {short}."
+            ),
+            _ => Ok(()),
+        }
+    }
+
+    /// `NoFit`: within quota, but no free GPUs in the shape the job needs.
+    fn fmt_no_fit(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let WaitReason::NoFit {
+            flavors,
+            needed_gpus,
+            largest_per_replica,
+            required,
+            largest_free_on_node,
+            free_gpus,
+            on_allowed_nodes,
+            guarantee_at_risk,
+        } = self
+        else {
+            return Ok(());
+        };
+        write!(
+            f,
+            "No room for {needed_gpus} GPUs ({largest_per_replica} per replica at most"
+        )?;
+        if let Some(level) = required {
+            write!(f, ", all within one {level}")?;
+        }
+        let nodes = if *on_allowed_nodes {
+            " of the nodes its node selector, affinity and tolerations allow"
+        } else {
+            ""
+        };
+        write!(
+            f,
+            ") of {}: {free_gpus} GPUs are free{nodes}, at most {largest_free_on_node} on one node. The job waits for running jobs to finish; fewer GPUs per replica",
+            list(flavors)
+        )?;
+        if required.is_some() {
+            write!(f, ", a looser topology requirement")?;
+        }
+        write!(f, " or more GPU types would let it start sooner.")?;
+        if let Some(vc) = guarantee_at_risk {
+            write!(
+                f,
+                " The job is within VirtualCluster {vc}'s guarantee, but that guarantee cannot all be obtained now, even by reclaim: the GPUs it would take back are other teams' guaranteed work (see the VirtualCluster's GuaranteeAtRisk condition: guarantees above what the cluster has, or GPUs lost)."
+            )?;
+        }
+        Ok(())
+    }
+
+    /// `NodesUnavailable`, `ReservedForCells`: the GPUs that would fit exist, but on nodes
+    /// that take no work now or in cells kept for others.
+    fn fmt_nodes(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             WaitReason::NodesUnavailable { count, nodes } => {
                 let more = count.saturating_sub(nodes.len() as u32);
                 let more = if more > 0 {
@@ -405,6 +526,14 @@ impl fmt::Display for WaitReason {
                 f,
                 "The free {flavor} GPUs that would fit are whole cells kept for other teams' topology guarantees; the job waits for partly used capacity to free up."
             ),
+            _ => Ok(()),
+        }
+    }
+
+    /// `WaitingForPreemption`, `WaitingForTerminatingPods`, `WaitingForMinRuntime`: the room
+    /// is held by jobs on their way out, or soon to be.
+    fn fmt_leaving(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             WaitReason::WaitingForPreemption { reason, victims } => write!(
                 f,
                 "Waiting for {} job(s) to checkpoint and leave ({}) after a {} preemption; the job starts once they are gone.",
@@ -425,6 +554,14 @@ impl fmt::Display for WaitReason {
                 k8s_openapi::jiff::Timestamp::from_second(*until)
                     .map_or_else(|_| format!("time {until}"), |t| t.to_string())
             ),
+            _ => Ok(()),
+        }
+    }
+
+    /// `BehindQueueHead`, `Returning`, `BehindReturningJob`, `QueueTerminating`,
+    /// `VirtualClusterTerminating`: the queue's order or its deletion holds the job.
+    fn fmt_queue(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             WaitReason::BehindQueueHead { queue, head } => write!(
                 f,
                 "Queue {queue} keeps a strict order (queueingStrategy: Strict) and job {head}, ahead of this one, has not started yet. This job starts after {head} does, or once {head} is deleted."
@@ -449,6 +586,7 @@ impl fmt::Display for WaitReason {
                 f,
                 "Queue {queue} is held (stopPolicy: {policy}): it admits no new jobs until its stopPolicy is set back to None (kubectl kubetrain release {queue})."
             ),
+            _ => Ok(()),
         }
     }
 }

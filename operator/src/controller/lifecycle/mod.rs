@@ -404,8 +404,9 @@ struct Step<'a> {
 impl Step<'_> {
     /// The state machine: updates `status` and `fx` from the job, its pods and the world.
     fn step(&self, status: &mut TrainingJobStatus, fx: &mut Effects) {
-        // Only a job waiting in its queue has a place there; `queued` sets it.
+        // Only a job waiting in its queue has a place there and a wait; `queued` sets them.
         status.queue_position = None;
+        status.waiting = None;
 
         // The queue and priority in effect, published for `kubectl get tj` (even when the job
         // is invalid for another reason). A finished job keeps those it ran with; one that

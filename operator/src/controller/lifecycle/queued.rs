@@ -10,9 +10,9 @@ use kube::runtime::events::EventType;
 
 use super::{Effects, Step, Stop, queue_name};
 use crate::api::reasons::{ConditionType, EventReason, Reason};
-use crate::api::{Phase, TrainingJobStatus};
-use crate::controller::conditions;
+use crate::api::{Phase, TrainingJobStatus, WaitDetails};
 use crate::controller::pods::expected_pod_names;
+use crate::controller::{conditions, wait_details};
 
 /// Sets the Admitted condition for the job's standing (`status.bonus`) and placement;
 /// returns its message.
@@ -81,7 +81,9 @@ impl Step<'_> {
             // Admitted, its pods being created: their arrival writes the admission.
             // Rewriting the wait that ended ("waiting for the next cycle") now would be
             // a status write superseded a moment later.
-            status.queue_position = self.job.status.as_ref().and_then(|s| s.queue_position);
+            let old = self.job.status.as_ref();
+            status.queue_position = old.and_then(|s| s.queue_position);
+            status.waiting = old.and_then(|s| s.waiting.clone());
             fx.requeue(Duration::from_secs(1));
             return;
         }
@@ -101,16 +103,22 @@ impl Step<'_> {
                 conditions::get(&status.conditions, ConditionType::Admitted)
                     .is_none_or(|a| a.reason != c.as_str())
             });
-        let (code, msg) = match wait {
-            Some((r, _)) => (r.code().to_string(), r.to_string()),
+        // The message and `status.waiting` say the same wait: one in words, one in fields.
+        let (code, msg, details) = match wait {
+            Some((r, _)) => (r.code().to_string(), r.to_string(), wait_details::of(&r)),
             None => (
                 Reason::Waiting.as_str().to_string(),
                 format!(
                     "Waiting in queue {} for the next scheduling cycle.",
                     queue_name(status)
                 ),
+                WaitDetails {
+                    queue: status.queue.clone(),
+                    ..WaitDetails::new(Reason::Waiting.as_str())
+                },
             ),
         };
+        status.waiting = Some(details);
         conditions::set(
             &mut status.conditions,
             ConditionType::Admitted,

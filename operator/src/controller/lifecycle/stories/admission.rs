@@ -184,6 +184,59 @@ fn a_new_job_that_waits_is_written_with_the_schedulers_reason() {
     assert_eq!(s.says(ConditionType::Admitted), ("False", "QuotaExhausted"));
     assert_eq!(s.status().reason.as_deref(), Some("QuotaExhausted"));
     assert_eq!(fx.requeue, Some(Duration::from_secs(30)));
+    // The same wait in fields, for tools that should not parse the message.
+    let waiting = s.status().waiting.clone().expect("status.waiting");
+    assert_eq!(waiting.code, "QuotaExhausted");
+    assert_eq!(
+        (
+            waiting.virtual_cluster.as_deref(),
+            waiting.guarantee_gpus,
+            waiting.used_gpus,
+            waiting.requested_gpus,
+            waiting.short_gpus
+        ),
+        (Some("vc"), Some(8.0), Some(8.0), Some(2.0), Some(2.0))
+    );
+    assert!(message(&s).contains("this job needs 2, 2 more than are left"));
+}
+
+/// `status.waiting` follows the wait: the lifecycle's own word before the scheduler's,
+/// the scheduler's reason after, kept while the gang's pods are being created (no write),
+/// and gone once the job is admitted.
+#[test]
+fn the_wait_in_fields_follows_the_job_until_it_is_admitted() {
+    let mut s = Story::new(1);
+    s.tick();
+    let waiting = s.status().waiting.clone().expect("status.waiting");
+    assert_eq!(
+        (waiting.code.as_str(), waiting.queue.as_deref()),
+        ("Waiting", Some("q"))
+    );
+    s.world.wait = Some((
+        WaitReason::BehindQueueHead {
+            queue: "q".into(),
+            head: "ns/first".into(),
+        },
+        Some(2),
+    ));
+    s.after(1).tick();
+    let waiting = s.status().waiting.clone().expect("status.waiting");
+    assert_eq!(
+        (waiting.code.as_str(), waiting.jobs),
+        ("BehindQueueHead", vec!["ns/first".to_string()])
+    );
+    s.world.wait = None;
+    s.world.admission_in_flight = true;
+    s.after(1).tick();
+    assert_eq!(
+        s.status().waiting.as_ref().map(|w| w.code.as_str()),
+        Some("BehindQueueHead")
+    );
+    s.world.admission_in_flight = false;
+    s = s.admitted("Pending");
+    s.after(1).tick();
+    assert_eq!(s.phase(), Phase::Starting);
+    assert_eq!(s.status().waiting, None);
 }
 
 /// A scheduler that says nothing (busy, or stopped) does not keep a new job unwritten: past
