@@ -88,44 +88,94 @@ pub(crate) struct Mix {
 
 type ClassKey = (GpuDemand, Vec<FlavorId>);
 
+/// A shape's count of samples, by (class, CPU, memory).
+type ShapeCounts = BTreeMap<(ClassKey, u64, u64), u64>;
+
+/// Counts the replica shapes of the snapshot's supplied workload, or else of its jobs; a
+/// shape that uses no GPU, or accepts only types no node has, is no sample.
+fn count_shapes(snap: &Snapshot, flavor_id: &BTreeMap<String, FlavorId>) -> ShapeCounts {
+    let mut count: ShapeCounts = BTreeMap::new();
+    let mut sample = |gpu: GpuDemand, types: &[Flavor], cpu: u64, mem: u64, n: u64| {
+        let mut ids: Vec<FlavorId> = types
+            .iter()
+            .filter_map(|f| flavor_id.get(f.as_str()).copied())
+            .collect();
+        if !types.is_empty() && ids.is_empty() {
+            return;
+        }
+        let gpu = match gpu {
+            GpuDemand::Whole(k) if k > 0 => gpu,
+            GpuDemand::Share(m) if m.0 > 0 && m.0 < 1000 => gpu,
+            _ => return,
+        };
+        if n == 0 {
+            return;
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        *count.entry(((gpu, ids), cpu, mem)).or_default() += n;
+    };
+    if snap.workload.is_empty() {
+        for j in &snap.jobs {
+            for t in &j.tasks {
+                let n = u64::from(t.replicas);
+                sample(t.gpus, &j.gpu_types, t.cpu_milli, t.memory_bytes, n);
+            }
+        }
+    } else {
+        for w in &snap.workload {
+            sample(w.gpus, &w.gpu_types, w.cpu_milli, w.memory_bytes, w.count);
+        }
+    }
+    count
+}
+
+/// The kept shapes (CPU, memory, count) per class: the [`MAX_SHAPES`] most frequent, the
+/// others folded into their class's least demanding kept shape.
+fn kept_shapes_by_class(count: ShapeCounts) -> BTreeMap<ClassKey, Vec<(u64, u64, u64)>> {
+    // most frequent shapes first, ties in shape order (the map's): deterministic
+    let mut shapes: Vec<((ClassKey, u64, u64), u64)> = count.into_iter().collect();
+    shapes.sort_by_key(|s| std::cmp::Reverse(s.1));
+    let mut classes: BTreeMap<ClassKey, Vec<(u64, u64, u64)>> = BTreeMap::new();
+    for (i, ((class, cpu, mem), n)) in shapes.into_iter().enumerate() {
+        let needs = classes.entry(class).or_default();
+        if i < MAX_SHAPES || needs.is_empty() {
+            needs.push((cpu, mem, n));
+        } else {
+            // folded into the class's least demanding kept shape
+            let least = needs
+                .iter_mut()
+                .min_by_key(|x| (x.0, x.1))
+                .expect("not empty");
+            least.2 += n;
+        }
+    }
+    classes
+}
+
+/// GPUs per flavor, for the demand each is expected to serve.
+fn gpus_per_flavor(
+    snap: &Snapshot,
+    flavor_id: &BTreeMap<String, FlavorId>,
+    flavors: usize,
+) -> IdVec<FlavorId, f64> {
+    let mut gpus: IdVec<FlavorId, f64> = IdVec::filled(0.0, flavors);
+    for n in &snap.nodes {
+        if let Some(&f) = flavor_id.get(n.flavor.as_str())
+            && let Some(g) = gpus.get_mut(f)
+        {
+            *g += f64::from(n.allocatable.gpus);
+        }
+    }
+    gpus
+}
+
 impl Mix {
     /// The mix of the snapshot's supplied workload, or else learned from every job of the
     /// snapshot. `flavor_id` maps a GPU type name to its id; types no node has are ignored
     /// (a shape accepting only those accepts no node).
     pub fn build(snap: &Snapshot, flavor_id: &BTreeMap<String, FlavorId>, flavors: usize) -> Mix {
-        let mut count: BTreeMap<(ClassKey, u64, u64), u64> = BTreeMap::new();
-        let mut sample = |gpu: GpuDemand, types: &[Flavor], cpu: u64, mem: u64, n: u64| {
-            let mut ids: Vec<FlavorId> = types
-                .iter()
-                .filter_map(|f| flavor_id.get(f.as_str()).copied())
-                .collect();
-            if !types.is_empty() && ids.is_empty() {
-                return;
-            }
-            let gpu = match gpu {
-                GpuDemand::Whole(k) if k > 0 => gpu,
-                GpuDemand::Share(m) if m.0 > 0 && m.0 < 1000 => gpu,
-                _ => return,
-            };
-            if n == 0 {
-                return;
-            }
-            ids.sort_unstable();
-            ids.dedup();
-            *count.entry(((gpu, ids), cpu, mem)).or_default() += n;
-        };
-        if snap.workload.is_empty() {
-            for j in &snap.jobs {
-                for t in &j.tasks {
-                    let n = u64::from(t.replicas);
-                    sample(t.gpus, &j.gpu_types, t.cpu_milli, t.memory_bytes, n);
-                }
-            }
-        } else {
-            for w in &snap.workload {
-                sample(w.gpus, &w.gpu_types, w.cpu_milli, w.memory_bytes, w.count);
-            }
-        }
+        let count = count_shapes(snap, flavor_id);
         let total: u64 = count.values().sum();
         let mut mix = Mix {
             accepting: IdVec::filled(Vec::new(), flavors),
@@ -136,70 +186,66 @@ impl Mix {
         if total == 0 {
             return mix;
         }
-        // most frequent shapes first, ties in shape order (the map's): deterministic
-        let mut shapes: Vec<((ClassKey, u64, u64), u64)> = count.into_iter().collect();
-        shapes.sort_by_key(|s| std::cmp::Reverse(s.1));
-        let mut classes: BTreeMap<ClassKey, Vec<(u64, u64, u64)>> = BTreeMap::new();
-        for (i, ((class, cpu, mem), n)) in shapes.into_iter().enumerate() {
-            let needs = classes.entry(class).or_default();
-            if i < MAX_SHAPES || needs.is_empty() {
-                needs.push((cpu, mem, n));
-            } else {
-                // folded into the class's least demanding kept shape
-                let least = needs
-                    .iter_mut()
-                    .min_by_key(|x| (x.0, x.1))
-                    .expect("not empty");
-                least.2 += n;
-            }
-        }
-        // GPUs per flavor, for the demand each is expected to serve
-        let mut gpus: IdVec<FlavorId, f64> = IdVec::filled(0.0, flavors);
-        for n in &snap.nodes {
-            if let Some(&f) = flavor_id.get(n.flavor.as_str())
-                && let Some(g) = gpus.get_mut(f)
-            {
-                *g += f64::from(n.allocatable.gpus);
-            }
-        }
+        let classes = kept_shapes_by_class(count);
+        let gpus = gpus_per_flavor(snap, flavor_id, flavors);
         for ((gpu, types), needs) in classes {
-            let n: u64 = needs.iter().map(|x| x.2).sum();
-            // the class's milli-GPUs, spread over the GPUs of the types it accepts
-            let milli = f64::from(match gpu {
-                GpuDemand::Whole(k) => 1000 * k,
-                GpuDemand::Share(x) => x.0.min(1000),
-                GpuDemand::None => 0,
-            });
-            let room: f64 = gpus
-                .iter_enumerated()
-                .filter(|&(f, _)| types.is_empty() || types.binary_search(&f).is_ok())
-                .map(|(_, &g)| g)
-                .sum();
-            let per_gpu = if room > 0.0 {
-                milli * n as f64 / total as f64 / room
+            mix.add_class(gpu, &types, &needs, &gpus, total);
+        }
+        mix.set_per_gpu();
+        mix
+    }
+
+    /// Adds one class of shapes (its kept shapes' CPU, memory and count) to the flavors that
+    /// it accepts, and its weight to the others'. `gpus` is the GPUs per flavor and `total`
+    /// the count of all samples.
+    fn add_class(
+        &mut self,
+        gpu: GpuDemand,
+        types: &[FlavorId],
+        needs: &[(u64, u64, u64)],
+        gpus: &IdVec<FlavorId, f64>,
+        total: u64,
+    ) {
+        let n: u64 = needs.iter().map(|x| x.2).sum();
+        // the class's milli-GPUs, spread over the GPUs of the types it accepts
+        let milli = f64::from(match gpu {
+            GpuDemand::Whole(k) => 1000 * k,
+            GpuDemand::Share(x) => x.0.min(1000),
+            GpuDemand::None => 0,
+        });
+        let room: f64 = gpus
+            .iter_enumerated()
+            .filter(|&(f, _)| types.is_empty() || types.binary_search(&f).is_ok())
+            .map(|(_, &g)| g)
+            .sum();
+        let per_gpu = if room > 0.0 {
+            milli * n as f64 / total as f64 / room
+        } else {
+            0.0
+        };
+        let class = Class {
+            gpu,
+            weight: n as f64 / total as f64,
+            needs: needs
+                .iter()
+                .map(|&(c, m, k)| (c, m, k as f64 / total as f64))
+                .collect(),
+        };
+        for f in self.accepting.ids() {
+            if types.is_empty() || types.binary_search(&f).is_ok() {
+                self.demand[f] += per_gpu;
+                self.accepting[f].push(class.clone());
             } else {
-                0.0
-            };
-            let class = Class {
-                gpu,
-                weight: n as f64 / total as f64,
-                needs: needs
-                    .iter()
-                    .map(|&(c, m, k)| (c, m, k as f64 / total as f64))
-                    .collect(),
-            };
-            for f in mix.accepting.ids() {
-                if types.is_empty() || types.binary_search(&f).is_ok() {
-                    mix.demand[f] += per_gpu;
-                    mix.accepting[f].push(class.clone());
-                } else {
-                    mix.other[f] += class.weight;
-                }
+                self.other[f] += class.weight;
             }
         }
-        for f in mix.per_gpu.ids() {
+    }
+
+    /// Sets each flavor's CPU and memory per milli-GPU from the classes accepting it.
+    fn set_per_gpu(&mut self) {
+        for f in self.per_gpu.ids() {
             let (mut c, mut m, mut g) = (0.0, 0.0, 0.0);
-            for cl in &mix.accepting[f] {
+            for cl in &self.accepting[f] {
                 let milli = match cl.gpu {
                     GpuDemand::Whole(k) => 1000.0 * f64::from(k),
                     GpuDemand::Share(x) => x.0.min(1000) as f64,
@@ -212,10 +258,9 @@ impl Mix {
                 }
             }
             if g > 0.0 {
-                mix.per_gpu[f] = (c / g, m / g);
+                self.per_gpu[f] = (c / g, m / g);
             }
         }
-        mix
     }
 
     /// Idle milli-GPUs of a node of `flavor` that the CPU or memory left there cannot serve

@@ -453,27 +453,7 @@ fn spread(
     one_node: bool,
 ) -> Option<Trial> {
     if one_node {
-        let mut cand = Vec::new();
-        candidates(c, req, mode, scope, req.whole_gpus, false, 4096, &mut cand);
-        for n in cand {
-            let mut trial = Trial::default();
-            let mut ok = true;
-            for (di, d) in req.demands.iter().enumerate() {
-                match take(c, req, n, d, mode, want(req, d), None) {
-                    Some(t) => trial.takes.push((di, t)),
-                    None => {
-                        ok = false;
-                        break;
-                    }
-                }
-            }
-            if ok {
-                trial.node_order.push(n);
-                return Some(trial);
-            }
-            trial.undo(c);
-        }
-        return None;
+        return all_on_one_node(c, req, mode, scope);
     }
     let mut trial = Trial::default();
     let mut remaining: u32 = req.whole_gpus;
@@ -484,90 +464,20 @@ fn spread(
             _ => 0,
         };
         let nv = want(req, d);
+        let at = Replica {
+            req,
+            mode,
+            scope,
+            d,
+            nv,
+        };
         // 1. nodes already used by the job
-        let mut placed = None;
-        for &n in &trial.node_order {
-            if let Some(t) = take(c, req, n, d, mode, nv, None) {
-                placed = Some(t);
-                break;
-            }
-        }
-        // a replica that needs no more than one new node: the candidate whose
-        // fragmentation grows least
-        if placed.is_none()
-            && mode == Mode::Now
-            && let Scope::Flavor = scope
-            && remaining <= k
-            && trial.node_order.is_empty()
-            && let Some((n, gpu)) = frag_pick(c, req, d, nv)
-        {
-            placed = match (d.gpu, gpu) {
-                (GpuDemand::Share(m), Some(g)) if req.admits(d, n) => {
-                    c.try_take_share_on(n, g, m.0.min(1000) as u16, d.cpu, d.mem)
-                }
-                _ => take(c, req, n, d, mode, nv, None),
-            };
+        let mut placed = on_used_node(c, &at, &trial);
+        if placed.is_none() && at.opens_the_only_node(&trial, remaining, k) {
+            placed = least_fragmenting(c, &at);
         }
         if placed.is_none() {
-            let need_node = match d.gpu {
-                GpuDemand::Whole(k) => k,
-                GpuDemand::Share(_) => 1,
-                GpuDemand::None => 0,
-            };
-            // 2. best fit for the rest of the gang, in racks already used first
-            let mut tries: Vec<(u32, bool)> = Vec::new();
-            if remaining > need_node {
-                tries.push((remaining, false));
-            }
-            tries.push((need_node, remaining > need_node));
-            if let GpuDemand::Share(_) = d.gpu {
-                // a share also fits the room left on a partly used GPU of a node with no
-                // whole GPU free: a flavor-wide first replica finds it through the share
-                // index (`frag_pick`), a search in a node list (a rack, a reclaim domain,
-                // nodes constraints allow) only here. Else such a job planned a reclaim for
-                // a whole GPU and, once a share took part of it, found no room again.
-                tries.push((0, false));
-            }
-            'outer: for (min_free, largest) in tries {
-                let rack_nodes: Vec<NodeId> =
-                    if let (Scope::Flavor, false) = (scope, trial.node_order.is_empty()) {
-                        let mut v: Vec<NodeId> = Vec::new();
-                        let mut seen: Vec<RackId> = Vec::new();
-                        for &n in &trial.node_order {
-                            if let Some(r) = c.nodes[n].rack
-                                && !seen.contains(&r)
-                            {
-                                seen.push(r);
-                                v.extend_from_slice(&c.racks[r].nodes);
-                            }
-                        }
-                        v
-                    } else {
-                        Vec::new()
-                    };
-                let scopes: [Scope; 2] = [Scope::Nodes(&rack_nodes), scope];
-                for (si, sc) in scopes.iter().enumerate() {
-                    if si == 0 && rack_nodes.is_empty() {
-                        continue;
-                    }
-                    for limit in [16usize, 512] {
-                        candidates(c, req, mode, *sc, min_free, largest, limit, &mut cand);
-                        let got = cand.len();
-                        for &n in &cand {
-                            if trial.node_order.contains(&n) {
-                                continue;
-                            }
-                            if let Some(t) = take(c, req, n, d, mode, nv, None) {
-                                placed = Some(t);
-                                break 'outer;
-                            }
-                        }
-                        if got < limit {
-                            break;
-                        }
-                    }
-                }
-            }
+            placed = best_fit_new_node(c, &at, &trial, remaining, &mut cand);
         }
         match placed {
             Some(t) => {
@@ -584,6 +494,186 @@ fn spread(
         }
     }
     Some(trial)
+}
+
+/// The whole gang on the first candidate node that holds every replica.
+fn all_on_one_node(c: &mut Cluster, req: &Request, mode: Mode, scope: Scope) -> Option<Trial> {
+    let mut cand = Vec::new();
+    candidates(c, req, mode, scope, req.whole_gpus, false, 4096, &mut cand);
+    for n in cand {
+        let mut trial = Trial::default();
+        let mut ok = true;
+        for (di, d) in req.demands.iter().enumerate() {
+            match take(c, req, n, d, mode, want(req, d), None) {
+                Some(t) => trial.takes.push((di, t)),
+                None => {
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        if ok {
+            trial.node_order.push(n);
+            return Some(trial);
+        }
+        trial.undo(c);
+    }
+    None
+}
+
+/// One replica of a gang being spread, and where the search for it may look.
+struct Replica<'r> {
+    req: &'r Request<'r>,
+    mode: Mode,
+    scope: Scope<'r>,
+    d: &'r Demand,
+    /// Whether the replica wants an NVLink node ([`want`]).
+    nv: bool,
+}
+
+impl Replica<'_> {
+    /// Whether this replica may open the gang's only new node on capacity free now anywhere
+    /// in the flavor: the case [`least_fragmenting`] scores (`k` is its whole GPUs).
+    fn opens_the_only_node(&self, trial: &Trial, remaining: u32, k: u32) -> bool {
+        self.mode == Mode::Now
+            && matches!(self.scope, Scope::Flavor)
+            && remaining <= k
+            && trial.node_order.is_empty()
+    }
+}
+
+/// Score 1: the first node the job already uses that holds the replica.
+fn on_used_node(c: &mut Cluster, at: &Replica, trial: &Trial) -> Option<Take> {
+    for &n in &trial.node_order {
+        if let Some(t) = take(c, at.req, n, at.d, at.mode, at.nv, None) {
+            return Some(t);
+        }
+    }
+    None
+}
+
+/// Score 2, first part: a replica that needs no more than one new node goes to the candidate
+/// whose fragmentation grows least ([`frag_pick`]); a share to the GPU it picked.
+fn least_fragmenting(c: &mut Cluster, at: &Replica) -> Option<Take> {
+    let (req, d) = (at.req, at.d);
+    let (n, gpu) = frag_pick(c, req, d, at.nv)?;
+    match (d.gpu, gpu) {
+        (GpuDemand::Share(m), Some(g)) if req.admits(d, n) => {
+            c.try_take_share_on(n, g, m.0.min(1000) as u16, d.cpu, d.mem)
+        }
+        _ => take(c, req, n, d, at.mode, at.nv, None),
+    }
+}
+
+/// Scores 2 (best fit for the rest of the gang) and 3 (else the largest free node) when a
+/// replica opens a new node: in racks the job already uses first, then anywhere in scope.
+fn best_fit_new_node(
+    c: &mut Cluster,
+    at: &Replica,
+    trial: &Trial,
+    remaining: u32,
+    cand: &mut Vec<NodeId>,
+) -> Option<Take> {
+    for (min_free, largest) in fit_tries(at.d, remaining) {
+        let rack_nodes = if let (Scope::Flavor, false) = (at.scope, trial.node_order.is_empty()) {
+            nodes_of_used_racks(c, trial)
+        } else {
+            Vec::new()
+        };
+        let scopes: [Scope; 2] = [Scope::Nodes(&rack_nodes), at.scope];
+        for (si, sc) in scopes.iter().enumerate() {
+            if si == 0 && rack_nodes.is_empty() {
+                continue;
+            }
+            let search = Search {
+                scope: *sc,
+                min_free,
+                largest,
+            };
+            if let Some(t) = first_new_node(c, at, trial, search, cand) {
+                return Some(t);
+            }
+        }
+    }
+    None
+}
+
+/// The (fewest free whole GPUs, largest first) searches for a new node, in order: one that
+/// holds the rest of the gang, one that holds the replica (the largest, if the rest does
+/// not fit), and for a share any node with room on a partly used GPU.
+fn fit_tries(d: &Demand, remaining: u32) -> Vec<(u32, bool)> {
+    let need_node = match d.gpu {
+        GpuDemand::Whole(k) => k,
+        GpuDemand::Share(_) => 1,
+        GpuDemand::None => 0,
+    };
+    let mut tries: Vec<(u32, bool)> = Vec::new();
+    if remaining > need_node {
+        tries.push((remaining, false));
+    }
+    tries.push((need_node, remaining > need_node));
+    if let GpuDemand::Share(_) = d.gpu {
+        // a share also fits the room left on a partly used GPU of a node with no
+        // whole GPU free: a flavor-wide first replica finds it through the share
+        // index (`frag_pick`), a search in a node list (a rack, a reclaim domain,
+        // nodes constraints allow) only here. Else such a job planned a reclaim for
+        // a whole GPU and, once a share took part of it, found no room again.
+        tries.push((0, false));
+    }
+    tries
+}
+
+/// Every node of the racks the job's nodes are in, rack by rack in the order the job
+/// opened them.
+fn nodes_of_used_racks(c: &Cluster, trial: &Trial) -> Vec<NodeId> {
+    let mut v: Vec<NodeId> = Vec::new();
+    let mut seen: Vec<RackId> = Vec::new();
+    for &n in &trial.node_order {
+        if let Some(r) = c.nodes[n].rack
+            && !seen.contains(&r)
+        {
+            seen.push(r);
+            v.extend_from_slice(&c.racks[r].nodes);
+        }
+    }
+    v
+}
+
+/// One candidate search for a new node: where, and with which fit.
+#[derive(Clone, Copy)]
+struct Search<'s> {
+    scope: Scope<'s>,
+    min_free: u32,
+    largest: bool,
+}
+
+/// The first candidate the job does not use yet that holds the replica: a pool of 16, then
+/// of 512 when the first was full.
+fn first_new_node(
+    c: &mut Cluster,
+    at: &Replica,
+    trial: &Trial,
+    s: Search,
+    cand: &mut Vec<NodeId>,
+) -> Option<Take> {
+    for limit in [16usize, 512] {
+        candidates(
+            c, at.req, at.mode, s.scope, s.min_free, s.largest, limit, cand,
+        );
+        let got = cand.len();
+        for &n in cand.iter() {
+            if trial.node_order.contains(&n) {
+                continue;
+            }
+            if let Some(t) = take(c, at.req, n, at.d, at.mode, at.nv, None) {
+                return Some(t);
+            }
+        }
+        if got < limit {
+            break;
+        }
+    }
+    None
 }
 
 /// Nodes [`frag_pick`] looks at per free-whole-GPU bucket (and among nodes with room on a

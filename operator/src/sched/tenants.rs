@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 
 use super::ids::{FlavorId, IdVec, QueueId, VcId};
-use super::model::{Gpus, Snapshot};
+use super::model::{Gpus, Queue, Snapshot};
 use super::wait::WaitReason;
 
 #[derive(Clone, Debug, Default)]
@@ -72,6 +72,21 @@ impl Tenants {
             flavor_cap,
             ..Default::default()
         };
+        t.add_virtual_clusters(snap, flavor_by_name, nf);
+        t.add_queues(snap);
+        t.set_firm(snap);
+        t
+    }
+
+    /// Each VirtualCluster of the snapshot (the first of a name): its guarantee per flavor,
+    /// limit, weight and whether it is terminating; its usage starts at zero.
+    fn add_virtual_clusters(
+        &mut self,
+        snap: &Snapshot,
+        flavor_by_name: &BTreeMap<String, FlavorId>,
+        nf: usize,
+    ) {
+        let t = self;
         for vc in &snap.virtual_clusters {
             if t.vc_by_name.contains_key(&vc.name) {
                 continue;
@@ -93,6 +108,12 @@ impl Tenants {
         t.guar_used = IdVec::filled(IdVec::filled(0, nf), nv);
         t.bonus_used = IdVec::filled(IdVec::filled(0, nf), nv);
         t.vc_used = IdVec::filled(0, nv);
+    }
+
+    /// Each queue of the snapshot (the first of a name): its VC, its line of ancestors, its
+    /// entitlement and its cap; a queue of an unknown VC or a broken line stays unusable.
+    fn add_queues(&mut self, snap: &Snapshot) {
+        let t = self;
         let nq = snap.queues.len();
         for (i, q) in snap.queues.iter().enumerate() {
             t.queue_by_name
@@ -114,29 +135,9 @@ impl Tenants {
             let Some(&vc) = t.vc_by_name.get(&q.virtual_cluster) else {
                 continue;
             };
-            // walk up the parents; a cycle, a missing parent or a parent in another VC
-            // makes the queue unusable
-            let mut chain = vec![i];
-            let mut cur = q;
-            let mut ok = true;
-            while let Some(p) = &cur.parent {
-                match t.queue_by_name.get(p) {
-                    Some(&pi)
-                        if !chain.contains(&pi)
-                            && snap.queue(pi).virtual_cluster == q.virtual_cluster =>
-                    {
-                        chain.push(pi);
-                        cur = snap.queue(pi);
-                    }
-                    _ => {
-                        ok = false;
-                        break;
-                    }
-                }
-            }
-            if !ok {
+            let Some(chain) = t.line_of(snap, i, q) else {
                 continue;
-            }
+            };
             let vc_guar: u64 = t.guarantee[vc].iter().sum();
             let mut ent = vc_guar;
             for &qi in chain.iter().rev() {
@@ -148,21 +149,45 @@ impl Tenants {
             t.queue_vc[i] = Some(vc);
             t.chain[i] = chain;
         }
-        // siblings: the usable queues of one VC with the same parent (or none)
+    }
+
+    /// Queue `i` (`q`) and its ancestors, walking up the parents; None when a cycle, a
+    /// missing parent or a parent in another VC makes the queue unusable.
+    fn line_of(&self, snap: &Snapshot, i: QueueId, q: &Queue) -> Option<Vec<QueueId>> {
+        let mut chain = vec![i];
+        let mut cur = q;
+        while let Some(p) = &cur.parent {
+            match self.queue_by_name.get(p) {
+                Some(&pi)
+                    if !chain.contains(&pi)
+                        && snap.queue(pi).virtual_cluster == q.virtual_cluster =>
+                {
+                    chain.push(pi);
+                    cur = snap.queue(pi);
+                }
+                _ => return None,
+            }
+        }
+        Some(chain)
+    }
+
+    /// Whether each queue's share and its siblings' (the usable queues of one VC with the
+    /// same parent, or none) add up to at most 100 % (see [`Tenants::firm`]).
+    fn set_firm(&mut self, snap: &Snapshot) {
+        let nq = snap.queues.len();
         let mut shares: BTreeMap<(VcId, Option<QueueId>), u64> = BTreeMap::new();
         let sibling_group = |t: &Tenants, q: QueueId| {
             let vc = t.queue_vc[q]?;
             Some((vc, t.chain[q].get(1).copied()))
         };
         for (i, q) in snap.queues.iter().enumerate() {
-            if let Some(g) = sibling_group(&t, QueueId(i as u32)) {
+            if let Some(g) = sibling_group(self, QueueId(i as u32)) {
                 *shares.entry(g).or_insert(0) += u64::from(q.share.min(100));
             }
         }
-        t.firm = (0..nq)
-            .map(|i| sibling_group(&t, QueueId(i as u32)).is_some_and(|g| shares[&g] <= 100))
+        self.firm = (0..nq)
+            .map(|i| sibling_group(self, QueueId(i as u32)).is_some_and(|g| shares[&g] <= 100))
             .collect();
-        t
     }
 
     /// Where the queue lines of `q` and `r` part: the top-most queue of `r`'s line that is

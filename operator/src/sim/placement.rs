@@ -32,8 +32,8 @@ use super::openb::{OpenbNode, OpenbPod};
 use super::rng::SplitMix64;
 use crate::controller::workload::{DEFAULT_HISTORY, History};
 use crate::sched::{
-    Flavor, FlavorGuarantee, GpuDemand, Job, Node, Queue, Running, Snapshot, TopologyConstraint,
-    VirtualCluster, WorkloadShape, schedule,
+    Admission, Decisions, Flavor, FlavorGuarantee, GpuDemand, Job, Node, Queue, Running, Snapshot,
+    TopologyConstraint, VirtualCluster, WorkloadShape, schedule,
 };
 
 /// The outcome of one seed on one trace.
@@ -282,6 +282,60 @@ pub fn run(
     } = mix.into();
     let t0 = Instant::now();
     let cap_milli: u64 = nodes.iter().map(|n| u64::from(n.gpus) * 1000).sum();
+    let trace = workload_of(pods);
+    let mut snap = first_snapshot(nodes, seed, mix, &trace);
+    // Pods never leave in this protocol, so no arrival ages out for being gone: only the
+    // window's length forgets.
+    let mut history = (mix == ShapeMix::History).then(|| History::new(capacity));
+    let node_idx: BTreeMap<String, usize> = snap
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.clone(), i))
+        .collect();
+    let mut usage = Usage::new(nodes);
+    let shapes = typical(&trace);
+    let seq = arrivals(pods, seed, cap_milli, target_pct);
+    let mut out = PlacementRun::new(workload, seed, seq.len());
+    let mut arrived = 0u64;
+    let mut next = 0usize;
+    for step in 1..=target_pct {
+        let goal = cap_milli * u64::from(step) / 100;
+        let first = snap.jobs.len();
+        while next < seq.len() && arrived < goal {
+            let p = &pods[seq[next]];
+            arrived += p.gpu_milli_total();
+            snap.jobs.push(pod_job(next, p));
+            next += 1;
+        }
+        if snap.jobs.len() > first {
+            if let Some(h) = history.as_mut() {
+                // As the leader does each cycle: the batch is recorded, then scored against.
+                for job in &snap.jobs[first..] {
+                    h.record(&job.id, job);
+                }
+                snap.workload = h.shapes();
+            }
+            snap.now = step.into();
+            let d = schedule(&snap);
+            out.cycles += 1;
+            keep_admitted(&mut snap, first, &d, &node_idx, &mut usage, &mut out);
+        }
+        out.record(nodes, &usage, &shapes, cap_milli);
+    }
+    out.seconds = t0.elapsed().as_secs_f64();
+    out
+}
+
+/// The cluster before any pod arrives: the openb nodes (named in the seed's tie order), one
+/// VirtualCluster guaranteed every GPU of every model, one FIFO queue, and the trace's
+/// shapes as the workload when the mix is supplied.
+fn first_snapshot(
+    nodes: &[OpenbNode],
+    seed: u64,
+    mix: ShapeMix,
+    trace: &[WorkloadShape],
+) -> Snapshot {
     let mut per_model: BTreeMap<&str, u32> = BTreeMap::new();
     for n in nodes {
         *per_model.entry(n.model.as_str()).or_default() += n.gpus;
@@ -305,9 +359,8 @@ pub fn run(
         virtual_cluster: "openb".into(),
         ..Default::default()
     };
-    let trace = workload_of(pods);
     let rank = tie_order(nodes.len(), seed);
-    let mut snap = Snapshot {
+    Snapshot {
         now: 0,
         nodes: nodes
             .iter()
@@ -322,105 +375,87 @@ pub fn run(
         jobs: vec![],
         workload: match mix {
             ShapeMix::Learned | ShapeMix::History => vec![],
-            ShapeMix::Supplied => trace.clone(),
+            ShapeMix::Supplied => trace.to_vec(),
         },
-    };
-    // Pods never leave in this protocol, so no arrival ages out for being gone: only the
-    // window's length forgets.
-    let mut history = (mix == ShapeMix::History).then(|| History::new(capacity));
-    let node_idx: BTreeMap<String, usize> = snap
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.name.clone(), i))
-        .collect();
-    let mut usage = Usage::new(nodes);
-    let shapes = typical(&trace);
-    let seq = arrivals(pods, seed, cap_milli, target_pct);
-    let mut out = PlacementRun::new(workload, seed, seq.len());
-    let mut arrived = 0u64;
-    let mut next = 0usize;
-    for step in 1..=target_pct {
-        let goal = cap_milli * u64::from(step) / 100;
-        let first = snap.jobs.len();
-        while next < seq.len() && arrived < goal {
-            let p = &pods[seq[next]];
-            arrived += p.gpu_milli_total();
-            snap.jobs.push(Job {
-                id: format!("p{next:06}/{}", p.name),
-                queue: "openb".into(),
-                priority: 0,
-                queued_at: next as i64,
-                user: "openb".into(),
-                tasks: vec![p.task()],
-                gpu_types: p.gpu_types(),
-                topology: TopologyConstraint::default(),
-                retries: 0,
-                preemptions: 0,
-                predicted_duration_seconds: None,
-                returning: false,
-                running: None,
-            });
-            next += 1;
-        }
-        if snap.jobs.len() > first {
-            if let Some(h) = history.as_mut() {
-                // As the leader does each cycle: the batch is recorded, then scored against.
-                for job in &snap.jobs[first..] {
-                    h.record(&job.id, job);
-                }
-                snap.workload = h.shapes();
-            }
-            snap.now = step.into();
-            let d = schedule(&snap);
-            out.cycles += 1;
-            let mut placed: BTreeMap<&str, &crate::sched::Admission> = BTreeMap::new();
-            for a in &d.admissions {
-                placed.insert(a.job.as_str(), a);
-            }
-            let mut kept = Vec::with_capacity(snap.jobs.len());
-            for (i, mut job) in snap.jobs.drain(..).enumerate() {
-                if i < first {
-                    kept.push(job);
-                    continue;
-                }
-                match placed.get(job.id.as_str()) {
-                    Some(a) => {
-                        let task = &job.tasks[0];
-                        for r in &a.placement {
-                            let Some(&n) = node_idx.get(&r.node) else {
-                                continue;
-                            };
-                            let gpus: Vec<usize> = r.gpus.iter().map(|g| g.0 as usize).collect();
-                            let each = r.share.map_or(1000, |m| m.0);
-                            usage.take(n, task.cpu_milli, task.memory_bytes >> 20, &gpus, each);
-                        }
-                        job.running = Some(Running {
-                            placement: a.placement.clone(),
-                            bonus: a.bonus,
-                            started_at: snap.now,
-                            last_checkpoint: None,
-                            checkpoint_grace_seconds: 0,
-                            min_runtime_seconds: 0,
-                            preempting: false,
-                            checkpoint_request: None,
-                        });
-                        kept.push(job);
-                    }
-                    None => {
-                        out.pods_failed += 1;
-                        if job.gpu_milli() > 0 {
-                            out.gpu_pods_failed += 1;
-                        }
-                    }
-                }
-            }
-            snap.jobs = kept;
-        }
-        out.record(nodes, &usage, &shapes, cap_milli);
     }
-    out.seconds = t0.elapsed().as_secs_f64();
-    out
+}
+
+/// The pending job of the `next`-th arrival, pod `p`.
+fn pod_job(next: usize, p: &OpenbPod) -> Job {
+    Job {
+        id: format!("p{next:06}/{}", p.name),
+        queue: "openb".into(),
+        priority: 0,
+        queued_at: next as i64,
+        user: "openb".into(),
+        tasks: vec![p.task()],
+        gpu_types: p.gpu_types(),
+        topology: TopologyConstraint::default(),
+        retries: 0,
+        preemptions: 0,
+        predicted_duration_seconds: None,
+        returning: false,
+        running: None,
+    }
+}
+
+/// The batch's jobs (from `first` on) that the decisions admit become running jobs and take
+/// their place in `usage`; the others fail for good and leave the snapshot.
+fn keep_admitted(
+    snap: &mut Snapshot,
+    first: usize,
+    d: &Decisions,
+    node_idx: &BTreeMap<String, usize>,
+    usage: &mut Usage,
+    out: &mut PlacementRun,
+) {
+    let mut placed: BTreeMap<&str, &Admission> = BTreeMap::new();
+    for a in &d.admissions {
+        placed.insert(a.job.as_str(), a);
+    }
+    let mut kept = Vec::with_capacity(snap.jobs.len());
+    for (i, mut job) in snap.jobs.drain(..).enumerate() {
+        if i < first {
+            kept.push(job);
+            continue;
+        }
+        match placed.get(job.id.as_str()) {
+            Some(a) => {
+                let task = &job.tasks[0];
+                for r in &a.placement {
+                    let Some(&n) = node_idx.get(&r.node) else {
+                        continue;
+                    };
+                    let gpus: Vec<usize> = r.gpus.iter().map(|g| g.0 as usize).collect();
+                    let each = r.share.map_or(1000, |m| m.0);
+                    usage.take(n, task.cpu_milli, task.memory_bytes >> 20, &gpus, each);
+                }
+                job.running = Some(running_from(a, snap.now));
+                kept.push(job);
+            }
+            None => {
+                out.pods_failed += 1;
+                if job.gpu_milli() > 0 {
+                    out.gpu_pods_failed += 1;
+                }
+            }
+        }
+    }
+    snap.jobs = kept;
+}
+
+/// A pod admitted at `now`, running where the admission placed it.
+fn running_from(a: &Admission, now: i64) -> Running {
+    Running {
+        placement: a.placement.clone(),
+        bonus: a.bonus,
+        started_at: now,
+        last_checkpoint: None,
+        checkpoint_grace_seconds: 0,
+        min_runtime_seconds: 0,
+        preempting: false,
+        checkpoint_request: None,
+    }
 }
 
 /// Mean over seeds of one trace, in the columns of `fgd_summary.csv`.

@@ -327,91 +327,184 @@ pub fn svg_plot(
     log_x: bool,
     y_range: Option<(f64, f64)>,
 ) -> String {
-    let (w, hgt, l, r, t, b) = (720.0, 440.0, 70.0, 200.0, 40.0, 55.0);
-    let pts = series.iter().flat_map(|s| s.points.iter());
-    let tx = |x: f64| if log_x { x.max(1.0).log10() } else { x };
-    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
-    for &(x, y) in pts {
-        x0 = x0.min(tx(x));
-        x1 = x1.max(tx(x));
-        y0 = y0.min(y);
-        y1 = y1.max(y);
-    }
-    if let Some((a, c)) = y_range {
-        y0 = a;
-        y1 = c;
-    }
-    if log_x {
-        x0 = x0.floor();
-        x1 = x1.ceil();
-    }
-    if x1 <= x0 {
-        x1 = x0 + 1.0;
-    }
-    if y1 <= y0 {
-        y1 = y0 + 1.0;
-    }
-    let px = |x: f64| l + (tx(x) - x0) / (x1 - x0) * (w - l - r);
-    let py = |y: f64| hgt - b - (y.clamp(y0, y1) - y0) / (y1 - y0) * (hgt - t - b);
-    let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{hgt}\" viewBox=\"0 0 {w} {hgt}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"{}\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">{title}</text>\n",
-        (w - r + l) / 2.0
-    );
-    // axes and grid
-    for i in 0..=5 {
-        let y = y0 + (y1 - y0) * f64::from(i) / 5.0;
-        let _ = writeln!(
-            s,
-            "<line x1=\"{l}\" x2=\"{}\" y1=\"{py:.1}\" y2=\"{py:.1}\" stroke=\"#ddd\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
-            w - r,
-            l - 6.0,
-            py(y) + 4.0,
-            if (y1 - y0) < 10.0 {
-                format!("{y:.2}")
-            } else {
-                format!("{y:.0}")
-            },
-            py = py(y)
-        );
-    }
-    let xticks: Vec<f64> = if log_x {
-        (x0 as i64..=x1 as i64)
-            .map(|e| 10f64.powi(e as i32))
-            .collect()
-    } else {
-        (0..=6)
-            .map(|i| x0 + (x1 - x0) * f64::from(i) / 6.0)
-            .collect()
-    };
-    for x in xticks {
-        let label = if log_x {
-            match x {
-                v if v >= 86_400.0 => format!("{:.0} d", v / 86_400.0),
-                v if v >= 3600.0 => format!("{:.0} h", v / 3600.0),
-                v if v >= 60.0 => format!("{:.0} min", v / 60.0),
-                v => format!("{v:.0} s"),
-            }
-        } else {
-            format!("{x:.0}")
-        };
-        let _ = writeln!(
-            s,
-            "<line x1=\"{px:.1}\" x2=\"{px:.1}\" y1=\"{t}\" y2=\"{}\" stroke=\"#eee\"/><text x=\"{px:.1}\" y=\"{}\" text-anchor=\"middle\">{label}</text>",
-            hgt - b,
-            hgt - b + 16.0,
-            px = px(x)
-        );
-    }
-    let _ = writeln!(
-        s,
-        "<rect x=\"{l}\" y=\"{t}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{xlabel}</text>\n<text transform=\"translate(18,{}) rotate(-90)\" text-anchor=\"middle\">{ylabel}</text>",
-        w - l - r,
-        hgt - t - b,
-        (w - r + l) / 2.0,
-        hgt - 12.0,
-        (hgt - b + t) / 2.0
-    );
+    let f = Frame::fit(series, log_x, y_range);
+    let mut s = f.header(title);
+    f.y_grid(&mut s);
+    f.x_grid(&mut s);
+    f.axes(&mut s, xlabel, ylabel);
     for (i, se) in series.iter().enumerate() {
+        f.line(&mut s, i, se);
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// The plot's geometry (size and margins, in pixels) and the data range it shows.
+#[derive(Clone, Copy)]
+struct Frame {
+    w: f64,
+    hgt: f64,
+    l: f64,
+    r: f64,
+    t: f64,
+    b: f64,
+    log_x: bool,
+    x0: f64,
+    x1: f64,
+    y0: f64,
+    y1: f64,
+}
+
+impl Frame {
+    /// The frame that holds every point (`y_range` fixes the y axis; with `log_x` the x
+    /// axis spans whole decades).
+    fn fit(series: &[Series], log_x: bool, y_range: Option<(f64, f64)>) -> Frame {
+        let (w, hgt, l, r, t, b) = (720.0, 440.0, 70.0, 200.0, 40.0, 55.0);
+        let mut f = Frame {
+            w,
+            hgt,
+            l,
+            r,
+            t,
+            b,
+            log_x,
+            x0: f64::MAX,
+            x1: f64::MIN,
+            y0: f64::MAX,
+            y1: f64::MIN,
+        };
+        let pts = series.iter().flat_map(|s| s.points.iter());
+        for &(x, y) in pts {
+            f.x0 = f.x0.min(f.tx(x));
+            f.x1 = f.x1.max(f.tx(x));
+            f.y0 = f.y0.min(y);
+            f.y1 = f.y1.max(y);
+        }
+        if let Some((a, c)) = y_range {
+            f.y0 = a;
+            f.y1 = c;
+        }
+        if log_x {
+            f.x0 = f.x0.floor();
+            f.x1 = f.x1.ceil();
+        }
+        if f.x1 <= f.x0 {
+            f.x1 = f.x0 + 1.0;
+        }
+        if f.y1 <= f.y0 {
+            f.y1 = f.y0 + 1.0;
+        }
+        f
+    }
+
+    /// An x value on the axis's scale (its decade exponent, with `log_x`).
+    fn tx(&self, x: f64) -> f64 {
+        if self.log_x { x.max(1.0).log10() } else { x }
+    }
+
+    /// The pixel column of an x value.
+    fn px(&self, x: f64) -> f64 {
+        let Frame {
+            w, l, r, x0, x1, ..
+        } = *self;
+        l + (self.tx(x) - x0) / (x1 - x0) * (w - l - r)
+    }
+
+    /// The pixel row of a y value, clamped to the frame.
+    fn py(&self, y: f64) -> f64 {
+        let Frame {
+            hgt, t, b, y0, y1, ..
+        } = *self;
+        hgt - b - (y.clamp(y0, y1) - y0) / (y1 - y0) * (hgt - t - b)
+    }
+
+    /// The SVG's opening, white background and title.
+    fn header(&self, title: &str) -> String {
+        let Frame { w, hgt, l, r, .. } = *self;
+        format!(
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{hgt}\" viewBox=\"0 0 {w} {hgt}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"{}\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">{title}</text>\n",
+            (w - r + l) / 2.0
+        )
+    }
+
+    /// Six horizontal grid lines with their y labels.
+    fn y_grid(&self, s: &mut String) {
+        let Frame {
+            w, l, r, y0, y1, ..
+        } = *self;
+        for i in 0..=5 {
+            let y = y0 + (y1 - y0) * f64::from(i) / 5.0;
+            let _ = writeln!(
+                s,
+                "<line x1=\"{l}\" x2=\"{}\" y1=\"{py:.1}\" y2=\"{py:.1}\" stroke=\"#ddd\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+                w - r,
+                l - 6.0,
+                self.py(y) + 4.0,
+                if (y1 - y0) < 10.0 {
+                    format!("{y:.2}")
+                } else {
+                    format!("{y:.0}")
+                },
+                py = self.py(y)
+            );
+        }
+    }
+
+    /// Vertical grid lines with their x labels: one per decade (as a duration) with
+    /// `log_x`, else seven evenly spaced.
+    fn x_grid(&self, s: &mut String) {
+        let Frame {
+            hgt, t, b, x0, x1, ..
+        } = *self;
+        let xticks: Vec<f64> = if self.log_x {
+            (x0 as i64..=x1 as i64)
+                .map(|e| 10f64.powi(e as i32))
+                .collect()
+        } else {
+            (0..=6)
+                .map(|i| x0 + (x1 - x0) * f64::from(i) / 6.0)
+                .collect()
+        };
+        for x in xticks {
+            let label = if self.log_x {
+                match x {
+                    v if v >= 86_400.0 => format!("{:.0} d", v / 86_400.0),
+                    v if v >= 3600.0 => format!("{:.0} h", v / 3600.0),
+                    v if v >= 60.0 => format!("{:.0} min", v / 60.0),
+                    v => format!("{v:.0} s"),
+                }
+            } else {
+                format!("{x:.0}")
+            };
+            let _ = writeln!(
+                s,
+                "<line x1=\"{px:.1}\" x2=\"{px:.1}\" y1=\"{t}\" y2=\"{}\" stroke=\"#eee\"/><text x=\"{px:.1}\" y=\"{}\" text-anchor=\"middle\">{label}</text>",
+                hgt - b,
+                hgt - b + 16.0,
+                px = self.px(x)
+            );
+        }
+    }
+
+    /// The plot's border and the axes' labels.
+    fn axes(&self, s: &mut String, xlabel: &str, ylabel: &str) {
+        let Frame {
+            w, hgt, l, r, t, b, ..
+        } = *self;
+        let _ = writeln!(
+            s,
+            "<rect x=\"{l}\" y=\"{t}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{xlabel}</text>\n<text transform=\"translate(18,{}) rotate(-90)\" text-anchor=\"middle\">{ylabel}</text>",
+            w - l - r,
+            hgt - t - b,
+            (w - r + l) / 2.0,
+            hgt - 12.0,
+            (hgt - b + t) / 2.0
+        );
+    }
+
+    /// The `i`-th series: its line, its markers if it has them, and its legend entry.
+    fn line(&self, s: &mut String, i: usize, se: &Series) {
+        let Frame { w, r, t, .. } = *self;
         let c = COLORS[i % COLORS.len()];
         let dash = if se.dashed {
             " stroke-dasharray=\"6,4\""
@@ -421,7 +514,7 @@ pub fn svg_plot(
         let path: Vec<String> = se
             .points
             .iter()
-            .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
+            .map(|&(x, y)| format!("{:.1},{:.1}", self.px(x), self.py(y)))
             .collect();
         let _ = writeln!(
             s,
@@ -433,8 +526,8 @@ pub fn svg_plot(
                 let _ = writeln!(
                     s,
                     "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4\" fill=\"{c}\"/>",
-                    px(x),
-                    py(y)
+                    self.px(x),
+                    self.py(y)
                 );
             }
         }
@@ -449,8 +542,6 @@ pub fn svg_plot(
             se.name
         );
     }
-    s.push_str("</svg>\n");
-    s
 }
 
 /// Allocation ratio vs arrived demand for one trace, against FGD's and BestFit's points.
