@@ -11,36 +11,37 @@ use super::cancel;
 use super::cells::Cells;
 use super::cluster::{Cluster, FlavorFacts, Mode};
 use super::constraints::{self, Mismatch, NodeConstraints};
-use super::decisions::{Admission, Decisions, Preemption, PreemptionReason, WaitReason, Waiting};
+use super::decisions::{Admission, Decisions, WaitReason, Waiting};
 use super::frag::{self, Mix};
-use super::ids::{Claimant, FlavorId, IdVec, JobIdx, NodeId, QueueId, RackId, RunIdx, VcId};
+use super::ids::{FlavorId, IdVec, JobIdx, NodeId, QueueId, RackId, RunIdx, VcId};
 use super::model::{Flavor, GpuDemand, Gpus, Job, Snapshot, TopologyLevel};
 use super::options::Options;
 use super::order;
 use super::placement::{Demand, NodeFilter, NodeMask, Request, Scope, Trial, place};
-use super::reclaim::{self, Credit, Outcome, RunInfo};
+use super::preempt::{CONSOLIDATION_SEARCHES, NoVictims};
+use super::reclaim::RunInfo;
 use super::risk;
-use super::tenants::{Freed, Tenants, gpus};
+use super::tenants::{Tenants, gpus};
 use super::usage;
 
 /// A pending job, digested.
 #[derive(Clone, Debug)]
-struct Pending {
-    job: JobIdx,
-    queue: QueueId,
-    vc: VcId,
-    milli: u64,
-    demands: Vec<Demand>,
-    whole: u32,
-    largest_replica: u32,
-    flavors: Vec<FlavorId>,
-    nvlink: bool,
+pub(super) struct Pending {
+    pub(super) job: JobIdx,
+    pub(super) queue: QueueId,
+    pub(super) vc: VcId,
+    pub(super) milli: u64,
+    pub(super) demands: Vec<Demand>,
+    pub(super) whole: u32,
+    pub(super) largest_replica: u32,
+    pub(super) flavors: Vec<FlavorId>,
+    pub(super) nvlink: bool,
     /// Set when node constraints keep some task off some nodes.
-    filter: Option<Rc<NodeFilter>>,
+    pub(super) filter: Option<Rc<NodeFilter>>,
 }
 
 /// Where to search for a job: the whole flavor, or the nodes its constraints allow.
-fn scope(p: &Pending) -> Scope<'_> {
+pub(super) fn scope(p: &Pending) -> Scope<'_> {
     p.filter
         .as_ref()
         .map_or(Scope::Flavor, |f| Scope::Nodes(&f.nodes))
@@ -61,7 +62,7 @@ impl Ord for Key {
     }
 }
 
-type ShapeKey = (
+pub(super) type ShapeKey = (
     FlavorId,
     Option<TopologyLevel>,
     Option<TopologyLevel>,
@@ -69,165 +70,40 @@ type ShapeKey = (
     Option<usize>,
 );
 
-/// Consolidation searches per cycle, for the waiting jobs first in line. A search is a
-/// victim search over the team's running jobs; on a cluster whose free GPUs are scattered
-/// every waiting job of a team within its guarantee would run one, every cycle (Setup A's
-/// simulation, 23 openb lists, took 4× the CPU without a bound). A job not searched for
-/// this cycle is in a later one, as the jobs ahead of it start.
-const CONSOLIDATION_SEARCHES: usize = 8;
-
-/// What a preemption plan may take, and what it must leave.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    /// Other VCs' bonus jobs, for a job within its VC's guarantee.
-    Reclaim,
-    /// The job's queue's lower-priority jobs (only bonus ones when the job would run as
-    /// `bonus`); `combined`: with other VCs' bonus jobs, when the job then ends within its
-    /// VC's guarantee.
-    Priority { bonus: bool, combined: bool },
-    /// Its team's jobs of no higher priority in sibling queues that use more than their firm
-    /// share, with other VCs' bonus jobs, when the job then runs within its own share and its
-    /// VC's guarantee.
-    QueueShare,
-    /// Its team's smaller jobs of no higher priority, for a job within its VC's guarantee
-    /// that free GPUs would hold but are scattered, when each victim fits at once elsewhere.
-    Consolidate,
-}
-
-impl Kind {
-    fn reason(self) -> PreemptionReason {
-        match self {
-            Kind::Reclaim => PreemptionReason::Reclaim,
-            Kind::Priority { .. } => PreemptionReason::Priority,
-            Kind::QueueShare => PreemptionReason::QueueShare,
-            Kind::Consolidate => PreemptionReason::Consolidation,
-        }
-    }
-
-    /// Which victim searches found nothing this cycle (`Cycle::no_victims`) it shares.
-    fn memo(self) -> u8 {
-        match self {
-            Kind::Reclaim => 0,
-            Kind::QueueShare => 2,
-            Kind::Consolidate => 3,
-            // each variant takes other victims
-            Kind::Priority { bonus, combined } => 4 + 2 * u8::from(bonus) + u8::from(combined),
-        }
-    }
-
-    /// Whether the victims it may take depend on the claiming job's priority (no higher).
-    fn by_priority(self) -> bool {
-        !matches!(self, Kind::Reclaim)
-    }
-}
-
-/// A victim search that found nothing: who asked, the kind, the claiming job's priority
-/// where the kind depends on it, whether a limit blocked the job, and the shape. Victims
-/// and capacity only shrink within a cycle, so an equal search finds nothing either.
-type NoVictims = (Claimant, u8, i32, bool, ShapeKey);
-
-/// Whether a queue-share plan freeing `freed` (queue, milli) for a job of `q` takes from each
-/// queue line no more than it uses beyond its share. So the line stays at or above its share,
-/// each victim would put it beyond again were it to come back, and the room a plan frees is
-/// not offered to the victims' queue before the job's in the next cycle (the queue furthest
-/// below its share goes first). Volcano takes one victim more (while the queue is still
-/// above its share); the property `queue_share_reclaims_settle` found that taking a large
-/// job that way puts its queue below its share, first in line for the room, and the same
-/// two plans then alternate for ever. Other teams' bonus jobs reclaimed in the same plan take
-/// nothing from a line of the job's team.
-fn share_taken_only_beyond(t: &Tenants, q: QueueId, freed: &[Freed]) -> bool {
-    let mut by_side: BTreeMap<QueueId, u64> = BTreeMap::new();
-    for &(fq, _, milli) in freed {
-        if t.queue_vc[fq] != t.queue_vc[q] {
-            continue;
-        }
-        let Some(side) = t.parting(q, fq) else {
-            return false;
-        };
-        *by_side.entry(side).or_insert(0) += milli;
-    }
-    by_side
-        .iter()
-        .all(|(&side, &sum)| sum <= t.beyond_share(side))
-}
-
-/// What each running job of a VC holds of its GPU type (type, milli, bonus), to judge where
-/// a plan leaves its job in the next cycle, which fills the guarantee with the running jobs
-/// before it offers the job its turn.
-struct Holdings {
-    vc: VcId,
-    by_run: IdVec<RunIdx, Option<(FlavorId, u64, bool)>>,
-}
-
-impl Holdings {
-    fn of(runs: &IdVec<RunIdx, RunInfo>, vc: VcId) -> Holdings {
-        let by_run = runs
-            .iter()
-            .map(|r| (r.vc == Some(vc)).then_some((r.flavor, r.milli, r.bonus)))
-            .collect();
-        Holdings { vc, by_run }
-    }
-
-    /// What `victims` give back on `f`: their bonus jobs' GPUs too, or only the guaranteed.
-    fn freed(&self, victims: &[RunIdx], f: FlavorId, with_bonus: bool) -> u64 {
-        victims
-            .iter()
-            .filter_map(|&v| self.by_run[v])
-            .filter(|&(vf, _, bonus)| vf == f && (with_bonus || !bonus))
-            .map(|(_, milli, _)| milli)
-            .sum()
-    }
-
-    /// Whether `need` is within the guarantee on `f` once `victims` are gone, beside all the
-    /// VC's other jobs, its bonus ones too: the next cycle fills the guarantee with them
-    /// first, so only the victims' room is sure to be left.
-    fn surely_within(&self, t: &Tenants, victims: &[RunIdx], f: FlavorId, need: u64) -> bool {
-        let used = t.guar_used[self.vc][f] + t.bonus_used[self.vc][f];
-        used.saturating_sub(self.freed(victims, f, true)) + need <= t.guarantee[self.vc][f]
-    }
-
-    /// Whether `need` may be within the guarantee on `f` once `victims` are gone: beside the
-    /// VC's guaranteed jobs only, should no bonus job take the room first.
-    fn maybe_within(&self, t: &Tenants, victims: &[RunIdx], f: FlavorId, need: u64) -> bool {
-        let used = t.guar_used[self.vc][f].saturating_sub(self.freed(victims, f, false));
-        used + need <= t.guarantee[self.vc][f]
-    }
-}
-
-struct Cycle<'a> {
-    snap: &'a Snapshot,
-    opts: Options,
-    c: Cluster,
+pub(super) struct Cycle<'a> {
+    pub(super) snap: &'a Snapshot,
+    pub(super) opts: Options,
+    pub(super) c: Cluster,
     /// The workload's shape mix that fragmentation is scored against (empty: no scores).
-    mix: &'a Mix,
-    t: Tenants,
-    cells: Cells,
-    runs: IdVec<RunIdx, RunInfo>,
-    on_node: IdVec<NodeId, Vec<RunIdx>>,
-    out: Decisions,
+    pub(super) mix: &'a Mix,
+    pub(super) t: Tenants,
+    pub(super) cells: Cells,
+    pub(super) runs: IdVec<RunIdx, RunInfo>,
+    pub(super) on_node: IdVec<NodeId, Vec<RunIdx>>,
+    pub(super) out: Decisions,
     /// Shapes that did not fit a flavor now: capacity only shrinks within a cycle.
-    no_fit: BTreeSet<ShapeKey>,
+    pub(super) no_fit: BTreeSet<ShapeKey>,
     /// Victim searches that found nothing this cycle ([`NoVictims`]).
-    no_victims: BTreeSet<NoVictims>,
+    pub(super) no_victims: BTreeSet<NoVictims>,
     /// Jobs a cell guarantee kept from capacity that would otherwise fit.
-    cells_blocked: BTreeSet<JobIdx>,
+    pub(super) cells_blocked: BTreeSet<JobIdx>,
     /// VirtualClusters and types whose guarantee cannot be obtained now, even by reclaim
     /// (`risk`): a job within such a guarantee that finds no room is told so.
-    at_risk: BTreeSet<(VcId, FlavorId)>,
+    pub(super) at_risk: BTreeSet<(VcId, FlavorId)>,
     /// Consolidation searches left this cycle ([`CONSOLIDATION_SEARCHES`]).
-    consolidations_left: usize,
+    pub(super) consolidations_left: usize,
     /// This cycle's admissions, as `out.admissions` lists them: the job, its VC, its GPU
     /// type and its milli-GPUs (`settle_with_admissions`).
-    admitted: Vec<(JobIdx, VcId, FlavorId, u64)>,
+    pub(super) admitted: Vec<(JobIdx, VcId, FlavorId, u64)>,
     /// Set while a plan is made at a job's turn in phase 1: only a plan that leaves the job
     /// within its guarantee may be made there, before other teams' guaranteed admissions.
-    guaranteed_plans_only: bool,
+    pub(super) guaranteed_plans_only: bool,
     /// Whether any node has a taint that keeps pods out (then every job is checked).
-    any_taints: bool,
+    pub(super) any_taints: bool,
     /// Node masks per distinct set of constraints (jobs of one template share them), and
     /// the node filters per distinct list of masks.
-    masks: RefCell<HashMap<&'a NodeConstraints, Option<NodeMask>>>,
-    filters: RefCell<HashMap<FilterKey, Rc<NodeFilter>>>,
+    pub(super) masks: RefCell<HashMap<&'a NodeConstraints, Option<NodeMask>>>,
+    pub(super) filters: RefCell<HashMap<FilterKey, Rc<NodeFilter>>>,
 }
 
 /// A node filter's identity in one cycle: its tasks' masks (by address: the masks live in
@@ -616,7 +492,7 @@ impl<'a> Cycle<'a> {
         }
     }
 
-    fn wait(&mut self, job: JobIdx, reason: WaitReason) {
+    pub(super) fn wait(&mut self, job: JobIdx, reason: WaitReason) {
         self.out.waiting.push(Waiting {
             job: self.snap.job(job).id.clone(),
             reason,
@@ -676,7 +552,7 @@ impl<'a> Cycle<'a> {
         out
     }
 
-    fn digest_one(
+    pub(super) fn digest_one(
         &self,
         j: JobIdx,
         any_gpu: &[FlavorId],
@@ -1068,7 +944,7 @@ impl<'a> Cycle<'a> {
         m
     }
 
-    fn request<'p>(&self, p: &'p Pending, f: FlavorId) -> Request<'p>
+    pub(super) fn request<'p>(&self, p: &'p Pending, f: FlavorId) -> Request<'p>
     where
         'a: 'p,
     {
@@ -1085,7 +961,7 @@ impl<'a> Cycle<'a> {
         }
     }
 
-    fn shape(&self, p: &Pending, f: FlavorId) -> ShapeKey {
+    pub(super) fn shape(&self, p: &Pending, f: FlavorId) -> ShapeKey {
         let job = &self.snap.job(p.job);
         (
             f,
@@ -1158,7 +1034,12 @@ impl<'a> Cycle<'a> {
     }
 
     /// Place now on flavor `f`; guaranteed placements must keep cell guarantees whole.
-    fn try_place(&mut self, p: &Pending, f: FlavorId, guaranteed: bool) -> Option<Trial> {
+    pub(super) fn try_place(
+        &mut self,
+        p: &Pending,
+        f: FlavorId,
+        guaranteed: bool,
+    ) -> Option<Trial> {
         let key = self.shape(p, f);
         if self.no_fit.contains(&key) {
             return None;
@@ -1287,449 +1168,11 @@ impl<'a> Cycle<'a> {
         }
     }
 
-    /// Every job with a replica on a draining node, or on a GPU turned unhealthy, checkpoints
-    /// and leaves, whatever its minimum runtime: a drain waits for nobody's guarantee, and a
-    /// sick GPU may not last. Its usage comes off its guarantee and its capacity counts as
-    /// leaving, like any victim's; its limits still count it, since it comes back.
-    fn drain(&mut self) {
-        for i in self.runs.ids() {
-            let r = &self.runs[i];
-            if r.gone {
-                continue;
-            }
-            let Some((reason, beneficiary)) = self.must_leave(r) else {
-                continue;
-            };
-            self.uncharge(i);
-            // It comes back to its queue: its limits keep its room from this cycle on, as
-            // in the cycles while it leaves (`charge_jobs_that_return`).
-            let r = &self.runs[i];
-            if let Some(q) = r.queue {
-                self.t.hold_limits(q, &self.snap.job(r.job).user, r.milli);
-            }
-            reclaim::release(&mut self.c, &self.runs[i]);
-            self.runs[i].gone = true;
-            let r = &self.runs[i];
-            self.out.preemptions.push(Preemption {
-                beneficiary,
-                reason,
-                victims: vec![self.snap.job(r.job).id.clone()],
-                lost_gpu_seconds: r.lost,
-            });
-        }
-    }
-
-    /// Why a running job must leave where it runs, and what makes it (see [`Self::drain`]).
-    fn must_leave(&self, r: &RunInfo) -> Option<(PreemptionReason, String)> {
-        let node = |n: NodeId| &self.snap.nodes[self.c.nodes[n].src as usize];
-        if let Some(&n) = r.nodes.iter().find(|&&n| node(n).draining) {
-            return Some((PreemptionReason::Drain, format!("node {}", node(n).name)));
-        }
-        r.takes.iter().find_map(|(n, gpus, _, _)| {
-            let ledgers = &self.c.nodes[*n].gpus;
-            gpus.iter()
-                .find(|(g, _)| ledgers.get(usize::from(*g)).is_some_and(|l| l.cap == 0))
-                .map(|(g, _)| {
-                    (
-                        PreemptionReason::UnhealthyGpu,
-                        format!("GPU {g} of node {}", node(*n).name),
-                    )
-                })
-        })
-    }
-
-    /// A leaving run's usage comes off its queue, user and VirtualCluster.
-    fn uncharge(&mut self, run: RunIdx) {
-        let r = &self.runs[run];
-        if let Some(q) = r.queue {
-            self.t.charge(
-                q,
-                &self.snap.job(r.job).user,
-                r.flavor,
-                r.milli,
-                r.bonus,
-                false,
-            );
-        }
-    }
-
-    /// Preempt `victims` for `job`: their usage is uncharged and the preemption recorded.
-    /// Returns the victims' names, sorted.
-    fn evict(
-        &mut self,
-        job: JobIdx,
-        victims: &[RunIdx],
-        lost: u64,
-        reason: PreemptionReason,
-    ) -> Vec<String> {
-        for &v in victims {
-            self.uncharge(v);
-        }
-        let mut names: Vec<String> = victims
-            .iter()
-            .map(|&v| self.snap.job(self.runs[v].job).id.clone())
-            .collect();
-        names.sort();
-        self.out.preemptions.push(Preemption {
-            beneficiary: self.snap.job(job).id.clone(),
-            reason,
-            victims: names.clone(),
-            lost_gpu_seconds: lost,
-        });
-        names
-    }
-
-    /// The kind of preemption the first of these leaving jobs leaves by that is known: this
-    /// cycle's decision, else the request its pods record.
-    fn leaving_by(&self, jobs: &[String]) -> Option<PreemptionReason> {
-        jobs.iter().find_map(|id| {
-            let decided = self.out.preemptions.iter().find(|p| p.victims.contains(id));
-            decided.map(|p| p.reason).or_else(|| {
-                let r = self.runs.iter().find(|r| &self.snap.job(r.job).id == id)?;
-                let running = self.snap.job(r.job).running.as_ref()?;
-                running.checkpoint_request.as_ref().map(|q| q.reason)
-            })
-        })
-    }
-
-    /// Plan a preemption for `p` on flavor `f`. Returns true when the job's fate is decided
-    /// (a plan, or a wait for minimum runtime).
-    /// `limited`: a limit blocks the job, so victims must free it too (see
-    /// [`reclaim::plan`]). What the plan may take is `kind`'s (see [`Kind`]).
-    fn preempt(&mut self, p: &Pending, f: FlavorId, kind: Kind, limited: bool) -> bool {
-        let job = &self.snap.job(p.job);
-        let reason = kind.reason();
-        let (bonus, combined) = match kind {
-            Kind::Priority { bonus, combined } => (bonus, combined),
-            Kind::Reclaim | Kind::QueueShare | Kind::Consolidate => (false, false),
-        };
-        // A priority plan that a limit blocked depends on the job's user too (its user
-        // limit): not shared between jobs. Without a limit it depends on what the key holds
-        // (the queue, so the team; the priority; the shape), and a search that found nothing
-        // is not made again: thousands of waiting jobs of a queue repeated it, 6.3-6.8 s a
-        // cycle at 2,000 nodes and 4,000 pending jobs (`benches/sched.rs`).
-        let priority = matches!(kind, Kind::Priority { .. });
-        let memo = self.no_victims_key(p, f, kind, limited);
-        if !(priority && limited) && self.no_victims.contains(&memo) {
-            return false;
-        }
-        let req = self.request(p, f);
-        let (vc, queue, prio) = (p.vc, p.queue, job.priority);
-        let t = &self.t;
-        let eligible = move |r: &RunInfo| match kind {
-            Kind::Reclaim => r.bonus && r.vc.is_some() && r.vc != Some(vc),
-            // A job that runs as bonus displaces only bonus work on its own: guaranteed work
-            // goes only in a combined plan that leaves the job within its guarantee (`credit`).
-            Kind::Priority { bonus, combined } => {
-                (r.queue == Some(queue) && r.priority < prio && (r.bonus || !bonus || combined))
-                    || (combined && r.bonus && r.vc.is_some() && r.vc != Some(vc))
-            }
-            // Within the team: jobs of no higher priority whose queue line, where it parts
-            // from the job's, uses more than its firm share, by at least the job's GPUs; and
-            // other teams' bonus jobs, reclaimed in the same plan (KAI takes a department's
-            // quota back from a sibling project and from a borrowing department at once).
-            // The plan must leave the job within its VC's guarantee either way (`credit`).
-            Kind::QueueShare => {
-                (r.vc == Some(vc)
-                    && r.priority <= prio
-                    && r.queue
-                        .and_then(|rq| t.parting(queue, rq))
-                        .is_some_and(|s| r.milli <= t.beyond_share(s)))
-                    || (r.bonus && r.vc.is_some() && r.vc != Some(vc))
-            }
-            // Its team's smaller jobs of no higher priority: moving them is the team's own
-            // trade, and only ever for a larger job, so no two jobs move each other in turn.
-            Kind::Consolidate => r.vc == Some(vc) && r.priority <= prio && r.milli < p.milli,
-        };
-        let victims = self.opts.victims;
-        // what each run would free against the limits and the shares
-        let freed: IdVec<RunIdx, (Option<QueueId>, &str, u64)> =
-            if limited || kind == Kind::QueueShare {
-                self.runs
-                    .iter()
-                    .map(|r| (r.queue, self.snap.job(r.job).user.as_str(), r.milli))
-                    .collect()
-            } else {
-                IdVec::new()
-            };
-        // A combined plan that reclaims from other VCs or evicts guaranteed work must leave
-        // the job within its guarantee (Kueue: "only eligible to do preemptions if it fits
-        // fully within nominal quota"), or both could be reclaimed at once. That is judged
-        // as the next cycles fill the guarantee: by priority once the job runs
-        // (`combined_may_fit`), and with only the victims gone where phase 1 offers it a
-        // type first (`credit`).
-        let fits_within = combined && self.combined_may_fit(p, f);
-        let demands: IdVec<RunIdx, bool> = if combined {
-            self.runs
-                .ids()
-                .map(|r| self.demands_guarantee(p, r))
-                .collect()
-        } else {
-            IdVec::new()
-        };
-        // where the plan leaves the job in the next cycle (a queue-share plan, and a combined
-        // one, must end within the guarantee)
-        let own = (combined || kind == Kind::QueueShare).then(|| Holdings::of(&self.runs, vc));
-        let snap = self.snap;
-        let credit = |vs: &[RunIdx]| {
-            let fr: Vec<Freed> = if limited || kind == Kind::QueueShare {
-                vs.iter()
-                    .filter_map(|&v| {
-                        let (q, user, milli) = freed[v];
-                        Some((q?, user, milli))
-                    })
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            // rules no further victim can mend first
-            let demanding = combined && vs.iter().any(|&v| demands[v]);
-            if demanding && !fits_within {
-                return Credit::Never;
-            }
-            if kind == Kind::QueueShare && !share_taken_only_beyond(t, queue, &fr) {
-                return Credit::Never;
-            }
-            if limited && !t.limits_pass_after(snap, queue, &job.user, p.milli, &fr) {
-                return Credit::Short;
-            }
-            let own = own.as_ref();
-            if kind == Kind::QueueShare {
-                // The job must fit beside all of the team's running jobs, not only beside
-                // those guaranteed now. (Counting only these, a team beyond its guarantee
-                // freed room that its bonus jobs took back, and the victims returned to their
-                // queue ahead of the job: the same plan for ever.)
-                let within = own.is_some_and(|o| o.surely_within(t, vs, f, p.milli));
-                if !within || !t.within_share_after(queue, p.milli, &fr) {
-                    return Credit::Short;
-                }
-            }
-            // The next cycle's phase 1 offers the job the types within its guarantee: beyond
-            // it on `f` but within it on another type, the job is placed or reclaims there and
-            // the victims' room goes unused. Within it on none, phase 2 lends it the room and
-            // the cycle after fills the guarantee by priority (`fits_within`).
-            if demanding
-                && own.is_some_and(|o| {
-                    !o.surely_within(t, vs, f, p.milli)
-                        && p.flavors
-                            .iter()
-                            .any(|&other| other != f && o.maybe_within(t, vs, other, p.milli))
-                })
-            {
-                return Credit::Short;
-            }
-            Credit::Pass
-        };
-        let limits: reclaim::Limits = if limited || combined || kind == Kind::QueueShare {
-            Some(&credit)
-        } else {
-            None
-        };
-        let mut outcome = reclaim::plan(
-            &mut self.c,
-            &mut self.runs,
-            &self.on_node,
-            &req,
-            &eligible,
-            victims,
-            limits,
-            None,
-        );
-        // A plan whose job is placed guaranteed must keep other VCs' cells whole, as a
-        // guaranteed placement now must (`try_place`): otherwise, once its victims are gone,
-        // the job is refused the room it was planned on (a clean cell another VC's guarantee
-        // needs) and waits on another plan. Plan again on the nodes the cells allow.
-        if let Outcome::Plan {
-            victims: vs, trial, ..
-        } = &outcome
-        {
-            let guaranteed = !bonus || (combined && self.ends_guaranteed(p, vs));
-            if guaranteed && !self.cells.accepts(&self.c, &self.t, trial, p.vc, p.milli) {
-                reclaim::drop_plan(&mut self.c, &mut self.runs, outcome);
-                let allowed = self.cells.allowed_nodes(&self.c, f, p.vc);
-                outcome = reclaim::plan(
-                    &mut self.c,
-                    &mut self.runs,
-                    &self.on_node,
-                    &req,
-                    &eligible,
-                    victims,
-                    limits,
-                    Some(&allowed),
-                );
-            }
-        }
-        // A move is one only if every victim fits at once elsewhere: it then starts again
-        // there when its pods are gone (its room is held for the rest of this cycle).
-        if kind == Kind::Consolidate
-            && let Outcome::Plan {
-                victims: vs, trial, ..
-            } = &outcome
-            && !vs.is_empty()
-            && !self.a_move(p, f, vs, trial)
-        {
-            reclaim::drop_plan(&mut self.c, &mut self.runs, outcome);
-            self.no_victims.insert(memo);
-            return false;
-        }
-        // at a turn in phase 1, a plan that leaves the job borrowing would take room before
-        // other teams' guaranteed jobs had theirs
-        if self.guaranteed_plans_only
-            && !matches!(&outcome, Outcome::Plan { victims: vs, .. }
-                if !bonus || (combined && self.ends_guaranteed(p, vs)))
-        {
-            reclaim::drop_plan(&mut self.c, &mut self.runs, outcome);
-            return false;
-        }
-        match outcome {
-            Outcome::Plan {
-                victims,
-                lost,
-                trial,
-            } => {
-                // room comes from jobs already leaving these nodes (preempting, or evicted
-                // earlier in this cycle), else from pods of no job on their way out (a
-                // deleted job's): nobody else need leave for it
-                let leaving = if victims.is_empty() {
-                    let nodes: BTreeSet<NodeId> = trial.takes.iter().map(|t| t.1.node).collect();
-                    let mut v: Vec<String> = self
-                        .runs
-                        .iter()
-                        .filter(|r| r.gone && r.nodes.iter().any(|n| nodes.contains(n)))
-                        .map(|r| self.snap.job(r.job).id.clone())
-                        .collect();
-                    let runs = !v.is_empty();
-                    if !runs {
-                        v = nodes
-                            .iter()
-                            .flat_map(|&n| &self.snap.nodes[self.c.nodes[n].src as usize].held)
-                            .filter_map(|h| h.leaving.clone())
-                            .collect();
-                    }
-                    if v.is_empty() {
-                        // Nothing is leaving: the plan fits only because it ignores what
-                        // kept the job from placing now (another VC's cell reservation), and
-                        // waiting on it would never end. Let the job go on to bonus.
-                        trial.undo(&mut self.c);
-                        return false;
-                    }
-                    v.sort();
-                    v.dedup();
-                    Some((runs, v))
-                } else {
-                    None
-                };
-                // the job waits on the kind of preemption that makes its room: when that is
-                // jobs already leaving, the kind they leave by, not the kind searched for
-                let reason = leaving
-                    .as_ref()
-                    .filter(|(runs, _)| *runs)
-                    .and_then(|(_, v)| self.leaving_by(v))
-                    .unwrap_or(reason);
-                let bonus = bonus && !(combined && self.ends_guaranteed(p, &victims));
-                let (own, theirs): (Vec<RunIdx>, Vec<RunIdx>) = victims
-                    .iter()
-                    .partition(|&&v| self.runs[v].vc == Some(p.vc));
-                if !bonus {
-                    self.cells.bind(&self.c, &trial, p.vc);
-                }
-                self.t.charge(p.queue, &job.user, f, p.milli, bonus, true);
-                self.t.promise(p.queue, p.milli);
-                let waiting_on = match leaving {
-                    Some((false, pods_of)) => {
-                        self.wait(p.job, WaitReason::WaitingForTerminatingPods { pods_of });
-                        return true;
-                    }
-                    Some((true, v)) => v,
-                    None if (combined || kind == Kind::QueueShare) && !theirs.is_empty() => {
-                        // one plan, recorded per kind: own jobs by priority or by queue
-                        // share, others' bonus jobs by reclaim
-                        let cost = |vs: &[RunIdx]| vs.iter().map(|&v| self.runs[v].lost).sum();
-                        let (lo, lt) = (cost(&own), cost(&theirs));
-                        let mut names = Vec::new();
-                        if !own.is_empty() {
-                            names.extend(self.evict(p.job, &own, lo, reason));
-                        }
-                        names.extend(self.evict(p.job, &theirs, lt, PreemptionReason::Reclaim));
-                        names.sort();
-                        names
-                    }
-                    None => self.evict(p.job, &victims, lost, reason),
-                };
-                self.wait(
-                    p.job,
-                    WaitReason::WaitingForPreemption {
-                        reason,
-                        victims: waiting_on,
-                    },
-                );
-                true
-            }
-            Outcome::Blind { victims, lost } => {
-                let names = self.evict(p.job, &victims, lost, reason);
-                self.wait(
-                    p.job,
-                    WaitReason::WaitingForPreemption {
-                        reason,
-                        victims: names,
-                    },
-                );
-                true
-            }
-            Outcome::MinRuntime { until, victims } => {
-                let mut names: Vec<String> = victims
-                    .iter()
-                    .map(|&v| self.snap.job(self.runs[v].job).id.clone())
-                    .collect();
-                names.sort();
-                self.wait(
-                    p.job,
-                    WaitReason::WaitingForMinRuntime {
-                        until,
-                        victims: names,
-                    },
-                );
-                true
-            }
-            Outcome::None => {
-                self.no_victims.insert(memo);
-                false
-            }
-        }
-    }
-
-    fn no_victims_key(&self, p: &Pending, f: FlavorId, kind: Kind, limited: bool) -> NoVictims {
-        let claimant = match kind {
-            Kind::Reclaim => Claimant::Vc(p.vc),
-            Kind::Priority { .. } | Kind::QueueShare | Kind::Consolidate => {
-                Claimant::Queue(p.queue)
-            }
-        };
-        let priority = if kind.by_priority() {
-            self.snap.job(p.job).priority
-        } else {
-            0
-        };
-        (claimant, kind.memo(), priority, limited, self.shape(p, f))
-    }
-
     /// Whether `p`, not started, holds back the jobs behind it: in a strict queue, unless no
     /// preemption could ever make room for it (larger than a limit; one larger than the
     /// cluster never gets here).
     fn holds_back(&self, p: &Pending) -> bool {
         self.snap.queue(p.queue).strict && !self.t.above_a_limit(self.snap, p.queue, p.milli)
-    }
-
-    /// Whether evicting run `r` in a combined plan for `p` demands that `p` end within its
-    /// guarantee: another VC's job (a reclaim), or guaranteed work.
-    fn demands_guarantee(&self, p: &Pending, r: RunIdx) -> bool {
-        self.runs[r].vc != Some(p.vc) || !self.runs[r].bonus
-    }
-
-    /// Whether a combined plan with `victims` leaves `p` within its guarantee: it does when
-    /// one of them demands it (its `credit` refused the plan otherwise).
-    fn ends_guaranteed(&self, p: &Pending, victims: &[RunIdx]) -> bool {
-        victims.iter().any(|&v| self.demands_guarantee(p, v))
     }
 
     fn no_fit_reason(&self, p: &Pending, within: bool) -> WaitReason {
@@ -1897,34 +1340,6 @@ impl<'a> Cycle<'a> {
             }
         }
         (!names.is_empty()).then(|| WaitReason::nodes_unavailable(names))
-    }
-
-    /// The sibling queue that keeps what `p`'s queue could take back as its share: `p`'s
-    /// queue is within its share with `p`, and the sibling uses more than its own, but every
-    /// job it runs there is of higher priority than `p` (`Kind::QueueShare` takes none of
-    /// those). The message says so, or the wait reads as the team's guarantee simply used up.
-    fn share_kept_by(&self, p: &Pending) -> Option<String> {
-        if !self.may_take_share(p) {
-            return None;
-        }
-        let t = &self.t;
-        let prio = self.snap.job(p.job).priority;
-        let mut kept = None;
-        for r in self.runs.iter().filter(|r| !r.gone && r.vc == Some(p.vc)) {
-            let Some(sibling) = r
-                .queue
-                .and_then(|rq| t.parting(p.queue, rq))
-                .filter(|&s| t.beyond_share(s) > 0)
-            else {
-                continue;
-            };
-            if r.priority <= prio {
-                // Something could be taken back: the wait has another cause.
-                return None;
-            }
-            kept.get_or_insert(sibling);
-        }
-        kept.map(|s| self.snap.queue(s).name.clone())
     }
 
     fn run(&mut self, pending: IdVec<JobIdx, Option<Pending>>) {
@@ -2116,236 +1531,6 @@ impl<'a> Cycle<'a> {
         }
     }
 
-    /// Phase 3 for one job: plan a priority preemption (the queue's lower-priority jobs),
-    /// then one combining them with other VCs' bonus jobs when that leaves the job within its
-    /// guarantee. Returns true when the job's fate is decided.
-    ///
-    /// A job a limit blocks (`limited`) had no turn in phases 1 and 2. Once its victims free
-    /// the limit, the next cycle gives it that turn, and phase 1 reclaims on a flavor within
-    /// its guarantee before phase 2 lets it borrow another. So its plan keeps that order:
-    /// flavors within its guarantee first ([`Self::limited_tiers`]), the others after. Otherwise
-    /// a plan could evict for a bonus placement on one flavor that the next cycle drops for a
-    /// reclaim on another, the first victims' room never used. Its plan on the first tier was
-    /// tried at its phase-1 turn already ([`Self::guaranteed`]); it is tried again here, where
-    /// jobs evicted since may have left room.
-    fn priority_plan(&mut self, p: &Pending, limited: bool) -> bool {
-        let tiers: Vec<Vec<FlavorId>> = if limited {
-            let (head, rest) = self.limited_tiers(p);
-            vec![head, rest]
-        } else {
-            vec![p.flavors.clone()]
-        };
-        tiers
-            .iter()
-            .any(|flavors| self.priority_tier(p, flavors, limited))
-    }
-
-    /// The flavors of a job a limit blocks that are within its VC's guarantee once its own
-    /// lower-priority jobs there are gone (those are the victims that free the limit, and the
-    /// next cycle counts without them), then the others.
-    fn limited_tiers(&self, p: &Pending) -> (Vec<FlavorId>, Vec<FlavorId>) {
-        p.flavors.iter().partition(|&&f| {
-            self.t.within_guarantee(p.vc, f, p.milli) || self.combined_may_fit(p, f)
-        })
-    }
-
-    /// A priority plan on `flavors`: the job's own lower-priority jobs alone on each, then
-    /// with other VCs' bonus jobs when that leaves it within its guarantee. Returns true when
-    /// the job's fate is decided.
-    fn priority_tier(&mut self, p: &Pending, flavors: &[FlavorId], limited: bool) -> bool {
-        for &f in flavors {
-            let bonus = !self.t.within_guarantee(p.vc, f, p.milli);
-            let kind = Kind::Priority {
-                bonus,
-                combined: false,
-            };
-            if self.preempt(p, f, kind, limited) {
-                return true;
-            }
-        }
-        // then the job's own lower-priority jobs and other VCs' bonus jobs together,
-        // when that leaves it within its guarantee
-        for &f in flavors {
-            if !self.combined_may_fit(p, f) {
-                continue;
-            }
-            let bonus = !self.t.within_guarantee(p.vc, f, p.milli);
-            let kind = Kind::Priority {
-                bonus,
-                combined: true,
-            };
-            if self.preempt(p, f, kind, limited) {
-                return true;
-            }
-        }
-        false
-    }
-
-    /// Phase 3 for a job whose queue is below its share of its VC's guarantee: take it back
-    /// from sibling queues that use more than theirs (Volcano's capacity reclaim, YuniKorn's
-    /// guaranteed queues), on a flavor where the job then runs within the guarantee. Returns
-    /// true when the job's fate is decided.
-    fn share_plan(&mut self, p: &Pending, limited: bool) -> bool {
-        if !self.may_take_share(p) {
-            return false;
-        }
-        for &f in &p.flavors {
-            if self.t.guarantee[p.vc][f] >= p.milli && self.preempt(p, f, Kind::QueueShare, limited)
-            {
-                return true;
-            }
-        }
-        false
-    }
-
-    /// Phase 3 for a job within its VC's guarantee that does not fit although enough whole
-    /// GPUs of its type are free, scattered over nodes: move smaller jobs of its own team (of
-    /// no higher priority) that fit at once elsewhere, so that the job's GPUs come together
-    /// (KAI's consolidation). Returns true when the job's fate is decided.
-    fn consolidation_plan(&mut self, p: &Pending) -> bool {
-        if p.whole == 0 {
-            return false;
-        }
-        for &f in &p.flavors {
-            if self.consolidations_left == 0 {
-                return false;
-            }
-            // a search known to find nothing (`no_victims`) is skipped and not counted
-            if !self.t.within_guarantee(p.vc, f, p.milli)
-                || self.c.free_summary(&[f]).1 < p.whole
-                || self
-                    .no_victims
-                    .contains(&self.no_victims_key(p, f, Kind::Consolidate, false))
-            {
-                continue;
-            }
-            self.consolidations_left -= 1;
-            if self.preempt(p, f, Kind::Consolidate, false) {
-                return true;
-            }
-        }
-        false
-    }
-
-    /// Whether evicting `victims` for `p` (placed by `planned` on `f`) is a move: each victim
-    /// fits again whichever goes first in the next cycle, the job or its victims. Victims
-    /// first: placed as the next cycle would place them (the job's room and their own free),
-    /// they must leave the job room; otherwise one would go back where the job's room is and
-    /// the same move would be planned again. Job first: each fits on capacity neither held
-    /// nor reserved now, and that room stays taken for the rest of this cycle. Otherwise the
-    /// cluster is left as it was.
-    fn a_move(&mut self, p: &Pending, f: FlavorId, victims: &[RunIdx], planned: &Trial) -> bool {
-        // each victim as a job to place again: its own type, and guaranteed as it is now (a
-        // guaranteed placement keeps other VCs' cells whole, as `try_place`)
-        let digests: Option<Vec<(Pending, FlavorId, bool)>> = victims
-            .iter()
-            .map(|&v| {
-                let r = &self.runs[v];
-                let (job, vf, guaranteed) = (r.job, r.flavor, !r.bonus);
-                self.digest_one(job, &[vf], &[vf])
-                    .ok()
-                    .map(|pv| (pv, vf, guaranteed))
-            })
-            .collect();
-        let Some(digests) = digests else {
-            return false;
-        };
-        // victims first, on the capacity free once they are gone, the job's room included
-        planned.lift(&mut self.c);
-        let mut placed: Vec<Trial> = Vec::new();
-        let mut fits = true;
-        // capacity that is leaving is not in the free index: search the nodes themselves
-        let nodes_of = |c: &Cluster, q: &Pending, f: FlavorId| -> Vec<NodeId> {
-            match scope(q) {
-                Scope::Nodes(ns) => ns.to_vec(),
-                Scope::Flavor => c.facts[f].nodes.clone(),
-            }
-        };
-        for (pv, vf, guaranteed) in &digests {
-            let req = self.request(pv, *vf);
-            let nodes = nodes_of(&self.c, pv, *vf);
-            match place(&mut self.c, &req, Mode::AfterRelease, Scope::Nodes(&nodes)) {
-                Some(t) => {
-                    let kept =
-                        !guaranteed || self.cells.accepts(&self.c, &self.t, &t, pv.vc, pv.milli);
-                    placed.push(t);
-                    if !kept {
-                        fits = false;
-                        break;
-                    }
-                }
-                None => {
-                    fits = false;
-                    break;
-                }
-            }
-        }
-        if fits {
-            let req = self.request(p, f);
-            let nodes = nodes_of(&self.c, p, f);
-            match place(&mut self.c, &req, Mode::AfterRelease, Scope::Nodes(&nodes)) {
-                Some(t) => t.undo(&mut self.c),
-                None => fits = false,
-            }
-        }
-        for t in placed.drain(..).rev() {
-            t.undo(&mut self.c);
-        }
-        planned.restore(&mut self.c);
-        if !fits {
-            return false;
-        }
-        // the job first: the victims on what is free now
-        for (pv, vf, guaranteed) in &digests {
-            match self.try_place(pv, *vf, *guaranteed) {
-                Some(t) => placed.push(t),
-                None => {
-                    for t in placed.into_iter().rev() {
-                        t.undo(&mut self.c);
-                    }
-                    return false;
-                }
-            }
-        }
-        true
-    }
-
-    /// Whether a queue-share plan may exist for `p`: its queue is entitled to it, and another
-    /// queue line of its VC uses more than its firm share.
-    fn may_take_share(&self, p: &Pending) -> bool {
-        let t = &self.t;
-        t.entitlement[p.queue] >= t.queue_used[p.queue] + p.milli
-            && t.queue_vc.iter_enumerated().any(|(q, vc)| {
-                *vc == Some(p.vc) && !t.chain[p.queue].contains(&q) && t.beyond_share(q) > 0
-            })
-    }
-
-    /// Whether evicting every lower-priority guaranteed job of `p`'s queue on flavor `f` would
-    /// bring `p` within its VC's guarantee there (else a combined plan cannot exist). It is
-    /// also how a combined plan's end is judged: the next cycle fills the guarantee by
-    /// priority, so those jobs are demoted once `p` runs, evicted or not (provided `p` gets
-    /// there: the plan's `credit` checks that phase 1 offers it no other type first).
-    fn combined_may_fit(&self, p: &Pending, f: FlavorId) -> bool {
-        let g = self.t.guarantee[p.vc][f];
-        if g == 0 {
-            return false;
-        }
-        let prio = self.snap.job(p.job).priority;
-        let own: u64 = self
-            .runs
-            .iter()
-            .filter(|r| {
-                !r.gone
-                    && !r.bonus
-                    && r.flavor == f
-                    && r.queue == Some(p.queue)
-                    && r.priority < prio
-            })
-            .map(|r| r.milli)
-            .sum();
-        self.t.guar_used[p.vc][f].saturating_sub(own) + p.milli <= g
-    }
-
     /// Gives each waiting job its place in its queue: the order phase 1 offered the queue's
     /// jobs, counting only those still waiting. A job larger than one of its limits has no
     /// place, as one larger than the cluster has none: it can never start, and holds back
@@ -2414,14 +1599,21 @@ impl<'a> Cycle<'a> {
                 return;
             }
         }
-        for &f in &head {
-            if self.preempt(p, f, Kind::Reclaim, false) {
-                return;
-            }
+        if self.reclaim_plan(p, &head) {
+            return;
         }
         if !self.priority_plan_at_turn(p, true) {
             deferred.push((p.job, true));
         }
+    }
+
+    /// The job's GPU types on which it stays within its VirtualCluster's guarantee.
+    fn within_guarantee(&self, p: &Pending) -> Vec<FlavorId> {
+        p.flavors
+            .iter()
+            .copied()
+            .filter(|&f| self.t.within_guarantee(p.vc, f, p.milli))
+            .collect()
     }
 
     /// A job on its way back (stopped for a drain, back in its queue once `kubectl drain`
@@ -2433,15 +1625,6 @@ impl<'a> Cycle<'a> {
     /// room is not free, the bonus jobs that hold it are reclaimed now, so that their
     /// checkpoints overlap the gap instead of following it. Beyond its guarantee it waits
     /// as before: lending to others is what bonus capacity is for.
-    /// The job's GPU types on which it stays within its VirtualCluster's guarantee.
-    fn within_guarantee(&self, p: &Pending) -> Vec<FlavorId> {
-        p.flavors
-            .iter()
-            .copied()
-            .filter(|&f| self.t.within_guarantee(p.vc, f, p.milli))
-            .collect()
-    }
-
     fn hold_for_return(&mut self, p: &Pending) {
         let snap = self.snap;
         let queue = snap.queue(p.queue).name.clone();
@@ -2459,39 +1642,11 @@ impl<'a> Cycle<'a> {
                     return;
                 }
             }
-            for &f in &within {
-                if self.preempt(p, f, Kind::Reclaim, false) {
-                    return;
-                }
+            if self.reclaim_plan(p, &within) {
+                return;
             }
         }
         self.wait(p.job, WaitReason::Returning { queue });
-    }
-
-    /// Phase 3's priority plan, made at the job's turn in phase 1 or 2 when nothing else can
-    /// start it: its queue allows priority preemption, and it fits nowhere now, within its
-    /// guarantee or borrowed (room only shrinks during a cycle, so phase 2 could not place it
-    /// either). Made in phase 3, the plan came after the lower-priority jobs behind it in its
-    /// queue had taken the free part of the room it needs, and the next cycle preempted them
-    /// for it (an acceptance run: admitted, then preempted 0.2 s later). In phase 1
-    /// (`guaranteed_only`) only a plan that leaves the job within its guarantee is made:
-    /// one that leaves it borrowing waits for its turn in phase 2, after every team's
-    /// guaranteed jobs.
-    /// Returns true when the job's fate is decided.
-    fn priority_plan_at_turn(&mut self, p: &Pending, guaranteed_only: bool) -> bool {
-        if !self.snap.queue(p.queue).priority_preemption {
-            return false;
-        }
-        for &f in &p.flavors {
-            if let Some(trial) = self.try_place(p, f, false) {
-                trial.undo(&mut self.c);
-                return false;
-            }
-        }
-        self.guaranteed_plans_only = guaranteed_only;
-        let decided = self.priority_plan(p, false);
-        self.guaranteed_plans_only = false;
-        decided
     }
 
     /// Bonus (or, on a flavor with guarantee left, guaranteed) admission on idle capacity.

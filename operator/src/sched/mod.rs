@@ -143,6 +143,7 @@ pub mod model;
 mod options;
 mod order;
 mod placement;
+mod preempt;
 mod reclaim;
 mod risk;
 mod tenants;
