@@ -9,18 +9,20 @@ use std::rc::Rc;
 
 use super::cancel;
 use super::cells::Cells;
-use super::cluster::{Cluster, FlavorFacts, Mode};
-use super::constraints::{self, Mismatch, NodeConstraints};
+use super::cluster::{Cluster, Mode};
+use super::constraints::{self, NodeConstraints};
 use super::decisions::{Admission, Decisions, WaitReason, Waiting};
+use super::digest::FilterKey;
 use super::frag::{self, Mix};
-use super::ids::{FlavorId, IdVec, JobIdx, NodeId, QueueId, RackId, RunIdx, VcId};
-use super::model::{Flavor, GpuDemand, Gpus, Job, Snapshot, TopologyLevel};
+use super::ids::{FlavorId, IdVec, JobIdx, NodeId, QueueId, RunIdx, VcId};
+use super::model::{Flavor, GpuDemand, Gpus, Job, Running, Snapshot, TopologyLevel};
 use super::options::Options;
 use super::order;
 use super::placement::{Demand, NodeFilter, NodeMask, Request, Scope, Trial, place};
 use super::preempt::{CONSOLIDATION_SEARCHES, NoVictims};
 use super::reclaim::RunInfo;
 use super::risk;
+use super::standing::{self, standing_order};
 use super::tenants::{Tenants, gpus};
 use super::usage;
 
@@ -106,142 +108,6 @@ pub(super) struct Cycle<'a> {
     pub(super) filters: RefCell<HashMap<FilterKey, Rc<NodeFilter>>>,
 }
 
-/// A node filter's identity in one cycle: its tasks' masks (by address: the masks live in
-/// `Cycle::masks` for the whole cycle) and the GPU types searched.
-type FilterKey = (Vec<Option<usize>>, Vec<FlavorId>);
-
-/// What a job needs of one GPU type at least, for the "never fits" checks.
-struct Shape {
-    largest_replica: u32,
-    whole: u32,
-    level: Option<TopologyLevel>,
-}
-
-impl Shape {
-    /// Whether a type with these facts could ever hold the job: a node for its largest
-    /// replica, and all its GPUs in the type and in one domain of its required level.
-    fn fits(&self, x: &FlavorFacts) -> bool {
-        self.largest_replica <= x.max_node_gpus
-            && self.whole <= x.total_gpus
-            && self.whole <= x.max_in(self.level)
-    }
-}
-
-fn sort_key(d: &Demand) -> (u8, Reverse<u64>, u16, u32) {
-    match d.gpu {
-        GpuDemand::Whole(k) => (0, Reverse(u64::from(k)), d.task, d.index),
-        GpuDemand::Share(m) => (1, Reverse(u64::from(m.0)), d.task, d.index),
-        GpuDemand::None => (2, Reverse(0), d.task, d.index),
-    }
-}
-
-/// A job leaving for a drain or an unhealthy GPU (no job takes its place) comes back to its
-/// queue: its team's limits still count it, so that no job of the team takes the room it
-/// will need under them and is preempted for it when it returns (uncharged, a job the
-/// team's limit held back started the moment a drain began, and was preempted 16 s later).
-/// Its GPUs still come free for placement as its pods go, and its guarantee for whoever
-/// waits within it, as before.
-fn charge_jobs_that_return(snap: &Snapshot, t: &mut Tenants, runs: &IdVec<RunIdx, RunInfo>) {
-    for i in runs.ids() {
-        let r = &runs[i];
-        let job = snap.job(r.job);
-        let returns = job
-            .running
-            .as_ref()
-            .and_then(|run| run.checkpoint_request.as_ref())
-            .is_some_and(|req| !req.reason.for_a_job());
-        if let (true, true, Some(q)) = (r.gone, returns, r.queue) {
-            t.hold_limits(q, &job.user, r.milli);
-        }
-    }
-}
-
-/// A withdrawal that would take its tenant above a limit is not made. A job that a limit
-/// (the VirtualCluster's, a queue's `maxShare`, a user's) kept waiting is admitted while its
-/// victims leave, on their credit against the limit, and it may be placed on other free GPUs;
-/// once it runs it no longer waits, so the victims' preemption looks stale (`cancel`). Let
-/// go, a victim ran on beside it and the tenant stayed above its cap for good (an acceptance
-/// run saw 12 GPUs held under a limit of 8). Each victim whose withdrawal finds its scope
-/// above a limit goes on leaving instead (the least important first; one kept may bring the
-/// others within it).
-fn keep_preemptions_a_limit_needs(
-    snap: &Snapshot,
-    t: &mut Tenants,
-    runs: &mut IdVec<RunIdx, RunInfo>,
-    order: &[RunIdx],
-    out: &mut Decisions,
-) -> bool {
-    let mut kept = false;
-    if out.cancellations.is_empty() {
-        return kept;
-    }
-    for &i in order.iter().rev() {
-        let r = &runs[i];
-        let job = snap.job(r.job);
-        let Some(q) = r.queue else { continue };
-        if !out.cancellations.iter().any(|c| c.job == job.id)
-            || t.check_limits(snap, q, &job.user, 0).is_ok()
-        {
-            continue;
-        }
-        t.charge(q, &job.user, r.flavor, r.milli, r.bonus, false);
-        out.cancellations.retain(|c| c.job != job.id);
-        out.promotions.retain(|x| x != &job.id);
-        out.demotions.retain(|x| x != &job.id);
-        runs[i].gone = true;
-        kept = true;
-    }
-    kept
-}
-
-/// Standing: which running jobs are within their VC's guarantee and which are bonus is
-/// decided afresh each cycle, most important first (see `standing_order`), and charged to
-/// `t`; cell ownership starts from the jobs guaranteed so far, and a bonus job becomes
-/// guaranteed only where that keeps other VCs' cells obtainable (else it stays
-/// reclaimable). Changes of standing go to `out`; returns the order and the cells.
-fn settle_standing(
-    snap: &Snapshot,
-    c: &Cluster,
-    t: &mut Tenants,
-    runs: &mut IdVec<RunIdx, RunInfo>,
-    out: &mut Decisions,
-) -> (Vec<RunIdx>, Cells) {
-    let mut order: Vec<RunIdx> = runs.ids().filter(|&i| !runs[i].gone).collect();
-    order.sort_by_key(|&i| standing_order(&runs[i], snap.job(runs[i].job).id.as_str()));
-    let mut cells = Cells::build(snap, c, t, runs);
-    for &i in &order {
-        let r = &runs[i];
-        let (Some(q), Some(vc)) = (r.queue, r.vc) else {
-            continue;
-        };
-        let guaranteed =
-            t.within_guarantee(vc, r.flavor, r.milli) && (!r.bonus || cells.promote(c, t, r, vc));
-        out.note_standing(&snap.job(r.job).id, r.bonus, guaranteed);
-        t.charge(
-            q,
-            &snap.job(r.job).user,
-            r.flavor,
-            r.milli,
-            !guaranteed,
-            true,
-        );
-        runs[i].bonus = !guaranteed;
-    }
-    (order, cells)
-}
-
-/// The order in which running jobs fill their VirtualCluster's guarantee; what is left over
-/// is bonus, so a VC's bonus jobs are its least important. Higher priority first; among
-/// equal priorities the standing a job already has (guaranteed first), so that jobs do not
-/// swap at every checkpoint and a reclaim planned on a domain is not undone by the next
-/// cycle; then the most work lost if stopped now, the oldest, the id.
-fn standing_order<'a>(
-    r: &RunInfo,
-    id: &'a str,
-) -> (Reverse<i32>, bool, Reverse<u64>, i64, &'a str) {
-    (Reverse(r.priority), r.bonus, Reverse(r.lost), r.started, id)
-}
-
 /// What phase 1 hands on: the order jobs were offered in, the jobs each VirtualCluster
 /// deferred to phase 2 (with whether each is within its guarantee), per strict queue the
 /// job that did not start and holds back the jobs offered after it, and each job's place
@@ -251,41 +117,6 @@ struct Offered {
     deferred: IdVec<VcId, Vec<(JobIdx, bool)>>,
     blocker: HashMap<QueueId, JobIdx>,
     place: IdVec<JobIdx, usize>,
-}
-
-/// One demand per replica of the job, in task order; an invalid job (no replicas, too many
-/// tasks, a share outside 1..=999 milli) says why.
-fn demands_of(job: &Job) -> Result<Vec<Demand>, WaitReason> {
-    let invalid = |m: String| Err(WaitReason::Invalid { message: m });
-    if job.tasks.is_empty() || job.tasks.iter().all(|t| t.replicas == 0) {
-        return invalid("it has no replicas".into());
-    }
-    if job.tasks.len() > usize::from(u16::MAX) {
-        return invalid("it has too many tasks".into());
-    }
-    let mut demands = Vec::new();
-    for (ti, t) in job.tasks.iter().enumerate() {
-        let gpu = match t.gpus {
-            GpuDemand::Whole(0) => GpuDemand::None,
-            GpuDemand::Share(m) if m.0 == 0 || m.0 >= 1000 => {
-                return invalid(format!(
-                    "task {} asks for a GPU share of {} milli; a share is 1 to 999",
-                    t.name, m.0
-                ));
-            }
-            g => g,
-        };
-        for index in 0..t.replicas {
-            demands.push(Demand {
-                gpu,
-                cpu: t.cpu_milli,
-                mem: t.memory_bytes,
-                task: ti as u16,
-                index,
-            });
-        }
-    }
-    Ok(demands)
 }
 
 /// The scheduling cycle: same snapshot, same decisions.
@@ -303,6 +134,87 @@ pub fn schedule_with(snap: &Snapshot, opts: &Options) -> Decisions {
     }
     // Withdrawn, those victims hold their GPUs again: the cycle is made anew with them.
     cycle(snap, opts, unneeded)
+}
+
+/// What running job `j` holds, read from its placement and charged to the cluster (as
+/// `leaving` when it is on its way out).
+fn run_info(
+    snap: &Snapshot,
+    c: &mut Cluster,
+    j: JobIdx,
+    job: &Job,
+    r: &Running,
+    leaving: bool,
+) -> RunInfo {
+    let mut takes = Vec::new();
+    let mut milli = 0u64;
+    let mut flavor = None;
+    let mut nodes = Vec::new();
+    for p in &r.placement {
+        let Some(&n) = c.node_by_name.get(&p.node) else {
+            continue;
+        };
+        let task = job.tasks.iter().find(|t| t.name == p.task);
+        let (cpu, mem) = task.map_or((0, 0), |t| (t.cpu_milli, t.memory_bytes));
+        let gl: Vec<(u8, u16)> = match p.share {
+            Some(m) => p
+                .gpus
+                .first()
+                .map(|g| (g.0.min(255) as u8, m.0.min(1000) as u16))
+                .into_iter()
+                .collect(),
+            None => p.gpus.iter().map(|g| (g.0.min(255) as u8, 1000)).collect(),
+        };
+        c.charge_running(n, &p.gpus, p.share.map(|m| m.0), cpu, mem, leaving);
+        if !gl.is_empty() {
+            flavor.get_or_insert(c.nodes[n].flavor);
+        }
+        milli += gl.iter().map(|x| u64::from(x.1)).sum::<u64>();
+        if !nodes.contains(&n) {
+            nodes.push(n);
+        }
+        takes.push((n, gl, cpu, mem));
+    }
+    let since = r.last_checkpoint.unwrap_or(r.started_at).max(r.started_at);
+    let secs = (snap.now - since).max(0) as u64;
+    RunInfo {
+        job: j,
+        queue: None,
+        vc: None,
+        flavor: flavor
+            .or_else(|| nodes.first().map(|&n| c.nodes[n].flavor))
+            .unwrap_or_default(),
+        milli,
+        bonus: r.bonus,
+        priority: job.priority,
+        started: r.started_at,
+        lost: milli.saturating_mul(secs) / 1000,
+        young_until: (snap.now < r.started_at + r.min_runtime_seconds)
+            .then_some(r.started_at + r.min_runtime_seconds),
+        takes,
+        nodes,
+        gone: leaving,
+    }
+}
+
+/// Each running job's queue and VirtualCluster; returns the runs on each node.
+fn assign_tenants(
+    snap: &Snapshot,
+    t: &Tenants,
+    runs: &mut IdVec<RunIdx, RunInfo>,
+    nodes: usize,
+) -> IdVec<NodeId, Vec<RunIdx>> {
+    let mut on_node = IdVec::filled(Vec::new(), nodes);
+    for i in runs.ids() {
+        let r: &mut RunInfo = &mut runs[i];
+        let job = snap.job(r.job);
+        r.queue = t.queue_by_name.get(&job.queue).copied();
+        r.vc = r.queue.and_then(|q| t.queue_vc[q]);
+        for &n in &r.nodes {
+            on_node[n].push(i);
+        }
+    }
+    on_node
 }
 
 /// One scheduling cycle, with the preemptions in `withdraw` withdrawn besides the stale ones.
@@ -374,55 +286,7 @@ impl<'a> Cycle<'a> {
             let j = JobIdx(j as u32);
             let Some(r) = &job.running else { continue };
             let leaving = r.preempting && !cancelled.contains_key(&j);
-            let mut takes = Vec::new();
-            let mut milli = 0u64;
-            let mut flavor = None;
-            let mut nodes = Vec::new();
-            for p in &r.placement {
-                let Some(&n) = c.node_by_name.get(&p.node) else {
-                    continue;
-                };
-                let task = job.tasks.iter().find(|t| t.name == p.task);
-                let (cpu, mem) = task.map_or((0, 0), |t| (t.cpu_milli, t.memory_bytes));
-                let gl: Vec<(u8, u16)> = match p.share {
-                    Some(m) => p
-                        .gpus
-                        .first()
-                        .map(|g| (g.0.min(255) as u8, m.0.min(1000) as u16))
-                        .into_iter()
-                        .collect(),
-                    None => p.gpus.iter().map(|g| (g.0.min(255) as u8, 1000)).collect(),
-                };
-                c.charge_running(n, &p.gpus, p.share.map(|m| m.0), cpu, mem, leaving);
-                if !gl.is_empty() {
-                    flavor.get_or_insert(c.nodes[n].flavor);
-                }
-                milli += gl.iter().map(|x| u64::from(x.1)).sum::<u64>();
-                if !nodes.contains(&n) {
-                    nodes.push(n);
-                }
-                takes.push((n, gl, cpu, mem));
-            }
-            let since = r.last_checkpoint.unwrap_or(r.started_at).max(r.started_at);
-            let secs = (snap.now - since).max(0) as u64;
-            runs.push(RunInfo {
-                job: j,
-                queue: None,
-                vc: None,
-                flavor: flavor
-                    .or_else(|| nodes.first().map(|&n| c.nodes[n].flavor))
-                    .unwrap_or_default(),
-                milli,
-                bonus: r.bonus,
-                priority: job.priority,
-                started: r.started_at,
-                lost: milli.saturating_mul(secs) / 1000,
-                young_until: (snap.now < r.started_at + r.min_runtime_seconds)
-                    .then_some(r.started_at + r.min_runtime_seconds),
-                takes,
-                nodes,
-                gone: leaving,
-            });
+            runs.push(run_info(snap, &mut c, j, job, r, leaving));
         }
         c.index(snap);
         let cap: IdVec<FlavorId, u64> = c
@@ -431,40 +295,12 @@ impl<'a> Cycle<'a> {
             .map(|f| u64::from(f.total_gpus) * 1000)
             .collect();
         let mut t = Tenants::build(snap, &c.flavor_by_name, cap.clone());
-        let mut on_node = IdVec::filled(Vec::new(), c.nodes.len());
-        for i in runs.ids() {
-            let r: &mut RunInfo = &mut runs[i];
-            let job = snap.job(r.job);
-            r.queue = t.queue_by_name.get(&job.queue).copied();
-            r.vc = r.queue.and_then(|q| t.queue_vc[q]);
-            for &n in &r.nodes {
-                on_node[n].push(i);
-            }
-        }
+        let on_node = assign_tenants(snap, &t, &mut runs, c.nodes.len());
         let mut out = Decisions {
             cancellations: cancelled.into_values().collect(),
             ..Decisions::default()
         };
-        let was_bonus: IdVec<RunIdx, bool> = runs.iter().map(|r| r.bonus).collect();
-        let (order, mut cells) = settle_standing(snap, &c, &mut t, &mut runs, &mut out);
-        if keep_preemptions_a_limit_needs(snap, &mut t, &mut runs, &order, &mut out) {
-            // The standing counted the victims whose withdrawal a limit then refused: they
-            // leave after all, so the others' standing is settled again without them. A
-            // sibling was demoted for as long as the victim checkpointed, and promoted when it
-            // left (Demoted, then Promoted, within seconds in an acceptance run).
-            for i in runs.ids() {
-                runs[i].bonus = was_bonus[i];
-            }
-            out.promotions.clear();
-            out.demotions.clear();
-            t = Tenants::build(snap, &c.flavor_by_name, cap);
-            cells = settle_standing(snap, &c, &mut t, &mut runs, &mut out).1;
-        }
-        charge_jobs_that_return(snap, &mut t, &runs);
-        if !out.demotions.is_empty() {
-            // a demoted job no longer binds its domains: they may be clean again
-            cells = Cells::build(snap, &c, &t, &runs);
-        }
+        let cells = standing::settle(snap, &c, cap, &mut t, &mut runs, &mut out);
         Cycle {
             snap,
             opts: Options::default(),
@@ -498,450 +334,6 @@ impl<'a> Cycle<'a> {
             reason,
             position: None,
         });
-    }
-
-    /// Validate pending jobs and turn them into demands; invalid ones get their reason.
-    fn digest(&mut self) -> IdVec<JobIdx, Option<Pending>> {
-        let snap = self.snap;
-        // reserve-and-pack: jobs that accept any type try the types fewest jobs ask for first
-        let mut asked: BTreeMap<FlavorId, usize> = BTreeMap::new();
-        for j in snap.jobs.iter().filter(|j| j.running.is_none()) {
-            for f in &j.gpu_types {
-                if let Some(&id) = self.c.flavor_by_name.get(f.as_str()) {
-                    *asked.entry(id).or_default() += 1;
-                }
-            }
-        }
-        let mut any_gpu: Vec<FlavorId> = self
-            .c
-            .flavor_names
-            .ids()
-            .filter(|&f| !self.c.flavor_names[f].is_empty() && self.c.facts[f].total_gpus > 0)
-            .collect();
-        any_gpu.sort_by_key(|&f| {
-            (
-                asked.get(&f).copied().unwrap_or(0),
-                self.c.flavor_names[f].clone(),
-            )
-        });
-        let mut any_cpu: Vec<FlavorId> = self
-            .c
-            .flavor_names
-            .ids()
-            .filter(|&f| !self.c.facts[f].nodes.is_empty())
-            .collect();
-        any_cpu.sort_by_key(|&f| {
-            (
-                !self.c.flavor_names[f].is_empty(),
-                self.c.flavor_names[f].clone(),
-            )
-        });
-
-        let mut out: IdVec<JobIdx, Option<Pending>> = IdVec::new();
-        for (j, job) in snap.jobs.iter().enumerate() {
-            let j = JobIdx(j as u32);
-            let digested = match job.running {
-                Some(_) => None,
-                None => self
-                    .digest_one(j, &any_gpu, &any_cpu)
-                    .map_err(|reason| self.wait(j, reason))
-                    .ok(),
-            };
-            out.push(digested);
-        }
-        out
-    }
-
-    pub(super) fn digest_one(
-        &self,
-        j: JobIdx,
-        any_gpu: &[FlavorId],
-        any_cpu: &[FlavorId],
-    ) -> Result<Pending, WaitReason> {
-        let job = self.snap.job(j);
-        let (queue, vc) = self.admitting_queue(job)?;
-        let mut demands = demands_of(job)?;
-        demands.sort_by_key(sort_key);
-        let whole_gpus = |d: &Demand| match d.gpu {
-            GpuDemand::Whole(k) => k,
-            _ => 0,
-        };
-        let whole: u32 = demands.iter().map(whole_gpus).sum();
-        let largest_replica = demands.iter().map(whole_gpus).max().unwrap_or(0);
-        let uses_gpu = demands.iter().any(|d| d.gpu != GpuDemand::None);
-        let mut flavors = self.acceptable_flavors(job, uses_gpu, any_gpu, any_cpu);
-        let level = job.topology.required;
-        let shape = Shape {
-            largest_replica,
-            whole,
-            level,
-        };
-        if flavors.is_empty() || !flavors.iter().any(|&f| shape.fits(&self.c.facts[f])) {
-            return Err(self.never_fits(job, &flavors, &shape, uses_gpu));
-        }
-        flavors.retain(|&f| shape.fits(&self.c.facts[f]));
-        self.fits_a_node(&demands, &flavors)?;
-        let filter = self.node_filter(job, &mut flavors)?;
-        let nvlink = largest_replica >= 2
-            || job.topology.required == Some(TopologyLevel::GpuGroup)
-            || job.topology.preferred == Some(TopologyLevel::GpuGroup);
-        Ok(Pending {
-            job: j,
-            queue,
-            vc,
-            milli: job.gpu_milli(),
-            demands,
-            whole,
-            largest_replica,
-            flavors,
-            nvlink,
-            filter,
-        })
-    }
-
-    /// The job's queue and its VirtualCluster, when the queue admits jobs now: it exists,
-    /// belongs to a VirtualCluster, and neither it (nor a queue above it) nor the
-    /// VirtualCluster is being deleted.
-    fn admitting_queue(&self, job: &Job) -> Result<(QueueId, VcId), WaitReason> {
-        let invalid = |m: String| Err(WaitReason::Invalid { message: m });
-        let Some(&queue) = self.t.queue_by_name.get(&job.queue) else {
-            return invalid(format!("queue {} does not exist", job.queue));
-        };
-        let Some(vc) = self.t.queue_vc[queue] else {
-            return invalid(format!(
-                "queue {} has no valid VirtualCluster or parent",
-                job.queue
-            ));
-        };
-        if let Some(&closed) = self.t.chain[queue]
-            .iter()
-            .find(|&&q| self.snap.queue(q).terminating)
-        {
-            return Err(WaitReason::QueueTerminating {
-                queue: self.snap.queue(closed).name.clone(),
-            });
-        }
-        // After the queue's own deletion: the queue is the nearer thing to fix.
-        if self.t.vc_terminating[vc] {
-            return Err(WaitReason::VirtualClusterTerminating {
-                virtual_cluster: self.t.vc_names[vc].clone(),
-            });
-        }
-        Ok((queue, vc))
-    }
-
-    /// The GPU types the job may use, in the cluster's order of types (never the order the
-    /// user wrote them).
-    fn acceptable_flavors(
-        &self,
-        job: &Job,
-        uses_gpu: bool,
-        any_gpu: &[FlavorId],
-        any_cpu: &[FlavorId],
-    ) -> Vec<FlavorId> {
-        if !uses_gpu {
-            // A job that takes no GPU still keeps off the GPU types it did not list: nodes
-            // without GPUs, or of a listed type.
-            any_cpu
-                .iter()
-                .copied()
-                .filter(|&f| {
-                    let name = self.c.flavor_names[f].as_str();
-                    job.gpu_types.is_empty()
-                        || name.is_empty()
-                        || job.gpu_types.iter().any(|t| t.as_str() == name)
-                })
-                .collect()
-        } else if job.gpu_types.is_empty() {
-            any_gpu.to_vec()
-        } else {
-            // A list of acceptable types is a set: taken in the cluster's order of them (as
-            // for a job that accepts any type), never in the order the user wrote them.
-            any_gpu
-                .iter()
-                .copied()
-                .filter(|&f| {
-                    let name = self.c.flavor_names[f].as_str();
-                    job.gpu_types.iter().any(|t| t.as_str() == name)
-                })
-                .collect()
-        }
-    }
-
-    /// Why a job that no acceptable GPU type can hold waits: the nodes of its types that
-    /// take no new work now would hold it (`NodesUnavailable`), or it never fits, naming
-    /// what it is too large for.
-    fn never_fits(
-        &self,
-        job: &Job,
-        flavors: &[FlavorId],
-        shape: &Shape,
-        uses_gpu: bool,
-    ) -> WaitReason {
-        let Shape {
-            largest_replica,
-            whole,
-            level,
-        } = *shape;
-        if flavors.is_empty() {
-            if let Some(r) = uses_gpu
-                .then(|| self.nodes_unavailable(job, shape))
-                .flatten()
-            {
-                return r;
-            }
-            return WaitReason::NeverFits {
-                message: format!(
-                    "no schedulable node has GPUs of type {}; list other spec.gpuTypes, or it starts once such a node joins",
-                    job.gpu_types
-                        .iter()
-                        .map(Flavor::to_string)
-                        .collect::<BTreeSet<_>>()
-                        .into_iter()
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            };
-        }
-        if let Some(r) = self.nodes_unavailable(job, shape) {
-            return r;
-        }
-        // The most any acceptable type offers, to name what the job is too large for;
-        // counted only for such a job, not on every job's way through each cycle.
-        let most = |of: &dyn Fn(&FlavorFacts) -> u32| {
-            flavors
-                .iter()
-                .map(|&f| of(&self.c.facts[f]))
-                .max()
-                .unwrap_or(0)
-        };
-        let most_node = most(&|x| x.max_node_gpus);
-        let most_total = most(&|x| x.total_gpus);
-        let most_in_level = most(&|x| x.max_in(level));
-        WaitReason::NeverFits {
-            message: if largest_replica > most_node {
-                format!(
-                    "a replica needs {largest_replica} GPUs and no node of the acceptable GPU types has more than {most_node}; use more replicas of fewer GPUs each"
-                )
-            } else if whole > most_total {
-                format!(
-                    "the job needs {whole} GPUs and no acceptable GPU type has more than {most_total} in the whole cluster; ask for fewer GPUs, or allow more spec.gpuTypes"
-                )
-            } else if let Some(l) = level.filter(|_| whole > most_in_level) {
-                format!(
-                    "the job needs {whole} GPUs within one {l} (topology.required) and no {l} of the acceptable GPU types has more than {most_in_level}; ask for fewer GPUs, or loosen topology.required"
-                )
-            } else {
-                format!(
-                    "no one acceptable GPU type has both a node for a replica of {largest_replica} GPUs and room for all {whole}; ask for fewer GPUs, or allow more spec.gpuTypes"
-                )
-            },
-        }
-    }
-
-    /// Before a job is told it never fits: whether it would, were the nodes of its GPU
-    /// types that take no new work now (cordoned, not ready) back. A cordon is maintenance:
-    /// a job that needs the cordoned node was told "can never run on this cluster", with a
-    /// Warning, and Argo CD read it Degraded (an acceptance run). Counted only for such a
-    /// job, over the nodes of its types.
-    fn nodes_unavailable(&self, job: &Job, shape: &Shape) -> Option<WaitReason> {
-        let c = &self.c;
-        let acceptable = |f: FlavorId| {
-            let name = c.flavor_names[f].as_str();
-            !name.is_empty()
-                && (job.gpu_types.is_empty() || job.gpu_types.iter().any(|t| t.as_str() == name))
-        };
-        let mut all: IdVec<FlavorId, FlavorFacts> =
-            IdVec::filled(FlavorFacts::default(), c.flavor_names.len());
-        let mut racks: BTreeMap<(FlavorId, RackId), u32> = BTreeMap::new();
-        let mut away: Vec<&str> = Vec::new();
-        for n in c.nodes.iter().filter(|n| acceptable(n.flavor)) {
-            let healthy = n.healthy_gpus();
-            if !n.schedulable && healthy > 0 {
-                away.push(self.snap.nodes[n.src as usize].name.as_str());
-            }
-            all[n.flavor].count(n);
-            if let Some(r) = n.rack {
-                *racks.entry((n.flavor, r)).or_insert(0) += healthy;
-            }
-        }
-        for (&(f, _), &gpus) in &racks {
-            all[f].max_rack_gpus = all[f].max_rack_gpus.max(gpus);
-        }
-        (!away.is_empty() && all.iter().any(|x| shape.fits(x)))
-            .then(|| WaitReason::nodes_unavailable(away))
-    }
-
-    /// `NeverFits` when a replica asks for more CPU or memory than any one node of the
-    /// acceptable types has: it would wait for GPUs to free up for ever, told it waits for
-    /// room (kube-scheduler refuses every node for it as well).
-    fn fits_a_node(&self, demands: &[Demand], flavors: &[FlavorId]) -> Result<(), WaitReason> {
-        let most = |of: fn(&FlavorFacts) -> u64| {
-            flavors
-                .iter()
-                .map(|&f| of(&self.c.facts[f]))
-                .max()
-                .unwrap_or(0)
-        };
-        let cpu = demands.iter().map(|d| d.cpu).max().unwrap_or(0);
-        let mem = demands.iter().map(|d| d.mem).max().unwrap_or(0);
-        let (most_cpu, most_mem) = (most(|x| x.max_node_cpu), most(|x| x.max_node_mem));
-        // A type whose nodes report no CPU or memory at all tells nothing.
-        let message = if most_cpu > 0 && cpu > most_cpu {
-            format!(
-                "a replica requests {} CPUs and no node of the acceptable GPU types has more \
-                 than {} allocatable; request less CPU per replica",
-                cores(cpu),
-                cores(most_cpu)
-            )
-        } else if most_mem > 0 && mem > most_mem {
-            format!(
-                "a replica requests {} of memory and no node of the acceptable GPU types has \
-                 more than {} allocatable; request less memory per replica",
-                gib(mem),
-                gib(most_mem)
-            )
-        } else {
-            return Ok(());
-        };
-        Err(WaitReason::NeverFits { message })
-    }
-
-    /// The nodes each task may use, when node constraints rule any out; keeps only the
-    /// flavors where every task has a node, and when none is left, waits with `NeverFits`
-    /// naming what kept the first such task out, counted per node as kube-scheduler does.
-    fn node_filter(
-        &self,
-        job: &'a Job,
-        flavors: &mut Vec<FlavorId>,
-    ) -> Result<Option<Rc<NodeFilter>>, WaitReason> {
-        if !self.any_taints && job.tasks.iter().all(|t| t.constraints.only_tolerations()) {
-            return Ok(None);
-        }
-        let per_task: Vec<Option<NodeMask>> = job
-            .tasks
-            .iter()
-            .map(|t| self.mask(&t.constraints))
-            .collect();
-        if per_task.iter().all(Option::is_none) {
-            return Ok(None);
-        }
-        let has_node = |mask: &Option<NodeMask>, f: FlavorId| {
-            mask.as_ref()
-                .is_none_or(|m| self.c.facts[f].nodes.iter().any(|&n| m[n]))
-        };
-        let acceptable = flavors.clone();
-        flavors.retain(|&f| {
-            job.tasks
-                .iter()
-                .zip(&per_task)
-                .all(|(t, m)| t.replicas == 0 || has_node(m, f))
-        });
-        if flavors.is_empty() {
-            // Nodes of an acceptable type that take no new work now (cordoned, not ready)
-            // and take a task's pods: with them back, every task of the job has a node.
-            let passes = |m: &Option<NodeMask>, n: NodeId| m.as_ref().is_none_or(|m| m[n]);
-            let mut away: Vec<&str> = Vec::new();
-            for &f in &acceptable {
-                let of_type = || {
-                    self.c
-                        .nodes
-                        .ids()
-                        .filter(move |&n| self.c.nodes[n].flavor == f)
-                };
-                let every_task = job
-                    .tasks
-                    .iter()
-                    .zip(&per_task)
-                    .all(|(t, m)| t.replicas == 0 || of_type().any(|n| passes(m, n)));
-                if every_task {
-                    away.extend(
-                        of_type()
-                            .filter(|&n| !self.c.nodes[n].schedulable)
-                            .filter(|&n| per_task.iter().any(|m| passes(m, n)))
-                            .map(|n| self.snap.nodes[self.c.nodes[n].src as usize].name.as_str()),
-                    );
-                }
-            }
-            if !away.is_empty() {
-                return Err(WaitReason::nodes_unavailable(away));
-            }
-            let (task, _) = job
-                .tasks
-                .iter()
-                .zip(&per_task)
-                .find(|(t, m)| t.replicas > 0 && acceptable.iter().all(|&f| !has_node(m, f)))
-                .or_else(|| {
-                    job.tasks
-                        .iter()
-                        .zip(&per_task)
-                        .find(|(t, _)| t.replicas > 0)
-                })
-                .expect("a job with replicas");
-            let mut counts: BTreeMap<Mismatch, u32> = BTreeMap::new();
-            for &f in &acceptable {
-                for &n in &self.c.facts[f].nodes {
-                    let node = &self.snap.nodes[self.c.nodes[n].src as usize];
-                    if let Err(m) = task.constraints.check(node) {
-                        *counts.entry(m).or_default() += 1;
-                    }
-                }
-            }
-            return Err(WaitReason::NeverFits {
-                message: format!(
-                    "no node of the acceptable GPU types takes the pods of task {}: {}; change the task's nodeSelector, node affinity or tolerations, or the nodes: the job is placed once a node accepts its pods",
-                    task.name,
-                    if counts.is_empty() {
-                        "its tasks need nodes no single GPU type has".to_string()
-                    } else {
-                        constraints::summarize(&counts)
-                    }
-                ),
-            });
-        }
-        // Jobs of one template share their masks (the same `Rc`s) and usually their GPU
-        // types: their filter is built once per cycle and found by identity, not by
-        // comparing node lists.
-        let key: FilterKey = (
-            per_task
-                .iter()
-                .map(|m| m.as_ref().map(|m| Rc::as_ptr(m) as usize))
-                .collect(),
-            flavors.clone(),
-        );
-        if let Some(f) = self.filters.borrow().get(&key) {
-            return Ok(Some(f.clone()));
-        }
-        let mut nodes: Vec<NodeId> = flavors
-            .iter()
-            .flat_map(|&f| self.c.facts[f].nodes.iter().copied())
-            .filter(|&n| per_task.iter().any(|m| m.as_ref().is_none_or(|m| m[n])))
-            .collect();
-        nodes.sort_unstable();
-        let mut filters = self.filters.borrow_mut();
-        let f = Rc::new(NodeFilter {
-            per_task,
-            nodes,
-            id: filters.len(),
-        });
-        filters.insert(key, f.clone());
-        Ok(Some(f))
-    }
-
-    /// Which nodes (by index) a replica with these constraints may use; None when all.
-    fn mask(&self, c: &'a NodeConstraints) -> Option<NodeMask> {
-        if let Some(m) = self.masks.borrow().get(c) {
-            return m.clone();
-        }
-        let mask: IdVec<NodeId, bool> = self
-            .c
-            .nodes
-            .iter()
-            .map(|n| c.check(&self.snap.nodes[n.src as usize]).is_ok())
-            .collect();
-        let m = (!mask.iter().all(|&b| b)).then(|| Rc::new(mask));
-        self.masks.borrow_mut().insert(c, m.clone());
-        m
     }
 
     pub(super) fn request<'p>(&self, p: &'p Pending, f: FlavorId) -> Request<'p>
@@ -1258,65 +650,13 @@ impl<'a> Cycle<'a> {
             .iter()
             .filter(|d| matches!(d.gpu, GpuDemand::Whole(_)))
             .count() as u32;
-        let (cpu, mem) = p
-            .demands
-            .iter()
-            .fold((0, 0), |(c, m), d| (c.max(d.cpu), m.max(d.mem)));
-        let acceptable = |f: FlavorId| {
-            let name = c.flavor_names[f].as_str();
-            !name.is_empty()
-                && (job.gpu_types.is_empty() || job.gpu_types.iter().any(|t| t.as_str() == name))
-        };
-        let takes = |n: NodeId| {
-            p.filter
-                .as_ref()
-                .is_none_or(|f| p.demands.iter().all(|d| f.admits(d.task, n)))
-        };
-        // Replicas a node holds now: by its whole free GPUs, and on an away node by its CPU
-        // and memory too (the schedulable nodes' count errs high, which only keeps NoFit).
-        let holds = |n: NodeId| {
-            let s = &c.nodes[n];
-            let by = |avail: u64, need: u64| avail.checked_div(need).map_or(u32::MAX, |k| k as u32);
-            (s.whole_avail(Mode::Now) / per)
-                .min(by(s.cpu.avail(Mode::Now), cpu))
-                .min(by(s.mem.avail(Mode::Now), mem))
-        };
-        let mut away: BTreeMap<FlavorId, Vec<(NodeId, u32)>> = BTreeMap::new();
-        for &n in &c.away {
-            let f = c.nodes[n].flavor;
-            if acceptable(f) && takes(n) {
-                let k = holds(n);
-                if k > 0 {
-                    away.entry(f).or_default().push((n, k));
-                }
-            }
-        }
+        let away = self.replicas_away(p, job);
         if away.is_empty() {
             return None;
         }
-        // Per type, what the schedulable nodes hold now: in all, and at most on one node.
-        let here = |f: FlavorId| -> (u32, u32) {
-            let count = |free: u32, nodes: u32| {
-                (free / per * nodes, if nodes > 0 { free / per } else { 0 })
-            };
-            let mut total = (0, 0);
-            let mut add = |(all, one): (u32, u32)| total = (total.0 + all, total.1.max(one));
-            match &p.filter {
-                Some(filter) => filter
-                    .nodes
-                    .iter()
-                    .filter(|&&n| c.nodes[n].flavor == f && c.nodes[n].schedulable)
-                    .for_each(|&n| add(count(u32::from(c.nodes[n].free_now), 1))),
-                None => c.buckets[f]
-                    .iter()
-                    .enumerate()
-                    .for_each(|(free, set)| add(count(free as u32, set.len() as u32))),
-            }
-            total
-        };
         let mut names: Vec<&str> = Vec::new();
-        for f in c.flavor_names.ids().filter(|&f| acceptable(f)) {
-            let (all, one) = here(f);
+        for f in c.flavor_names.ids().filter(|&f| acceptable(c, job, f)) {
+            let (all, one) = self.replicas_here(p, f);
             let enough_here = match level {
                 Some(TopologyLevel::Node) => one >= replicas,
                 _ => all >= replicas,
@@ -1340,6 +680,64 @@ impl<'a> Cycle<'a> {
             }
         }
         (!names.is_empty()).then(|| WaitReason::nodes_unavailable(names))
+    }
+
+    /// Per acceptable GPU type, the away nodes (taking no new work now) that take the job's
+    /// pods, with how many of its largest replicas each holds now: by its whole free GPUs,
+    /// and by its CPU and memory too. Only nodes that hold one at least.
+    fn replicas_away(&self, p: &Pending, job: &Job) -> BTreeMap<FlavorId, Vec<(NodeId, u32)>> {
+        let c = &self.c;
+        let per = p.largest_replica;
+        let (cpu, mem) = p
+            .demands
+            .iter()
+            .fold((0, 0), |(c, m), d| (c.max(d.cpu), m.max(d.mem)));
+        let takes = |n: NodeId| {
+            p.filter
+                .as_ref()
+                .is_none_or(|f| p.demands.iter().all(|d| f.admits(d.task, n)))
+        };
+        let holds = |n: NodeId| {
+            let s = &c.nodes[n];
+            let by = |avail: u64, need: u64| avail.checked_div(need).map_or(u32::MAX, |k| k as u32);
+            (s.whole_avail(Mode::Now) / per)
+                .min(by(s.cpu.avail(Mode::Now), cpu))
+                .min(by(s.mem.avail(Mode::Now), mem))
+        };
+        let mut away: BTreeMap<FlavorId, Vec<(NodeId, u32)>> = BTreeMap::new();
+        for &n in &c.away {
+            let f = c.nodes[n].flavor;
+            if acceptable(c, job, f) && takes(n) {
+                let k = holds(n);
+                if k > 0 {
+                    away.entry(f).or_default().push((n, k));
+                }
+            }
+        }
+        away
+    }
+
+    /// How many of `p`'s largest replicas the schedulable nodes of type `f` hold now: in all,
+    /// and at most on one node (counted by whole free GPUs only, which errs high and so only
+    /// keeps `NoFit`).
+    fn replicas_here(&self, p: &Pending, f: FlavorId) -> (u32, u32) {
+        let (c, per) = (&self.c, p.largest_replica);
+        let count =
+            |free: u32, nodes: u32| (free / per * nodes, if nodes > 0 { free / per } else { 0 });
+        let mut total = (0, 0);
+        let mut add = |(all, one): (u32, u32)| total = (total.0 + all, total.1.max(one));
+        match &p.filter {
+            Some(filter) => filter
+                .nodes
+                .iter()
+                .filter(|&&n| c.nodes[n].flavor == f && c.nodes[n].schedulable)
+                .for_each(|&n| add(count(u32::from(c.nodes[n].free_now), 1))),
+            None => c.buckets[f]
+                .iter()
+                .enumerate()
+                .for_each(|(free, set)| add(count(free as u32, set.len() as u32))),
+        }
+        total
     }
 
     fn run(&mut self, pending: IdVec<JobIdx, Option<Pending>>) {
@@ -1677,20 +1075,9 @@ impl<'a> Cycle<'a> {
     }
 }
 
-/// Milli-CPUs as cores: `200`, `0.5`.
-fn cores(milli: u64) -> String {
-    if milli.is_multiple_of(1000) {
-        (milli / 1000).to_string()
-    } else {
-        format!("{:.3}", milli as f64 / 1000.0)
-            .trim_end_matches('0')
-            .to_string()
-    }
-}
-
-/// Bytes as GiB: `2048Gi`, `0.5Gi`.
-fn gib(bytes: u64) -> String {
-    const GIB: f64 = (1u64 << 30) as f64;
-    let g = format!("{:.2}", bytes as f64 / GIB);
-    format!("{}Gi", g.trim_end_matches('0').trim_end_matches('.'))
+/// Whether `f` is a GPU type `job` accepts (any, when it lists none).
+fn acceptable(c: &Cluster, job: &Job, f: FlavorId) -> bool {
+    let name = c.flavor_names[f].as_str();
+    !name.is_empty()
+        && (job.gpu_types.is_empty() || job.gpu_types.iter().any(|t| t.as_str() == name))
 }
