@@ -154,7 +154,7 @@ pub mod wait;
 
 pub use constraints::{NodeConstraints, Taint, TaintEffect, Toleration};
 pub use cycle::{schedule, schedule_with, state_bytes};
-pub use decisions::{Admission, Cancellation, Decisions, Preemption, Waiting};
+pub use decisions::{Admission, Beneficiary, Cancellation, Decisions, Preemption, Waiting};
 pub use model::*;
 pub use options::{Options, VictimSelection};
 pub use usage::{

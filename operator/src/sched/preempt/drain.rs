@@ -3,7 +3,7 @@
 //! offered room.
 
 use crate::sched::cycle::Cycle;
-use crate::sched::decisions::{Preemption, PreemptionReason};
+use crate::sched::decisions::{Beneficiary, Preemption, PreemptionReason};
 use crate::sched::ids::NodeId;
 use crate::sched::reclaim::{self as search, RunInfo};
 
@@ -41,10 +41,11 @@ impl<'a> Cycle<'a> {
     }
 
     /// Why a running job must leave where it runs, and what makes it (see [`Self::drain`]).
-    fn must_leave(&self, r: &RunInfo) -> Option<(PreemptionReason, String)> {
+    fn must_leave(&self, r: &RunInfo) -> Option<(PreemptionReason, Beneficiary)> {
         let node = |n: NodeId| &self.snap.nodes[self.c.nodes[n].src as usize];
         if let Some(&n) = r.nodes.iter().find(|&&n| node(n).draining) {
-            return Some((PreemptionReason::Drain, format!("node {}", node(n).name)));
+            let node = Beneficiary::Node(node(n).name.clone());
+            return Some((PreemptionReason::Drain, node));
         }
         r.takes.iter().find_map(|(n, gpus, _, _)| {
             let ledgers = &self.c.nodes[*n].gpus;
@@ -53,7 +54,10 @@ impl<'a> Cycle<'a> {
                 .map(|(g, _)| {
                     (
                         PreemptionReason::UnhealthyGpu,
-                        format!("GPU {g} of node {}", node(*n).name),
+                        Beneficiary::Gpu {
+                            node: node(*n).name.clone(),
+                            index: u32::from(*g),
+                        },
                     )
                 })
         })

@@ -13,7 +13,7 @@
 use std::collections::BTreeSet;
 
 use super::cycle::{Cycle, Pending, ShapeKey};
-use super::decisions::{Preemption, PreemptionReason, WaitReason};
+use super::decisions::{Beneficiary, Preemption, PreemptionReason, WaitReason};
 use super::ids::{Claimant, FlavorId, IdVec, JobIdx, NodeId, QueueId, RunIdx, VcId};
 use super::model::Snapshot;
 use super::placement::Trial;
@@ -533,7 +533,7 @@ impl<'a> Cycle<'a> {
             .collect();
         names.sort();
         self.out.preemptions.push(Preemption {
-            beneficiary: self.snap.job(job).id.clone(),
+            beneficiary: Beneficiary::Job(self.snap.job(job).id.clone()),
             reason,
             victims: names.clone(),
             lost_gpu_seconds: lost,
