@@ -225,7 +225,7 @@ fn making_room(
     preemptions
         .iter()
         .filter(|p| p.reason.for_a_job())
-        .filter_map(|p| Some((jobs.get(&p.beneficiary)?, making_room_note(p))))
+        .filter_map(|p| Some((jobs.get(p.beneficiary.job()?)?, making_room_note(p))))
         .collect()
 }
 

@@ -627,7 +627,7 @@ async fn request_checkpoint(ctx: &Arc<Context>, job: &Arc<TrainingJob>, p: &sche
     let written = Timestamp::now();
     let stamp = written.to_string();
     // Only a preemption for a job has a beneficiary that can stop waiting (see `preemption`).
-    let beneficiary = p.reason.for_a_job().then_some(p.beneficiary.as_str());
+    let beneficiary = p.beneficiary.job().filter(|_| p.reason.for_a_job());
     let mut asked = 0;
     let gang = Gang::new(ctx.job_pods(job));
     for m in gang.live().filter(|m| m.checkpoint_request.is_some()) {

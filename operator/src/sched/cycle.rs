@@ -9,38 +9,41 @@ use std::rc::Rc;
 
 use super::cancel;
 use super::cells::Cells;
-use super::cluster::{Cluster, FlavorFacts, Mode};
-use super::constraints::{self, Mismatch, NodeConstraints};
-use super::decisions::{Admission, Decisions, Preemption, PreemptionReason, WaitReason, Waiting};
+use super::cluster::{Cluster, Mode};
+use super::constraints::{self, NodeConstraints};
+use super::decisions::{Admission, Decisions, WaitReason, Waiting};
+use super::digest::FilterKey;
 use super::frag::{self, Mix};
-use super::ids::{Claimant, FlavorId, IdVec, JobIdx, NodeId, QueueId, RackId, RunIdx, VcId};
-use super::model::{Flavor, GpuDemand, Gpus, Job, Snapshot, StopPolicy, TopologyLevel};
+use super::ids::{FlavorId, IdVec, JobIdx, NodeId, QueueId, RunIdx, VcId};
+use super::model::{Flavor, GpuDemand, Gpus, Job, Running, Snapshot, TopologyLevel};
 use super::options::Options;
 use super::order;
 use super::placement::{Demand, NodeFilter, NodeMask, Request, Scope, Trial, place};
-use super::reclaim::{self, Credit, Outcome, RunInfo};
+use super::preempt::{CONSOLIDATION_SEARCHES, NoVictims};
+use super::reclaim::RunInfo;
 use super::risk;
-use super::tenants::{Freed, Tenants, gpus};
+use super::standing::{self, standing_order};
+use super::tenants::{Tenants, gpus};
 use super::usage;
 
 /// A pending job, digested.
 #[derive(Clone, Debug)]
-struct Pending {
-    job: JobIdx,
-    queue: QueueId,
-    vc: VcId,
-    milli: u64,
-    demands: Vec<Demand>,
-    whole: u32,
-    largest_replica: u32,
-    flavors: Vec<FlavorId>,
-    nvlink: bool,
+pub(super) struct Pending {
+    pub(super) job: JobIdx,
+    pub(super) queue: QueueId,
+    pub(super) vc: VcId,
+    pub(super) milli: u64,
+    pub(super) demands: Vec<Demand>,
+    pub(super) whole: u32,
+    pub(super) largest_replica: u32,
+    pub(super) flavors: Vec<FlavorId>,
+    pub(super) nvlink: bool,
     /// Set when node constraints keep some task off some nodes.
-    filter: Option<Rc<NodeFilter>>,
+    pub(super) filter: Option<Rc<NodeFilter>>,
 }
 
 /// Where to search for a job: the whole flavor, or the nodes its constraints allow.
-fn scope(p: &Pending) -> Scope<'_> {
+pub(super) fn scope(p: &Pending) -> Scope<'_> {
     p.filter
         .as_ref()
         .map_or(Scope::Flavor, |f| Scope::Nodes(&f.nodes))
@@ -61,7 +64,7 @@ impl Ord for Key {
     }
 }
 
-type ShapeKey = (
+pub(super) type ShapeKey = (
     FlavorId,
     Option<TopologyLevel>,
     Option<TopologyLevel>,
@@ -69,301 +72,40 @@ type ShapeKey = (
     Option<usize>,
 );
 
-/// Consolidation searches per cycle, for the waiting jobs first in line. A search is a
-/// victim search over the team's running jobs; on a cluster whose free GPUs are scattered
-/// every waiting job of a team within its guarantee would run one, every cycle (Setup A's
-/// simulation, 23 openb lists, took 4× the CPU without a bound). A job not searched for
-/// this cycle is in a later one, as the jobs ahead of it start.
-const CONSOLIDATION_SEARCHES: usize = 8;
-
-/// What a preemption plan may take, and what it must leave.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    /// Other VCs' bonus jobs, for a job within its VC's guarantee.
-    Reclaim,
-    /// The job's queue's lower-priority jobs (only bonus ones when the job would run as
-    /// `bonus`); `combined`: with other VCs' bonus jobs, when the job then ends within its
-    /// VC's guarantee.
-    Priority { bonus: bool, combined: bool },
-    /// Its team's jobs of no higher priority in sibling queues that use more than their firm
-    /// share, with other VCs' bonus jobs, when the job then runs within its own share and its
-    /// VC's guarantee.
-    QueueShare,
-    /// Its team's smaller jobs of no higher priority, for a job within its VC's guarantee
-    /// that free GPUs would hold but are scattered, when each victim fits at once elsewhere.
-    Consolidate,
-}
-
-impl Kind {
-    fn reason(self) -> PreemptionReason {
-        match self {
-            Kind::Reclaim => PreemptionReason::Reclaim,
-            Kind::Priority { .. } => PreemptionReason::Priority,
-            Kind::QueueShare => PreemptionReason::QueueShare,
-            Kind::Consolidate => PreemptionReason::Consolidation,
-        }
-    }
-
-    /// Which victim searches found nothing this cycle (`Cycle::no_victims`) it shares.
-    fn memo(self) -> u8 {
-        match self {
-            Kind::Reclaim => 0,
-            Kind::QueueShare => 2,
-            Kind::Consolidate => 3,
-            // each variant takes other victims
-            Kind::Priority { bonus, combined } => 4 + 2 * u8::from(bonus) + u8::from(combined),
-        }
-    }
-
-    /// Whether the victims it may take depend on the claiming job's priority (no higher).
-    fn by_priority(self) -> bool {
-        !matches!(self, Kind::Reclaim)
-    }
-}
-
-/// A victim search that found nothing: who asked, the kind, the claiming job's priority
-/// where the kind depends on it, whether a limit blocked the job, and the shape. Victims
-/// and capacity only shrink within a cycle, so an equal search finds nothing either.
-type NoVictims = (Claimant, u8, i32, bool, ShapeKey);
-
-/// Whether a queue-share plan freeing `freed` (queue, milli) for a job of `q` takes from each
-/// queue line no more than it uses beyond its share. So the line stays at or above its share,
-/// each victim would put it beyond again were it to come back, and the room a plan frees is
-/// not offered to the victims' queue before the job's in the next cycle (the queue furthest
-/// below its share goes first). Volcano takes one victim more (while the queue is still
-/// above its share); the property `queue_share_reclaims_settle` found that taking a large
-/// job that way puts its queue below its share, first in line for the room, and the same
-/// two plans then alternate for ever. Other teams' bonus jobs reclaimed in the same plan take
-/// nothing from a line of the job's team.
-fn share_taken_only_beyond(t: &Tenants, q: QueueId, freed: &[Freed]) -> bool {
-    let mut by_side: BTreeMap<QueueId, u64> = BTreeMap::new();
-    for &(fq, _, milli) in freed {
-        if t.queue_vc[fq] != t.queue_vc[q] {
-            continue;
-        }
-        let Some(side) = t.parting(q, fq) else {
-            return false;
-        };
-        *by_side.entry(side).or_insert(0) += milli;
-    }
-    by_side
-        .iter()
-        .all(|(&side, &sum)| sum <= t.beyond_share(side))
-}
-
-/// What each running job of a VC holds of its GPU type (type, milli, bonus), to judge where
-/// a plan leaves its job in the next cycle, which fills the guarantee with the running jobs
-/// before it offers the job its turn.
-struct Holdings {
-    vc: VcId,
-    by_run: IdVec<RunIdx, Option<(FlavorId, u64, bool)>>,
-}
-
-impl Holdings {
-    fn of(runs: &IdVec<RunIdx, RunInfo>, vc: VcId) -> Holdings {
-        let by_run = runs
-            .iter()
-            .map(|r| (r.vc == Some(vc)).then_some((r.flavor, r.milli, r.bonus)))
-            .collect();
-        Holdings { vc, by_run }
-    }
-
-    /// What `victims` give back on `f`: their bonus jobs' GPUs too, or only the guaranteed.
-    fn freed(&self, victims: &[RunIdx], f: FlavorId, with_bonus: bool) -> u64 {
-        victims
-            .iter()
-            .filter_map(|&v| self.by_run[v])
-            .filter(|&(vf, _, bonus)| vf == f && (with_bonus || !bonus))
-            .map(|(_, milli, _)| milli)
-            .sum()
-    }
-
-    /// Whether `need` is within the guarantee on `f` once `victims` are gone, beside all the
-    /// VC's other jobs, its bonus ones too: the next cycle fills the guarantee with them
-    /// first, so only the victims' room is sure to be left.
-    fn surely_within(&self, t: &Tenants, victims: &[RunIdx], f: FlavorId, need: u64) -> bool {
-        let used = t.guar_used[self.vc][f] + t.bonus_used[self.vc][f];
-        used.saturating_sub(self.freed(victims, f, true)) + need <= t.guarantee[self.vc][f]
-    }
-
-    /// Whether `need` may be within the guarantee on `f` once `victims` are gone: beside the
-    /// VC's guaranteed jobs only, should no bonus job take the room first.
-    fn maybe_within(&self, t: &Tenants, victims: &[RunIdx], f: FlavorId, need: u64) -> bool {
-        let used = t.guar_used[self.vc][f].saturating_sub(self.freed(victims, f, false));
-        used + need <= t.guarantee[self.vc][f]
-    }
-}
-
-struct Cycle<'a> {
-    snap: &'a Snapshot,
-    opts: Options,
-    c: Cluster,
+pub(super) struct Cycle<'a> {
+    pub(super) snap: &'a Snapshot,
+    pub(super) opts: Options,
+    pub(super) c: Cluster,
     /// The workload's shape mix that fragmentation is scored against (empty: no scores).
-    mix: &'a Mix,
-    t: Tenants,
-    cells: Cells,
-    runs: IdVec<RunIdx, RunInfo>,
-    on_node: IdVec<NodeId, Vec<RunIdx>>,
-    out: Decisions,
+    pub(super) mix: &'a Mix,
+    pub(super) t: Tenants,
+    pub(super) cells: Cells,
+    pub(super) runs: IdVec<RunIdx, RunInfo>,
+    pub(super) on_node: IdVec<NodeId, Vec<RunIdx>>,
+    pub(super) out: Decisions,
     /// Shapes that did not fit a flavor now: capacity only shrinks within a cycle.
-    no_fit: BTreeSet<ShapeKey>,
+    pub(super) no_fit: BTreeSet<ShapeKey>,
     /// Victim searches that found nothing this cycle ([`NoVictims`]).
-    no_victims: BTreeSet<NoVictims>,
+    pub(super) no_victims: BTreeSet<NoVictims>,
     /// Jobs a cell guarantee kept from capacity that would otherwise fit.
-    cells_blocked: BTreeSet<JobIdx>,
+    pub(super) cells_blocked: BTreeSet<JobIdx>,
     /// VirtualClusters and types whose guarantee cannot be obtained now, even by reclaim
     /// (`risk`): a job within such a guarantee that finds no room is told so.
-    at_risk: BTreeSet<(VcId, FlavorId)>,
+    pub(super) at_risk: BTreeSet<(VcId, FlavorId)>,
     /// Consolidation searches left this cycle ([`CONSOLIDATION_SEARCHES`]).
-    consolidations_left: usize,
+    pub(super) consolidations_left: usize,
     /// This cycle's admissions, as `out.admissions` lists them: the job, its VC, its GPU
     /// type and its milli-GPUs (`settle_with_admissions`).
-    admitted: Vec<(JobIdx, VcId, FlavorId, u64)>,
+    pub(super) admitted: Vec<(JobIdx, VcId, FlavorId, u64)>,
     /// Set while a plan is made at a job's turn in phase 1: only a plan that leaves the job
     /// within its guarantee may be made there, before other teams' guaranteed admissions.
-    guaranteed_plans_only: bool,
+    pub(super) guaranteed_plans_only: bool,
     /// Whether any node has a taint that keeps pods out (then every job is checked).
-    any_taints: bool,
+    pub(super) any_taints: bool,
     /// Node masks per distinct set of constraints (jobs of one template share them), and
     /// the node filters per distinct list of masks.
-    masks: RefCell<HashMap<&'a NodeConstraints, Option<NodeMask>>>,
-    filters: RefCell<HashMap<FilterKey, Rc<NodeFilter>>>,
-}
-
-/// A node filter's identity in one cycle: its tasks' masks (by address: the masks live in
-/// `Cycle::masks` for the whole cycle) and the GPU types searched.
-type FilterKey = (Vec<Option<usize>>, Vec<FlavorId>);
-
-/// What a job needs of one GPU type at least, for the "never fits" checks.
-struct Shape {
-    largest_replica: u32,
-    whole: u32,
-    level: Option<TopologyLevel>,
-}
-
-impl Shape {
-    /// Whether a type with these facts could ever hold the job: a node for its largest
-    /// replica, and all its GPUs in the type and in one domain of its required level.
-    fn fits(&self, x: &FlavorFacts) -> bool {
-        self.largest_replica <= x.max_node_gpus
-            && self.whole <= x.total_gpus
-            && self.whole <= x.max_in(self.level)
-    }
-}
-
-fn sort_key(d: &Demand) -> (u8, Reverse<u64>, u16, u32) {
-    match d.gpu {
-        GpuDemand::Whole(k) => (0, Reverse(u64::from(k)), d.task, d.index),
-        GpuDemand::Share(m) => (1, Reverse(u64::from(m.0)), d.task, d.index),
-        GpuDemand::None => (2, Reverse(0), d.task, d.index),
-    }
-}
-
-/// A job leaving for a drain or an unhealthy GPU (no job takes its place) comes back to its
-/// queue: its team's limits still count it, so that no job of the team takes the room it
-/// will need under them and is preempted for it when it returns (uncharged, a job the
-/// team's limit held back started the moment a drain began, and was preempted 16 s later).
-/// Its GPUs still come free for placement as its pods go, and its guarantee for whoever
-/// waits within it, as before.
-fn charge_jobs_that_return(snap: &Snapshot, t: &mut Tenants, runs: &IdVec<RunIdx, RunInfo>) {
-    for i in runs.ids() {
-        let r = &runs[i];
-        let job = snap.job(r.job);
-        let returns = job
-            .running
-            .as_ref()
-            .and_then(|run| run.checkpoint_request.as_ref())
-            .is_some_and(|req| !req.reason.for_a_job());
-        if let (true, true, Some(q)) = (r.gone, returns, r.queue) {
-            t.hold_limits(q, &job.user, r.milli);
-        }
-    }
-}
-
-/// A withdrawal that would take its tenant above a limit is not made. A job that a limit
-/// (the VirtualCluster's, a queue's `maxShare`, a user's) kept waiting is admitted while its
-/// victims leave, on their credit against the limit, and it may be placed on other free GPUs;
-/// once it runs it no longer waits, so the victims' preemption looks stale (`cancel`). Let
-/// go, a victim ran on beside it and the tenant stayed above its cap for good (an acceptance
-/// run saw 12 GPUs held under a limit of 8). Each victim whose withdrawal finds its scope
-/// above a limit goes on leaving instead (the least important first; one kept may bring the
-/// others within it).
-fn keep_preemptions_a_limit_needs(
-    snap: &Snapshot,
-    t: &mut Tenants,
-    runs: &mut IdVec<RunIdx, RunInfo>,
-    order: &[RunIdx],
-    out: &mut Decisions,
-) -> bool {
-    let mut kept = false;
-    if out.cancellations.is_empty() {
-        return kept;
-    }
-    for &i in order.iter().rev() {
-        let r = &runs[i];
-        let job = snap.job(r.job);
-        let Some(q) = r.queue else { continue };
-        if !out.cancellations.iter().any(|c| c.job == job.id)
-            || t.check_limits(snap, q, &job.user, 0).is_ok()
-        {
-            continue;
-        }
-        t.charge(q, &job.user, r.flavor, r.milli, r.bonus, false);
-        out.cancellations.retain(|c| c.job != job.id);
-        out.promotions.retain(|x| x != &job.id);
-        out.demotions.retain(|x| x != &job.id);
-        runs[i].gone = true;
-        kept = true;
-    }
-    kept
-}
-
-/// Standing: which running jobs are within their VC's guarantee and which are bonus is
-/// decided afresh each cycle, most important first (see `standing_order`), and charged to
-/// `t`; cell ownership starts from the jobs guaranteed so far, and a bonus job becomes
-/// guaranteed only where that keeps other VCs' cells obtainable (else it stays
-/// reclaimable). Changes of standing go to `out`; returns the order and the cells.
-fn settle_standing(
-    snap: &Snapshot,
-    c: &Cluster,
-    t: &mut Tenants,
-    runs: &mut IdVec<RunIdx, RunInfo>,
-    out: &mut Decisions,
-) -> (Vec<RunIdx>, Cells) {
-    let mut order: Vec<RunIdx> = runs.ids().filter(|&i| !runs[i].gone).collect();
-    order.sort_by_key(|&i| standing_order(&runs[i], snap.job(runs[i].job).id.as_str()));
-    let mut cells = Cells::build(snap, c, t, runs);
-    for &i in &order {
-        let r = &runs[i];
-        let (Some(q), Some(vc)) = (r.queue, r.vc) else {
-            continue;
-        };
-        let guaranteed =
-            t.within_guarantee(vc, r.flavor, r.milli) && (!r.bonus || cells.promote(c, t, r, vc));
-        out.note_standing(&snap.job(r.job).id, r.bonus, guaranteed);
-        t.charge(
-            q,
-            &snap.job(r.job).user,
-            r.flavor,
-            r.milli,
-            !guaranteed,
-            true,
-        );
-        runs[i].bonus = !guaranteed;
-    }
-    (order, cells)
-}
-
-/// The order in which running jobs fill their VirtualCluster's guarantee; what is left over
-/// is bonus, so a VC's bonus jobs are its least important. Higher priority first; among
-/// equal priorities the standing a job already has (guaranteed first), so that jobs do not
-/// swap at every checkpoint and a reclaim planned on a domain is not undone by the next
-/// cycle; then the most work lost if stopped now, the oldest, the id.
-fn standing_order<'a>(
-    r: &RunInfo,
-    id: &'a str,
-) -> (Reverse<i32>, bool, Reverse<u64>, i64, &'a str) {
-    (Reverse(r.priority), r.bonus, Reverse(r.lost), r.started, id)
+    pub(super) masks: RefCell<HashMap<&'a NodeConstraints, Option<NodeMask>>>,
+    pub(super) filters: RefCell<HashMap<FilterKey, Rc<NodeFilter>>>,
 }
 
 /// What phase 1 hands on: the order jobs were offered in, the jobs each VirtualCluster
@@ -375,41 +117,6 @@ struct Offered {
     deferred: IdVec<VcId, Vec<(JobIdx, bool)>>,
     blocker: HashMap<QueueId, JobIdx>,
     place: IdVec<JobIdx, usize>,
-}
-
-/// One demand per replica of the job, in task order; an invalid job (no replicas, too many
-/// tasks, a share outside 1..=999 milli) says why.
-fn demands_of(job: &Job) -> Result<Vec<Demand>, WaitReason> {
-    let invalid = |m: String| Err(WaitReason::Invalid { message: m });
-    if job.tasks.is_empty() || job.tasks.iter().all(|t| t.replicas == 0) {
-        return invalid("it has no replicas".into());
-    }
-    if job.tasks.len() > usize::from(u16::MAX) {
-        return invalid("it has too many tasks".into());
-    }
-    let mut demands = Vec::new();
-    for (ti, t) in job.tasks.iter().enumerate() {
-        let gpu = match t.gpus {
-            GpuDemand::Whole(0) => GpuDemand::None,
-            GpuDemand::Share(m) if m.0 == 0 || m.0 >= 1000 => {
-                return invalid(format!(
-                    "task {} asks for a GPU share of {} milli; a share is 1 to 999",
-                    t.name, m.0
-                ));
-            }
-            g => g,
-        };
-        for index in 0..t.replicas {
-            demands.push(Demand {
-                gpu,
-                cpu: t.cpu_milli,
-                mem: t.memory_bytes,
-                task: ti as u16,
-                index,
-            });
-        }
-    }
-    Ok(demands)
 }
 
 /// The scheduling cycle: same snapshot, same decisions.
@@ -427,6 +134,87 @@ pub fn schedule_with(snap: &Snapshot, opts: &Options) -> Decisions {
     }
     // Withdrawn, those victims hold their GPUs again: the cycle is made anew with them.
     cycle(snap, opts, unneeded)
+}
+
+/// What running job `j` holds, read from its placement and charged to the cluster (as
+/// `leaving` when it is on its way out).
+fn run_info(
+    snap: &Snapshot,
+    c: &mut Cluster,
+    j: JobIdx,
+    job: &Job,
+    r: &Running,
+    leaving: bool,
+) -> RunInfo {
+    let mut takes = Vec::new();
+    let mut milli = 0u64;
+    let mut flavor = None;
+    let mut nodes = Vec::new();
+    for p in &r.placement {
+        let Some(&n) = c.node_by_name.get(&p.node) else {
+            continue;
+        };
+        let task = job.tasks.iter().find(|t| t.name == p.task);
+        let (cpu, mem) = task.map_or((0, 0), |t| (t.cpu_milli, t.memory_bytes));
+        let gl: Vec<(u8, u16)> = match p.share {
+            Some(m) => p
+                .gpus
+                .first()
+                .map(|g| (g.0.min(255) as u8, m.0.min(1000) as u16))
+                .into_iter()
+                .collect(),
+            None => p.gpus.iter().map(|g| (g.0.min(255) as u8, 1000)).collect(),
+        };
+        c.charge_running(n, &p.gpus, p.share.map(|m| m.0), cpu, mem, leaving);
+        if !gl.is_empty() {
+            flavor.get_or_insert(c.nodes[n].flavor);
+        }
+        milli += gl.iter().map(|x| u64::from(x.1)).sum::<u64>();
+        if !nodes.contains(&n) {
+            nodes.push(n);
+        }
+        takes.push((n, gl, cpu, mem));
+    }
+    let since = r.last_checkpoint.unwrap_or(r.started_at).max(r.started_at);
+    let secs = (snap.now - since).max(0) as u64;
+    RunInfo {
+        job: j,
+        queue: None,
+        vc: None,
+        flavor: flavor
+            .or_else(|| nodes.first().map(|&n| c.nodes[n].flavor))
+            .unwrap_or_default(),
+        milli,
+        bonus: r.bonus,
+        priority: job.priority,
+        started: r.started_at,
+        lost: milli.saturating_mul(secs) / 1000,
+        young_until: (snap.now < r.started_at + r.min_runtime_seconds)
+            .then_some(r.started_at + r.min_runtime_seconds),
+        takes,
+        nodes,
+        gone: leaving,
+    }
+}
+
+/// Each running job's queue and VirtualCluster; returns the runs on each node.
+fn assign_tenants(
+    snap: &Snapshot,
+    t: &Tenants,
+    runs: &mut IdVec<RunIdx, RunInfo>,
+    nodes: usize,
+) -> IdVec<NodeId, Vec<RunIdx>> {
+    let mut on_node = IdVec::filled(Vec::new(), nodes);
+    for i in runs.ids() {
+        let r: &mut RunInfo = &mut runs[i];
+        let job = snap.job(r.job);
+        r.queue = t.queue_by_name.get(&job.queue).copied();
+        r.vc = r.queue.and_then(|q| t.queue_vc[q]);
+        for &n in &r.nodes {
+            on_node[n].push(i);
+        }
+    }
+    on_node
 }
 
 /// One scheduling cycle, with the preemptions in `withdraw` withdrawn besides the stale ones.
@@ -498,55 +286,7 @@ impl<'a> Cycle<'a> {
             let j = JobIdx(j as u32);
             let Some(r) = &job.running else { continue };
             let leaving = r.preempting && !cancelled.contains_key(&j);
-            let mut takes = Vec::new();
-            let mut milli = 0u64;
-            let mut flavor = None;
-            let mut nodes = Vec::new();
-            for p in &r.placement {
-                let Some(&n) = c.node_by_name.get(&p.node) else {
-                    continue;
-                };
-                let task = job.tasks.iter().find(|t| t.name == p.task);
-                let (cpu, mem) = task.map_or((0, 0), |t| (t.cpu_milli, t.memory_bytes));
-                let gl: Vec<(u8, u16)> = match p.share {
-                    Some(m) => p
-                        .gpus
-                        .first()
-                        .map(|g| (g.0.min(255) as u8, m.0.min(1000) as u16))
-                        .into_iter()
-                        .collect(),
-                    None => p.gpus.iter().map(|g| (g.0.min(255) as u8, 1000)).collect(),
-                };
-                c.charge_running(n, &p.gpus, p.share.map(|m| m.0), cpu, mem, leaving);
-                if !gl.is_empty() {
-                    flavor.get_or_insert(c.nodes[n].flavor);
-                }
-                milli += gl.iter().map(|x| u64::from(x.1)).sum::<u64>();
-                if !nodes.contains(&n) {
-                    nodes.push(n);
-                }
-                takes.push((n, gl, cpu, mem));
-            }
-            let since = r.last_checkpoint.unwrap_or(r.started_at).max(r.started_at);
-            let secs = (snap.now - since).max(0) as u64;
-            runs.push(RunInfo {
-                job: j,
-                queue: None,
-                vc: None,
-                flavor: flavor
-                    .or_else(|| nodes.first().map(|&n| c.nodes[n].flavor))
-                    .unwrap_or_default(),
-                milli,
-                bonus: r.bonus,
-                priority: job.priority,
-                started: r.started_at,
-                lost: milli.saturating_mul(secs) / 1000,
-                young_until: (snap.now < r.started_at + r.min_runtime_seconds)
-                    .then_some(r.started_at + r.min_runtime_seconds),
-                takes,
-                nodes,
-                gone: leaving,
-            });
+            runs.push(run_info(snap, &mut c, j, job, r, leaving));
         }
         c.index(snap);
         let cap: IdVec<FlavorId, u64> = c
@@ -555,40 +295,12 @@ impl<'a> Cycle<'a> {
             .map(|f| u64::from(f.total_gpus) * 1000)
             .collect();
         let mut t = Tenants::build(snap, &c.flavor_by_name, cap.clone());
-        let mut on_node = IdVec::filled(Vec::new(), c.nodes.len());
-        for i in runs.ids() {
-            let r: &mut RunInfo = &mut runs[i];
-            let job = snap.job(r.job);
-            r.queue = t.queue_by_name.get(&job.queue).copied();
-            r.vc = r.queue.and_then(|q| t.queue_vc[q]);
-            for &n in &r.nodes {
-                on_node[n].push(i);
-            }
-        }
+        let on_node = assign_tenants(snap, &t, &mut runs, c.nodes.len());
         let mut out = Decisions {
             cancellations: cancelled.into_values().collect(),
             ..Decisions::default()
         };
-        let was_bonus: IdVec<RunIdx, bool> = runs.iter().map(|r| r.bonus).collect();
-        let (order, mut cells) = settle_standing(snap, &c, &mut t, &mut runs, &mut out);
-        if keep_preemptions_a_limit_needs(snap, &mut t, &mut runs, &order, &mut out) {
-            // The standing counted the victims whose withdrawal a limit then refused: they
-            // leave after all, so the others' standing is settled again without them. A
-            // sibling was demoted for as long as the victim checkpointed, and promoted when it
-            // left (Demoted, then Promoted, within seconds in an acceptance run).
-            for i in runs.ids() {
-                runs[i].bonus = was_bonus[i];
-            }
-            out.promotions.clear();
-            out.demotions.clear();
-            t = Tenants::build(snap, &c.flavor_by_name, cap);
-            cells = settle_standing(snap, &c, &mut t, &mut runs, &mut out).1;
-        }
-        charge_jobs_that_return(snap, &mut t, &runs);
-        if !out.demotions.is_empty() {
-            // a demoted job no longer binds its domains: they may be clean again
-            cells = Cells::build(snap, &c, &t, &runs);
-        }
+        let cells = standing::settle(snap, &c, cap, &mut t, &mut runs, &mut out);
         Cycle {
             snap,
             opts: Options::default(),
@@ -616,7 +328,7 @@ impl<'a> Cycle<'a> {
         }
     }
 
-    fn wait(&mut self, job: JobIdx, reason: WaitReason) {
+    pub(super) fn wait(&mut self, job: JobIdx, reason: WaitReason) {
         self.out.waiting.push(Waiting {
             job: self.snap.job(job).id.clone(),
             reason,
@@ -624,472 +336,7 @@ impl<'a> Cycle<'a> {
         });
     }
 
-    /// Validate pending jobs and turn them into demands; invalid ones get their reason.
-    fn digest(&mut self) -> IdVec<JobIdx, Option<Pending>> {
-        let snap = self.snap;
-        // reserve-and-pack: jobs that accept any type try the types fewest jobs ask for first
-        let mut asked: BTreeMap<FlavorId, usize> = BTreeMap::new();
-        for j in snap.jobs.iter().filter(|j| j.running.is_none()) {
-            for f in &j.gpu_types {
-                if let Some(&id) = self.c.flavor_by_name.get(f.as_str()) {
-                    *asked.entry(id).or_default() += 1;
-                }
-            }
-        }
-        let mut any_gpu: Vec<FlavorId> = self
-            .c
-            .flavor_names
-            .ids()
-            .filter(|&f| !self.c.flavor_names[f].is_empty() && self.c.facts[f].total_gpus > 0)
-            .collect();
-        any_gpu.sort_by_key(|&f| {
-            (
-                asked.get(&f).copied().unwrap_or(0),
-                self.c.flavor_names[f].clone(),
-            )
-        });
-        let mut any_cpu: Vec<FlavorId> = self
-            .c
-            .flavor_names
-            .ids()
-            .filter(|&f| !self.c.facts[f].nodes.is_empty())
-            .collect();
-        any_cpu.sort_by_key(|&f| {
-            (
-                !self.c.flavor_names[f].is_empty(),
-                self.c.flavor_names[f].clone(),
-            )
-        });
-
-        let mut out: IdVec<JobIdx, Option<Pending>> = IdVec::new();
-        for (j, job) in snap.jobs.iter().enumerate() {
-            let j = JobIdx(j as u32);
-            let digested = match job.running {
-                Some(_) => None,
-                None => self
-                    .digest_one(j, &any_gpu, &any_cpu)
-                    .map_err(|reason| self.wait(j, reason))
-                    .ok(),
-            };
-            out.push(digested);
-        }
-        out
-    }
-
-    fn digest_one(
-        &self,
-        j: JobIdx,
-        any_gpu: &[FlavorId],
-        any_cpu: &[FlavorId],
-    ) -> Result<Pending, WaitReason> {
-        let job = self.snap.job(j);
-        let (queue, vc) = self.admitting_queue(job)?;
-        let mut demands = demands_of(job)?;
-        demands.sort_by_key(sort_key);
-        let whole_gpus = |d: &Demand| match d.gpu {
-            GpuDemand::Whole(k) => k,
-            _ => 0,
-        };
-        let whole: u32 = demands.iter().map(whole_gpus).sum();
-        let largest_replica = demands.iter().map(whole_gpus).max().unwrap_or(0);
-        let uses_gpu = demands.iter().any(|d| d.gpu != GpuDemand::None);
-        let mut flavors = self.acceptable_flavors(job, uses_gpu, any_gpu, any_cpu);
-        let level = job.topology.required;
-        let shape = Shape {
-            largest_replica,
-            whole,
-            level,
-        };
-        if flavors.is_empty() || !flavors.iter().any(|&f| shape.fits(&self.c.facts[f])) {
-            return Err(self.never_fits(job, &flavors, &shape, uses_gpu));
-        }
-        flavors.retain(|&f| shape.fits(&self.c.facts[f]));
-        self.fits_a_node(&demands, &flavors)?;
-        let filter = self.node_filter(job, &mut flavors)?;
-        let nvlink = largest_replica >= 2
-            || job.topology.required == Some(TopologyLevel::GpuGroup)
-            || job.topology.preferred == Some(TopologyLevel::GpuGroup);
-        Ok(Pending {
-            job: j,
-            queue,
-            vc,
-            milli: job.gpu_milli(),
-            demands,
-            whole,
-            largest_replica,
-            flavors,
-            nvlink,
-            filter,
-        })
-    }
-
-    /// The job's queue and its VirtualCluster, when the queue admits jobs now: it exists,
-    /// belongs to a VirtualCluster, and neither it (nor a queue above it) nor the
-    /// VirtualCluster is being deleted.
-    fn admitting_queue(&self, job: &Job) -> Result<(QueueId, VcId), WaitReason> {
-        let invalid = |m: String| Err(WaitReason::Invalid { message: m });
-        let Some(&queue) = self.t.queue_by_name.get(&job.queue) else {
-            return invalid(format!("queue {} does not exist", job.queue));
-        };
-        let Some(vc) = self.t.queue_vc[queue] else {
-            return invalid(format!(
-                "queue {} has no valid VirtualCluster or parent",
-                job.queue
-            ));
-        };
-        if let Some(&closed) = self.t.chain[queue]
-            .iter()
-            .find(|&&q| self.snap.queue(q).terminating)
-        {
-            return Err(WaitReason::QueueTerminating {
-                queue: self.snap.queue(closed).name.clone(),
-            });
-        }
-        // After the queue's own deletion: the queue is the nearer thing to fix.
-        if self.t.vc_terminating[vc] {
-            return Err(WaitReason::VirtualClusterTerminating {
-                virtual_cluster: self.t.vc_names[vc].clone(),
-            });
-        }
-        // Last: a hold is lifted by a patch, a deletion never.
-        if let Some((holder, policy)) = self.held_by(queue) {
-            return Err(WaitReason::QueueHeld {
-                queue: self.snap.queue(holder).name.clone(),
-                policy,
-            });
-        }
-        Ok((queue, vc))
-    }
-
-    /// The queue that holds `queue` (it, or the nearest above it with the strongest
-    /// `stopPolicy` of its chain), and that policy; `None` when nothing holds it.
-    fn held_by(&self, queue: QueueId) -> Option<(QueueId, StopPolicy)> {
-        let strongest = self.t.chain[queue]
-            .iter()
-            .map(|&q| self.snap.queue(q).stop)
-            .max()?;
-        let holder = self.t.chain[queue]
-            .iter()
-            .copied()
-            .find(|&q| self.snap.queue(q).stop == strongest)?;
-        (strongest != StopPolicy::None).then_some((holder, strongest))
-    }
-
-    /// The GPU types the job may use, in the cluster's order of types (never the order the
-    /// user wrote them).
-    fn acceptable_flavors(
-        &self,
-        job: &Job,
-        uses_gpu: bool,
-        any_gpu: &[FlavorId],
-        any_cpu: &[FlavorId],
-    ) -> Vec<FlavorId> {
-        if !uses_gpu {
-            // A job that takes no GPU still keeps off the GPU types it did not list: nodes
-            // without GPUs, or of a listed type.
-            any_cpu
-                .iter()
-                .copied()
-                .filter(|&f| {
-                    let name = self.c.flavor_names[f].as_str();
-                    job.gpu_types.is_empty()
-                        || name.is_empty()
-                        || job.gpu_types.iter().any(|t| t.as_str() == name)
-                })
-                .collect()
-        } else if job.gpu_types.is_empty() {
-            any_gpu.to_vec()
-        } else {
-            // A list of acceptable types is a set: taken in the cluster's order of them (as
-            // for a job that accepts any type), never in the order the user wrote them.
-            any_gpu
-                .iter()
-                .copied()
-                .filter(|&f| {
-                    let name = self.c.flavor_names[f].as_str();
-                    job.gpu_types.iter().any(|t| t.as_str() == name)
-                })
-                .collect()
-        }
-    }
-
-    /// Why a job that no acceptable GPU type can hold waits: the nodes of its types that
-    /// take no new work now would hold it (`NodesUnavailable`), or it never fits, naming
-    /// what it is too large for.
-    fn never_fits(
-        &self,
-        job: &Job,
-        flavors: &[FlavorId],
-        shape: &Shape,
-        uses_gpu: bool,
-    ) -> WaitReason {
-        let Shape {
-            largest_replica,
-            whole,
-            level,
-        } = *shape;
-        if flavors.is_empty() {
-            if let Some(r) = uses_gpu
-                .then(|| self.nodes_unavailable(job, shape))
-                .flatten()
-            {
-                return r;
-            }
-            return WaitReason::NeverFits {
-                message: format!(
-                    "no schedulable node has GPUs of type {}; list other spec.gpuTypes, or it starts once such a node joins",
-                    job.gpu_types
-                        .iter()
-                        .map(Flavor::to_string)
-                        .collect::<BTreeSet<_>>()
-                        .into_iter()
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            };
-        }
-        if let Some(r) = self.nodes_unavailable(job, shape) {
-            return r;
-        }
-        // The most any acceptable type offers, to name what the job is too large for;
-        // counted only for such a job, not on every job's way through each cycle.
-        let most = |of: &dyn Fn(&FlavorFacts) -> u32| {
-            flavors
-                .iter()
-                .map(|&f| of(&self.c.facts[f]))
-                .max()
-                .unwrap_or(0)
-        };
-        let most_node = most(&|x| x.max_node_gpus);
-        let most_total = most(&|x| x.total_gpus);
-        let most_in_level = most(&|x| x.max_in(level));
-        WaitReason::NeverFits {
-            message: if largest_replica > most_node {
-                format!(
-                    "a replica needs {largest_replica} GPUs and no node of the acceptable GPU types has more than {most_node}; use more replicas of fewer GPUs each"
-                )
-            } else if whole > most_total {
-                format!(
-                    "the job needs {whole} GPUs and no acceptable GPU type has more than {most_total} in the whole cluster; ask for fewer GPUs, or allow more spec.gpuTypes"
-                )
-            } else if let Some(l) = level.filter(|_| whole > most_in_level) {
-                format!(
-                    "the job needs {whole} GPUs within one {l} (topology.required) and no {l} of the acceptable GPU types has more than {most_in_level}; ask for fewer GPUs, or loosen topology.required"
-                )
-            } else {
-                format!(
-                    "no one acceptable GPU type has both a node for a replica of {largest_replica} GPUs and room for all {whole}; ask for fewer GPUs, or allow more spec.gpuTypes"
-                )
-            },
-        }
-    }
-
-    /// Before a job is told it never fits: whether it would, were the nodes of its GPU
-    /// types that take no new work now (cordoned, not ready) back. A cordon is maintenance:
-    /// a job that needs the cordoned node was told "can never run on this cluster", with a
-    /// Warning, and Argo CD read it Degraded (an acceptance run). Counted only for such a
-    /// job, over the nodes of its types.
-    fn nodes_unavailable(&self, job: &Job, shape: &Shape) -> Option<WaitReason> {
-        let c = &self.c;
-        let acceptable = |f: FlavorId| {
-            let name = c.flavor_names[f].as_str();
-            !name.is_empty()
-                && (job.gpu_types.is_empty() || job.gpu_types.iter().any(|t| t.as_str() == name))
-        };
-        let mut all: IdVec<FlavorId, FlavorFacts> =
-            IdVec::filled(FlavorFacts::default(), c.flavor_names.len());
-        let mut racks: BTreeMap<(FlavorId, RackId), u32> = BTreeMap::new();
-        let mut away: Vec<&str> = Vec::new();
-        for n in c.nodes.iter().filter(|n| acceptable(n.flavor)) {
-            let healthy = n.healthy_gpus();
-            if !n.schedulable && healthy > 0 {
-                away.push(self.snap.nodes[n.src as usize].name.as_str());
-            }
-            all[n.flavor].count(n);
-            if let Some(r) = n.rack {
-                *racks.entry((n.flavor, r)).or_insert(0) += healthy;
-            }
-        }
-        for (&(f, _), &gpus) in &racks {
-            all[f].max_rack_gpus = all[f].max_rack_gpus.max(gpus);
-        }
-        (!away.is_empty() && all.iter().any(|x| shape.fits(x)))
-            .then(|| WaitReason::nodes_unavailable(away))
-    }
-
-    /// `NeverFits` when a replica asks for more CPU or memory than any one node of the
-    /// acceptable types has: it would wait for GPUs to free up for ever, told it waits for
-    /// room (kube-scheduler refuses every node for it as well).
-    fn fits_a_node(&self, demands: &[Demand], flavors: &[FlavorId]) -> Result<(), WaitReason> {
-        let most = |of: fn(&FlavorFacts) -> u64| {
-            flavors
-                .iter()
-                .map(|&f| of(&self.c.facts[f]))
-                .max()
-                .unwrap_or(0)
-        };
-        let cpu = demands.iter().map(|d| d.cpu).max().unwrap_or(0);
-        let mem = demands.iter().map(|d| d.mem).max().unwrap_or(0);
-        let (most_cpu, most_mem) = (most(|x| x.max_node_cpu), most(|x| x.max_node_mem));
-        // A type whose nodes report no CPU or memory at all tells nothing.
-        let message = if most_cpu > 0 && cpu > most_cpu {
-            format!(
-                "a replica requests {} CPUs and no node of the acceptable GPU types has more \
-                 than {} allocatable; request less CPU per replica",
-                cores(cpu),
-                cores(most_cpu)
-            )
-        } else if most_mem > 0 && mem > most_mem {
-            format!(
-                "a replica requests {} of memory and no node of the acceptable GPU types has \
-                 more than {} allocatable; request less memory per replica",
-                gib(mem),
-                gib(most_mem)
-            )
-        } else {
-            return Ok(());
-        };
-        Err(WaitReason::NeverFits { message })
-    }
-
-    /// The nodes each task may use, when node constraints rule any out; keeps only the
-    /// flavors where every task has a node, and when none is left, waits with `NeverFits`
-    /// naming what kept the first such task out, counted per node as kube-scheduler does.
-    fn node_filter(
-        &self,
-        job: &'a Job,
-        flavors: &mut Vec<FlavorId>,
-    ) -> Result<Option<Rc<NodeFilter>>, WaitReason> {
-        if !self.any_taints && job.tasks.iter().all(|t| t.constraints.only_tolerations()) {
-            return Ok(None);
-        }
-        let per_task: Vec<Option<NodeMask>> = job
-            .tasks
-            .iter()
-            .map(|t| self.mask(&t.constraints))
-            .collect();
-        if per_task.iter().all(Option::is_none) {
-            return Ok(None);
-        }
-        let has_node = |mask: &Option<NodeMask>, f: FlavorId| {
-            mask.as_ref()
-                .is_none_or(|m| self.c.facts[f].nodes.iter().any(|&n| m[n]))
-        };
-        let acceptable = flavors.clone();
-        flavors.retain(|&f| {
-            job.tasks
-                .iter()
-                .zip(&per_task)
-                .all(|(t, m)| t.replicas == 0 || has_node(m, f))
-        });
-        if flavors.is_empty() {
-            // Nodes of an acceptable type that take no new work now (cordoned, not ready)
-            // and take a task's pods: with them back, every task of the job has a node.
-            let passes = |m: &Option<NodeMask>, n: NodeId| m.as_ref().is_none_or(|m| m[n]);
-            let mut away: Vec<&str> = Vec::new();
-            for &f in &acceptable {
-                let of_type = || {
-                    self.c
-                        .nodes
-                        .ids()
-                        .filter(move |&n| self.c.nodes[n].flavor == f)
-                };
-                let every_task = job
-                    .tasks
-                    .iter()
-                    .zip(&per_task)
-                    .all(|(t, m)| t.replicas == 0 || of_type().any(|n| passes(m, n)));
-                if every_task {
-                    away.extend(
-                        of_type()
-                            .filter(|&n| !self.c.nodes[n].schedulable)
-                            .filter(|&n| per_task.iter().any(|m| passes(m, n)))
-                            .map(|n| self.snap.nodes[self.c.nodes[n].src as usize].name.as_str()),
-                    );
-                }
-            }
-            if !away.is_empty() {
-                return Err(WaitReason::nodes_unavailable(away));
-            }
-            let (task, _) = job
-                .tasks
-                .iter()
-                .zip(&per_task)
-                .find(|(t, m)| t.replicas > 0 && acceptable.iter().all(|&f| !has_node(m, f)))
-                .or_else(|| {
-                    job.tasks
-                        .iter()
-                        .zip(&per_task)
-                        .find(|(t, _)| t.replicas > 0)
-                })
-                .expect("a job with replicas");
-            let mut counts: BTreeMap<Mismatch, u32> = BTreeMap::new();
-            for &f in &acceptable {
-                for &n in &self.c.facts[f].nodes {
-                    let node = &self.snap.nodes[self.c.nodes[n].src as usize];
-                    if let Err(m) = task.constraints.check(node) {
-                        *counts.entry(m).or_default() += 1;
-                    }
-                }
-            }
-            return Err(WaitReason::NeverFits {
-                message: format!(
-                    "no node of the acceptable GPU types takes the pods of task {}: {}; change the task's nodeSelector, node affinity or tolerations, or the nodes: the job is placed once a node accepts its pods",
-                    task.name,
-                    if counts.is_empty() {
-                        "its tasks need nodes no single GPU type has".to_string()
-                    } else {
-                        constraints::summarize(&counts)
-                    }
-                ),
-            });
-        }
-        // Jobs of one template share their masks (the same `Rc`s) and usually their GPU
-        // types: their filter is built once per cycle and found by identity, not by
-        // comparing node lists.
-        let key: FilterKey = (
-            per_task
-                .iter()
-                .map(|m| m.as_ref().map(|m| Rc::as_ptr(m) as usize))
-                .collect(),
-            flavors.clone(),
-        );
-        if let Some(f) = self.filters.borrow().get(&key) {
-            return Ok(Some(f.clone()));
-        }
-        let mut nodes: Vec<NodeId> = flavors
-            .iter()
-            .flat_map(|&f| self.c.facts[f].nodes.iter().copied())
-            .filter(|&n| per_task.iter().any(|m| m.as_ref().is_none_or(|m| m[n])))
-            .collect();
-        nodes.sort_unstable();
-        let mut filters = self.filters.borrow_mut();
-        let f = Rc::new(NodeFilter {
-            per_task,
-            nodes,
-            id: filters.len(),
-        });
-        filters.insert(key, f.clone());
-        Ok(Some(f))
-    }
-
-    /// Which nodes (by index) a replica with these constraints may use; None when all.
-    fn mask(&self, c: &'a NodeConstraints) -> Option<NodeMask> {
-        if let Some(m) = self.masks.borrow().get(c) {
-            return m.clone();
-        }
-        let mask: IdVec<NodeId, bool> = self
-            .c
-            .nodes
-            .iter()
-            .map(|n| c.check(&self.snap.nodes[n.src as usize]).is_ok())
-            .collect();
-        let m = (!mask.iter().all(|&b| b)).then(|| Rc::new(mask));
-        self.masks.borrow_mut().insert(c, m.clone());
-        m
-    }
-
-    fn request<'p>(&self, p: &'p Pending, f: FlavorId) -> Request<'p>
+    pub(super) fn request<'p>(&self, p: &'p Pending, f: FlavorId) -> Request<'p>
     where
         'a: 'p,
     {
@@ -1106,7 +353,7 @@ impl<'a> Cycle<'a> {
         }
     }
 
-    fn shape(&self, p: &Pending, f: FlavorId) -> ShapeKey {
+    pub(super) fn shape(&self, p: &Pending, f: FlavorId) -> ShapeKey {
         let job = &self.snap.job(p.job);
         (
             f,
@@ -1179,7 +426,12 @@ impl<'a> Cycle<'a> {
     }
 
     /// Place now on flavor `f`; guaranteed placements must keep cell guarantees whole.
-    fn try_place(&mut self, p: &Pending, f: FlavorId, guaranteed: bool) -> Option<Trial> {
+    pub(super) fn try_place(
+        &mut self,
+        p: &Pending,
+        f: FlavorId,
+        guaranteed: bool,
+    ) -> Option<Trial> {
         let key = self.shape(p, f);
         if self.no_fit.contains(&key) {
             return None;
@@ -1308,456 +560,11 @@ impl<'a> Cycle<'a> {
         }
     }
 
-    /// Every job with a replica on a draining node, or on a GPU turned unhealthy, checkpoints
-    /// and leaves, whatever its minimum runtime: a drain waits for nobody's guarantee, and a
-    /// sick GPU may not last. Its usage comes off its guarantee and its capacity counts as
-    /// leaving, like any victim's; its limits still count it, since it comes back.
-    fn drain(&mut self) {
-        for i in self.runs.ids() {
-            let r = &self.runs[i];
-            if r.gone {
-                continue;
-            }
-            let Some((reason, beneficiary)) = self.must_leave(r) else {
-                continue;
-            };
-            self.uncharge(i);
-            // It comes back to its queue: its limits keep its room from this cycle on, as
-            // in the cycles while it leaves (`charge_jobs_that_return`).
-            let r = &self.runs[i];
-            if let Some(q) = r.queue {
-                self.t.hold_limits(q, &self.snap.job(r.job).user, r.milli);
-            }
-            reclaim::release(&mut self.c, &self.runs[i]);
-            self.runs[i].gone = true;
-            let r = &self.runs[i];
-            self.out.preemptions.push(Preemption {
-                beneficiary,
-                reason,
-                victims: vec![self.snap.job(r.job).id.clone()],
-                lost_gpu_seconds: r.lost,
-            });
-        }
-    }
-
-    /// Why a running job must leave where it runs, and what makes it (see [`Self::drain`]).
-    fn must_leave(&self, r: &RunInfo) -> Option<(PreemptionReason, String)> {
-        // A queue held with `HoldAndDrain` (or under one) sends its jobs back, wherever
-        // they run; the queue is what makes them leave.
-        let held = r.queue.and_then(|q| self.held_by(q));
-        if let Some((q, StopPolicy::HoldAndDrain)) = held {
-            let name = &self.snap.queue(q).name;
-            return Some((PreemptionReason::QueueHold, format!("queue {name}")));
-        }
-        let node = |n: NodeId| &self.snap.nodes[self.c.nodes[n].src as usize];
-        if let Some(&n) = r.nodes.iter().find(|&&n| node(n).draining) {
-            return Some((PreemptionReason::Drain, format!("node {}", node(n).name)));
-        }
-        r.takes.iter().find_map(|(n, gpus, _, _)| {
-            let ledgers = &self.c.nodes[*n].gpus;
-            gpus.iter()
-                .find(|(g, _)| ledgers.get(usize::from(*g)).is_some_and(|l| l.cap == 0))
-                .map(|(g, _)| {
-                    (
-                        PreemptionReason::UnhealthyGpu,
-                        format!("GPU {g} of node {}", node(*n).name),
-                    )
-                })
-        })
-    }
-
-    /// A leaving run's usage comes off its queue, user and VirtualCluster.
-    fn uncharge(&mut self, run: RunIdx) {
-        let r = &self.runs[run];
-        if let Some(q) = r.queue {
-            self.t.charge(
-                q,
-                &self.snap.job(r.job).user,
-                r.flavor,
-                r.milli,
-                r.bonus,
-                false,
-            );
-        }
-    }
-
-    /// Preempt `victims` for `job`: their usage is uncharged and the preemption recorded.
-    /// Returns the victims' names, sorted.
-    fn evict(
-        &mut self,
-        job: JobIdx,
-        victims: &[RunIdx],
-        lost: u64,
-        reason: PreemptionReason,
-    ) -> Vec<String> {
-        for &v in victims {
-            self.uncharge(v);
-        }
-        let mut names: Vec<String> = victims
-            .iter()
-            .map(|&v| self.snap.job(self.runs[v].job).id.clone())
-            .collect();
-        names.sort();
-        self.out.preemptions.push(Preemption {
-            beneficiary: self.snap.job(job).id.clone(),
-            reason,
-            victims: names.clone(),
-            lost_gpu_seconds: lost,
-        });
-        names
-    }
-
-    /// The kind of preemption the first of these leaving jobs leaves by that is known: this
-    /// cycle's decision, else the request its pods record.
-    fn leaving_by(&self, jobs: &[String]) -> Option<PreemptionReason> {
-        jobs.iter().find_map(|id| {
-            let decided = self.out.preemptions.iter().find(|p| p.victims.contains(id));
-            decided.map(|p| p.reason).or_else(|| {
-                let r = self.runs.iter().find(|r| &self.snap.job(r.job).id == id)?;
-                let running = self.snap.job(r.job).running.as_ref()?;
-                running.checkpoint_request.as_ref().map(|q| q.reason)
-            })
-        })
-    }
-
-    /// Plan a preemption for `p` on flavor `f`. Returns true when the job's fate is decided
-    /// (a plan, or a wait for minimum runtime).
-    /// `limited`: a limit blocks the job, so victims must free it too (see
-    /// [`reclaim::plan`]). What the plan may take is `kind`'s (see [`Kind`]).
-    fn preempt(&mut self, p: &Pending, f: FlavorId, kind: Kind, limited: bool) -> bool {
-        let job = &self.snap.job(p.job);
-        let reason = kind.reason();
-        let (bonus, combined) = match kind {
-            Kind::Priority { bonus, combined } => (bonus, combined),
-            Kind::Reclaim | Kind::QueueShare | Kind::Consolidate => (false, false),
-        };
-        // A priority plan that a limit blocked depends on the job's user too (its user
-        // limit): not shared between jobs. Without a limit it depends on what the key holds
-        // (the queue, so the team; the priority; the shape), and a search that found nothing
-        // is not made again: thousands of waiting jobs of a queue repeated it, 6.3-6.8 s a
-        // cycle at 2,000 nodes and 4,000 pending jobs (`benches/sched.rs`).
-        let priority = matches!(kind, Kind::Priority { .. });
-        let memo = self.no_victims_key(p, f, kind, limited);
-        if !(priority && limited) && self.no_victims.contains(&memo) {
-            return false;
-        }
-        let req = self.request(p, f);
-        let (vc, queue, prio) = (p.vc, p.queue, job.priority);
-        let t = &self.t;
-        let eligible = move |r: &RunInfo| match kind {
-            Kind::Reclaim => r.bonus && r.vc.is_some() && r.vc != Some(vc),
-            // A job that runs as bonus displaces only bonus work on its own: guaranteed work
-            // goes only in a combined plan that leaves the job within its guarantee (`credit`).
-            Kind::Priority { bonus, combined } => {
-                (r.queue == Some(queue) && r.priority < prio && (r.bonus || !bonus || combined))
-                    || (combined && r.bonus && r.vc.is_some() && r.vc != Some(vc))
-            }
-            // Within the team: jobs of no higher priority whose queue line, where it parts
-            // from the job's, uses more than its firm share, by at least the job's GPUs; and
-            // other teams' bonus jobs, reclaimed in the same plan (KAI takes a department's
-            // quota back from a sibling project and from a borrowing department at once).
-            // The plan must leave the job within its VC's guarantee either way (`credit`).
-            Kind::QueueShare => {
-                (r.vc == Some(vc)
-                    && r.priority <= prio
-                    && r.queue
-                        .and_then(|rq| t.parting(queue, rq))
-                        .is_some_and(|s| r.milli <= t.beyond_share(s)))
-                    || (r.bonus && r.vc.is_some() && r.vc != Some(vc))
-            }
-            // Its team's smaller jobs of no higher priority: moving them is the team's own
-            // trade, and only ever for a larger job, so no two jobs move each other in turn.
-            Kind::Consolidate => r.vc == Some(vc) && r.priority <= prio && r.milli < p.milli,
-        };
-        let victims = self.opts.victims;
-        // what each run would free against the limits and the shares
-        let freed: IdVec<RunIdx, (Option<QueueId>, &str, u64)> =
-            if limited || kind == Kind::QueueShare {
-                self.runs
-                    .iter()
-                    .map(|r| (r.queue, self.snap.job(r.job).user.as_str(), r.milli))
-                    .collect()
-            } else {
-                IdVec::new()
-            };
-        // A combined plan that reclaims from other VCs or evicts guaranteed work must leave
-        // the job within its guarantee (Kueue: "only eligible to do preemptions if it fits
-        // fully within nominal quota"), or both could be reclaimed at once. That is judged
-        // as the next cycles fill the guarantee: by priority once the job runs
-        // (`combined_may_fit`), and with only the victims gone where phase 1 offers it a
-        // type first (`credit`).
-        let fits_within = combined && self.combined_may_fit(p, f);
-        let demands: IdVec<RunIdx, bool> = if combined {
-            self.runs
-                .ids()
-                .map(|r| self.demands_guarantee(p, r))
-                .collect()
-        } else {
-            IdVec::new()
-        };
-        // where the plan leaves the job in the next cycle (a queue-share plan, and a combined
-        // one, must end within the guarantee)
-        let own = (combined || kind == Kind::QueueShare).then(|| Holdings::of(&self.runs, vc));
-        let snap = self.snap;
-        let credit = |vs: &[RunIdx]| {
-            let fr: Vec<Freed> = if limited || kind == Kind::QueueShare {
-                vs.iter()
-                    .filter_map(|&v| {
-                        let (q, user, milli) = freed[v];
-                        Some((q?, user, milli))
-                    })
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            // rules no further victim can mend first
-            let demanding = combined && vs.iter().any(|&v| demands[v]);
-            if demanding && !fits_within {
-                return Credit::Never;
-            }
-            if kind == Kind::QueueShare && !share_taken_only_beyond(t, queue, &fr) {
-                return Credit::Never;
-            }
-            if limited && !t.limits_pass_after(snap, queue, &job.user, p.milli, &fr) {
-                return Credit::Short;
-            }
-            let own = own.as_ref();
-            if kind == Kind::QueueShare {
-                // The job must fit beside all of the team's running jobs, not only beside
-                // those guaranteed now. (Counting only these, a team beyond its guarantee
-                // freed room that its bonus jobs took back, and the victims returned to their
-                // queue ahead of the job: the same plan for ever.)
-                let within = own.is_some_and(|o| o.surely_within(t, vs, f, p.milli));
-                if !within || !t.within_share_after(queue, p.milli, &fr) {
-                    return Credit::Short;
-                }
-            }
-            // The next cycle's phase 1 offers the job the types within its guarantee: beyond
-            // it on `f` but within it on another type, the job is placed or reclaims there and
-            // the victims' room goes unused. Within it on none, phase 2 lends it the room and
-            // the cycle after fills the guarantee by priority (`fits_within`).
-            if demanding
-                && own.is_some_and(|o| {
-                    !o.surely_within(t, vs, f, p.milli)
-                        && p.flavors
-                            .iter()
-                            .any(|&other| other != f && o.maybe_within(t, vs, other, p.milli))
-                })
-            {
-                return Credit::Short;
-            }
-            Credit::Pass
-        };
-        let limits: reclaim::Limits = if limited || combined || kind == Kind::QueueShare {
-            Some(&credit)
-        } else {
-            None
-        };
-        let mut outcome = reclaim::plan(
-            &mut self.c,
-            &mut self.runs,
-            &self.on_node,
-            &req,
-            &eligible,
-            victims,
-            limits,
-            None,
-        );
-        // A plan whose job is placed guaranteed must keep other VCs' cells whole, as a
-        // guaranteed placement now must (`try_place`): otherwise, once its victims are gone,
-        // the job is refused the room it was planned on (a clean cell another VC's guarantee
-        // needs) and waits on another plan. Plan again on the nodes the cells allow.
-        if let Outcome::Plan {
-            victims: vs, trial, ..
-        } = &outcome
-        {
-            let guaranteed = !bonus || (combined && self.ends_guaranteed(p, vs));
-            if guaranteed && !self.cells.accepts(&self.c, &self.t, trial, p.vc, p.milli) {
-                reclaim::drop_plan(&mut self.c, &mut self.runs, outcome);
-                let allowed = self.cells.allowed_nodes(&self.c, f, p.vc);
-                outcome = reclaim::plan(
-                    &mut self.c,
-                    &mut self.runs,
-                    &self.on_node,
-                    &req,
-                    &eligible,
-                    victims,
-                    limits,
-                    Some(&allowed),
-                );
-            }
-        }
-        // A move is one only if every victim fits at once elsewhere: it then starts again
-        // there when its pods are gone (its room is held for the rest of this cycle).
-        if kind == Kind::Consolidate
-            && let Outcome::Plan {
-                victims: vs, trial, ..
-            } = &outcome
-            && !vs.is_empty()
-            && !self.a_move(p, f, vs, trial)
-        {
-            reclaim::drop_plan(&mut self.c, &mut self.runs, outcome);
-            self.no_victims.insert(memo);
-            return false;
-        }
-        // at a turn in phase 1, a plan that leaves the job borrowing would take room before
-        // other teams' guaranteed jobs had theirs
-        if self.guaranteed_plans_only
-            && !matches!(&outcome, Outcome::Plan { victims: vs, .. }
-                if !bonus || (combined && self.ends_guaranteed(p, vs)))
-        {
-            reclaim::drop_plan(&mut self.c, &mut self.runs, outcome);
-            return false;
-        }
-        match outcome {
-            Outcome::Plan {
-                victims,
-                lost,
-                trial,
-            } => {
-                // room comes from jobs already leaving these nodes (preempting, or evicted
-                // earlier in this cycle), else from pods of no job on their way out (a
-                // deleted job's): nobody else need leave for it
-                let leaving = if victims.is_empty() {
-                    let nodes: BTreeSet<NodeId> = trial.takes.iter().map(|t| t.1.node).collect();
-                    let mut v: Vec<String> = self
-                        .runs
-                        .iter()
-                        .filter(|r| r.gone && r.nodes.iter().any(|n| nodes.contains(n)))
-                        .map(|r| self.snap.job(r.job).id.clone())
-                        .collect();
-                    let runs = !v.is_empty();
-                    if !runs {
-                        v = nodes
-                            .iter()
-                            .flat_map(|&n| &self.snap.nodes[self.c.nodes[n].src as usize].held)
-                            .filter_map(|h| h.leaving.clone())
-                            .collect();
-                    }
-                    if v.is_empty() {
-                        // Nothing is leaving: the plan fits only because it ignores what
-                        // kept the job from placing now (another VC's cell reservation), and
-                        // waiting on it would never end. Let the job go on to bonus.
-                        trial.undo(&mut self.c);
-                        return false;
-                    }
-                    v.sort();
-                    v.dedup();
-                    Some((runs, v))
-                } else {
-                    None
-                };
-                // the job waits on the kind of preemption that makes its room: when that is
-                // jobs already leaving, the kind they leave by, not the kind searched for
-                let reason = leaving
-                    .as_ref()
-                    .filter(|(runs, _)| *runs)
-                    .and_then(|(_, v)| self.leaving_by(v))
-                    .unwrap_or(reason);
-                let bonus = bonus && !(combined && self.ends_guaranteed(p, &victims));
-                let (own, theirs): (Vec<RunIdx>, Vec<RunIdx>) = victims
-                    .iter()
-                    .partition(|&&v| self.runs[v].vc == Some(p.vc));
-                if !bonus {
-                    self.cells.bind(&self.c, &trial, p.vc);
-                }
-                self.t.charge(p.queue, &job.user, f, p.milli, bonus, true);
-                self.t.promise(p.queue, p.milli);
-                let waiting_on = match leaving {
-                    Some((false, pods_of)) => {
-                        self.wait(p.job, WaitReason::WaitingForTerminatingPods { pods_of });
-                        return true;
-                    }
-                    Some((true, v)) => v,
-                    None if (combined || kind == Kind::QueueShare) && !theirs.is_empty() => {
-                        // one plan, recorded per kind: own jobs by priority or by queue
-                        // share, others' bonus jobs by reclaim
-                        let cost = |vs: &[RunIdx]| vs.iter().map(|&v| self.runs[v].lost).sum();
-                        let (lo, lt) = (cost(&own), cost(&theirs));
-                        let mut names = Vec::new();
-                        if !own.is_empty() {
-                            names.extend(self.evict(p.job, &own, lo, reason));
-                        }
-                        names.extend(self.evict(p.job, &theirs, lt, PreemptionReason::Reclaim));
-                        names.sort();
-                        names
-                    }
-                    None => self.evict(p.job, &victims, lost, reason),
-                };
-                self.wait(
-                    p.job,
-                    WaitReason::WaitingForPreemption {
-                        reason,
-                        victims: waiting_on,
-                    },
-                );
-                true
-            }
-            Outcome::Blind { victims, lost } => {
-                let names = self.evict(p.job, &victims, lost, reason);
-                self.wait(
-                    p.job,
-                    WaitReason::WaitingForPreemption {
-                        reason,
-                        victims: names,
-                    },
-                );
-                true
-            }
-            Outcome::MinRuntime { until, victims } => {
-                let mut names: Vec<String> = victims
-                    .iter()
-                    .map(|&v| self.snap.job(self.runs[v].job).id.clone())
-                    .collect();
-                names.sort();
-                self.wait(
-                    p.job,
-                    WaitReason::WaitingForMinRuntime {
-                        until,
-                        victims: names,
-                    },
-                );
-                true
-            }
-            Outcome::None => {
-                self.no_victims.insert(memo);
-                false
-            }
-        }
-    }
-
-    fn no_victims_key(&self, p: &Pending, f: FlavorId, kind: Kind, limited: bool) -> NoVictims {
-        let claimant = match kind {
-            Kind::Reclaim => Claimant::Vc(p.vc),
-            Kind::Priority { .. } | Kind::QueueShare | Kind::Consolidate => {
-                Claimant::Queue(p.queue)
-            }
-        };
-        let priority = if kind.by_priority() {
-            self.snap.job(p.job).priority
-        } else {
-            0
-        };
-        (claimant, kind.memo(), priority, limited, self.shape(p, f))
-    }
-
     /// Whether `p`, not started, holds back the jobs behind it: in a strict queue, unless no
     /// preemption could ever make room for it (larger than a limit; one larger than the
     /// cluster never gets here).
     fn holds_back(&self, p: &Pending) -> bool {
         self.snap.queue(p.queue).strict && !self.t.above_a_limit(self.snap, p.queue, p.milli)
-    }
-
-    /// Whether evicting run `r` in a combined plan for `p` demands that `p` end within its
-    /// guarantee: another VC's job (a reclaim), or guaranteed work.
-    fn demands_guarantee(&self, p: &Pending, r: RunIdx) -> bool {
-        self.runs[r].vc != Some(p.vc) || !self.runs[r].bonus
-    }
-
-    /// Whether a combined plan with `victims` leaves `p` within its guarantee: it does when
-    /// one of them demands it (its `credit` refused the plan otherwise).
-    fn ends_guaranteed(&self, p: &Pending, victims: &[RunIdx]) -> bool {
-        victims.iter().any(|&v| self.demands_guarantee(p, v))
     }
 
     fn no_fit_reason(&self, p: &Pending, within: bool) -> WaitReason {
@@ -1843,65 +650,13 @@ impl<'a> Cycle<'a> {
             .iter()
             .filter(|d| matches!(d.gpu, GpuDemand::Whole(_)))
             .count() as u32;
-        let (cpu, mem) = p
-            .demands
-            .iter()
-            .fold((0, 0), |(c, m), d| (c.max(d.cpu), m.max(d.mem)));
-        let acceptable = |f: FlavorId| {
-            let name = c.flavor_names[f].as_str();
-            !name.is_empty()
-                && (job.gpu_types.is_empty() || job.gpu_types.iter().any(|t| t.as_str() == name))
-        };
-        let takes = |n: NodeId| {
-            p.filter
-                .as_ref()
-                .is_none_or(|f| p.demands.iter().all(|d| f.admits(d.task, n)))
-        };
-        // Replicas a node holds now: by its whole free GPUs, and on an away node by its CPU
-        // and memory too (the schedulable nodes' count errs high, which only keeps NoFit).
-        let holds = |n: NodeId| {
-            let s = &c.nodes[n];
-            let by = |avail: u64, need: u64| avail.checked_div(need).map_or(u32::MAX, |k| k as u32);
-            (s.whole_avail(Mode::Now) / per)
-                .min(by(s.cpu.avail(Mode::Now), cpu))
-                .min(by(s.mem.avail(Mode::Now), mem))
-        };
-        let mut away: BTreeMap<FlavorId, Vec<(NodeId, u32)>> = BTreeMap::new();
-        for &n in &c.away {
-            let f = c.nodes[n].flavor;
-            if acceptable(f) && takes(n) {
-                let k = holds(n);
-                if k > 0 {
-                    away.entry(f).or_default().push((n, k));
-                }
-            }
-        }
+        let away = self.replicas_away(p, job);
         if away.is_empty() {
             return None;
         }
-        // Per type, what the schedulable nodes hold now: in all, and at most on one node.
-        let here = |f: FlavorId| -> (u32, u32) {
-            let count = |free: u32, nodes: u32| {
-                (free / per * nodes, if nodes > 0 { free / per } else { 0 })
-            };
-            let mut total = (0, 0);
-            let mut add = |(all, one): (u32, u32)| total = (total.0 + all, total.1.max(one));
-            match &p.filter {
-                Some(filter) => filter
-                    .nodes
-                    .iter()
-                    .filter(|&&n| c.nodes[n].flavor == f && c.nodes[n].schedulable)
-                    .for_each(|&n| add(count(u32::from(c.nodes[n].free_now), 1))),
-                None => c.buckets[f]
-                    .iter()
-                    .enumerate()
-                    .for_each(|(free, set)| add(count(free as u32, set.len() as u32))),
-            }
-            total
-        };
         let mut names: Vec<&str> = Vec::new();
-        for f in c.flavor_names.ids().filter(|&f| acceptable(f)) {
-            let (all, one) = here(f);
+        for f in c.flavor_names.ids().filter(|&f| acceptable(c, job, f)) {
+            let (all, one) = self.replicas_here(p, f);
             let enough_here = match level {
                 Some(TopologyLevel::Node) => one >= replicas,
                 _ => all >= replicas,
@@ -1927,32 +682,62 @@ impl<'a> Cycle<'a> {
         (!names.is_empty()).then(|| WaitReason::nodes_unavailable(names))
     }
 
-    /// The sibling queue that keeps what `p`'s queue could take back as its share: `p`'s
-    /// queue is within its share with `p`, and the sibling uses more than its own, but every
-    /// job it runs there is of higher priority than `p` (`Kind::QueueShare` takes none of
-    /// those). The message says so, or the wait reads as the team's guarantee simply used up.
-    fn share_kept_by(&self, p: &Pending) -> Option<String> {
-        if !self.may_take_share(p) {
-            return None;
-        }
-        let t = &self.t;
-        let prio = self.snap.job(p.job).priority;
-        let mut kept = None;
-        for r in self.runs.iter().filter(|r| !r.gone && r.vc == Some(p.vc)) {
-            let Some(sibling) = r
-                .queue
-                .and_then(|rq| t.parting(p.queue, rq))
-                .filter(|&s| t.beyond_share(s) > 0)
-            else {
-                continue;
-            };
-            if r.priority <= prio {
-                // Something could be taken back: the wait has another cause.
-                return None;
+    /// Per acceptable GPU type, the away nodes (taking no new work now) that take the job's
+    /// pods, with how many of its largest replicas each holds now: by its whole free GPUs,
+    /// and by its CPU and memory too. Only nodes that hold one at least.
+    fn replicas_away(&self, p: &Pending, job: &Job) -> BTreeMap<FlavorId, Vec<(NodeId, u32)>> {
+        let c = &self.c;
+        let per = p.largest_replica;
+        let (cpu, mem) = p
+            .demands
+            .iter()
+            .fold((0, 0), |(c, m), d| (c.max(d.cpu), m.max(d.mem)));
+        let takes = |n: NodeId| {
+            p.filter
+                .as_ref()
+                .is_none_or(|f| p.demands.iter().all(|d| f.admits(d.task, n)))
+        };
+        let holds = |n: NodeId| {
+            let s = &c.nodes[n];
+            let by = |avail: u64, need: u64| avail.checked_div(need).map_or(u32::MAX, |k| k as u32);
+            (s.whole_avail(Mode::Now) / per)
+                .min(by(s.cpu.avail(Mode::Now), cpu))
+                .min(by(s.mem.avail(Mode::Now), mem))
+        };
+        let mut away: BTreeMap<FlavorId, Vec<(NodeId, u32)>> = BTreeMap::new();
+        for &n in &c.away {
+            let f = c.nodes[n].flavor;
+            if acceptable(c, job, f) && takes(n) {
+                let k = holds(n);
+                if k > 0 {
+                    away.entry(f).or_default().push((n, k));
+                }
             }
-            kept.get_or_insert(sibling);
         }
-        kept.map(|s| self.snap.queue(s).name.clone())
+        away
+    }
+
+    /// How many of `p`'s largest replicas the schedulable nodes of type `f` hold now: in all,
+    /// and at most on one node (counted by whole free GPUs only, which errs high and so only
+    /// keeps `NoFit`).
+    fn replicas_here(&self, p: &Pending, f: FlavorId) -> (u32, u32) {
+        let (c, per) = (&self.c, p.largest_replica);
+        let count =
+            |free: u32, nodes: u32| (free / per * nodes, if nodes > 0 { free / per } else { 0 });
+        let mut total = (0, 0);
+        let mut add = |(all, one): (u32, u32)| total = (total.0 + all, total.1.max(one));
+        match &p.filter {
+            Some(filter) => filter
+                .nodes
+                .iter()
+                .filter(|&&n| c.nodes[n].flavor == f && c.nodes[n].schedulable)
+                .for_each(|&n| add(count(u32::from(c.nodes[n].free_now), 1))),
+            None => c.buckets[f]
+                .iter()
+                .enumerate()
+                .for_each(|(free, set)| add(count(free as u32, set.len() as u32))),
+        }
+        total
     }
 
     fn run(&mut self, pending: IdVec<JobIdx, Option<Pending>>) {
@@ -2144,236 +929,6 @@ impl<'a> Cycle<'a> {
         }
     }
 
-    /// Phase 3 for one job: plan a priority preemption (the queue's lower-priority jobs),
-    /// then one combining them with other VCs' bonus jobs when that leaves the job within its
-    /// guarantee. Returns true when the job's fate is decided.
-    ///
-    /// A job a limit blocks (`limited`) had no turn in phases 1 and 2. Once its victims free
-    /// the limit, the next cycle gives it that turn, and phase 1 reclaims on a flavor within
-    /// its guarantee before phase 2 lets it borrow another. So its plan keeps that order:
-    /// flavors within its guarantee first ([`Self::limited_tiers`]), the others after. Otherwise
-    /// a plan could evict for a bonus placement on one flavor that the next cycle drops for a
-    /// reclaim on another, the first victims' room never used. Its plan on the first tier was
-    /// tried at its phase-1 turn already ([`Self::guaranteed`]); it is tried again here, where
-    /// jobs evicted since may have left room.
-    fn priority_plan(&mut self, p: &Pending, limited: bool) -> bool {
-        let tiers: Vec<Vec<FlavorId>> = if limited {
-            let (head, rest) = self.limited_tiers(p);
-            vec![head, rest]
-        } else {
-            vec![p.flavors.clone()]
-        };
-        tiers
-            .iter()
-            .any(|flavors| self.priority_tier(p, flavors, limited))
-    }
-
-    /// The flavors of a job a limit blocks that are within its VC's guarantee once its own
-    /// lower-priority jobs there are gone (those are the victims that free the limit, and the
-    /// next cycle counts without them), then the others.
-    fn limited_tiers(&self, p: &Pending) -> (Vec<FlavorId>, Vec<FlavorId>) {
-        p.flavors.iter().partition(|&&f| {
-            self.t.within_guarantee(p.vc, f, p.milli) || self.combined_may_fit(p, f)
-        })
-    }
-
-    /// A priority plan on `flavors`: the job's own lower-priority jobs alone on each, then
-    /// with other VCs' bonus jobs when that leaves it within its guarantee. Returns true when
-    /// the job's fate is decided.
-    fn priority_tier(&mut self, p: &Pending, flavors: &[FlavorId], limited: bool) -> bool {
-        for &f in flavors {
-            let bonus = !self.t.within_guarantee(p.vc, f, p.milli);
-            let kind = Kind::Priority {
-                bonus,
-                combined: false,
-            };
-            if self.preempt(p, f, kind, limited) {
-                return true;
-            }
-        }
-        // then the job's own lower-priority jobs and other VCs' bonus jobs together,
-        // when that leaves it within its guarantee
-        for &f in flavors {
-            if !self.combined_may_fit(p, f) {
-                continue;
-            }
-            let bonus = !self.t.within_guarantee(p.vc, f, p.milli);
-            let kind = Kind::Priority {
-                bonus,
-                combined: true,
-            };
-            if self.preempt(p, f, kind, limited) {
-                return true;
-            }
-        }
-        false
-    }
-
-    /// Phase 3 for a job whose queue is below its share of its VC's guarantee: take it back
-    /// from sibling queues that use more than theirs (Volcano's capacity reclaim, YuniKorn's
-    /// guaranteed queues), on a flavor where the job then runs within the guarantee. Returns
-    /// true when the job's fate is decided.
-    fn share_plan(&mut self, p: &Pending, limited: bool) -> bool {
-        if !self.may_take_share(p) {
-            return false;
-        }
-        for &f in &p.flavors {
-            if self.t.guarantee[p.vc][f] >= p.milli && self.preempt(p, f, Kind::QueueShare, limited)
-            {
-                return true;
-            }
-        }
-        false
-    }
-
-    /// Phase 3 for a job within its VC's guarantee that does not fit although enough whole
-    /// GPUs of its type are free, scattered over nodes: move smaller jobs of its own team (of
-    /// no higher priority) that fit at once elsewhere, so that the job's GPUs come together
-    /// (KAI's consolidation). Returns true when the job's fate is decided.
-    fn consolidation_plan(&mut self, p: &Pending) -> bool {
-        if p.whole == 0 {
-            return false;
-        }
-        for &f in &p.flavors {
-            if self.consolidations_left == 0 {
-                return false;
-            }
-            // a search known to find nothing (`no_victims`) is skipped and not counted
-            if !self.t.within_guarantee(p.vc, f, p.milli)
-                || self.c.free_summary(&[f]).1 < p.whole
-                || self
-                    .no_victims
-                    .contains(&self.no_victims_key(p, f, Kind::Consolidate, false))
-            {
-                continue;
-            }
-            self.consolidations_left -= 1;
-            if self.preempt(p, f, Kind::Consolidate, false) {
-                return true;
-            }
-        }
-        false
-    }
-
-    /// Whether evicting `victims` for `p` (placed by `planned` on `f`) is a move: each victim
-    /// fits again whichever goes first in the next cycle, the job or its victims. Victims
-    /// first: placed as the next cycle would place them (the job's room and their own free),
-    /// they must leave the job room; otherwise one would go back where the job's room is and
-    /// the same move would be planned again. Job first: each fits on capacity neither held
-    /// nor reserved now, and that room stays taken for the rest of this cycle. Otherwise the
-    /// cluster is left as it was.
-    fn a_move(&mut self, p: &Pending, f: FlavorId, victims: &[RunIdx], planned: &Trial) -> bool {
-        // each victim as a job to place again: its own type, and guaranteed as it is now (a
-        // guaranteed placement keeps other VCs' cells whole, as `try_place`)
-        let digests: Option<Vec<(Pending, FlavorId, bool)>> = victims
-            .iter()
-            .map(|&v| {
-                let r = &self.runs[v];
-                let (job, vf, guaranteed) = (r.job, r.flavor, !r.bonus);
-                self.digest_one(job, &[vf], &[vf])
-                    .ok()
-                    .map(|pv| (pv, vf, guaranteed))
-            })
-            .collect();
-        let Some(digests) = digests else {
-            return false;
-        };
-        // victims first, on the capacity free once they are gone, the job's room included
-        planned.lift(&mut self.c);
-        let mut placed: Vec<Trial> = Vec::new();
-        let mut fits = true;
-        // capacity that is leaving is not in the free index: search the nodes themselves
-        let nodes_of = |c: &Cluster, q: &Pending, f: FlavorId| -> Vec<NodeId> {
-            match scope(q) {
-                Scope::Nodes(ns) => ns.to_vec(),
-                Scope::Flavor => c.facts[f].nodes.clone(),
-            }
-        };
-        for (pv, vf, guaranteed) in &digests {
-            let req = self.request(pv, *vf);
-            let nodes = nodes_of(&self.c, pv, *vf);
-            match place(&mut self.c, &req, Mode::AfterRelease, Scope::Nodes(&nodes)) {
-                Some(t) => {
-                    let kept =
-                        !guaranteed || self.cells.accepts(&self.c, &self.t, &t, pv.vc, pv.milli);
-                    placed.push(t);
-                    if !kept {
-                        fits = false;
-                        break;
-                    }
-                }
-                None => {
-                    fits = false;
-                    break;
-                }
-            }
-        }
-        if fits {
-            let req = self.request(p, f);
-            let nodes = nodes_of(&self.c, p, f);
-            match place(&mut self.c, &req, Mode::AfterRelease, Scope::Nodes(&nodes)) {
-                Some(t) => t.undo(&mut self.c),
-                None => fits = false,
-            }
-        }
-        for t in placed.drain(..).rev() {
-            t.undo(&mut self.c);
-        }
-        planned.restore(&mut self.c);
-        if !fits {
-            return false;
-        }
-        // the job first: the victims on what is free now
-        for (pv, vf, guaranteed) in &digests {
-            match self.try_place(pv, *vf, *guaranteed) {
-                Some(t) => placed.push(t),
-                None => {
-                    for t in placed.into_iter().rev() {
-                        t.undo(&mut self.c);
-                    }
-                    return false;
-                }
-            }
-        }
-        true
-    }
-
-    /// Whether a queue-share plan may exist for `p`: its queue is entitled to it, and another
-    /// queue line of its VC uses more than its firm share.
-    fn may_take_share(&self, p: &Pending) -> bool {
-        let t = &self.t;
-        t.entitlement[p.queue] >= t.queue_used[p.queue] + p.milli
-            && t.queue_vc.iter_enumerated().any(|(q, vc)| {
-                *vc == Some(p.vc) && !t.chain[p.queue].contains(&q) && t.beyond_share(q) > 0
-            })
-    }
-
-    /// Whether evicting every lower-priority guaranteed job of `p`'s queue on flavor `f` would
-    /// bring `p` within its VC's guarantee there (else a combined plan cannot exist). It is
-    /// also how a combined plan's end is judged: the next cycle fills the guarantee by
-    /// priority, so those jobs are demoted once `p` runs, evicted or not (provided `p` gets
-    /// there: the plan's `credit` checks that phase 1 offers it no other type first).
-    fn combined_may_fit(&self, p: &Pending, f: FlavorId) -> bool {
-        let g = self.t.guarantee[p.vc][f];
-        if g == 0 {
-            return false;
-        }
-        let prio = self.snap.job(p.job).priority;
-        let own: u64 = self
-            .runs
-            .iter()
-            .filter(|r| {
-                !r.gone
-                    && !r.bonus
-                    && r.flavor == f
-                    && r.queue == Some(p.queue)
-                    && r.priority < prio
-            })
-            .map(|r| r.milli)
-            .sum();
-        self.t.guar_used[p.vc][f].saturating_sub(own) + p.milli <= g
-    }
-
     /// Gives each waiting job its place in its queue: the order phase 1 offered the queue's
     /// jobs, counting only those still waiting. A job larger than one of its limits has no
     /// place, as one larger than the cluster has none: it can never start, and holds back
@@ -2442,14 +997,21 @@ impl<'a> Cycle<'a> {
                 return;
             }
         }
-        for &f in &head {
-            if self.preempt(p, f, Kind::Reclaim, false) {
-                return;
-            }
+        if self.reclaim_plan(p, &head) {
+            return;
         }
         if !self.priority_plan_at_turn(p, true) {
             deferred.push((p.job, true));
         }
+    }
+
+    /// The job's GPU types on which it stays within its VirtualCluster's guarantee.
+    fn within_guarantee(&self, p: &Pending) -> Vec<FlavorId> {
+        p.flavors
+            .iter()
+            .copied()
+            .filter(|&f| self.t.within_guarantee(p.vc, f, p.milli))
+            .collect()
     }
 
     /// A job on its way back (stopped for a drain, back in its queue once `kubectl drain`
@@ -2461,15 +1023,6 @@ impl<'a> Cycle<'a> {
     /// room is not free, the bonus jobs that hold it are reclaimed now, so that their
     /// checkpoints overlap the gap instead of following it. Beyond its guarantee it waits
     /// as before: lending to others is what bonus capacity is for.
-    /// The job's GPU types on which it stays within its VirtualCluster's guarantee.
-    fn within_guarantee(&self, p: &Pending) -> Vec<FlavorId> {
-        p.flavors
-            .iter()
-            .copied()
-            .filter(|&f| self.t.within_guarantee(p.vc, f, p.milli))
-            .collect()
-    }
-
     fn hold_for_return(&mut self, p: &Pending) {
         let snap = self.snap;
         let queue = snap.queue(p.queue).name.clone();
@@ -2487,39 +1040,11 @@ impl<'a> Cycle<'a> {
                     return;
                 }
             }
-            for &f in &within {
-                if self.preempt(p, f, Kind::Reclaim, false) {
-                    return;
-                }
+            if self.reclaim_plan(p, &within) {
+                return;
             }
         }
         self.wait(p.job, WaitReason::Returning { queue });
-    }
-
-    /// Phase 3's priority plan, made at the job's turn in phase 1 or 2 when nothing else can
-    /// start it: its queue allows priority preemption, and it fits nowhere now, within its
-    /// guarantee or borrowed (room only shrinks during a cycle, so phase 2 could not place it
-    /// either). Made in phase 3, the plan came after the lower-priority jobs behind it in its
-    /// queue had taken the free part of the room it needs, and the next cycle preempted them
-    /// for it (an acceptance run: admitted, then preempted 0.2 s later). In phase 1
-    /// (`guaranteed_only`) only a plan that leaves the job within its guarantee is made:
-    /// one that leaves it borrowing waits for its turn in phase 2, after every team's
-    /// guaranteed jobs.
-    /// Returns true when the job's fate is decided.
-    fn priority_plan_at_turn(&mut self, p: &Pending, guaranteed_only: bool) -> bool {
-        if !self.snap.queue(p.queue).priority_preemption {
-            return false;
-        }
-        for &f in &p.flavors {
-            if let Some(trial) = self.try_place(p, f, false) {
-                trial.undo(&mut self.c);
-                return false;
-            }
-        }
-        self.guaranteed_plans_only = guaranteed_only;
-        let decided = self.priority_plan(p, false);
-        self.guaranteed_plans_only = false;
-        decided
     }
 
     /// Bonus (or, on a flavor with guarantee left, guaranteed) admission on idle capacity.
@@ -2550,20 +1075,9 @@ impl<'a> Cycle<'a> {
     }
 }
 
-/// Milli-CPUs as cores: `200`, `0.5`.
-fn cores(milli: u64) -> String {
-    if milli.is_multiple_of(1000) {
-        (milli / 1000).to_string()
-    } else {
-        format!("{:.3}", milli as f64 / 1000.0)
-            .trim_end_matches('0')
-            .to_string()
-    }
-}
-
-/// Bytes as GiB: `2048Gi`, `0.5Gi`.
-fn gib(bytes: u64) -> String {
-    const GIB: f64 = (1u64 << 30) as f64;
-    let g = format!("{:.2}", bytes as f64 / GIB);
-    format!("{}Gi", g.trim_end_matches('0').trim_end_matches('.'))
+/// Whether `f` is a GPU type `job` accepts (any, when it lists none).
+fn acceptable(c: &Cluster, job: &Job, f: FlavorId) -> bool {
+    let name = c.flavor_names[f].as_str();
+    !name.is_empty()
+        && (job.gpu_types.is_empty() || job.gpu_types.iter().any(|t| t.as_str() == name))
 }

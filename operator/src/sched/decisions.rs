@@ -86,13 +86,65 @@ pub struct Admission {
 /// Victims to checkpoint and stop so that `beneficiary` fits.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Preemption {
-    /// The job that needs the GPUs; for a drain `node <name>`, for an unhealthy GPU
-    /// `GPU <index> of node <name>`.
-    pub beneficiary: String,
+    /// The job that needs the GPUs, or the node being drained or the GPU turned unhealthy.
+    pub beneficiary: Beneficiary,
     pub reason: PreemptionReason,
     pub victims: Vec<String>,
     /// GPU-seconds of work lost since each victim's last checkpoint (or start), summed.
     pub lost_gpu_seconds: u64,
+}
+
+/// What a preemption makes room for: a waiting job, or nobody (a node being drained, a GPU
+/// turned unhealthy: the victims leave where they run).
+#[derive(Clone, PartialEq, Eq)]
+pub enum Beneficiary {
+    /// The waiting job, by key (`namespace/name`).
+    Job(String),
+    /// A node being drained, by name.
+    Node(String),
+    /// A GPU of a node turned unhealthy.
+    Gpu { node: String, index: u32 },
+    /// A queue held with `stopPolicy: HoldAndDrain` (itself or one above the job's), by name.
+    Queue(String),
+}
+
+impl Beneficiary {
+    /// The job the room is made for; None for a drain or an unhealthy GPU.
+    pub fn job(&self) -> Option<&str> {
+        match self {
+            Beneficiary::Job(id) => Some(id),
+            Beneficiary::Node(_) | Beneficiary::Gpu { .. } | Beneficiary::Queue(_) => None,
+        }
+    }
+}
+
+/// As Events and logs name it: the job's key, `node <name>`, `GPU <index> of node <name>`, or
+/// `queue <name>`.
+impl std::fmt::Display for Beneficiary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Beneficiary::Job(id) => f.write_str(id),
+            Beneficiary::Node(node) => write!(f, "node {node}"),
+            Beneficiary::Gpu { node, index } => write!(f, "GPU {index} of node {node}"),
+            Beneficiary::Queue(queue) => write!(f, "queue {queue}"),
+        }
+    }
+}
+
+/// The Debug of its `Display` string, as when the beneficiary was a `String`: decisions are
+/// compared byte for byte across versions by their Debug output (the bench's hash of
+/// `format!("{d:?}")`, the simulator's outputs), so it must print exactly as before.
+impl std::fmt::Debug for Beneficiary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.to_string())
+    }
+}
+
+/// A beneficiary is a job key when it is that job (a node or a GPU never is).
+impl PartialEq<&str> for Beneficiary {
+    fn eq(&self, other: &&str) -> bool {
+        self.job() == Some(*other)
+    }
 }
 
 /// A preemption withdrawn from one victim: the job it made room for is no longer pending
@@ -117,4 +169,32 @@ pub struct Waiting {
     /// (the queue's policy, as its VirtualCluster interleaves its queues). None for a job
     /// the cycle never offered (invalid, or its queue has no VirtualCluster).
     pub position: Option<u32>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Beneficiary;
+
+    /// The text and the Debug of each beneficiary are those of the `String` it replaced, so
+    /// Events and the decisions' Debug (which benches and the simulator hash) stay the same.
+    #[test]
+    fn a_beneficiary_reads_as_the_string_it_replaced() {
+        let cases = [
+            (Beneficiary::Job("ns/train".into()), "ns/train"),
+            (Beneficiary::Node("n0".into()), "node n0"),
+            (
+                Beneficiary::Gpu {
+                    node: "n0".into(),
+                    index: 2,
+                },
+                "GPU 2 of node n0",
+            ),
+        ];
+        for (b, text) in cases {
+            assert_eq!(b.to_string(), text);
+            assert_eq!(format!("{b:?}"), format!("{:?}", text.to_string()));
+        }
+        assert_eq!(Beneficiary::Job("ns/train".into()), "ns/train");
+        assert_ne!(Beneficiary::Node("ns/train".into()), "ns/train");
+    }
 }

@@ -137,21 +137,24 @@ mod cluster;
 pub mod constraints;
 mod cycle;
 pub mod decisions;
+mod digest;
 mod frag;
 mod ids;
 pub mod model;
 mod options;
 mod order;
 mod placement;
+mod preempt;
 mod reclaim;
 mod risk;
+mod standing;
 mod tenants;
 mod usage;
 pub mod wait;
 
 pub use constraints::{NodeConstraints, Taint, TaintEffect, Toleration};
 pub use cycle::{schedule, schedule_with, state_bytes};
-pub use decisions::{Admission, Cancellation, Decisions, Preemption, Waiting};
+pub use decisions::{Admission, Beneficiary, Cancellation, Decisions, Preemption, Waiting};
 pub use model::*;
 pub use options::{Options, VictimSelection};
 pub use usage::{

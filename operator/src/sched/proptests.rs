@@ -586,7 +586,7 @@ fn check_invariants(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
         if !p.reason.for_a_job() {
             continue; // no beneficiary job: a node, a GPU or a held queue
         }
-        let b = jobs[p.beneficiary.as_str()];
+        let b = jobs[p.beneficiary.job().expect("a preemption for a job")];
         prop_assert!(b.running.is_none());
         for v in &p.victims {
             prop_assert!(once.insert(v.as_str()), "victim {} twice", v);
@@ -635,7 +635,7 @@ fn check_invariants(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
             }
         }
         let waits = matches!(
-            d.waiting_reason(&p.beneficiary),
+            d.waiting_reason(&p.beneficiary.to_string()),
             Some(WaitReason::WaitingForPreemption { .. })
         );
         prop_assert!(waits);
@@ -671,8 +671,8 @@ fn check_invariants(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
         let beneficiaries: BTreeSet<&str> = d
             .preemptions
             .iter()
-            .filter(|p| jobs.contains_key(p.beneficiary.as_str()))
-            .map(|p| p.beneficiary.as_str())
+            .filter_map(|p| p.beneficiary.job())
+            .filter(|b| jobs.contains_key(b))
             .collect();
         let reserved: u64 = beneficiaries
             .iter()
@@ -815,7 +815,10 @@ proptest! {
 fn plan_of(d: &Decisions) -> Vec<(&str, PreemptionReason, Vec<String>)> {
     d.preemptions
         .iter()
-        .map(|p| (p.beneficiary.as_str(), p.reason, p.victims.clone()))
+        .map(|p| {
+            let b = p.beneficiary.job().expect("these plans are for jobs");
+            (b, p.reason, p.victims.clone())
+        })
         .collect()
 }
 
@@ -835,7 +838,7 @@ fn check_beneficiary_fits(w: &World, scattered: bool) -> Result<(), TestCaseErro
         let mut s2 = s.clone();
         s2.jobs.retain(|j| match &j.running {
             Some(r) => !r.preempting && !gone.contains(j.id.as_str()),
-            None => j.id == p.beneficiary || d.admission(&j.id).is_some(),
+            None => p.beneficiary == j.id.as_str() || d.admission(&j.id).is_some(),
         });
         // The cycle's admissions run in the next one: the plan was made with them charged
         // (their quota, limits and cells) and its reservation kept them off the room.
@@ -854,12 +857,16 @@ fn check_beneficiary_fits(w: &World, scattered: bool) -> Result<(), TestCaseErro
             }
         }
         // a beneficiary on its way back is back by then
-        for j in s2.jobs.iter_mut().filter(|j| j.id == p.beneficiary) {
+        for j in s2
+            .jobs
+            .iter_mut()
+            .filter(|j| p.beneficiary == j.id.as_str())
+        {
             j.returning = false;
         }
         let d2 = schedule(&s2);
         prop_assert!(
-            d2.admission(&p.beneficiary).is_some(),
+            d2.admission(&p.beneficiary.to_string()).is_some(),
             "{} does not fit after {:?}: {:?}",
             p.beneficiary,
             p.victims,
@@ -2138,7 +2145,10 @@ fn check_share_plans(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
     // for one beneficiary
     let mut placed: BTreeSet<&str> = BTreeSet::new();
     for p in &d.preemptions {
-        let b = jobs[p.beneficiary.as_str()];
+        let b = jobs[p
+            .beneficiary
+            .job()
+            .expect("every preemption here is for a job")];
         let mut freed: BTreeMap<&str, u64> = BTreeMap::new();
         for v in &p.victims {
             *freed.entry(jobs[v.as_str()].queue.as_str()).or_insert(0) +=

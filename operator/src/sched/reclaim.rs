@@ -581,51 +581,256 @@ pub(crate) fn plan(
     limits: Limits,
     allowed: Option<&[NodeId]>,
 ) -> Outcome {
-    let may = |n: &NodeId| allowed.is_none_or(|a| a.contains(n));
-    let gang = Gang::new(req);
+    let search = Search {
+        on_node,
+        req,
+        eligible,
+        selection,
+        limits,
+        allowed,
+        gang: Gang::new(req),
+    };
     if selection == VictimSelection::CountOnly {
         let nodes: Vec<NodeId> = match c.facts.get(req.flavor) {
-            Some(f) => f.nodes.iter().copied().filter(may).collect(),
+            Some(f) => f.nodes.iter().copied().filter(|n| search.may(n)).collect(),
             None => return Outcome::None,
         };
         if !limits_ok(limits, &[]) || !fits(c, req, &nodes) {
             return count_only(c, runs, req, eligible, limits, &nodes);
         }
     }
-    let pass = |c: &mut Cluster,
-                runs: &IdVec<RunIdx, RunInfo>,
-                young_ok: bool|
-     -> Option<(Vec<RunIdx>, u64, Vec<NodeId>)> {
-        // may be a victim (the limits' credit takes any such job); `ok`: a candidate for
-        // the room, of the gang's GPU type too
-        let may_go = |r: &RunInfo| !r.gone && eligible(r) && (young_ok || r.young_until.is_none());
-        let ok = |r: &RunInfo| r.flavor == req.flavor && may_go(r);
-        let facts = c.facts.get(req.flavor)?;
-        let g = req.whole_gpus;
+    if let Some((victims, lost, domain)) = search.pass(c, runs, false) {
+        return take(c, runs, req, victims, lost, &domain);
+    }
+    if let Some((victims, _, _)) = search.pass(c, runs, true) {
+        let until = victims.iter().filter_map(|&r| runs[r].young_until).max();
+        if let Some(until) = until {
+            return Outcome::MinRuntime { until, victims };
+        }
+    }
+    Outcome::None
+}
+
+/// The victims found leave (their room released) and the gang is placed on `domain` once
+/// they are gone; where it does not fit after all, they stay and there is no plan.
+fn take(
+    c: &mut Cluster,
+    runs: &mut IdVec<RunIdx, RunInfo>,
+    req: &Request,
+    victims: Vec<RunIdx>,
+    lost: u64,
+    domain: &[NodeId],
+) -> Outcome {
+    for &r in &victims {
+        set(c, &runs[r], true);
+        runs[r].gone = true;
+    }
+    if let Some(trial) = place(c, req, Mode::AfterRelease, Scope::Nodes(domain)) {
+        return Outcome::Plan {
+            victims,
+            lost,
+            trial,
+        };
+    }
+    for &r in &victims {
+        set(c, &runs[r], false);
+        runs[r].gone = false;
+    }
+    Outcome::None
+}
+
+/// The best set found so far: its key, its domain's index, its victims, its domain.
+type Best = (SetKey, usize, Vec<RunIdx>, Vec<NodeId>);
+
+/// One victim search: what it searches room for, and on what terms (see [`plan`]).
+struct Search<'s> {
+    on_node: &'s IdVec<NodeId, Vec<RunIdx>>,
+    req: &'s Request<'s>,
+    eligible: &'s dyn Fn(&RunInfo) -> bool,
+    selection: VictimSelection,
+    limits: Limits<'s>,
+    allowed: Option<&'s [NodeId]>,
+    gang: Gang<'s>,
+}
+
+/// Sets each node of `d` in or out of the domain being searched.
+fn mark(member: &mut IdVec<NodeId, bool>, d: &[NodeId], on: bool) {
+    for &n in d {
+        member[n] = on;
+    }
+}
+
+impl Search<'_> {
+    /// Whether the gang may be placed on node `n`.
+    fn may(&self, n: &NodeId) -> bool {
+        self.allowed.is_none_or(|a| a.contains(n))
+    }
+
+    /// May be a victim (the limits' credit takes any such job); a job younger than its
+    /// minimum runtime only when `young_ok`.
+    fn may_go(&self, r: &RunInfo, young_ok: bool) -> bool {
+        !r.gone && (self.eligible)(r) && (young_ok || r.young_until.is_none())
+    }
+
+    /// A candidate for the room: one that may go, of the gang's GPU type too.
+    fn ok(&self, r: &RunInfo, young_ok: bool) -> bool {
+        r.flavor == self.req.flavor && self.may_go(r, young_ok)
+    }
+
+    /// The smallest set of victims (and what it loses, and its domain) that makes the room,
+    /// searched level by level, the smallest level with a plan winning.
+    fn pass(
+        &self,
+        c: &mut Cluster,
+        runs: &IdVec<RunIdx, RunInfo>,
+        young_ok: bool,
+    ) -> Option<(Vec<RunIdx>, u64, Vec<NodeId>)> {
+        let facts = c.facts.get(self.req.flavor)?;
+        let levels = self.levels(facts.max_node_gpus);
+        let flavor_nodes: Vec<NodeId> = facts
+            .nodes
+            .iter()
+            .copied()
+            .filter(|n| self.may(n))
+            .collect();
+        // candidates for the limits' credit, wherever they run
+        let anywhere: Vec<RunIdx> = if self.limits.is_some() {
+            runs.ids()
+                .filter(|&r| self.may_go(&runs[r], young_ok))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let mut best: Option<Best> = None;
+        let mut member: IdVec<NodeId, bool> = IdVec::filled(false, c.nodes.len());
+        for level in levels {
+            let domains = self.domains(c, runs, level, &flavor_nodes, young_ok);
+            self.best_of(
+                c,
+                runs,
+                &domains,
+                &anywhere,
+                &mut member,
+                &mut best,
+                young_ok,
+            );
+            if best.is_some() {
+                break; // the smallest level with a plan wins
+            }
+        }
+        best.map(|(k, _, v, d)| (v, k.0, d))
+    }
+
+    /// The levels of domains victims are chosen in, smallest first.
+    fn levels(&self, max_node_gpus: u32) -> Vec<TopologyLevel> {
         let mut levels = Vec::new();
-        match req.required {
+        match self.req.required {
             // the ablation: one flavor-wide domain; the placement may still need a node or
             // rack, but victims are not chosen per domain
-            _ if selection != VictimSelection::WholeDomain => levels.push(TopologyLevel::GpuGroup),
+            _ if self.selection != VictimSelection::WholeDomain => {
+                levels.push(TopologyLevel::GpuGroup)
+            }
             Some(TopologyLevel::GpuGroup) | Some(TopologyLevel::Node) => {
                 levels.push(TopologyLevel::Node)
             }
             Some(TopologyLevel::Rack) => levels.push(TopologyLevel::Rack),
             None => {
-                if g <= facts.max_node_gpus {
+                if self.req.whole_gpus <= max_node_gpus {
                     levels.push(TopologyLevel::Node);
                 }
                 levels.push(TopologyLevel::Rack);
                 levels.push(TopologyLevel::GpuGroup); // stands for "the whole flavor" here
             }
         }
-        let flavor_nodes: Vec<NodeId> = facts.nodes.iter().copied().filter(may).collect();
-        // candidates for the limits' credit, wherever they run
-        let anywhere: Vec<RunIdx> = if limits.is_some() {
-            runs.ids().filter(|&r| may_go(&runs[r])).collect()
-        } else {
-            Vec::new()
-        };
+        levels
+    }
+
+    /// The domains of `level` that could hold the gang: nodes with enough whole GPUs free
+    /// or held by candidates, racks of the type with enough healthy GPUs, the whole type.
+    fn domains(
+        &self,
+        c: &Cluster,
+        runs: &IdVec<RunIdx, RunInfo>,
+        level: TopologyLevel,
+        flavor_nodes: &[NodeId],
+        young_ok: bool,
+    ) -> Vec<Vec<NodeId>> {
+        let g = self.req.whole_gpus;
+        match level {
+            TopologyLevel::Node => flavor_nodes
+                .iter()
+                .filter(|&&n| {
+                    let extra: u32 = self.on_node[n]
+                        .iter()
+                        .filter(|&&r| self.ok(&runs[r], young_ok))
+                        .map(|&r| {
+                            runs[r]
+                                .takes
+                                .iter()
+                                .filter(|t| t.0 == n)
+                                .map(|t| t.1.iter().filter(|x| x.1 == 1000).count() as u32)
+                                .sum::<u32>()
+                        })
+                        .sum();
+                    c.nodes[n].whole_avail(Mode::AfterRelease) + extra >= g
+                })
+                .map(|&n| vec![n])
+                .collect(),
+            TopologyLevel::Rack => c
+                .racks
+                .iter()
+                .filter(|r| r.flavor == self.req.flavor && r.healthy_gpus >= g)
+                .map(|r| {
+                    r.nodes
+                        .iter()
+                        .copied()
+                        .filter(|n| self.may(n))
+                        .collect::<Vec<_>>()
+                })
+                .filter(|d| !d.is_empty())
+                .collect(),
+            TopologyLevel::GpuGroup => vec![flavor_nodes.to_vec()],
+        }
+    }
+
+    /// The best set in any of `domains`, kept in `best` when better than the one in hand.
+    /// Domains by a bound on the work their set loses, least first; once the bound passes the
+    /// set in hand no domain left can win. Searching every node for each waiting job was most
+    /// of a cycle with priority preemption everywhere (`benches/sched.rs`). Ties keep the
+    /// domain order (`i`), as trying them in that order did. The search cannot change what a
+    /// domain holds or has free (it leaves the cluster as it found it), so each domain's jobs
+    /// and room are read once, first.
+    #[allow(clippy::too_many_arguments)]
+    fn best_of(
+        &self,
+        c: &mut Cluster,
+        runs: &IdVec<RunIdx, RunInfo>,
+        domains: &[Vec<NodeId>],
+        anywhere: &[RunIdx],
+        member: &mut IdVec<NodeId, bool>,
+        best: &mut Option<Best>,
+        young_ok: bool,
+    ) {
+        let mut seen: Vec<Option<(Vec<RunIdx>, Room)>> = Vec::with_capacity(domains.len());
+        let mut order: Vec<(u64, usize)> = Vec::new();
+        for (i, d) in domains.iter().enumerate() {
+            // every job with a replica here that may go, for the limits' credit too
+            let mut here: Vec<RunIdx> = d
+                .iter()
+                .flat_map(|&n| self.on_node[n].iter().copied())
+                .filter(|&r| self.may_go(&runs[r], young_ok))
+                .collect();
+            here.sort_unstable();
+            here.dedup();
+            mark(member, d, true);
+            let domain = Domain::new(c, d, member);
+            let bound = domain.least_loss(runs, self.req.whole_gpus, &here);
+            let room = domain.room;
+            mark(member, d, false);
+            seen.push(bound.map(|_| (here, room)));
+            order.extend(bound.map(|b| (b, i)));
+        }
+        order.sort_unstable();
         let key = |r: RunIdx| {
             (
                 runs[r].lost,
@@ -634,139 +839,48 @@ pub(crate) fn plan(
                 runs[r].job,
             )
         };
-        let mut best: Option<(SetKey, usize, Vec<RunIdx>, Vec<NodeId>)> = None;
-        let mut member: IdVec<NodeId, bool> = IdVec::filled(false, c.nodes.len());
-        let mark = |member: &mut IdVec<NodeId, bool>, d: &[NodeId], on: bool| {
-            for &n in d {
-                member[n] = on;
+        for (bound, i) in order {
+            if best.as_ref().is_some_and(|b| bound > b.0.0) {
+                break;
             }
-        };
-        for level in levels {
-            let domains: Vec<Vec<NodeId>> = match level {
-                TopologyLevel::Node => flavor_nodes
-                    .iter()
-                    .filter(|&&n| {
-                        let extra: u32 = on_node[n]
-                            .iter()
-                            .filter(|&&r| ok(&runs[r]))
-                            .map(|&r| {
-                                runs[r]
-                                    .takes
-                                    .iter()
-                                    .filter(|t| t.0 == n)
-                                    .map(|t| t.1.iter().filter(|x| x.1 == 1000).count() as u32)
-                                    .sum::<u32>()
-                            })
-                            .sum();
-                        c.nodes[n].whole_avail(Mode::AfterRelease) + extra >= g
-                    })
-                    .map(|&n| vec![n])
-                    .collect(),
-                TopologyLevel::Rack => c
-                    .racks
-                    .iter()
-                    .filter(|r| r.flavor == req.flavor && r.healthy_gpus >= g)
-                    .map(|r| r.nodes.iter().copied().filter(may).collect::<Vec<_>>())
-                    .filter(|d| !d.is_empty())
-                    .collect(),
-                TopologyLevel::GpuGroup => vec![flavor_nodes.clone()],
+            let d = &domains[i];
+            let Some((here, room)) = seen[i].take() else {
+                continue;
             };
-            // Domains by a bound on the work their set loses, least first; once the bound
-            // passes the set in hand no domain left can win. Searching every node for each
-            // waiting job was most of a cycle with priority preemption everywhere
-            // (`benches/sched.rs`). Ties keep the domain order (`i`), as trying them in that
-            // order did. The search cannot change what a domain holds or has free (it
-            // leaves the cluster as it found it), so each domain's jobs and room are read
-            // once, here.
-            let mut seen: Vec<Option<(Vec<RunIdx>, Room)>> = Vec::with_capacity(domains.len());
-            let mut order: Vec<(u64, usize)> = Vec::new();
-            for (i, d) in domains.iter().enumerate() {
-                // every job with a replica here that may go, for the limits' credit too
-                let mut here: Vec<RunIdx> = d
-                    .iter()
-                    .flat_map(|&n| on_node[n].iter().copied())
-                    .filter(|&r| may_go(&runs[r]))
-                    .collect();
-                here.sort_unstable();
-                here.dedup();
-                mark(&mut member, d, true);
-                let domain = Domain::new(c, d, &member);
-                let bound = domain.least_loss(runs, req.whole_gpus, &here);
-                let room = domain.room;
-                mark(&mut member, d, false);
-                seen.push(bound.map(|_| (here, room)));
-                order.extend(bound.map(|b| (b, i)));
-            }
-            order.sort_unstable();
-            for (bound, i) in order {
-                if best.as_ref().is_some_and(|b| bound > b.0.0) {
+            let mut cands: Vec<RunIdx> = here
+                .into_iter()
+                .filter(|&r| self.ok(&runs[r], young_ok))
+                .collect();
+            cands.extend_from_slice(anywhere);
+            cands.sort_by_key(|&r| key(r));
+            cands.dedup();
+            mark(member, d, true);
+            let found = in_domain(
+                c,
+                runs,
+                &self.gang,
+                &Domain {
+                    nodes: d,
+                    member,
+                    room,
+                },
+                &cands,
+                self.limits,
+                self.selection == VictimSelection::WholeDomain,
+            );
+            mark(member, d, false);
+            if let Some((v, k)) = found
+                && best.as_ref().is_none_or(|b| (&k, i) < (&b.0, b.1))
+            {
+                // an empty set loses nothing and has no victims: no domain after it wins
+                let empty = v.is_empty();
+                *best = Some((k, i, v, d.clone()));
+                if empty {
                     break;
                 }
-                let d = &domains[i];
-                let Some((here, room)) = seen[i].take() else {
-                    continue;
-                };
-                let mut cands: Vec<RunIdx> = here.into_iter().filter(|&r| ok(&runs[r])).collect();
-                cands.extend_from_slice(&anywhere);
-                cands.sort_by_key(|&r| key(r));
-                cands.dedup();
-                mark(&mut member, d, true);
-                let found = in_domain(
-                    c,
-                    runs,
-                    &gang,
-                    &Domain {
-                        nodes: d,
-                        member: &member,
-                        room,
-                    },
-                    &cands,
-                    limits,
-                    selection == VictimSelection::WholeDomain,
-                );
-                mark(&mut member, d, false);
-                if let Some((v, k)) = found
-                    && best.as_ref().is_none_or(|b| (&k, i) < (&b.0, b.1))
-                {
-                    // an empty set loses nothing and has no victims: no domain after it wins
-                    let empty = v.is_empty();
-                    best = Some((k, i, v, d.clone()));
-                    if empty {
-                        break;
-                    }
-                }
-            }
-            if best.is_some() {
-                break; // the smallest level with a plan wins
             }
         }
-        best.map(|(k, _, v, d)| (v, k.0, d))
-    };
-    if let Some((victims, lost, domain)) = pass(c, runs, false) {
-        for &r in &victims {
-            set(c, &runs[r], true);
-            runs[r].gone = true;
-        }
-        if let Some(trial) = place(c, req, Mode::AfterRelease, Scope::Nodes(&domain)) {
-            return Outcome::Plan {
-                victims,
-                lost,
-                trial,
-            };
-        }
-        for &r in &victims {
-            set(c, &runs[r], false);
-            runs[r].gone = false;
-        }
-        return Outcome::None;
     }
-    if let Some((victims, _, _)) = pass(c, runs, true) {
-        let until = victims.iter().filter_map(|&r| runs[r].young_until).max();
-        if let Some(until) = until {
-            return Outcome::MinRuntime { until, victims };
-        }
-    }
-    Outcome::None
 }
 
 #[cfg(test)]

@@ -2106,7 +2106,8 @@ fn a_draining_node_sends_its_jobs_back_to_the_queue_with_a_checkpoint() {
     let p = &d.preemptions[0];
     assert_eq!(p.reason, PreemptionReason::Drain);
     assert_eq!(p.victims, ["t/gang"]);
-    assert_eq!(p.beneficiary, "node n0");
+    assert_eq!(p.beneficiary, super::Beneficiary::Node("n0".into()));
+    assert_eq!(p.beneficiary.to_string(), "node n0");
     assert_eq!(p.lost_gpu_seconds, 8 * 500);
     assert_eq!(nodes_of(&d, "t/new"), ["n2"]);
 }
@@ -2440,7 +2441,12 @@ fn a_job_on_a_sick_gpu_checkpoints_and_leaves() {
     assert_eq!(d.preemptions.len(), 1, "{:?}", d.preemptions);
     assert_eq!(d.preemptions[0].reason, PreemptionReason::UnhealthyGpu);
     assert_eq!(d.preemptions[0].victims, ["t/sick"]);
-    assert_eq!(d.preemptions[0].beneficiary, "GPU 2 of node n0");
+    let gpu = super::Beneficiary::Gpu {
+        node: "n0".into(),
+        index: 2,
+    };
+    assert_eq!(d.preemptions[0].beneficiary, gpu);
+    assert_eq!(d.preemptions[0].beneficiary.to_string(), "GPU 2 of node n0");
 }
 
 /// Team t is capped at 6 GPUs and runs two low-priority 2-GPU experiments; a high-priority

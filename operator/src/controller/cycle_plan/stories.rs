@@ -380,7 +380,7 @@ fn the_usage_is_news_only_when_its_numbers_moved() {
 #[test]
 fn the_beneficiary_is_told_whom_its_room_is_made_of() {
     let p = |n: usize| sched::Preemption {
-        beneficiary: "a/big".into(),
+        beneficiary: sched::Beneficiary::Job("a/big".into()),
         reason: sched::PreemptionReason::Reclaim,
         victims: (0..n).map(|i| format!("b/v{i}")).collect(),
         lost_gpu_seconds: 0,

@@ -1,0 +1,154 @@
+//! Standing: which running jobs are within their VirtualCluster's guarantee and which are
+//! bonus, settled afresh at the start of each cycle (most important first), with the
+//! preemptions a limit still needs kept and the jobs that return to their queue charged to
+//! its limits.
+
+use std::cmp::Reverse;
+
+use super::cells::Cells;
+use super::cluster::Cluster;
+use super::decisions::Decisions;
+use super::ids::{FlavorId, IdVec, RunIdx};
+use super::model::Snapshot;
+use super::reclaim::RunInfo;
+use super::tenants::Tenants;
+
+/// The standing of every running job, charged to `t` (built against `cap`), its changes in
+/// `out`; returns the cells as the standing leaves them.
+pub(super) fn settle(
+    snap: &Snapshot,
+    c: &Cluster,
+    cap: IdVec<FlavorId, u64>,
+    t: &mut Tenants,
+    runs: &mut IdVec<RunIdx, RunInfo>,
+    out: &mut Decisions,
+) -> Cells {
+    let was_bonus: IdVec<RunIdx, bool> = runs.iter().map(|r| r.bonus).collect();
+    let (order, mut cells) = settle_standing(snap, c, t, runs, out);
+    if keep_preemptions_a_limit_needs(snap, t, runs, &order, out) {
+        // The standing counted the victims whose withdrawal a limit then refused: they
+        // leave after all, so the others' standing is settled again without them. A
+        // sibling was demoted for as long as the victim checkpointed, and promoted when it
+        // left (Demoted, then Promoted, within seconds in an acceptance run).
+        for i in runs.ids() {
+            runs[i].bonus = was_bonus[i];
+        }
+        out.promotions.clear();
+        out.demotions.clear();
+        *t = Tenants::build(snap, &c.flavor_by_name, cap);
+        cells = settle_standing(snap, c, t, runs, out).1;
+    }
+    charge_jobs_that_return(snap, t, runs);
+    if !out.demotions.is_empty() {
+        // a demoted job no longer binds its domains: they may be clean again
+        cells = Cells::build(snap, c, t, runs);
+    }
+    cells
+}
+
+/// A job leaving for a drain or an unhealthy GPU (no job takes its place) comes back to its
+/// queue: its team's limits still count it, so that no job of the team takes the room it
+/// will need under them and is preempted for it when it returns (uncharged, a job the
+/// team's limit held back started the moment a drain began, and was preempted 16 s later).
+/// Its GPUs still come free for placement as its pods go, and its guarantee for whoever
+/// waits within it, as before.
+fn charge_jobs_that_return(snap: &Snapshot, t: &mut Tenants, runs: &IdVec<RunIdx, RunInfo>) {
+    for i in runs.ids() {
+        let r = &runs[i];
+        let job = snap.job(r.job);
+        let returns = job
+            .running
+            .as_ref()
+            .and_then(|run| run.checkpoint_request.as_ref())
+            .is_some_and(|req| !req.reason.for_a_job());
+        if let (true, true, Some(q)) = (r.gone, returns, r.queue) {
+            t.hold_limits(q, &job.user, r.milli);
+        }
+    }
+}
+
+/// A withdrawal that would take its tenant above a limit is not made. A job that a limit
+/// (the VirtualCluster's, a queue's `maxShare`, a user's) kept waiting is admitted while its
+/// victims leave, on their credit against the limit, and it may be placed on other free GPUs;
+/// once it runs it no longer waits, so the victims' preemption looks stale (`cancel`). Let
+/// go, a victim ran on beside it and the tenant stayed above its cap for good (an acceptance
+/// run saw 12 GPUs held under a limit of 8). Each victim whose withdrawal finds its scope
+/// above a limit goes on leaving instead (the least important first; one kept may bring the
+/// others within it).
+fn keep_preemptions_a_limit_needs(
+    snap: &Snapshot,
+    t: &mut Tenants,
+    runs: &mut IdVec<RunIdx, RunInfo>,
+    order: &[RunIdx],
+    out: &mut Decisions,
+) -> bool {
+    let mut kept = false;
+    if out.cancellations.is_empty() {
+        return kept;
+    }
+    for &i in order.iter().rev() {
+        let r = &runs[i];
+        let job = snap.job(r.job);
+        let Some(q) = r.queue else { continue };
+        if !out.cancellations.iter().any(|c| c.job == job.id)
+            || t.check_limits(snap, q, &job.user, 0).is_ok()
+        {
+            continue;
+        }
+        t.charge(q, &job.user, r.flavor, r.milli, r.bonus, false);
+        out.cancellations.retain(|c| c.job != job.id);
+        out.promotions.retain(|x| x != &job.id);
+        out.demotions.retain(|x| x != &job.id);
+        runs[i].gone = true;
+        kept = true;
+    }
+    kept
+}
+
+/// Standing: which running jobs are within their VC's guarantee and which are bonus is
+/// decided afresh each cycle, most important first (see `standing_order`), and charged to
+/// `t`; cell ownership starts from the jobs guaranteed so far, and a bonus job becomes
+/// guaranteed only where that keeps other VCs' cells obtainable (else it stays
+/// reclaimable). Changes of standing go to `out`; returns the order and the cells.
+fn settle_standing(
+    snap: &Snapshot,
+    c: &Cluster,
+    t: &mut Tenants,
+    runs: &mut IdVec<RunIdx, RunInfo>,
+    out: &mut Decisions,
+) -> (Vec<RunIdx>, Cells) {
+    let mut order: Vec<RunIdx> = runs.ids().filter(|&i| !runs[i].gone).collect();
+    order.sort_by_key(|&i| standing_order(&runs[i], snap.job(runs[i].job).id.as_str()));
+    let mut cells = Cells::build(snap, c, t, runs);
+    for &i in &order {
+        let r = &runs[i];
+        let (Some(q), Some(vc)) = (r.queue, r.vc) else {
+            continue;
+        };
+        let guaranteed =
+            t.within_guarantee(vc, r.flavor, r.milli) && (!r.bonus || cells.promote(c, t, r, vc));
+        out.note_standing(&snap.job(r.job).id, r.bonus, guaranteed);
+        t.charge(
+            q,
+            &snap.job(r.job).user,
+            r.flavor,
+            r.milli,
+            !guaranteed,
+            true,
+        );
+        runs[i].bonus = !guaranteed;
+    }
+    (order, cells)
+}
+
+/// The order in which running jobs fill their VirtualCluster's guarantee; what is left over
+/// is bonus, so a VC's bonus jobs are its least important. Higher priority first; among
+/// equal priorities the standing a job already has (guaranteed first), so that jobs do not
+/// swap at every checkpoint and a reclaim planned on a domain is not undone by the next
+/// cycle; then the most work lost if stopped now, the oldest, the id.
+pub(super) fn standing_order<'a>(
+    r: &RunInfo,
+    id: &'a str,
+) -> (Reverse<i32>, bool, Reverse<u64>, i64, &'a str) {
+    (Reverse(r.priority), r.bonus, Reverse(r.lost), r.started, id)
+}
