@@ -7,6 +7,7 @@
 //! queues that hold GPUs have finished: gone earlier, they would run on charged to no tenant,
 //! neither guaranteed nor bonus, and nothing would reclaim them.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,8 +22,9 @@ use super::conditions;
 use super::context::Context;
 use super::error::{self, Error, Reconciler};
 use super::finalizing;
-use super::metrics::VcLabels;
+use super::metrics::{Metrics, VcLabels};
 use super::status;
+use super::usage::VcUsage;
 use super::validate;
 use super::validate::effective_queue;
 use crate::api::reasons::{VirtualClusterConditionType as Type, VirtualClusterReason as Reason};
@@ -277,6 +279,28 @@ fn computed_status(vc: &VirtualCluster, ctx: &Context, t: &Time) -> Option<Virtu
         return None;
     }
     let mut status = vc.status.clone().unwrap_or_default();
+    usage_fields(vc, &u, &mut status);
+
+    // A GPU type no node has is `Ready=False UnknownGpuType` (a typo, most likely): read as
+    // a real type it would also be "over-committed" and "at risk", which misleads.
+    let maps = ctx.ref_maps();
+    let known = |flavor: &str| maps.flavors.is_empty() || maps.flavors.contains(flavor);
+    let guaranteed = guaranteed_in_all(&ctx.stores.vcs.state());
+    over_committed(vc, &guaranteed, &capacity, &known, &mut status, t);
+    guarantee_at_risk(vc, &u, &known, &mut status, t);
+    above_limit(
+        vc,
+        &mut status,
+        GpuAmount::from_milli(u.flavors.values().map(|f| f.leaving_milli).sum()),
+        vc.metadata.generation,
+        t,
+    );
+    record_metrics(&ctx.metrics, name, &status);
+    Some(status)
+}
+
+/// The usage numbers of the status: per flavor and summed, and the job counts.
+fn usage_fields(vc: &VirtualCluster, u: &VcUsage, status: &mut VirtualClusterStatus) {
     status.flavors = u
         .flavors
         .iter()
@@ -296,18 +320,28 @@ fn computed_status(vc: &VirtualCluster, ctx: &Context, t: &Time) -> Option<Virtu
     status.pending = u.pending;
     status.running = u.running;
     status.observed_generation = vc.metadata.generation;
+}
 
-    // A GPU type no node has is `Ready=False UnknownGpuType` (a typo, most likely): read as
-    // a real type it would also be "over-committed" and "at risk", which misleads.
-    let maps = ctx.ref_maps();
-    let known = |flavor: &str| maps.flavors.is_empty() || maps.flavors.contains(flavor);
-    // OverCommitted: all VCs' guarantees for a flavor above what the cluster has of it.
-    let mut guaranteed: std::collections::BTreeMap<String, i64> = Default::default();
-    for other in ctx.stores.vcs.state() {
+/// All VirtualClusters' guarantees, summed per flavor.
+fn guaranteed_in_all(vcs: &[Arc<VirtualCluster>]) -> BTreeMap<String, i64> {
+    let mut guaranteed: BTreeMap<String, i64> = BTreeMap::new();
+    for other in vcs {
         for g in &other.spec.guarantee {
             *guaranteed.entry(g.flavor.clone()).or_default() += i64::from(g.gpus.max(0));
         }
     }
+    guaranteed
+}
+
+/// `OverCommitted`: all VCs' guarantees for a flavor above what the cluster has of it.
+fn over_committed(
+    vc: &VirtualCluster,
+    guaranteed: &BTreeMap<String, i64>,
+    capacity: &BTreeMap<String, u32>,
+    known: &dyn Fn(&str) -> bool,
+    status: &mut VirtualClusterStatus,
+    t: &Time,
+) {
     let over: Vec<String> = vc
         .spec
         .guarantee
@@ -349,10 +383,19 @@ fn computed_status(vc: &VirtualCluster, ctx: &Context, t: &Time) -> Option<Virtu
             t,
         );
     }
-    // GuaranteeAtRisk: lost capacity (unhealthy GPUs, cordoned or gone nodes) or guarantees
-    // beyond the cluster leave part of the guarantee unobtainable, even by reclaim (the
-    // core's numbers). Lost capacity names the reason when both apply: it is the one an
-    // admin did not choose.
+}
+
+/// `GuaranteeAtRisk`: lost capacity (unhealthy GPUs, cordoned or gone nodes) or guarantees
+/// beyond the cluster leave part of the guarantee unobtainable, even by reclaim (the core's
+/// numbers). Lost capacity names the reason when both apply: it is the one an admin did not
+/// choose.
+fn guarantee_at_risk(
+    vc: &VirtualCluster,
+    u: &VcUsage,
+    known: &dyn Fn(&str) -> bool,
+    status: &mut VirtualClusterStatus,
+    t: &Time,
+) {
     let shortfalls: Vec<&sched::GuaranteeShortfall> = u
         .flavors
         .iter()
@@ -365,6 +408,7 @@ fn computed_status(vc: &VirtualCluster, ctx: &Context, t: &Time) -> Option<Virtu
         .map(|s| s.cause())
         .min_by_key(|c| *c != sched::ShortfallCause::CapacityLost)
         .unwrap_or(sched::ShortfallCause::CapacityLost);
+    let generation = vc.metadata.generation;
     if at_risk.is_empty() {
         conditions::set(
             &mut status.conditions,
@@ -386,30 +430,25 @@ fn computed_status(vc: &VirtualCluster, ctx: &Context, t: &Time) -> Option<Virtu
             t,
         );
     }
-    above_limit(
-        vc,
-        &mut status,
-        GpuAmount::from_milli(u.flavors.values().map(|f| f.leaving_milli).sum()),
-        generation,
-        t,
-    );
+}
+
+/// The VirtualCluster's GPU gauges: guaranteed, in use and bonus.
+fn record_metrics(metrics: &Metrics, name: String, status: &VirtualClusterStatus) {
     let labels = VcLabels {
-        virtual_cluster: name.clone(),
+        virtual_cluster: name,
     };
-    ctx.metrics
+    metrics
         .gpus_guaranteed
         .get_or_create(&labels)
         .set(i64::from(status.guaranteed_gpus));
-    ctx.metrics
+    metrics
         .gpus_in_use
         .get_or_create(&labels)
         .set(status.in_use_gpus.milli() as f64 / 1000.0);
-    ctx.metrics
+    metrics
         .gpus_bonus
         .get_or_create(&labels)
         .set(status.bonus_gpus.milli() as f64 / 1000.0);
-
-    Some(status)
 }
 
 /// `AboveLimit`: a limit lowered below what the tenant holds cuts nothing back (running jobs
