@@ -396,6 +396,36 @@ async fn admit(
         .namespace()
         .ok_or_else(|| AdmitError::Gone(key.to_string()))?;
     let attempt = job_attempt(job);
+    let uid = job.uid().unwrap_or_default();
+    let pods = gang_of(ctx, job, admission, attempt, &ns, &uid)?;
+    ctx.state().inflight.insert(
+        key.clone(),
+        Inflight {
+            placement: admission.placement.clone(),
+            bonus: admission.bonus,
+            at: now,
+            attempt,
+        },
+    );
+    if let Err(err) = create_gang(ctx, job, pods, &ns, &uid).await {
+        ctx.state().inflight.remove(&key);
+        return Err(err);
+    }
+    record_admission(ctx, job, &key, admission, now);
+    Ok(())
+}
+
+/// The gang's pods for this admission, or why they cannot be created: a pod of the gang's
+/// name that the cache shows as another's fails the admission before anything is created,
+/// rather than create the rest of the gang and undo it every cycle.
+fn gang_of(
+    ctx: &Context,
+    job: &TrainingJob,
+    admission: &sched::Admission,
+    attempt: i32,
+    ns: &str,
+    uid: &str,
+) -> Result<Vec<Pod>, AdmitError> {
     // A node advertising `nvidia.com/gpu` runs a device plugin (for `--gpu-binding auto`).
     let advertises_gpus = |node: &str| {
         ctx.stores
@@ -413,42 +443,41 @@ async fn admit(
         &ctx.settings.pods,
         &advertises_gpus,
     )?;
-    // A pod of the gang's name that the cache shows as another's: fail before creating
-    // anything, rather than create the rest of the gang and undo it every cycle.
-    let uid = job.uid().unwrap_or_default();
     if let Some(taken) = pods.iter().find_map(|p| {
         ctx.stores
             .pods
-            .get(&ObjectRef::new(&p.name_any()).within(&ns))
-            .filter(|present| !owned_by(present.as_ref(), &uid))
+            .get(&ObjectRef::new(&p.name_any()).within(ns))
+            .filter(|present| !owned_by(present.as_ref(), uid))
     }) {
         return Err(taken_by_another(taken.as_ref()));
     }
-    ctx.state().inflight.insert(
-        key.clone(),
-        Inflight {
-            placement: admission.placement.clone(),
-            bonus: admission.bonus,
-            at: now,
-            attempt,
-        },
-    );
+    Ok(pods)
+}
+
+/// Creates the gang: its Service and pods together, then its disruption budget. A failure
+/// of any of them deletes the pods created, so the gang is created whole or not at all.
+async fn create_gang(
+    ctx: &Context,
+    job: &TrainingJob,
+    pods: Vec<Pod>,
+    ns: &str,
+    uid: &str,
+) -> Result<(), AdmitError> {
     // The Service and the pods go out together: neither waits for the other (pods need no
-    // Service to be created, only to resolve names once running), then the budget. A failure
-    // of any of them undoes the pods, so the gang is created whole or not at all.
-    let services: Api<Service> = Api::namespaced(ctx.client.clone(), &ns);
+    // Service to be created, only to resolve names once running), then the budget.
+    let services: Api<Service> = Api::namespaced(ctx.client.clone(), ns);
     let service = headless_service(job, &ctx.settings.pods);
-    let budgets: Api<PodDisruptionBudget> = Api::namespaced(ctx.client.clone(), &ns);
+    let budgets: Api<PodDisruptionBudget> = Api::namespaced(ctx.client.clone(), ns);
     let budget = disruption_budget(job);
     let create_service = async {
         match &service {
-            Some(service) => create_owned(&services, service, &uid, "Service", create_error).await,
+            Some(service) => create_owned(&services, service, uid, "Service", create_error).await,
             None => Ok(()),
         }
     };
-    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), ns);
     let create_pods = futures::stream::iter(pods)
-        .map(|pod| create_pod(&api, pod, &uid))
+        .map(|pod| create_pod(&api, pod, uid))
         .buffer_unordered(16)
         .collect::<Vec<Result<String, AdmitError>>>();
     let (service, mut results) = futures::join!(create_service, create_pods);
@@ -468,7 +497,7 @@ async fn admit(
         && let Err(e) = create_owned(
             &budgets,
             &budget,
-            &uid,
+            uid,
             "PodDisruptionBudget",
             // Built by the operator from the job's name alone: never the job's fault.
             |object, source| AdmitError::Kube { object, source },
@@ -481,9 +510,20 @@ async fn admit(
         for name in results.iter().filter_map(|r| r.as_ref().ok()) {
             let _ = api.delete(name, &DeleteParams::background()).await;
         }
-        ctx.state().inflight.remove(&key);
         return Err(err);
     }
+    Ok(())
+}
+
+/// What an admission leaves besides its objects: the queue's metrics, a log line, the
+/// `Admitted` Event, and a wake-up for the next cycle.
+fn record_admission(
+    ctx: &Arc<Context>,
+    job: &Arc<TrainingJob>,
+    key: &JobKey,
+    admission: &sched::Admission,
+    now: i64,
+) {
     let queue = super::validate::effective_queue(job, &ctx.ref_maps().refs()).unwrap_or_default();
     ctx.metrics
         .admissions
@@ -520,7 +560,6 @@ async fn admit(
     // in the background: the next gang's pods need not wait for it
     event_in_background(ctx, job, EventReason::Admitted, note);
     ctx.wake.notify_one();
-    Ok(())
 }
 
 /// Creates the job's Service or budget (`what`). One of its name that exists already (409)
