@@ -21,7 +21,15 @@ const PURE: &[(&str, &str)] = &[
     ("snapshot/jobs.rs", include_str!("snapshot/jobs.rs")),
     ("snapshot/nodes.rs", include_str!("snapshot/nodes.rs")),
     ("usage.rs", include_str!("usage.rs")),
-    ("validate.rs", include_str!("validate.rs")),
+    ("validate/mod.rs", include_str!("validate/mod.rs")),
+    (
+        "validate/references.rs",
+        include_str!("validate/references.rs"),
+    ),
+    (
+        "validate/templates.rs",
+        include_str!("validate/templates.rs"),
+    ),
     ("waiting.rs", include_str!("waiting.rs")),
     ("lifecycle/mod.rs", include_str!("lifecycle/mod.rs")),
     ("lifecycle/failure.rs", include_str!("lifecycle/failure.rs")),
