@@ -18,8 +18,9 @@ use kube::runtime::finalizer::Event as Finalizer;
 use kube::{Api, ResourceExt};
 use tracing::{debug, instrument};
 
+use super::caches::Caches;
 use super::conditions;
-use super::context::Context;
+use super::context::{Context, SchedulerState};
 use super::error::{self, Error, Reconciler};
 use super::finalizing;
 use super::metrics::{Metrics, VcLabels};
@@ -27,6 +28,7 @@ use super::status;
 use super::usage::VcUsage;
 use super::validate;
 use super::validate::effective_queue;
+use super::writer::Writer;
 use crate::api::reasons::{VirtualClusterConditionType as Type, VirtualClusterReason as Reason};
 use crate::api::virtualcluster::FlavorUsage;
 use crate::api::{GpuAmount, VirtualCluster, VirtualClusterStatus};
@@ -38,7 +40,7 @@ pub const FINALIZER: &str = "kubetrain.io/virtualcluster-jobs";
 pub async fn reconcile(vc: Arc<VirtualCluster>, ctx: Arc<Context>) -> Result<Action, Error> {
     // The reconcile's one reading of the clock: every condition it sets changes at `t`.
     let t = Time(Timestamp::now());
-    let api: Api<VirtualCluster> = Api::all(ctx.client.clone());
+    let api: Api<VirtualCluster> = Api::all(ctx.writer.client.clone());
     finalizing::reconcile(&api, FINALIZER, vc, |event| async {
         match event {
             Finalizer::Apply(vc) => apply(&vc, &ctx, &t).await,
@@ -53,7 +55,7 @@ pub async fn reconcile(vc: Arc<VirtualCluster>, ctx: Arc<Context>) -> Result<Act
 /// finalizer go cannot be undone, and the cache is newer than the last cycle's usage.
 fn admitted_jobs(vc: &VirtualCluster, ctx: &Context) -> i32 {
     let name = vc.name_any();
-    let maps = ctx.ref_maps();
+    let maps = ctx.caches.ref_maps();
     let refs = maps.refs();
     let ours = |queue: &str| {
         maps.queues
@@ -61,7 +63,7 @@ fn admitted_jobs(vc: &VirtualCluster, ctx: &Context) -> i32 {
             .is_some_and(|q| q.spec.virtual_cluster == name)
     };
     let mut admitted = 0;
-    for j in ctx.stores.jobs.state() {
+    for j in ctx.caches.stores.jobs.state() {
         if effective_queue(&j, &refs).is_ok_and(|q| ours(&q)) && ctx.holds_gpus(&j) {
             admitted += 1;
         }
@@ -92,16 +94,16 @@ fn expected(c: &Condition) -> bool {
 
 async fn write_status(
     vc: &VirtualCluster,
-    ctx: &Context,
+    writer: &Writer,
     status: VirtualClusterStatus,
 ) -> Result<(), Error> {
     if vc.status.as_ref() == Some(&status) {
         return Ok(());
     }
-    let api: Api<VirtualCluster> = Api::all(ctx.client.clone());
+    let api: Api<VirtualCluster> = Api::all(writer.client.clone());
     status::apply(&api, &vc.name_any(), &status).await?;
     let old = vc.status.as_ref().map_or(&[][..], |s| &s.conditions[..]);
-    status::announce(ctx, vc, old, &status.conditions, &WATCHED, expected).await;
+    status::announce(writer, vc, old, &status.conditions, &WATCHED, expected).await;
     Ok(())
 }
 
@@ -110,7 +112,7 @@ async fn apply(vc: &VirtualCluster, ctx: &Context, t: &Time) -> Result<Action, E
         return Ok(Action::requeue(Duration::from_secs(1)));
     };
     let generation = vc.metadata.generation;
-    let problems = configuration_problems(vc, ctx);
+    let problems = configuration_problems(vc, &ctx.caches, &ctx.scheduler);
     match problems.first() {
         // The first problem's reason; every problem's message.
         Some((reason, _)) => conditions::set(
@@ -136,7 +138,7 @@ async fn apply(vc: &VirtualCluster, ctx: &Context, t: &Time) -> Result<Action, E
             t,
         ),
     };
-    write_status(vc, ctx, status).await?;
+    write_status(vc, &ctx.writer, status).await?;
     Ok(Action::requeue(Duration::from_secs(5)))
 }
 
@@ -152,8 +154,12 @@ async fn apply(vc: &VirtualCluster, ctx: &Context, t: &Time) -> Result<Action, E
 ///   namespace's jobs may use either's queues;
 /// - `UnknownGpuType`: no node has a GPU type it guarantees (a typo reads only as
 ///   `OverCommitted` otherwise).
-fn configuration_problems(vc: &VirtualCluster, ctx: &Context) -> Vec<(Reason, String)> {
-    let maps = ctx.ref_maps();
+fn configuration_problems(
+    vc: &VirtualCluster,
+    caches: &Caches,
+    scheduler: &SchedulerState,
+) -> Vec<(Reason, String)> {
+    let maps = caches.ref_maps();
     let mut problems = Vec::new();
     if let Some(problem) = validate::default_queue_problem(vc, &maps.queues) {
         problems.push((
@@ -184,7 +190,7 @@ fn configuration_problems(vc: &VirtualCluster, ctx: &Context) -> Vec<(Reason, St
         ));
     }
     let cells: Vec<String> = {
-        let state = ctx.state();
+        let state = scheduler.state();
         let flavors = state.usage.vcs.get(&vc.name_any()).map(|u| &u.flavors);
         vc.spec
             .guarantee
@@ -255,7 +261,7 @@ async fn cleanup(vc: &VirtualCluster, ctx: &Context, t: &Time) -> Result<Action,
             vc.metadata.generation,
             t,
         );
-        write_status(vc, ctx, status).await?;
+        write_status(vc, &ctx.writer, status).await?;
     }
     Err(Error::VirtualClusterNotEmpty {
         virtual_cluster: vc.name_any(),
@@ -268,7 +274,7 @@ async fn cleanup(vc: &VirtualCluster, ctx: &Context, t: &Time) -> Result<Action,
 fn computed_status(vc: &VirtualCluster, ctx: &Context, t: &Time) -> Option<VirtualClusterStatus> {
     let name = vc.name_any();
     let (u, capacity, computed) = {
-        let state = ctx.state();
+        let state = ctx.scheduler.state();
         (
             state.usage.vcs.get(&name).cloned().unwrap_or_default(),
             state.usage.capacity.clone(),
@@ -283,9 +289,9 @@ fn computed_status(vc: &VirtualCluster, ctx: &Context, t: &Time) -> Option<Virtu
 
     // A GPU type no node has is `Ready=False UnknownGpuType` (a typo, most likely): read as
     // a real type it would also be "over-committed" and "at risk", which misleads.
-    let maps = ctx.ref_maps();
+    let maps = ctx.caches.ref_maps();
     let known = |flavor: &str| maps.flavors.is_empty() || maps.flavors.contains(flavor);
-    let guaranteed = guaranteed_in_all(&ctx.stores.vcs.state());
+    let guaranteed = guaranteed_in_all(&ctx.caches.stores.vcs.state());
     over_committed(vc, &guaranteed, &capacity, &known, &mut status, t);
     guarantee_at_risk(vc, &u, &known, &mut status, t);
     above_limit(
