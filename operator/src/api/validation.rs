@@ -163,9 +163,24 @@ const TEMPLATE_FIELDS_DECIDED: [(&[&str], &str, &str); 5] = [
     ),
 ];
 
-/// Every rule of the three CRDs.
+/// Every rule of the three CRDs, in the order the CRDs list them.
 pub fn rules() -> Vec<Rule> {
-    let mut rules = vec![
+    [
+        job_shape_rules(),
+        job_running_rules(),
+        job_field_rules(),
+        queue_rules(),
+        virtualcluster_rules(),
+        gpu_resource_rules(),
+        template_rules(),
+    ]
+    .concat()
+}
+
+/// A TrainingJob's tasks and name: unique task names, one required task, and pod and
+/// Service names that are valid DNS labels.
+fn job_shape_rules() -> Vec<Rule> {
+    vec![
         Rule {
             crd: "trainingjobs",
             at: &["spec"],
@@ -218,6 +233,12 @@ pub fn rules() -> Vec<Rule> {
                  DNS-1035 label): the job\\'s Service and pods are named after it'",
             ),
         },
+    ]
+}
+
+/// What cannot change under a running TrainingJob: its queue, its user and its gang's shape.
+fn job_running_rules() -> Vec<Rule> {
+    vec![
         Rule {
             crd: "trainingjobs",
             // At the top, where the status is visible: a job that holds GPUs is charged to
@@ -268,6 +289,13 @@ pub fn rules() -> Vec<Rule> {
             reason: "FieldValueForbidden",
             message_expression: None,
         },
+    ]
+}
+
+/// A TrainingJob's single fields: gpuShare against nvidia.com/gpu, backoff bounds and the
+/// pod failure policy.
+fn job_field_rules() -> Vec<Rule> {
+    vec![
         Rule {
             crd: "trainingjobs",
             at: &["spec", "tasks", "[]"],
@@ -320,6 +348,12 @@ pub fn rules() -> Vec<Rule> {
             reason: "FieldValueInvalid",
             message_expression: None,
         },
+    ]
+}
+
+/// A Queue's parent and VirtualCluster.
+fn queue_rules() -> Vec<Rule> {
+    vec![
         Rule {
             crd: "queues",
             at: &[],
@@ -345,6 +379,12 @@ pub fn rules() -> Vec<Rule> {
             reason: "FieldValueForbidden",
             message_expression: None,
         },
+    ]
+}
+
+/// A VirtualCluster's guarantee and limit.
+fn virtualcluster_rules() -> Vec<Rule> {
+    vec![
         Rule {
             crd: "virtualclusters",
             at: &["spec"],
@@ -366,7 +406,12 @@ pub fn rules() -> Vec<Rule> {
             reason: "FieldValueInvalid",
             message_expression: None,
         },
-    ];
+    ]
+}
+
+/// Whole GPUs, and a GPU request equal to its limit, on each container's `resources`.
+fn gpu_resource_rules() -> Vec<Rule> {
+    let mut rules = Vec::new();
     for at in RESOURCE_PATHS {
         rules.push(Rule {
             crd: "trainingjobs",
@@ -396,8 +441,15 @@ pub fn rules() -> Vec<Rule> {
             message_expression: None,
         });
     }
-    for (at, rule, message) in TEMPLATE_FIELDS_DECIDED {
-        rules.push(Rule {
+    rules
+}
+
+/// The pod template fields kubetrain decides in place of the template (see
+/// `TEMPLATE_FIELDS_DECIDED`).
+fn template_rules() -> Vec<Rule> {
+    TEMPLATE_FIELDS_DECIDED
+        .into_iter()
+        .map(|(at, rule, message)| Rule {
             crd: "trainingjobs",
             at,
             rule,
@@ -405,9 +457,8 @@ pub fn rules() -> Vec<Rule> {
             field_path: "",
             reason: "FieldValueForbidden",
             message_expression: None,
-        });
-    }
-    rules
+        })
+        .collect()
 }
 
 /// Size bounds: a pod needs a container (the Pod schema says so only in Go code), and the CEL

@@ -173,17 +173,39 @@ async fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     // A bad shapes file stops the operator before it does anything.
-    let supplied = match &args.workload_shapes {
+    let supplied = supplied_shapes(args.workload_shapes.as_deref())?;
+    let client = client().await?;
+    let version = client.apiserver_version().await?;
+    info!(server = %version.git_version, "connected to the API server");
+    check_crds(&client).await?;
+    let reservation_image = match args.reservation_image.clone() {
+        Some(image) => image,
+        None => own_image(&client, &args.namespace, args.identity.as_deref())
+            .await
+            .unwrap_or_else(|| ReservationSettings::default().image),
+    };
+    let config = config(args, supplied, reservation_image)?;
+    config.leader.check().map_err(anyhow::Error::msg)?;
+    controller::run(client, config).await?;
+    Ok(())
+}
+
+/// The workload shapes of `--workload-shapes`, if given: then the history is not learned.
+fn supplied_shapes(
+    file: Option<&std::path::Path>,
+) -> anyhow::Result<Vec<kubetrain::sched::WorkloadShape>> {
+    Ok(match file {
         Some(file) => {
             let shapes = workload::read_shapes(file)?;
             info!(file = %file.display(), shapes = shapes.len(), "workload shapes supplied; the history is not learned");
             shapes
         }
         None => Vec::new(),
-    };
-    let client = client().await?;
-    let version = client.apiserver_version().await?;
-    info!(server = %version.git_version, "connected to the API server");
+    })
+}
+
+/// Stops the operator when one of its CRDs is not installed, saying how to install it.
+async fn check_crds(client: &Client) -> anyhow::Result<()> {
     let crds: kube::Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
         kube::Api::all(client.clone());
     for (plural, _) in kubetrain::api::crds() {
@@ -197,13 +219,12 @@ async fn main() -> anyhow::Result<()> {
             );
         }
     }
-    let reservation_image = match args.reservation_image.clone() {
-        Some(image) => image,
-        None => own_image(&client, &args.namespace, args.identity.as_deref())
-            .await
-            .unwrap_or_else(|| ReservationSettings::default().image),
-    };
-    let identity = args.identity.unwrap_or_else(|| {
+    Ok(())
+}
+
+/// The leader election identity: `--identity`, else the host's name and the process id.
+fn identity(given: Option<String>) -> String {
+    given.unwrap_or_else(|| {
         // A pod's HOSTNAME is its name; a shell does not export its own, so ask the kernel.
         let host = std::env::var("HOSTNAME")
             .ok()
@@ -215,12 +236,21 @@ async fn main() -> anyhow::Result<()> {
             .filter(|h| !h.is_empty())
             .unwrap_or_else(|| "kubetrain".into());
         format!("{host}-{}", std::process::id())
-    });
+    })
+}
+
+/// The operator's configuration from its flags.
+fn config(
+    args: Args,
+    supplied: Vec<kubetrain::sched::WorkloadShape>,
+    reservation_image: String,
+) -> anyhow::Result<Config> {
+    let identity = identity(args.identity);
     let http = match args.http_addr.as_str() {
         "off" | "" => None,
         a => Some(a.parse::<SocketAddr>()?),
     };
-    let config = Config {
+    Ok(Config {
         settings: Settings {
             pods: PodSettings {
                 binding: args.binding,
@@ -260,10 +290,7 @@ async fn main() -> anyhow::Result<()> {
             retry: args.leader_elect_retry_period,
         },
         http,
-    };
-    config.leader.check().map_err(anyhow::Error::msg)?;
-    controller::run(client, config).await?;
-    Ok(())
+    })
 }
 
 #[cfg(test)]

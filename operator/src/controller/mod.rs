@@ -8,6 +8,7 @@
 //! at any instant is replaced by one that resumes from the API alone.
 
 pub mod backoff;
+pub mod caches;
 pub mod conditions;
 pub mod context;
 pub mod cycle_plan;
@@ -42,6 +43,7 @@ pub mod waiting;
 pub mod watches;
 pub mod withdrawal;
 pub mod workload;
+pub mod writer;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -56,10 +58,12 @@ use kube::{Api, Client, Resource};
 use tracing::{debug, error, info, warn};
 
 use crate::api::{Queue, TrainingJob, VirtualCluster};
-use context::{Context, Settings};
+use backoff::Failures;
+use context::{Context, SchedulerState, Settings, Signals};
 pub use error::Error;
 use leader::{Elector, LeaderSettings};
 use watches::JobRequests;
+use workload::WorkloadSettings;
 
 /// How the operator runs.
 #[derive(Clone, Debug)]
@@ -86,7 +90,8 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
             .await
             .map_err(|source| Error::Listen { addr, source })?;
     }
-    ctx.stores
+    ctx.caches
+        .stores
         .wait_until_ready()
         .await
         .map_err(|_| Error::CacheClosed)?;
@@ -99,11 +104,11 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
         _ = shutdown_signal() => { info!("shutting down"); return Ok(()); }
     }
     ctx.metrics.leader.set(1);
-    ctx.job_triggers.enable(&ctx.stores.jobs);
+    ctx.signals.job_triggers.enable(&ctx.caches.stores.jobs);
     // Only the leader learns the workload, so only it reads and writes the history.
     if ctx.settings.workload.learns() {
         let loaded = history_store.load(ctx.settings.workload.history).await;
-        *ctx.history() = loaded;
+        *ctx.scheduler.history() = loaded;
     }
     info!("scheduling and reconciling");
     // Each part of the leader's work is a task of its own: they run on all of the runtime's
@@ -125,7 +130,7 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
     leading.spawn({
         let (ctx, store) = (ctx.clone(), history_store.clone());
         async move {
-            keep_history(&ctx, &store).await;
+            keep_history(&ctx.settings.workload, &ctx.scheduler, &store).await;
             "workload history"
         }
     });
@@ -143,7 +148,7 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
     // Stopped before the lease is released, so no write of this replica's follows it.
     leading.shutdown().await;
     // Still the leader: what was learned since the last save is not lost.
-    save_history(&ctx, &history_store).await;
+    save_history(&ctx.settings.workload, &ctx.scheduler, &history_store).await;
     elector.release().await;
     ctx.metrics.leader.set(0);
     outcome
@@ -172,7 +177,7 @@ fn reconcilers(
 ) -> [(&'static str, BoxFuture<'static, ()>); 3] {
     let jobs = Controller::for_stream(
         futures::stream::pending::<Result<TrainingJob, watcher::Error>>(),
-        ctx.stores.jobs.clone(),
+        ctx.caches.stores.jobs.clone(),
     )
     .reconcile_on(job_requests)
     .run(
@@ -182,29 +187,29 @@ fn reconcilers(
     )
     .for_each({
         let ctx = ctx.clone();
-        move |r| settle(&ctx, r)
+        move |r| settle(&ctx.failures, r)
     });
     let queues = Controller::new(
         Api::<Queue>::all(client.clone()),
         watcher::Config::default(),
     )
-    .reconcile_all_on(usage_changes(&ctx))
+    .reconcile_all_on(usage_changes(&ctx.signals))
     .run(queue::reconcile, queue::error_policy, ctx.clone())
     .for_each({
         let ctx = ctx.clone();
-        move |r| settle(&ctx, r)
+        move |r| settle(&ctx.failures, r)
     });
     let vcs = Controller::new(
         Api::<VirtualCluster>::all(client),
         watcher::Config::default(),
     )
-    .reconcile_all_on(usage_changes(&ctx))
+    .reconcile_all_on(usage_changes(&ctx.signals))
     .run(
         virtualcluster::reconcile,
         virtualcluster::error_policy,
         ctx.clone(),
     )
-    .for_each(move |r| settle(&ctx, r));
+    .for_each(move |r| settle(&ctx.failures, r));
     [
         ("trainingjob reconciler", jobs.boxed()),
         ("queue reconciler", queues.boxed()),
@@ -215,44 +220,52 @@ fn reconcilers(
 /// What a reconciler's run yields: a successful reconcile starts the object's backoff over
 /// (failures are counted and retried by the error policies).
 fn settle<K, E>(
-    ctx: &Context,
+    failures: &Failures,
     result: Result<(ObjectRef<K>, Action), E>,
 ) -> futures::future::Ready<()>
 where
     K: Resource<DynamicType = ()>,
 {
     if let Ok((obj, _)) = result {
-        ctx.failures.forget(&obj.erase());
+        failures.forget(&obj.erase());
     }
     futures::future::ready(())
 }
 
 /// One item per change of the scheduling cycle's usage numbers (few Queues and
 /// VirtualClusters exist, so all of them are reconciled; unchanged status is not written).
-fn usage_changes(ctx: &Context) -> impl futures::Stream<Item = ()> + Send + 'static {
-    futures::stream::unfold(ctx.usage_changed.subscribe(), |mut rx| async move {
+fn usage_changes(signals: &Signals) -> impl futures::Stream<Item = ()> + Send + 'static {
+    futures::stream::unfold(signals.usage_changed.subscribe(), |mut rx| async move {
         rx.changed().await.ok()?;
         Some(((), rx))
     })
 }
 
 /// Saves the learned workload history when it changed, at most once a `save_interval`.
-async fn keep_history(ctx: &Context, store: &workload::Store) {
-    if !ctx.settings.workload.learns() {
+async fn keep_history(
+    settings: &WorkloadSettings,
+    scheduler: &SchedulerState,
+    store: &workload::Store,
+) {
+    if !settings.learns() {
         return futures::future::pending().await;
     }
     loop {
-        tokio::time::sleep(ctx.settings.workload.save_interval).await;
-        save_history(ctx, store).await;
+        tokio::time::sleep(settings.save_interval).await;
+        save_history(settings, scheduler, store).await;
     }
 }
 
-async fn save_history(ctx: &Context, store: &workload::Store) {
-    if !ctx.settings.workload.learns() {
+async fn save_history(
+    settings: &WorkloadSettings,
+    scheduler: &SchedulerState,
+    store: &workload::Store,
+) {
+    if !settings.learns() {
         return;
     }
     let json = {
-        let mut history = ctx.history();
+        let mut history = scheduler.history();
         if !history.take_changed() {
             return;
         }
@@ -262,7 +275,7 @@ async fn save_history(ctx: &Context, store: &workload::Store) {
         Ok(()) => debug!(configmap = workload::CONFIG_MAP, "workload history saved"),
         Err(e) => {
             warn!(configmap = workload::CONFIG_MAP, error = %e, "could not save the workload history; retrying");
-            ctx.history().mark_changed();
+            scheduler.history().mark_changed();
         }
     }
 }

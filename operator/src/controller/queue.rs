@@ -16,12 +16,13 @@ use kube::{Api, ResourceExt};
 use tracing::{debug, instrument};
 
 use super::conditions;
-use super::context::Context;
+use super::context::{Context, SchedulerState};
 use super::error::{self, Error, Reconciler};
 use super::finalizing;
 use super::status;
 use super::usage::QueueUsage;
 use super::validate::effective_queue;
+use super::writer::Writer;
 use crate::api::reasons::{QueueConditionType as Type, QueueReason as Reason};
 use crate::api::{GpuAmount, Queue, QueueStatus, StopPolicy, VirtualCluster};
 
@@ -31,7 +32,7 @@ pub const FINALIZER: &str = "kubetrain.io/queue-jobs";
 pub async fn reconcile(queue: Arc<Queue>, ctx: Arc<Context>) -> Result<Action, Error> {
     // The reconcile's one reading of the clock: every condition it sets changes at `t`.
     let t = Time(Timestamp::now());
-    let api: Api<Queue> = Api::all(ctx.client.clone());
+    let api: Api<Queue> = Api::all(ctx.writer.client.clone());
     finalizing::reconcile(&api, FINALIZER, queue, |event| async {
         match event {
             Finalizer::Apply(q) => apply(&q, &ctx, &t).await,
@@ -48,10 +49,10 @@ pub async fn reconcile(queue: Arc<Queue>, ctx: Arc<Context>) -> Result<Action, E
 /// cache is the newer of the two.
 fn unfinished_jobs(queue: &Queue, ctx: &Context) -> (i32, i32) {
     let name = queue.name_any();
-    let maps = ctx.ref_maps();
+    let maps = ctx.caches.ref_maps();
     let refs = maps.refs();
     let (mut admitted, mut waiting) = (0, 0);
-    for j in ctx.stores.jobs.state() {
+    for j in ctx.caches.stores.jobs.state() {
         let phase = j.status.as_ref().map(|s| s.phase).unwrap_or_default();
         if phase.is_finished() || !effective_queue(&j, &refs).is_ok_and(|q| q == name) {
             continue;
@@ -93,20 +94,20 @@ fn expected(c: &Condition) -> bool {
     )
 }
 
-async fn write_status(queue: &Queue, ctx: &Context, status: QueueStatus) -> Result<(), Error> {
+async fn write_status(queue: &Queue, writer: &Writer, status: QueueStatus) -> Result<(), Error> {
     if queue.status.as_ref() == Some(&status) {
         return Ok(());
     }
-    let api: Api<Queue> = Api::all(ctx.client.clone());
+    let api: Api<Queue> = Api::all(writer.client.clone());
     status::apply(&api, &queue.name_any(), &status).await?;
     let old = queue.status.as_ref().map_or(&[][..], |s| &s.conditions[..]);
-    status::announce(ctx, queue, old, &status.conditions, &WATCHED, expected).await;
+    status::announce(writer, queue, old, &status.conditions, &WATCHED, expected).await;
     Ok(())
 }
 
-fn computed_status(queue: &Queue, ctx: &Context, t: &Time) -> QueueStatus {
+fn computed_status(queue: &Queue, scheduler: &SchedulerState, t: &Time) -> QueueStatus {
     let name = queue.name_any();
-    let u = ctx
+    let u = scheduler
         .state()
         .usage
         .queues
@@ -191,13 +192,13 @@ fn above_limit(queue: &Queue, status: &mut QueueStatus, u: &QueueUsage, t: &Time
 }
 
 async fn apply(queue: &Queue, ctx: &Context, t: &Time) -> Result<Action, Error> {
-    if !ctx.state().usage.computed {
+    if !ctx.scheduler.state().usage.computed {
         return Ok(Action::requeue(Duration::from_secs(1)));
     }
-    let mut status = computed_status(queue, ctx, t);
+    let mut status = computed_status(queue, &ctx.scheduler, t);
     let vc = &queue.spec.virtual_cluster;
-    let cached = ctx.stores.vcs.get(&ObjectRef::new(vc));
-    if cached.is_none() && ctx.exists_on_server::<VirtualCluster>(vc).await {
+    let cached = ctx.caches.stores.vcs.get(&ObjectRef::new(vc));
+    if cached.is_none() && ctx.writer.exists_on_server::<VirtualCluster>(vc).await {
         // Applied together with the queue, its watch event not here yet: nothing to report;
         // the next look, a second later, finds it in the cache.
         debug!(virtual_cluster = %vc, "the VirtualCluster is not in the cache yet; retrying");
@@ -212,21 +213,23 @@ async fn apply(queue: &Queue, ctx: &Context, t: &Time) -> Result<Action, Error> 
                  running jobs finish."
             ),
         ),
-        Some(_) => match super::validate::queue_parent_problem(queue, &ctx.ref_maps().queues) {
-            Some(problem) => (
-                false,
-                Reason::InvalidParent,
-                format!("The queue admits no jobs: {problem}. Fix spec.parent."),
-            ),
-            None => match held_by(queue, &ctx.ref_maps().queues) {
-                Some((holder, policy)) => held(&queue.name_any(), &holder, policy),
-                None => (
-                    true,
-                    Reason::Ready,
-                    format!("Admitting jobs into VirtualCluster {vc}."),
+        Some(_) => {
+            match super::validate::queue_parent_problem(queue, &ctx.caches.ref_maps().queues) {
+                Some(problem) => (
+                    false,
+                    Reason::InvalidParent,
+                    format!("The queue admits no jobs: {problem}. Fix spec.parent."),
                 ),
-            },
-        },
+                None => match held_by(queue, &ctx.caches.ref_maps().queues) {
+                    Some((holder, policy)) => held(&queue.name_any(), &holder, policy),
+                    None => (
+                        true,
+                        Reason::Ready,
+                        format!("Admitting jobs into VirtualCluster {vc}."),
+                    ),
+                },
+            }
+        }
         None => (
             false,
             Reason::UnknownVirtualCluster,
@@ -243,7 +246,7 @@ async fn apply(queue: &Queue, ctx: &Context, t: &Time) -> Result<Action, Error> 
         t,
     );
     conditions::remove(&mut status.conditions, Type::Terminating);
-    write_status(queue, ctx, status).await?;
+    write_status(queue, &ctx.writer, status).await?;
     Ok(Action::requeue(Duration::from_secs(5)))
 }
 
@@ -306,7 +309,7 @@ async fn cleanup(queue: &Queue, ctx: &Context, t: &Time) -> Result<Action, Error
     if admitted == 0 {
         return Ok(Action::await_change());
     }
-    let mut status = computed_status(queue, ctx, t);
+    let mut status = computed_status(queue, &ctx.scheduler, t);
     let msg = format!(
         "Deletion waits for {admitted} admitted job(s) of this queue to finish or be deleted; \
          its {waiting} waiting job(s) are not admitted and stay when it goes."
@@ -330,7 +333,7 @@ async fn cleanup(queue: &Queue, ctx: &Context, t: &Time) -> Result<Action, Error
         queue.metadata.generation,
         t,
     );
-    write_status(queue, ctx, status).await?;
+    write_status(queue, &ctx.writer, status).await?;
     Err(Error::QueueNotEmpty {
         queue: queue.name_any(),
         jobs: admitted,

@@ -21,9 +21,10 @@ pub async fn carry_out(ctx: &Arc<Context>, plan: Plan) {
     if plan == Plan::default() {
         return;
     }
-    let reservations: Api<Pod> = Api::namespaced(ctx.client.clone(), &settings.namespace);
+    let reservations: Api<Pod> = Api::namespaced(ctx.writer.client.clone(), &settings.namespace);
     for gpu in &plan.create {
         let node_uid = ctx
+            .caches
             .stores
             .nodes
             .get(&ObjectRef::<Node>::new(&gpu.node))
@@ -33,7 +34,7 @@ pub async fn carry_out(ctx: &Arc<Context>, plan: Plan) {
             Ok(created) => {
                 info!(node = %gpu.node, gpu = gpu.gpu, "reserving a shared GPU from the device plugin");
                 let budgets: Api<PodDisruptionBudget> =
-                    Api::namespaced(ctx.client.clone(), &settings.namespace);
+                    Api::namespaced(ctx.writer.client.clone(), &settings.namespace);
                 let budget = disruption_budget(&created);
                 if let Err(e) = budgets.create(&PostParams::default(), &budget).await
                     && !matches!(&e, kube::Error::Api(s) if s.code == 409)
@@ -56,11 +57,12 @@ pub async fn carry_out(ctx: &Arc<Context>, plan: Plan) {
         }
     }
     for (namespace, job) in &plan.recheck {
-        ctx.job_triggers
+        ctx.signals
+            .job_triggers
             .request(ObjectRef::<TrainingJob>::new(job).within(namespace));
     }
     for r in &plan.release {
-        let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &r.namespace);
+        let api: Api<Pod> = Api::namespaced(ctx.writer.client.clone(), &r.namespace);
         let patch = Patch::Strategic(release_patch(&r.device, &r.reservation));
         match api.patch(&r.name, &PatchParams::default(), &patch).await {
             Ok(_) => {

@@ -365,45 +365,8 @@ pub fn plan(pods: &[Arc<Pod>], namespace: &str) -> Plan {
 /// as any managed pod instead of refusing a pod that "declares no controller" (and its
 /// [`disruption_budget`] then makes the drain wait until kubetrain has moved the shares off).
 pub fn reservation_pod(gpu: &SharedGpu, node_uid: Option<&str>, s: &ReservationSettings) -> Pod {
-    let quantity = |q: &str| Quantity(q.into());
     let mut spec = PodSpec {
-        containers: vec![Container {
-            name: "reserve".into(),
-            image: Some(s.image.clone()),
-            args: Some(vec!["reserve-gpu".into()]),
-            env: Some(vec![
-                env_from_field("POD_NAME", "metadata.name"),
-                env_from_field("POD_NAMESPACE", "metadata.namespace"),
-            ]),
-            resources: Some(ResourceRequirements {
-                requests: Some(
-                    [
-                        ("cpu".to_string(), quantity("1m")),
-                        ("memory".to_string(), quantity("16Mi")),
-                    ]
-                    .into(),
-                ),
-                limits: Some(
-                    [
-                        ("memory".to_string(), quantity("64Mi")),
-                        (GPU_RESOURCE.to_string(), quantity("1")),
-                    ]
-                    .into(),
-                ),
-                ..Default::default()
-            }),
-            security_context: Some(SecurityContext {
-                allow_privilege_escalation: Some(false),
-                read_only_root_filesystem: Some(true),
-                run_as_non_root: Some(true),
-                capabilities: Some(Capabilities {
-                    drop: Some(vec!["ALL".into()]),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }],
+        containers: vec![reserve_container(s)],
         service_account_name: Some(s.service_account.clone()),
         // The restricted Pod Security level, which the operator's namespace may enforce.
         security_context: Some(PodSecurityContext {
@@ -428,41 +391,94 @@ pub fn reservation_pod(gpu: &SharedGpu, node_uid: Option<&str>, s: &ReservationS
     // device free, where a kubelet handed it by `nodeName` would fail it at once.
     pin_to_node(&mut spec, &gpu.node);
     Pod {
-        metadata: ObjectMeta {
-            name: Some(gpu.pod_name()),
-            namespace: Some(s.namespace.clone()),
-            labels: Some(
-                [
-                    (RESERVATION_LABEL.to_string(), "true".to_string()),
-                    (RESERVATION_ID_LABEL.to_string(), gpu.id()),
-                    (
-                        "app.kubernetes.io/managed-by".to_string(),
-                        MANAGER.to_string(),
-                    ),
-                ]
-                .into(),
-            ),
-            annotations: Some(
-                [
-                    (NODE_ANNOTATION.to_string(), gpu.node.clone()),
-                    (GPUS_ANNOTATION.to_string(), gpu.gpu.to_string()),
-                ]
-                .into(),
-            ),
-            owner_references: node_uid.map(|uid| {
-                vec![OwnerReference {
-                    api_version: "v1".into(),
-                    kind: "Node".into(),
-                    name: gpu.node.clone(),
-                    uid: uid.into(),
-                    controller: Some(true),
-                    ..Default::default()
-                }]
-            }),
-            ..Default::default()
-        },
+        metadata: reservation_meta(gpu, node_uid, s),
         spec: Some(spec),
         status: None,
+    }
+}
+
+/// The reservation's one container: `reserve-gpu` holding one GPU, at the least CPU and
+/// memory, with no privileges.
+fn reserve_container(s: &ReservationSettings) -> Container {
+    let quantity = |q: &str| Quantity(q.into());
+    Container {
+        name: "reserve".into(),
+        image: Some(s.image.clone()),
+        args: Some(vec!["reserve-gpu".into()]),
+        env: Some(vec![
+            env_from_field("POD_NAME", "metadata.name"),
+            env_from_field("POD_NAMESPACE", "metadata.namespace"),
+        ]),
+        resources: Some(ResourceRequirements {
+            requests: Some(
+                [
+                    ("cpu".to_string(), quantity("1m")),
+                    ("memory".to_string(), quantity("16Mi")),
+                ]
+                .into(),
+            ),
+            limits: Some(
+                [
+                    ("memory".to_string(), quantity("64Mi")),
+                    (GPU_RESOURCE.to_string(), quantity("1")),
+                ]
+                .into(),
+            ),
+            ..Default::default()
+        }),
+        security_context: Some(SecurityContext {
+            allow_privilege_escalation: Some(false),
+            read_only_root_filesystem: Some(true),
+            run_as_non_root: Some(true),
+            capabilities: Some(Capabilities {
+                drop: Some(vec!["ALL".into()]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// The reservation's name, labels, placement annotations and owner (its node, so that it
+/// goes with the node).
+fn reservation_meta(
+    gpu: &SharedGpu,
+    node_uid: Option<&str>,
+    s: &ReservationSettings,
+) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(gpu.pod_name()),
+        namespace: Some(s.namespace.clone()),
+        labels: Some(
+            [
+                (RESERVATION_LABEL.to_string(), "true".to_string()),
+                (RESERVATION_ID_LABEL.to_string(), gpu.id()),
+                (
+                    "app.kubernetes.io/managed-by".to_string(),
+                    MANAGER.to_string(),
+                ),
+            ]
+            .into(),
+        ),
+        annotations: Some(
+            [
+                (NODE_ANNOTATION.to_string(), gpu.node.clone()),
+                (GPUS_ANNOTATION.to_string(), gpu.gpu.to_string()),
+            ]
+            .into(),
+        ),
+        owner_references: node_uid.map(|uid| {
+            vec![OwnerReference {
+                api_version: "v1".into(),
+                kind: "Node".into(),
+                name: gpu.node.clone(),
+                uid: uid.into(),
+                controller: Some(true),
+                ..Default::default()
+            }]
+        }),
+        ..Default::default()
     }
 }
 

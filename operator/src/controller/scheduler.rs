@@ -26,17 +26,20 @@ use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 use tracing::{Instrument, debug, error, info, info_span, warn};
 
-use super::context::{Context, RefMaps, Settings};
+use super::caches::{Caches, RefMaps};
+use super::context::{Context, SchedulerState, Settings};
 use super::cycle_plan::{self, CyclePlan};
 use super::gang::Gang;
 use super::job_key::{JobKey, owned_by};
 use super::metrics::{QueueLabels, ReasonLabels};
 use super::pods::{
-    bonus_patch, checkpoint_request_patch, disruption_budget, gang_pods, headless_service,
+    PodSettings, bonus_patch, checkpoint_request_patch, disruption_budget, gang_pods,
+    headless_service,
 };
 use super::snapshot::{Asked, Inflight, World};
 use super::usage::Usage;
 use super::waiting::Published;
+use super::writer::Writer;
 use crate::api::TrainingJob;
 use crate::api::annotations::{PREEMPTED_FOR, PREEMPTION_REASON};
 use crate::api::reasons::EventReason;
@@ -113,7 +116,7 @@ pub async fn run(ctx: Arc<Context>) {
     let mut last_work = Duration::ZERO;
     loop {
         tokio::select! {
-            _ = ctx.wake.notified() => {}
+            _ = ctx.signals.wake.notified() => {}
             _ = tokio::time::sleep(ctx.settings.resync) => {}
         }
         // Let a burst of changes (a gang's pods, many applied jobs) land before looking, and
@@ -130,12 +133,12 @@ pub async fn run(ctx: Arc<Context>) {
 /// the core and the usage, without the API calls that carry the decisions out).
 pub async fn cycle(ctx: &Arc<Context>) -> Duration {
     let started = Instant::now();
-    ctx.state().scheduling = true;
+    ctx.scheduler.state().scheduling = true;
     // The cycle's one reading of the clock: the plan decides at this time, and the
     // admissions and requests in flight are dated by it.
     let now = Timestamp::now().as_second();
     // 1. Observe: the scheduler's memory and the caches, read once.
-    let observed = observe(ctx, now);
+    let observed = observe(&ctx.caches, &ctx.scheduler, now);
     // 2. Plan: the snapshot, the core's decisions and all that follows from them without
     //    the API (`cycle_plan`). Its work (20 ms to most of a second at 10,000 jobs) runs on
     //    a blocking thread: on a runtime worker it would hold up the watches, the
@@ -155,7 +158,7 @@ pub async fn cycle(ctx: &Arc<Context>) -> Duration {
             // A fault of the core's, not of any one object: nothing is carried out, and the
             // next cycle (on the next change or resync) tries again.
             error!(error = %e, "scheduling cycle failed; nothing was changed");
-            ctx.state().scheduling = false;
+            ctx.scheduler.state().scheduling = false;
             return started.elapsed();
         }
     };
@@ -164,7 +167,7 @@ pub async fn cycle(ctx: &Arc<Context>) -> Duration {
     // 3. Carry out: the plan's numbers and waits, then its API calls.
     record(ctx, &mut plan, started);
     carry_out(ctx, plan, now).await;
-    ctx.state().scheduling = false;
+    ctx.scheduler.state().scheduling = false;
     work
 }
 
@@ -209,26 +212,26 @@ impl Observed {
 
 /// Step 1: lets go of the admissions and checkpoint requests the caches now show (or that
 /// no longer matter), then reads the caches.
-fn observe(ctx: &Context, now: i64) -> Observed {
+fn observe(caches: &Caches, scheduler: &SchedulerState, now: i64) -> Observed {
     let (inflight, asked, published, usage) = {
-        let mut state = ctx.state();
+        let mut state = scheduler.state();
         // An admission stops being in flight once the cache shows every pod of it, in any
         // phase (a pod the kubelet refused at admission is Failed at once, and must not
         // keep its GPUs reserved), or once the job has moved on to another attempt or gone.
         state.inflight.retain(|job, f| {
-            let Some(current) = ctx.stores.jobs.get(&job.object_ref()) else {
+            let Some(current) = caches.stores.jobs.get(&job.object_ref()) else {
                 return false;
             };
-            let seen = Gang::new(ctx.job_pods(&current)).of_attempt(f.attempt);
+            let seen = Gang::new(caches.job_pods(&current)).of_attempt(f.attempt);
             seen < f.placement.len() && job_attempt(&current) == f.attempt && now - f.at < 120
         });
         // A checkpoint request stops being in flight once the cache shows it on the job's
         // pods, or once they are leaving, the job moved on to another attempt or is gone.
         state.asked.retain(|job, a| {
-            let Some(current) = ctx.stores.jobs.get(&job.object_ref()) else {
+            let Some(current) = caches.stores.jobs.get(&job.object_ref()) else {
                 return false;
             };
-            let gang = Gang::new(ctx.job_pods(&current));
+            let gang = Gang::new(caches.job_pods(&current));
             gang.scheduler_request().is_none()
                 && !gang.leaving()
                 && job_attempt(&current) == a.attempt
@@ -251,10 +254,10 @@ fn observe(ctx: &Context, now: i64) -> Observed {
         asked,
         published,
         usage,
-        nodes: ctx.stores.nodes.state(),
-        pods: ctx.stores.pods.state(),
-        jobs: ctx.stores.jobs.state(),
-        maps: ctx.ref_maps(),
+        nodes: caches.stores.nodes.state(),
+        pods: caches.stores.pods.state(),
+        jobs: caches.stores.jobs.state(),
+        maps: caches.ref_maps(),
     }
 }
 
@@ -279,15 +282,17 @@ fn record(ctx: &Context, plan: &mut CyclePlan, started: Instant) {
         "cycle"
     );
     {
-        let mut state = ctx.state();
+        let mut state = ctx.scheduler.state();
         state.waiting = std::mem::take(&mut plan.waiting);
         if plan.usage_changed {
-            ctx.usage_changed.send_modify(|v| *v = v.wrapping_add(1));
+            ctx.signals
+                .usage_changed
+                .send_modify(|v| *v = v.wrapping_add(1));
         }
         state.usage = std::mem::take(&mut plan.usage);
     }
     for job in &plan.reconcile {
-        ctx.job_triggers.request(job.object_ref());
+        ctx.signals.job_triggers.request(job.object_ref());
     }
 }
 
@@ -306,7 +311,7 @@ async fn carry_out(ctx: &Arc<Context>, plan: CyclePlan, now: i64) {
     // Withdrawals first: a victim cancelled and preempted again in one cycle keeps its
     // request (the core drops such a cancellation), so the two never cross.
     for (job, cancellation) in &plan.withdrawals {
-        super::withdrawal::withdraw(ctx, job, cancellation).await;
+        super::withdrawal::withdraw(&ctx.caches, &ctx.writer, job, cancellation).await;
     }
     // Every victim is asked at once: a victim's grace period runs from its own request, and
     // the beneficiary waits for the last of them.
@@ -321,7 +326,7 @@ async fn carry_out(ctx: &Arc<Context>, plan: CyclePlan, now: i64) {
         event_in_background(ctx, &job, EventReason::MakingRoom, note);
     }
     for (job, bonus) in &plan.marks {
-        mark_bonus(ctx, job, *bonus).await;
+        mark_bonus(&ctx.caches, &ctx.writer, job, *bonus).await;
     }
     // Shares on device-plugin nodes: their GPUs' reservations, and the shares whose
     // reservation reported its device.
@@ -340,13 +345,14 @@ async fn admission_failed(ctx: &Arc<Context>, job: &Arc<TrainingJob>, e: AdmitEr
     if let AdmitError::Refused { object, message } = &e {
         ctx.refuse(job, object.clone(), message.clone());
     }
-    ctx.event(
-        job.as_ref(),
-        EventType::Warning,
-        EventReason::AdmissionFailed.as_str(),
-        admission_failed_note(&e),
-    )
-    .await;
+    ctx.writer
+        .event(
+            job.as_ref(),
+            EventType::Warning,
+            EventReason::AdmissionFailed.as_str(),
+            admission_failed_note(&e),
+        )
+        .await;
 }
 
 /// The workload's shapes for the fragmentation score: the supplied ones, else the history
@@ -364,7 +370,7 @@ fn workload_shapes(
     if !settings.learns() {
         return Vec::new();
     }
-    let mut history = ctx.history();
+    let mut history = ctx.scheduler.history();
     let arrived = super::workload::learn(&mut history, snap, jobs);
     if arrived > 0 {
         debug!(arrived, kept = history.len(), "workload history");
@@ -396,9 +402,49 @@ async fn admit(
         .namespace()
         .ok_or_else(|| AdmitError::Gone(key.to_string()))?;
     let attempt = job_attempt(job);
+    let uid = job.uid().unwrap_or_default();
+    let pods = gang_of(
+        &ctx.caches,
+        &ctx.settings.pods,
+        job,
+        admission,
+        attempt,
+        &ns,
+        &uid,
+    )?;
+    ctx.scheduler.state().inflight.insert(
+        key.clone(),
+        Inflight {
+            placement: admission.placement.clone(),
+            bonus: admission.bonus,
+            at: now,
+            attempt,
+        },
+    );
+    if let Err(err) = create_gang(&ctx.writer, &ctx.settings.pods, job, pods, &ns, &uid).await {
+        ctx.scheduler.state().inflight.remove(&key);
+        return Err(err);
+    }
+    record_admission(ctx, job, &key, admission, now);
+    Ok(())
+}
+
+/// The gang's pods for this admission, or why they cannot be created: a pod of the gang's
+/// name that the cache shows as another's fails the admission before anything is created,
+/// rather than create the rest of the gang and undo it every cycle.
+fn gang_of(
+    caches: &Caches,
+    settings: &PodSettings,
+    job: &TrainingJob,
+    admission: &sched::Admission,
+    attempt: i32,
+    ns: &str,
+    uid: &str,
+) -> Result<Vec<Pod>, AdmitError> {
     // A node advertising `nvidia.com/gpu` runs a device plugin (for `--gpu-binding auto`).
     let advertises_gpus = |node: &str| {
-        ctx.stores
+        caches
+            .stores
             .nodes
             .get(&ObjectRef::new(node))
             .and_then(|n| n.status.clone())
@@ -410,45 +456,46 @@ async fn admit(
         &admission.placement,
         admission.bonus,
         attempt,
-        &ctx.settings.pods,
+        settings,
         &advertises_gpus,
     )?;
-    // A pod of the gang's name that the cache shows as another's: fail before creating
-    // anything, rather than create the rest of the gang and undo it every cycle.
-    let uid = job.uid().unwrap_or_default();
     if let Some(taken) = pods.iter().find_map(|p| {
-        ctx.stores
+        caches
+            .stores
             .pods
-            .get(&ObjectRef::new(&p.name_any()).within(&ns))
-            .filter(|present| !owned_by(present.as_ref(), &uid))
+            .get(&ObjectRef::new(&p.name_any()).within(ns))
+            .filter(|present| !owned_by(present.as_ref(), uid))
     }) {
         return Err(taken_by_another(taken.as_ref()));
     }
-    ctx.state().inflight.insert(
-        key.clone(),
-        Inflight {
-            placement: admission.placement.clone(),
-            bonus: admission.bonus,
-            at: now,
-            attempt,
-        },
-    );
+    Ok(pods)
+}
+
+/// Creates the gang: its Service and pods together, then its disruption budget. A failure
+/// of any of them deletes the pods created, so the gang is created whole or not at all.
+async fn create_gang(
+    writer: &Writer,
+    settings: &PodSettings,
+    job: &TrainingJob,
+    pods: Vec<Pod>,
+    ns: &str,
+    uid: &str,
+) -> Result<(), AdmitError> {
     // The Service and the pods go out together: neither waits for the other (pods need no
-    // Service to be created, only to resolve names once running), then the budget. A failure
-    // of any of them undoes the pods, so the gang is created whole or not at all.
-    let services: Api<Service> = Api::namespaced(ctx.client.clone(), &ns);
-    let service = headless_service(job, &ctx.settings.pods);
-    let budgets: Api<PodDisruptionBudget> = Api::namespaced(ctx.client.clone(), &ns);
+    // Service to be created, only to resolve names once running), then the budget.
+    let services: Api<Service> = Api::namespaced(writer.client.clone(), ns);
+    let service = headless_service(job, settings);
+    let budgets: Api<PodDisruptionBudget> = Api::namespaced(writer.client.clone(), ns);
     let budget = disruption_budget(job);
     let create_service = async {
         match &service {
-            Some(service) => create_owned(&services, service, &uid, "Service", create_error).await,
+            Some(service) => create_owned(&services, service, uid, "Service", create_error).await,
             None => Ok(()),
         }
     };
-    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
+    let api: Api<Pod> = Api::namespaced(writer.client.clone(), ns);
     let create_pods = futures::stream::iter(pods)
-        .map(|pod| create_pod(&api, pod, &uid))
+        .map(|pod| create_pod(&api, pod, uid))
         .buffer_unordered(16)
         .collect::<Vec<Result<String, AdmitError>>>();
     let (service, mut results) = futures::join!(create_service, create_pods);
@@ -468,7 +515,7 @@ async fn admit(
         && let Err(e) = create_owned(
             &budgets,
             &budget,
-            &uid,
+            uid,
             "PodDisruptionBudget",
             // Built by the operator from the job's name alone: never the job's fault.
             |object, source| AdmitError::Kube { object, source },
@@ -481,10 +528,22 @@ async fn admit(
         for name in results.iter().filter_map(|r| r.as_ref().ok()) {
             let _ = api.delete(name, &DeleteParams::background()).await;
         }
-        ctx.state().inflight.remove(&key);
         return Err(err);
     }
-    let queue = super::validate::effective_queue(job, &ctx.ref_maps().refs()).unwrap_or_default();
+    Ok(())
+}
+
+/// What an admission leaves besides its objects: the queue's metrics, a log line, the
+/// `Admitted` Event, and a wake-up for the next cycle.
+fn record_admission(
+    ctx: &Arc<Context>,
+    job: &Arc<TrainingJob>,
+    key: &JobKey,
+    admission: &sched::Admission,
+    now: i64,
+) {
+    let queue =
+        super::validate::effective_queue(job, &ctx.caches.ref_maps().refs()).unwrap_or_default();
     ctx.metrics
         .admissions
         .get_or_create(&QueueLabels {
@@ -519,8 +578,7 @@ async fn admit(
     );
     // in the background: the next gang's pods need not wait for it
     event_in_background(ctx, job, EventReason::Admitted, note);
-    ctx.wake.notify_one();
-    Ok(())
+    ctx.signals.wake.notify_one();
 }
 
 /// Creates the job's Service or budget (`what`). One of its name that exists already (409)
@@ -629,11 +687,14 @@ async fn request_checkpoint(ctx: &Arc<Context>, job: &Arc<TrainingJob>, p: &sche
     // Only a preemption for a job has a beneficiary that can stop waiting (see `preemption`).
     let beneficiary = p.beneficiary.job().filter(|_| p.reason.for_a_job());
     let mut asked = 0;
-    let gang = Gang::new(ctx.job_pods(job));
+    let gang = Gang::new(ctx.caches.job_pods(job));
     for m in gang.live().filter(|m| m.checkpoint_request.is_some()) {
         retarget(ctx, m, p, beneficiary).await;
     }
-    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
+    let api: Api<Pod> = Api::namespaced(
+        ctx.writer.client.clone(),
+        &job.namespace().unwrap_or_default(),
+    );
     let cause = super::preemption::cause_of(p.reason);
     let patch = checkpoint_request_patch(&stamp, Some(cause), beneficiary);
     // The gang's pods are asked together: its grace period runs from the earliest request.
@@ -659,7 +720,7 @@ async fn request_checkpoint(ctx: &Arc<Context>, job: &Arc<TrainingJob>, p: &sche
     }
     if asked > 0 {
         // Until the cache shows the request, the next cycles take the job as asked.
-        ctx.state().asked.insert(
+        ctx.scheduler.state().asked.insert(
             JobKey::of(job),
             Asked {
                 reason: p.reason,
@@ -716,14 +777,15 @@ fn event_in_background(
     let (ctx, job) = (ctx.clone(), job.clone());
     let action = format!("{}{}", reason.as_str(), job_attempt(&job));
     tokio::spawn(async move {
-        ctx.event_with_action(
-            job.as_ref(),
-            EventType::Normal,
-            reason.as_str(),
-            action,
-            note,
-        )
-        .await;
+        ctx.writer
+            .event_with_action(
+                job.as_ref(),
+                EventType::Normal,
+                reason.as_str(),
+                action,
+                note,
+            )
+            .await;
     });
 }
 
@@ -744,7 +806,10 @@ async fn retarget(
         return;
     }
     let pod = &m.pod;
-    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &pod.namespace().unwrap_or_default());
+    let api: Api<Pod> = Api::namespaced(
+        ctx.writer.client.clone(),
+        &pod.namespace().unwrap_or_default(),
+    );
     let patch = serde_json::json!({"metadata": {"annotations": {
         PREEMPTION_REASON: cause.as_str(),
         PREEMPTED_FOR: beneficiary,
@@ -762,12 +827,13 @@ async fn retarget(
 }
 
 /// Records on the pods whether the gang runs on borrowed capacity.
-async fn mark_bonus(ctx: &Arc<Context>, job: &Arc<TrainingJob>, bonus: bool) {
-    let targets: Vec<String> = Gang::new(ctx.job_pods(job))
+async fn mark_bonus(caches: &Caches, writer: &Writer, job: &TrainingJob, bonus: bool) {
+    let targets: Vec<String> = Gang::new(caches.job_pods(job))
         .to_mark_bonus(bonus)
         .map(|m| m.name.clone())
         .collect();
-    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
+    let api: Api<Pod> =
+        Api::namespaced(writer.client.clone(), &job.namespace().unwrap_or_default());
     let patch = bonus_patch(bonus);
     let patched = futures::stream::iter(targets)
         .map(|name| {

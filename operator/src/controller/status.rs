@@ -13,7 +13,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::conditions;
-use super::context::{Context, MANAGER};
+use super::context::MANAGER;
+use super::writer::Writer;
 
 /// Applies `status` to the object `name`. The patch names only `apiVersion`, `kind` and
 /// `status`: a status apply that carried spec or metadata fields would take ownership of
@@ -42,7 +43,7 @@ where
 /// state is news rather than trouble (a deletion under way). Called after a status write,
 /// so `kubectl get events` and alerts on Warnings see what the conditions say.
 pub async fn announce<K>(
-    ctx: &Context,
+    writer: &Writer,
     obj: &K,
     old: &[Condition],
     new: &[Condition],
@@ -57,7 +58,7 @@ pub async fn announce<K>(
         } else {
             EventType::Warning
         };
-        ctx.event(obj, type_, &c.reason, c.message.clone()).await;
+        writer.event(obj, type_, &c.reason, c.message.clone()).await;
     }
 }
 

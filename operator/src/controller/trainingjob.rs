@@ -32,16 +32,17 @@ use super::pods::checkpoint_request_patch;
 use super::reservations;
 use super::status;
 use super::validate::{Invalid, effective_priority, effective_queue, validate};
+use super::writer::Writer;
 use crate::api::{Queue, TrainingJob, VirtualCluster};
 
 /// What the lifecycle needs from the Context: the job's validity, queue and priority in
 /// effect, the scheduler's word on it, the nodes its pods are bound or placed on (each one
 /// lookup in the node cache's index, judged by `node_health`), settings.
 fn observe(ctx: &Context, job: &TrainingJob, key: &JobKey, gang: &Gang) -> World {
-    let maps = ctx.ref_maps();
+    let maps = ctx.caches.ref_maps();
     let refs = maps.refs();
     let (wait, admission_in_flight, scheduling) = {
-        let state = ctx.state();
+        let state = ctx.scheduler.state();
         (
             state
                 .waiting
@@ -55,7 +56,7 @@ fn observe(ctx: &Context, job: &TrainingJob, key: &JobKey, gang: &Gang) -> World
         .nodes()
         .into_iter()
         .map(|name| {
-            let node = ctx.stores.nodes.get(&ObjectRef::<Node>::new(name));
+            let node = ctx.caches.stores.nodes.get(&ObjectRef::<Node>::new(name));
             (name.to_string(), NodeState::of(node.as_deref()))
         })
         .collect();
@@ -66,6 +67,7 @@ fn observe(ctx: &Context, job: &TrainingJob, key: &JobKey, gang: &Gang) -> World
         .filter_map(|m| {
             let gpu = reservations::held_through(&m.pod)?;
             let pod = ctx
+                .caches
                 .stores
                 .pods
                 .get(&ObjectRef::<Pod>::new(&gpu.pod_name()).within(reserved_in))?;
@@ -96,9 +98,9 @@ fn observe(ctx: &Context, job: &TrainingJob, key: &JobKey, gang: &Gang) -> World
 /// `UnknownVirtualCluster` Warnings per job in one quick Setup C run before this check).
 async fn reference_behind(ctx: &Context, invalid: &Invalid) -> bool {
     match invalid {
-        Invalid::UnknownQueue(name) => ctx.exists_on_server::<Queue>(name).await,
+        Invalid::UnknownQueue(name) => ctx.writer.exists_on_server::<Queue>(name).await,
         Invalid::UnknownVirtualCluster { vc, .. } => {
-            ctx.exists_on_server::<VirtualCluster>(vc).await
+            ctx.writer.exists_on_server::<VirtualCluster>(vc).await
         }
         Invalid::NoQueue { .. } => ctx.virtual_clusters_behind().await,
         _ => false,
@@ -109,7 +111,7 @@ async fn reference_behind(ctx: &Context, invalid: &Invalid) -> bool {
 pub async fn reconcile(job: Arc<TrainingJob>, ctx: Arc<Context>) -> Result<Action, Error> {
     if job.metadata.deletion_timestamp.is_some() {
         // Owner references take the pods and the Service; the scheduler sees the GPUs free.
-        ctx.wake.notify_one();
+        ctx.signals.wake.notify_one();
         return Ok(Action::await_change());
     }
     // Our last status write was computed from this very version: the cache has not shown
@@ -117,11 +119,11 @@ pub async fn reconcile(job: Arc<TrainingJob>, ctx: Arc<Context>) -> Result<Actio
     // times such as admittedAt taken anew). The write's watch event triggers the next one.
     let key = JobKey::of(&job);
     if job.metadata.resource_version.is_some()
-        && ctx.status_written_from(&key) == job.metadata.resource_version
+        && ctx.writer.status_written_from(&key) == job.metadata.resource_version
     {
         return Ok(Action::requeue(Duration::from_secs(1)));
     }
-    let gang = Gang::new(ctx.job_pods(&job));
+    let gang = Gang::new(ctx.caches.job_pods(&job));
     let world = observe(&ctx, &job, &key, &gang);
     if let Err(invalid) = &world.validity
         && reference_behind(&ctx, invalid).await
@@ -138,8 +140,10 @@ pub async fn reconcile(job: Arc<TrainingJob>, ctx: Arc<Context>) -> Result<Actio
     let t = Time(Timestamp::now());
     let (status, fx) = lifecycle::next(&job, &gang, &world, &t);
     if fx.delete_job {
-        let api: Api<TrainingJob> =
-            Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
+        let api: Api<TrainingJob> = Api::namespaced(
+            ctx.writer.client.clone(),
+            &job.namespace().unwrap_or_default(),
+        );
         let name = job.name_any();
         tokio::spawn(async move {
             let _ = api.delete(&name, &DeleteParams::background()).await;
@@ -147,8 +151,10 @@ pub async fn reconcile(job: Arc<TrainingJob>, ctx: Arc<Context>) -> Result<Actio
     }
 
     if status != old {
-        let api: Api<TrainingJob> =
-            Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
+        let api: Api<TrainingJob> = Api::namespaced(
+            ctx.writer.client.clone(),
+            &job.namespace().unwrap_or_default(),
+        );
         let written = match status::apply(&api, &job.name_any(), &status).await {
             Ok(written) => written,
             // Deleted since the cache showed it (a job carries no finalizer): nothing is
@@ -161,26 +167,28 @@ pub async fn reconcile(job: Arc<TrainingJob>, ctx: Arc<Context>) -> Result<Actio
             Err(e) => return Err(e.into()),
         };
         if written.metadata.resource_version != job.metadata.resource_version {
-            ctx.record_status_write(key, job.metadata.resource_version.clone());
+            ctx.writer
+                .record_status_write(key, job.metadata.resource_version.clone());
         }
         if old.phase != status.phase {
             info!(from = %old.phase, to = %status.phase, "phase");
-            ctx.wake.notify_one();
+            ctx.signals.wake.notify_one();
             if status.phase.is_finished() {
-                release_gang_objects(&ctx, &job);
+                release_gang_objects(&ctx.writer, &job);
             }
         }
     }
     // The pods first, the Events after: a preempted gang's GPUs wait for its pods' deletion,
     // not for the record of it. The Events go out even when a pod write failed (the status
     // that produced them is written, so the retry does not produce them again).
-    let acted = match request_checkpoint(&ctx, &job, &fx.checkpoint_requests, &t).await {
-        Ok(()) => stop_pods(&ctx, &job, &fx.pod_deletions).await,
+    let acted = match request_checkpoint(&ctx.writer, &job, &fx.checkpoint_requests, &t).await {
+        Ok(()) => stop_pods(&ctx.writer, &job, &fx.pod_deletions).await,
         Err(e) => Err(e),
     };
     for e in fx.events {
         let action = e.action.unwrap_or_else(|| e.reason.to_string());
-        ctx.event_with_action(job.as_ref(), e.type_, e.reason, action, e.note)
+        ctx.writer
+            .event_with_action(job.as_ref(), e.type_, e.reason, action, e.note)
             .await;
     }
     acted?;
@@ -196,11 +204,11 @@ pub async fn reconcile(job: Arc<TrainingJob>, ctx: Arc<Context>) -> Result<Actio
 /// endpoints controllers match every pod change against every budget and Service of its
 /// namespace, so thousands of stale ones cost the control plane on each pod change. Best
 /// effort: one left behind still goes with the job.
-fn release_gang_objects(ctx: &Context, job: &TrainingJob) {
+fn release_gang_objects(writer: &Writer, job: &TrainingJob) {
     let ns = job.namespace().unwrap_or_default();
     let name = job.name_any();
-    let budgets: Api<PodDisruptionBudget> = Api::namespaced(ctx.client.clone(), &ns);
-    let services: Api<Service> = Api::namespaced(ctx.client.clone(), &ns);
+    let budgets: Api<PodDisruptionBudget> = Api::namespaced(writer.client.clone(), &ns);
+    let services: Api<Service> = Api::namespaced(writer.client.clone(), &ns);
     let has_service = super::pods::needs_rendezvous(job);
     tokio::spawn(async move {
         let params = DeleteParams::background();
@@ -221,7 +229,7 @@ fn release_gang_objects(ctx: &Context, job: &TrainingJob) {
 /// the job's namespace. The budget goes before the pods, so that controller sees it gone
 /// before it sees the pods go; admission creates it again after the next attempt's pods.
 async fn stop_pods(
-    ctx: &Context,
+    writer: &Writer,
     job: &TrainingJob,
     deletions: &[PodDeletion],
 ) -> Result<(), Error> {
@@ -229,7 +237,7 @@ async fn stop_pods(
         return Ok(());
     }
     let budgets: Api<PodDisruptionBudget> =
-        Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
+        Api::namespaced(writer.client.clone(), &job.namespace().unwrap_or_default());
     match budgets
         .delete(&job.name_any(), &DeleteParams::background())
         .await
@@ -238,16 +246,17 @@ async fn stop_pods(
         Err(kube::Error::Api(e)) if e.code == 404 => {}
         Err(e) => return Err(e.into()),
     }
-    delete_pods(ctx, job, deletions).await
+    delete_pods(writer, job, deletions).await
 }
 
 /// Deletes the pods the lifecycle names: gracefully, or with no grace when forced.
 async fn delete_pods(
-    ctx: &Context,
+    writer: &Writer,
     job: &TrainingJob,
     deletions: &[PodDeletion],
 ) -> Result<(), Error> {
-    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
+    let api: Api<Pod> =
+        Api::namespaced(writer.client.clone(), &job.namespace().unwrap_or_default());
     for d in deletions {
         let params = if d.force {
             info!(pod = %d.pod, "force-deleting a pod stuck on a lost node");
@@ -267,12 +276,13 @@ async fn delete_pods(
 /// Asks the named pods to checkpoint, as a preemption does: the request annotation, with the
 /// time of the request.
 async fn request_checkpoint(
-    ctx: &Context,
+    writer: &Writer,
     job: &TrainingJob,
     pods: &[String],
     now: &Time,
 ) -> Result<(), Error> {
-    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
+    let api: Api<Pod> =
+        Api::namespaced(writer.client.clone(), &job.namespace().unwrap_or_default());
     let stamp = now.0.to_string();
     for name in pods {
         let patch = checkpoint_request_patch(&stamp, None, None);

@@ -91,7 +91,34 @@ pub fn compute(
     jobs: &[Arc<TrainingJob>],
     refs: &Refs<'_>,
 ) -> Usage {
-    let mut usage = Usage {
+    let mut usage = gpu_usage(gpus);
+    let queue_vc: BTreeMap<&str, &str> = snapshot
+        .queues
+        .iter()
+        .map(|q| (q.name.as_str(), q.virtual_cluster.as_str()))
+        .collect();
+    // Counts by phase, from the jobs themselves: in the job's queue and each queue above it.
+    for job in jobs {
+        let Ok(queue) = effective_queue(job, refs) else {
+            continue;
+        };
+        let vc = queue_vc.get(queue.as_str()).map(|v| v.to_string());
+        let ancestors = gpus
+            .queues
+            .get(&queue)
+            .map_or(&[][..], |q| &q.ancestors[..]);
+        let mut line: Vec<String> = Vec::with_capacity(1 + ancestors.len());
+        line.push(queue);
+        line.extend(ancestors.iter().cloned());
+        count_job(&mut usage, job, line, vc, snapshot.now);
+    }
+    usage
+}
+
+/// The GPU numbers of the core's usage, per queue, per VirtualCluster and per flavor; the
+/// job counts still 0.
+fn gpu_usage(gpus: &sched::Usage) -> Usage {
+    Usage {
         queues: gpus
             .queues
             .iter()
@@ -130,63 +157,54 @@ pub fn compute(
             .map(|(f, n)| (f.0.clone(), *n))
             .collect(),
         computed: true,
-    };
-    let queue_vc: BTreeMap<&str, &str> = snapshot
-        .queues
-        .iter()
-        .map(|q| (q.name.as_str(), q.virtual_cluster.as_str()))
-        .collect();
-    // Counts by phase, from the jobs themselves: in the job's queue and each queue above it.
-    for job in jobs {
-        let Ok(queue) = effective_queue(job, refs) else {
-            continue;
-        };
-        let status = job.status.clone().unwrap_or_default();
-        let vc = queue_vc.get(queue.as_str()).map(|v| v.to_string());
-        let ancestors = gpus
-            .queues
-            .get(&queue)
-            .map_or(&[][..], |q| &q.ancestors[..]);
-        let mut line: Vec<String> = Vec::with_capacity(1 + ancestors.len());
-        line.push(queue);
-        line.extend(ancestors.iter().cloned());
-        if !status.phase.is_finished() {
-            usage.queues.entry(line[0].clone()).or_default().unfinished += 1;
-        }
-        match status.phase {
-            Phase::Pending | Phase::Queued | Phase::Retrying => {
-                let entered = waiting_since(job).unwrap_or(snapshot.now);
-                let since = (snapshot.now - entered).max(0);
-                for name in line {
-                    let q = usage.queues.entry(name).or_default();
-                    q.pending += 1;
-                    q.oldest_pending_seconds =
-                        Some(q.oldest_pending_seconds.map_or(since, |o| o.max(since)));
-                    q.oldest_pending_since =
-                        Some(q.oldest_pending_since.map_or(entered, |o| o.min(entered)));
-                }
-                if let Some(vc) = vc {
-                    usage.vcs.entry(vc).or_default().pending += 1;
-                }
-            }
-            phase if phase.holds_gpus() => {
-                let started = status.started_at.is_some();
-                for name in line {
-                    let q = usage.queues.entry(name).or_default();
-                    if started {
-                        q.running += 1;
-                    } else {
-                        q.admitted += 1;
-                    }
-                }
-                if let Some(vc) = vc {
-                    usage.vcs.entry(vc).or_default().running += 1;
-                }
-            }
-            _ => {}
-        }
     }
-    usage
+}
+
+/// Counts `job` by its phase in each queue of `line` (its queue, then those above it) and
+/// in its VirtualCluster `vc`.
+fn count_job(
+    usage: &mut Usage,
+    job: &TrainingJob,
+    line: Vec<String>,
+    vc: Option<String>,
+    now: i64,
+) {
+    let status = job.status.clone().unwrap_or_default();
+    if !status.phase.is_finished() {
+        usage.queues.entry(line[0].clone()).or_default().unfinished += 1;
+    }
+    match status.phase {
+        Phase::Pending | Phase::Queued | Phase::Retrying => {
+            let entered = waiting_since(job).unwrap_or(now);
+            let since = (now - entered).max(0);
+            for name in line {
+                let q = usage.queues.entry(name).or_default();
+                q.pending += 1;
+                q.oldest_pending_seconds =
+                    Some(q.oldest_pending_seconds.map_or(since, |o| o.max(since)));
+                q.oldest_pending_since =
+                    Some(q.oldest_pending_since.map_or(entered, |o| o.min(entered)));
+            }
+            if let Some(vc) = vc {
+                usage.vcs.entry(vc).or_default().pending += 1;
+            }
+        }
+        phase if phase.holds_gpus() => {
+            let started = status.started_at.is_some();
+            for name in line {
+                let q = usage.queues.entry(name).or_default();
+                if started {
+                    q.running += 1;
+                } else {
+                    q.admitted += 1;
+                }
+            }
+            if let Some(vc) = vc {
+                usage.vcs.entry(vc).or_default().running += 1;
+            }
+        }
+        _ => {}
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! queues that hold GPUs have finished: gone earlier, they would run on charged to no tenant,
 //! neither guaranteed nor bonus, and nothing would reclaim them.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,14 +18,17 @@ use kube::runtime::finalizer::Event as Finalizer;
 use kube::{Api, ResourceExt};
 use tracing::{debug, instrument};
 
+use super::caches::Caches;
 use super::conditions;
-use super::context::Context;
+use super::context::{Context, SchedulerState};
 use super::error::{self, Error, Reconciler};
 use super::finalizing;
-use super::metrics::VcLabels;
+use super::metrics::{Metrics, VcLabels};
 use super::status;
+use super::usage::VcUsage;
 use super::validate;
 use super::validate::effective_queue;
+use super::writer::Writer;
 use crate::api::reasons::{VirtualClusterConditionType as Type, VirtualClusterReason as Reason};
 use crate::api::virtualcluster::FlavorUsage;
 use crate::api::{GpuAmount, VirtualCluster, VirtualClusterStatus};
@@ -36,7 +40,7 @@ pub const FINALIZER: &str = "kubetrain.io/virtualcluster-jobs";
 pub async fn reconcile(vc: Arc<VirtualCluster>, ctx: Arc<Context>) -> Result<Action, Error> {
     // The reconcile's one reading of the clock: every condition it sets changes at `t`.
     let t = Time(Timestamp::now());
-    let api: Api<VirtualCluster> = Api::all(ctx.client.clone());
+    let api: Api<VirtualCluster> = Api::all(ctx.writer.client.clone());
     finalizing::reconcile(&api, FINALIZER, vc, |event| async {
         match event {
             Finalizer::Apply(vc) => apply(&vc, &ctx, &t).await,
@@ -51,7 +55,7 @@ pub async fn reconcile(vc: Arc<VirtualCluster>, ctx: Arc<Context>) -> Result<Act
 /// finalizer go cannot be undone, and the cache is newer than the last cycle's usage.
 fn admitted_jobs(vc: &VirtualCluster, ctx: &Context) -> i32 {
     let name = vc.name_any();
-    let maps = ctx.ref_maps();
+    let maps = ctx.caches.ref_maps();
     let refs = maps.refs();
     let ours = |queue: &str| {
         maps.queues
@@ -59,7 +63,7 @@ fn admitted_jobs(vc: &VirtualCluster, ctx: &Context) -> i32 {
             .is_some_and(|q| q.spec.virtual_cluster == name)
     };
     let mut admitted = 0;
-    for j in ctx.stores.jobs.state() {
+    for j in ctx.caches.stores.jobs.state() {
         if effective_queue(&j, &refs).is_ok_and(|q| ours(&q)) && ctx.holds_gpus(&j) {
             admitted += 1;
         }
@@ -90,16 +94,16 @@ fn expected(c: &Condition) -> bool {
 
 async fn write_status(
     vc: &VirtualCluster,
-    ctx: &Context,
+    writer: &Writer,
     status: VirtualClusterStatus,
 ) -> Result<(), Error> {
     if vc.status.as_ref() == Some(&status) {
         return Ok(());
     }
-    let api: Api<VirtualCluster> = Api::all(ctx.client.clone());
+    let api: Api<VirtualCluster> = Api::all(writer.client.clone());
     status::apply(&api, &vc.name_any(), &status).await?;
     let old = vc.status.as_ref().map_or(&[][..], |s| &s.conditions[..]);
-    status::announce(ctx, vc, old, &status.conditions, &WATCHED, expected).await;
+    status::announce(writer, vc, old, &status.conditions, &WATCHED, expected).await;
     Ok(())
 }
 
@@ -108,7 +112,7 @@ async fn apply(vc: &VirtualCluster, ctx: &Context, t: &Time) -> Result<Action, E
         return Ok(Action::requeue(Duration::from_secs(1)));
     };
     let generation = vc.metadata.generation;
-    let problems = configuration_problems(vc, ctx);
+    let problems = configuration_problems(vc, &ctx.caches, &ctx.scheduler);
     match problems.first() {
         // The first problem's reason; every problem's message.
         Some((reason, _)) => conditions::set(
@@ -134,7 +138,7 @@ async fn apply(vc: &VirtualCluster, ctx: &Context, t: &Time) -> Result<Action, E
             t,
         ),
     };
-    write_status(vc, ctx, status).await?;
+    write_status(vc, &ctx.writer, status).await?;
     Ok(Action::requeue(Duration::from_secs(5)))
 }
 
@@ -150,8 +154,12 @@ async fn apply(vc: &VirtualCluster, ctx: &Context, t: &Time) -> Result<Action, E
 ///   namespace's jobs may use either's queues;
 /// - `UnknownGpuType`: no node has a GPU type it guarantees (a typo reads only as
 ///   `OverCommitted` otherwise).
-fn configuration_problems(vc: &VirtualCluster, ctx: &Context) -> Vec<(Reason, String)> {
-    let maps = ctx.ref_maps();
+fn configuration_problems(
+    vc: &VirtualCluster,
+    caches: &Caches,
+    scheduler: &SchedulerState,
+) -> Vec<(Reason, String)> {
+    let maps = caches.ref_maps();
     let mut problems = Vec::new();
     if let Some(problem) = validate::default_queue_problem(vc, &maps.queues) {
         problems.push((
@@ -182,7 +190,7 @@ fn configuration_problems(vc: &VirtualCluster, ctx: &Context) -> Vec<(Reason, St
         ));
     }
     let cells: Vec<String> = {
-        let state = ctx.state();
+        let state = scheduler.state();
         let flavors = state.usage.vcs.get(&vc.name_any()).map(|u| &u.flavors);
         vc.spec
             .guarantee
@@ -253,7 +261,7 @@ async fn cleanup(vc: &VirtualCluster, ctx: &Context, t: &Time) -> Result<Action,
             vc.metadata.generation,
             t,
         );
-        write_status(vc, ctx, status).await?;
+        write_status(vc, &ctx.writer, status).await?;
     }
     Err(Error::VirtualClusterNotEmpty {
         virtual_cluster: vc.name_any(),
@@ -266,7 +274,7 @@ async fn cleanup(vc: &VirtualCluster, ctx: &Context, t: &Time) -> Result<Action,
 fn computed_status(vc: &VirtualCluster, ctx: &Context, t: &Time) -> Option<VirtualClusterStatus> {
     let name = vc.name_any();
     let (u, capacity, computed) = {
-        let state = ctx.state();
+        let state = ctx.scheduler.state();
         (
             state.usage.vcs.get(&name).cloned().unwrap_or_default(),
             state.usage.capacity.clone(),
@@ -277,6 +285,28 @@ fn computed_status(vc: &VirtualCluster, ctx: &Context, t: &Time) -> Option<Virtu
         return None;
     }
     let mut status = vc.status.clone().unwrap_or_default();
+    usage_fields(vc, &u, &mut status);
+
+    // A GPU type no node has is `Ready=False UnknownGpuType` (a typo, most likely): read as
+    // a real type it would also be "over-committed" and "at risk", which misleads.
+    let maps = ctx.caches.ref_maps();
+    let known = |flavor: &str| maps.flavors.is_empty() || maps.flavors.contains(flavor);
+    let guaranteed = guaranteed_in_all(&ctx.caches.stores.vcs.state());
+    over_committed(vc, &guaranteed, &capacity, &known, &mut status, t);
+    guarantee_at_risk(vc, &u, &known, &mut status, t);
+    above_limit(
+        vc,
+        &mut status,
+        GpuAmount::from_milli(u.flavors.values().map(|f| f.leaving_milli).sum()),
+        vc.metadata.generation,
+        t,
+    );
+    record_metrics(&ctx.metrics, name, &status);
+    Some(status)
+}
+
+/// The usage numbers of the status: per flavor and summed, and the job counts.
+fn usage_fields(vc: &VirtualCluster, u: &VcUsage, status: &mut VirtualClusterStatus) {
     status.flavors = u
         .flavors
         .iter()
@@ -296,18 +326,28 @@ fn computed_status(vc: &VirtualCluster, ctx: &Context, t: &Time) -> Option<Virtu
     status.pending = u.pending;
     status.running = u.running;
     status.observed_generation = vc.metadata.generation;
+}
 
-    // A GPU type no node has is `Ready=False UnknownGpuType` (a typo, most likely): read as
-    // a real type it would also be "over-committed" and "at risk", which misleads.
-    let maps = ctx.ref_maps();
-    let known = |flavor: &str| maps.flavors.is_empty() || maps.flavors.contains(flavor);
-    // OverCommitted: all VCs' guarantees for a flavor above what the cluster has of it.
-    let mut guaranteed: std::collections::BTreeMap<String, i64> = Default::default();
-    for other in ctx.stores.vcs.state() {
+/// All VirtualClusters' guarantees, summed per flavor.
+fn guaranteed_in_all(vcs: &[Arc<VirtualCluster>]) -> BTreeMap<String, i64> {
+    let mut guaranteed: BTreeMap<String, i64> = BTreeMap::new();
+    for other in vcs {
         for g in &other.spec.guarantee {
             *guaranteed.entry(g.flavor.clone()).or_default() += i64::from(g.gpus.max(0));
         }
     }
+    guaranteed
+}
+
+/// `OverCommitted`: all VCs' guarantees for a flavor above what the cluster has of it.
+fn over_committed(
+    vc: &VirtualCluster,
+    guaranteed: &BTreeMap<String, i64>,
+    capacity: &BTreeMap<String, u32>,
+    known: &dyn Fn(&str) -> bool,
+    status: &mut VirtualClusterStatus,
+    t: &Time,
+) {
     let over: Vec<String> = vc
         .spec
         .guarantee
@@ -349,10 +389,19 @@ fn computed_status(vc: &VirtualCluster, ctx: &Context, t: &Time) -> Option<Virtu
             t,
         );
     }
-    // GuaranteeAtRisk: lost capacity (unhealthy GPUs, cordoned or gone nodes) or guarantees
-    // beyond the cluster leave part of the guarantee unobtainable, even by reclaim (the
-    // core's numbers). Lost capacity names the reason when both apply: it is the one an
-    // admin did not choose.
+}
+
+/// `GuaranteeAtRisk`: lost capacity (unhealthy GPUs, cordoned or gone nodes) or guarantees
+/// beyond the cluster leave part of the guarantee unobtainable, even by reclaim (the core's
+/// numbers). Lost capacity names the reason when both apply: it is the one an admin did not
+/// choose.
+fn guarantee_at_risk(
+    vc: &VirtualCluster,
+    u: &VcUsage,
+    known: &dyn Fn(&str) -> bool,
+    status: &mut VirtualClusterStatus,
+    t: &Time,
+) {
     let shortfalls: Vec<&sched::GuaranteeShortfall> = u
         .flavors
         .iter()
@@ -365,6 +414,7 @@ fn computed_status(vc: &VirtualCluster, ctx: &Context, t: &Time) -> Option<Virtu
         .map(|s| s.cause())
         .min_by_key(|c| *c != sched::ShortfallCause::CapacityLost)
         .unwrap_or(sched::ShortfallCause::CapacityLost);
+    let generation = vc.metadata.generation;
     if at_risk.is_empty() {
         conditions::set(
             &mut status.conditions,
@@ -386,30 +436,25 @@ fn computed_status(vc: &VirtualCluster, ctx: &Context, t: &Time) -> Option<Virtu
             t,
         );
     }
-    above_limit(
-        vc,
-        &mut status,
-        GpuAmount::from_milli(u.flavors.values().map(|f| f.leaving_milli).sum()),
-        generation,
-        t,
-    );
+}
+
+/// The VirtualCluster's GPU gauges: guaranteed, in use and bonus.
+fn record_metrics(metrics: &Metrics, name: String, status: &VirtualClusterStatus) {
     let labels = VcLabels {
-        virtual_cluster: name.clone(),
+        virtual_cluster: name,
     };
-    ctx.metrics
+    metrics
         .gpus_guaranteed
         .get_or_create(&labels)
         .set(i64::from(status.guaranteed_gpus));
-    ctx.metrics
+    metrics
         .gpus_in_use
         .get_or_create(&labels)
         .set(status.in_use_gpus.milli() as f64 / 1000.0);
-    ctx.metrics
+    metrics
         .gpus_bonus
         .get_or_create(&labels)
         .set(status.bonus_gpus.milli() as f64 / 1000.0);
-
-    Some(status)
 }
 
 /// `AboveLimit`: a limit lowered below what the tenant holds cuts nothing back (running jobs

@@ -31,7 +31,7 @@
 //!   made every cycle that changed a usage run the next one, about every 100 ms while jobs
 //!   started ([`ReferenceEvents::status_only`]).
 //! - **`refs_generation`.** Validation reads owned copies of the small kinds
-//!   (`context::RefMaps`), rebuilt only when the generation moved: every event of
+//!   (`caches::RefMaps`), rebuilt only when the generation moved: every event of
 //!   those kinds bumps it, a node's only when the GPU types on offer may have changed.
 //! - **Handlers run after the cache applied the event**, so what they trigger reads a cache
 //!   at least as new as the event.

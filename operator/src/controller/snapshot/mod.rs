@@ -2,24 +2,23 @@
 //!
 //! A pure function of what the reflector caches hold plus the scheduler's own in-flight
 //! admissions (pods created but not yet seen in the cache), so the same world always gives
-//! the same snapshot and a restarted operator rebuilds it from the API alone.
+//! the same snapshot and a restarted operator rebuilds it from the API alone. The nodes and
+//! what holds them are read in `nodes`, the jobs in `jobs`; the tenants (VirtualClusters
+//! and Queues) here.
+
+mod jobs;
+mod nodes;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, Pod, PodSpec};
+use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::ResourceExt;
 
-use super::gang::{Gang, GangKey, holds_resources};
+use super::gang::{Gang, GangKey};
 use super::job_key::JobKey;
-use super::node_health::NodeHealth;
-use super::reservations;
-use super::resources::{GPU_RESOURCE, PodDemand, cpu_milli, read_pod_demand, whole};
-use super::validate::{Refs, validate};
-use crate::api::annotations::{JOB_LABEL, PRODUCT_LABEL, RACK_LABEL};
-use crate::api::{
-    Phase, QueuePolicy, QueueingStrategy, StopPolicy, TopologyLevel, TrainingJob, TrainingJobStatus,
-};
+use super::validate::Refs;
+use crate::api::{QueuePolicy, QueueingStrategy, StopPolicy, TopologyLevel, TrainingJob};
 use crate::sched;
 
 /// An admission whose pods the cache may not show yet.
@@ -74,97 +73,6 @@ fn stop_policy(p: StopPolicy) -> sched::StopPolicy {
     }
 }
 
-fn node_model(node: &Node, foreign: sched::Resources, held: Vec<sched::Held>) -> sched::Node {
-    let alloc = node.status.as_ref().and_then(|s| s.allocatable.as_ref());
-    let get = |k: &str| alloc.and_then(|a| a.get(k));
-    let health = NodeHealth::of(node);
-    let topo = health.topology.as_ref();
-    // The device plugin's count where one runs; without one (`NVIDIA_VISIBLE_DEVICES`
-    // binding), the GPUs the node labeler found.
-    let mut gpus = match get(GPU_RESOURCE) {
-        Some(q) => whole(q).unwrap_or(0) as u32,
-        None => topo.as_ref().map_or(0, |t| t.gpus.len() as u32),
-    };
-    let mut unhealthy: Vec<sched::GpuIndex> = health
-        .unhealthy_gpus
-        .iter()
-        .copied()
-        .map(sched::GpuIndex)
-        .collect();
-    let mut groups = Vec::new();
-    let mut rack = node.labels().get(RACK_LABEL).cloned();
-    if let Some(t) = topo {
-        groups = t
-            .groups
-            .iter()
-            .map(|g| sched::GpuGroup {
-                gpus: g.gpus.iter().copied().map(sched::GpuIndex).collect(),
-                nvlink: g.nvlink,
-                numa_node: g.numa_node,
-            })
-            .collect();
-        if t.rack.is_some() {
-            rack = t.rack.clone();
-        }
-    }
-    let mut topology = sched::Topology { groups };
-    if !topology.groups.is_empty() {
-        let known: u32 = topology.groups.iter().map(|g| g.gpus.len() as u32).sum();
-        let found = topo.map_or(gpus, |t| t.gpus.len() as u32);
-        if known != gpus && found != gpus {
-            if found > gpus && (found - gpus) as usize <= unhealthy.len() {
-                // The device plugin hides unhealthy GPUs from allocatable, as NVIDIA's does:
-                // the node keeps its topology, the unhealthy ones marked. Counted off
-                // allocatable as well, they were subtracted twice (and the groups lost).
-                gpus = found;
-            } else {
-                // The annotation and allocatable disagree in a way the unhealthy GPUs do not
-                // explain: the default topology, with allocatable's count and no index
-                // marked, so nothing is subtracted twice.
-                topology = sched::Topology::default();
-                unhealthy.clear();
-            }
-        }
-    }
-    sched::Node {
-        name: node.name_any(),
-        flavor: sched::Flavor::new(
-            node.labels()
-                .get(PRODUCT_LABEL)
-                .cloned()
-                .unwrap_or_default(),
-        ),
-        allocatable: sched::Resources {
-            cpu_milli: get("cpu").and_then(|q| cpu_milli(q).ok()).unwrap_or(0),
-            memory_bytes: get("memory").and_then(|q| whole(q).ok()).unwrap_or(0),
-            gpus,
-        },
-        rack,
-        topology,
-        unhealthy_gpus: unhealthy,
-        schedulable: health.schedulable(),
-        draining: health.draining(),
-        foreign,
-        held,
-        labels: super::placement_rules::node_labels(node),
-        taints: super::placement_rules::node_taints(node),
-    }
-}
-
-/// What a pod present on a node holds, as far as its quantities can be read: one that
-/// cannot is counted as 0, with a warning, and the rest is held (its GPUs when only its
-/// memory is unreadable), so that no GPU a pod holds is handed out again.
-fn held_demand(pod: &Pod, spec: &PodSpec) -> PodDemand {
-    let reading = read_pod_demand(spec);
-    for u in &reading.unreadable {
-        tracing::warn!(
-            pod = %format!("{}/{}", pod.namespace().unwrap_or_default(), pod.name_any()),
-            "unreadable quantity counted as 0, the rest of the pod held: {u}"
-        );
-    }
-    reading.demand
-}
-
 fn secs(t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time) -> i64 {
     t.0.as_second()
 }
@@ -172,46 +80,9 @@ fn secs(t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time) -> i64 {
 /// Builds the snapshot.
 pub fn build(world: &World<'_>) -> sched::Snapshot {
     let node_names: BTreeSet<String> = world.nodes.iter().map(|n| n.name_any()).collect();
-    let mut foreign: BTreeMap<String, sched::Resources> = BTreeMap::new();
-    for p in world.pods {
-        if p.labels().contains_key(JOB_LABEL) || !holds_resources(p) {
-            continue;
-        }
-        // A GPU reservation holding a GPU that shares use is counted as those shares are.
-        // One whose shares are gone is on its way out (this cycle's plan deletes it), and is
-        // held below as a terminating pod, on its GPU; counted as another's pod here, it had
-        // the job a reclaim made room for wait, and the victim admitted again meanwhile (an
-        // acceptance run).
-        if p.namespace().as_deref() == Some(world.reservation_namespace)
-            && reservations::read_reservation(p).is_some()
-        {
-            continue;
-        }
-        let Some(spec) = p.spec.as_ref() else {
-            continue;
-        };
-        let Some(node) = spec.node_name.as_ref().filter(|n| node_names.contains(*n)) else {
-            continue;
-        };
-        let d = held_demand(p, spec);
-        let f = foreign.entry(node.clone()).or_default();
-        f.cpu_milli += d.cpu_milli;
-        f.memory_bytes += d.memory_bytes;
-        f.gpus += d.gpus as u32;
-    }
+    let mut foreign = nodes::foreign(world, &node_names);
     let gangs = Gang::by_job(world.pods);
-    let no_pods = Gang::default();
-    let jobs: Vec<(GangKey, sched::Job)> = world
-        .jobs
-        .iter()
-        .filter_map(|j| {
-            let key = JobKey::of(j);
-            let own = (key.clone(), j.metadata.uid.clone());
-            let gang = own.1.as_ref().and_then(|_| gangs.get(&own));
-            let model = job_model(j, &key, gang.unwrap_or(&no_pods), world)?;
-            Some((own, model))
-        })
-        .collect();
+    let jobs = jobs::models(world, &gangs);
     let charged: BTreeSet<&GangKey> = jobs
         .iter()
         .filter(|(_, j)| j.running.is_some())
@@ -224,47 +95,38 @@ pub fn build(world: &World<'_>) -> sched::Snapshot {
         .filter(|j| j.metadata.deletion_timestamp.is_none())
         .map(|j| (JobKey::of(j), j.metadata.uid.clone()))
         .collect();
-    let orphans = Orphans {
+    let orphans = nodes::Orphans {
         charged: &charged,
         keeping: &keeping,
         now: world.now,
     };
     let mut held = orphans.held(&gangs, &node_names, &mut foreign);
-    for (pod, r) in reservations::outgoing(world.pods, world.reservation_namespace) {
-        if !node_names.contains(&r.gpu.node) {
-            continue;
-        }
-        let demand = pod
-            .spec
-            .as_ref()
-            .map(|s| held_demand(pod, s))
-            .unwrap_or_default();
-        held.entry(r.gpu.node.clone())
-            .or_default()
-            .push(sched::Held {
-                gpus: vec![sched::GpuIndex(r.gpu.gpu)],
-                share: None,
-                cpu_milli: demand.cpu_milli,
-                memory_bytes: demand.memory_bytes,
-                leaving: Some(format!("{}/{}", world.reservation_namespace, r.name)),
-            });
-    }
+    nodes::add_outgoing_reservations(world, &node_names, &mut held);
     let nodes = world
         .nodes
         .iter()
         .map(|n| {
             let name = n.name_any();
-            node_model(
+            nodes::node_model(
                 n,
                 foreign.get(&name).copied().unwrap_or_default(),
                 held.remove(&name).unwrap_or_default(),
             )
         })
         .collect();
+    sched::Snapshot {
+        now: world.now,
+        nodes,
+        virtual_clusters: virtual_clusters(&world.refs),
+        queues: queues(&world.refs),
+        jobs: jobs.into_iter().map(|(_, j)| j).collect(),
+        workload: Vec::new(),
+    }
+}
 
-    let virtual_clusters = world
-        .refs
-        .vcs
+/// The VirtualClusters as the core reads them.
+fn virtual_clusters(refs: &Refs<'_>) -> Vec<sched::VirtualCluster> {
+    refs.vcs
         .values()
         .map(|vc| sched::VirtualCluster {
             name: vc.name_any(),
@@ -289,10 +151,12 @@ pub fn build(world: &World<'_>) -> sched::Snapshot {
             weight: vc.spec.weight.max(1) as u32,
             terminating: vc.metadata.deletion_timestamp.is_some(),
         })
-        .collect();
-    let queues = world
-        .refs
-        .queues
+        .collect()
+}
+
+/// The Queues as the core reads them.
+fn queues(refs: &Refs<'_>) -> Vec<sched::Queue> {
+    refs.queues
         .values()
         .map(|q| sched::Queue {
             name: q.name_any(),
@@ -307,351 +171,7 @@ pub fn build(world: &World<'_>) -> sched::Snapshot {
             terminating: q.metadata.deletion_timestamp.is_some(),
             stop: stop_policy(q.spec.stop_policy),
         })
-        .collect();
-
-    sched::Snapshot {
-        now: world.now,
-        nodes,
-        virtual_clusters,
-        queues,
-        jobs: jobs.into_iter().map(|(_, j)| j).collect(),
-        workload: Vec::new(),
-    }
-}
-
-/// How long past its deletion timestamp (the end of its grace period) a pod of no job still
-/// counts as leaving. One that outlives it is stuck (its node unreachable, a finalizer): its
-/// GPUs are held as any other's, so that jobs needing room find it elsewhere instead of
-/// waiting on a pod that may never go.
-const STUCK_AFTER_SECS: i64 = 30;
-
-/// The pods of jobs that take no part in this snapshot: the job deleted while its pods
-/// terminate, the job invalid, gone from the cache, or another job of the name that left
-/// them. A GPU is free only when no pod holds it. The pods of a job in the snapshot are
-/// charged through it.
-struct Orphans<'a> {
-    /// Jobs of the snapshot that hold resources.
-    charged: &'a BTreeSet<&'a GangKey>,
-    /// Jobs present and not being deleted: their pods stay.
-    keeping: &'a BTreeSet<GangKey>,
-    now: i64,
-}
-
-impl Orphans<'_> {
-    /// What the orphans hold, per node.
-    fn held(
-        &self,
-        gangs: &BTreeMap<GangKey, Gang>,
-        node_names: &BTreeSet<String>,
-        foreign: &mut BTreeMap<String, sched::Resources>,
-    ) -> BTreeMap<String, Vec<sched::Held>> {
-        let mut out: BTreeMap<String, Vec<sched::Held>> = BTreeMap::new();
-        for (key, gang) in gangs {
-            if self.charged.contains(key) {
-                continue;
-            }
-            for m in gang.active() {
-                let Some(spec) = m.pod.spec.as_ref() else {
-                    continue;
-                };
-                let Some(node) = m.bound_node.as_ref().filter(|n| node_names.contains(*n)) else {
-                    continue;
-                };
-                let demand = held_demand(&m.pod, spec);
-                match &m.placement {
-                    Some(pl) => out.entry(node.clone()).or_default().push(sched::Held {
-                        gpus: pl.gpus.clone(),
-                        share: pl.share,
-                        cpu_milli: demand.cpu_milli,
-                        memory_bytes: demand.memory_bytes,
-                        leaving: self.leaving(key, m).then(|| key.0.to_string()),
-                    }),
-                    // Which GPUs is unknown (no placement annotation): held by count, as a
-                    // foreign pod's are.
-                    None => {
-                        let f = foreign.entry(node.clone()).or_default();
-                        f.cpu_milli += demand.cpu_milli;
-                        f.memory_bytes += demand.memory_bytes;
-                        f.gpus += demand.gpus as u32;
-                    }
-                }
-            }
-        }
-        out
-    }
-
-    /// Whether the pod is on its way out: being deleted (and not stuck at it), or owned by
-    /// a job that is gone or being deleted, which the garbage collector deletes next. A pod
-    /// with no owner (left by `kubectl delete --cascade=orphan`) stays.
-    fn leaving(&self, key: &GangKey, m: &super::gang::Member) -> bool {
-        match m.deleting_at {
-            Some(at) => self.now <= at.as_second() + STUCK_AFTER_SECS,
-            None => key.1.is_some() && !self.keeping.contains(key),
-        }
-    }
-}
-
-/// The job's minimum runtime before reclaim: its own, else its Queue's, else its
-/// VirtualCluster's, else none.
-fn min_runtime(job: &TrainingJob, queue: &str, refs: &super::validate::Refs<'_>) -> i64 {
-    let queue = refs.queues.get(queue);
-    job.spec
-        .checkpoint
-        .min_runtime_seconds
-        .or_else(|| queue.and_then(|q| q.spec.min_runtime_seconds))
-        .or_else(|| {
-            queue
-                .and_then(|q| refs.vcs.get(&q.spec.virtual_cluster))
-                .and_then(|vc| vc.spec.min_runtime_seconds)
-        })
-        .map_or(0, |s| i64::from(s.max(0)))
-}
-
-/// A job whose pods hold GPUs but which no longer validates (its PriorityClass deleted, its
-/// namespace moved out of its VirtualCluster, ...) stays charged where it was admitted, in
-/// its status's queue at its status's priority, until its pods are gone: as Kueue keeps an
-/// admitted workload in its ClusterQueue's usage. Dropped, its GPUs were counted against no
-/// team, and the team's guarantee looked free to take from others. None when that queue or
-/// its VirtualCluster is gone too, or the templates themselves no longer read: the pods then
-/// hold their GPUs on their nodes only.
-fn charged_where_admitted(
-    job: &TrainingJob,
-    status: &TrainingJobStatus,
-    refs: &super::validate::Refs<'_>,
-) -> Option<super::validate::Validated> {
-    let queue = status.queue.clone()?;
-    let vc = &refs.queues.get(&queue)?.spec.virtual_cluster;
-    refs.vcs.get(vc)?;
-    Some(super::validate::Validated {
-        tasks: super::validate::tasks(job, refs).ok()?,
-        queue,
-        priority: status.priority.unwrap_or(0),
-    })
-}
-
-/// A replica's placement as the job's status records it, as the core reads a pod's.
-fn recorded(r: &crate::api::trainingjob::ReplicaPlacement) -> sched::ReplicaPlacement {
-    let whole = |v: i32| u32::try_from(v).unwrap_or(0);
-    sched::ReplicaPlacement {
-        task: r.task.clone(),
-        index: whole(r.index),
-        rank: whole(r.rank),
-        node: r.node.clone(),
-        gpus: r.gpus.iter().map(|&g| sched::GpuIndex(whole(g))).collect(),
-        share: r.gpu_share.map(|s| sched::MilliGpu(whole(s))),
-    }
-}
-
-/// A job as the core sees it, or None when it takes no part in this cycle (finished,
-/// suspended without pods, invalid, deleted, or waiting out a retry backoff). A new job is a
-/// candidate before its status says Queued.
-fn job_model(
-    job: &TrainingJob,
-    key: &JobKey,
-    gang: &Gang,
-    world: &World<'_>,
-) -> Option<sched::Job> {
-    // Deleted, held only by a finalizer (foreground deletion, as Argo CD prunes): the garbage
-    // collector is deleting its pods, which are room coming free (`Orphans`).
-    if job.metadata.deletion_timestamp.is_some() {
-        return None;
-    }
-    let status = job.status.clone().unwrap_or_default();
-    let inflight = world.inflight.get(key);
-    if status.phase.is_finished() && gang.active().next().is_none() {
-        return None;
-    }
-    // Asked only of a job that does not validate: the common path builds no placement twice.
-    let holds_gpus = || inflight.is_some() || gang.active().any(|m| m.placement.is_some());
-    let super::validate::Validated {
-        queue,
-        priority,
-        mut tasks,
-    } = match validate(job, &world.refs) {
-        Ok(v) => v,
-        Err(_) if holds_gpus() => charged_where_admitted(job, &status, &world.refs)?,
-        Err(_) => return None,
-    };
-    if let Some(avoid) =
-        super::placement_rules::avoid_refused_nodes(&status.refused_nodes, world.now)
-    {
-        for t in &mut tasks {
-            t.constraints.affinities.push(avoid.clone());
-        }
-    }
-    let (mut placement, bonus) = held(gang, inflight, &status);
-    let (preempting, checkpoint_request) = stopping(job, key, &status, gang, world);
-    // Stopped for a preemption or a drain, its pods holding nothing any more (exited after
-    // their checkpoint, or gone), and not yet back in its queue (a drained job waits a few
-    // seconds there): it keeps its place in the core, where the jobs behind it wait for it.
-    // Left out, they took the GPUs it needed meanwhile, and it preempted them on its return
-    // (an acceptance run saw one drain cost three preemptions).
-    let returning = placement.is_empty() && status.phase == Phase::Preempting && !job.spec.suspend;
-    let running = if placement.is_empty() {
-        if !returning {
-            // A Pending job that validates is queued in all but its status: the scheduler
-            // takes it at once rather than after the reconciler's first status write, and
-            // when its pods exist by the time that reconcile runs, one write records Queued
-            // and Running together.
-            if job.spec.suspend || !matches!(status.phase, Phase::Pending | Phase::Queued) {
-                return None;
-            }
-            // Pods of the job that hold nothing are still there: a short job finished before
-            // its reconciler wrote Running, or an earlier attempt's pods are still being
-            // deleted. Their names are the ones an admission would create, so it would take
-            // them for its own (409) and post a second `Admitted`; the reconciler records
-            // the outcome first (`lifecycle`, `queued`). Seen as 0.18 extra admissions per
-            // job in Setup C.
-            if !gang.is_empty() {
-                return None;
-            }
-        }
-        None
-    } else {
-        let started = status
-            .admitted_at
-            .as_ref()
-            .map(secs)
-            .or_else(|| gang.first_created().map(|t| t.as_second()))
-            .or(inflight.map(|f| f.at))
-            .unwrap_or(world.now);
-        placement.sort_by_key(|p| p.rank);
-        Some(sched::Running {
-            placement,
-            bonus,
-            started_at: started,
-            last_checkpoint: status.last_checkpoint_time.as_ref().map(secs),
-            checkpoint_grace_seconds: i64::from(job.spec.checkpoint.grace_period_seconds.max(0)),
-            min_runtime_seconds: min_runtime(job, &queue, &world.refs),
-            preempting,
-            checkpoint_request,
-        })
-    };
-    Some(sched::Job {
-        id: key.to_string(),
-        queue,
-        priority,
-        queued_at: status
-            .queued_at
-            .as_ref()
-            .or(job.metadata.creation_timestamp.as_ref())
-            .map(secs)
-            .unwrap_or(world.now),
-        user: job
-            .spec
-            .user
-            .clone()
-            .unwrap_or_else(|| job.namespace().unwrap_or_default()),
-        tasks,
-        gpu_types: job
-            .spec
-            .gpu_types
-            .iter()
-            .map(|t| sched::Flavor::new(t.clone()))
-            .collect(),
-        topology: topology_of(job),
-        retries: status.retries.max(0) as u32,
-        preemptions: status.preemptions.max(0) as u32,
-        predicted_duration_seconds: job.spec.predicted_duration_seconds,
-        running,
-        returning,
-    })
-}
-
-/// Where the job holds GPUs: its pods' placements, the admission in flight's for pods the
-/// cache does not show yet, and, for a gang leaving pod by pod, what its status records;
-/// and whether it holds them as bonus.
-fn held(
-    gang: &Gang,
-    inflight: Option<&Inflight>,
-    status: &TrainingJobStatus,
-) -> (Vec<sched::ReplicaPlacement>, bool) {
-    let mut placement = gang.placement();
-    let mut bonus = gang.bonus();
-    if let Some(f) = inflight {
-        // Pods the cache does not show yet still hold their GPUs.
-        add_missing(&mut placement, f.placement.iter().cloned());
-        bonus |= f.bonus;
-    }
-    // A gang stopped for a preemption or a drain leaves pod by pod: until its last pod is
-    // gone, the GPUs of those gone already are still its own (its status records them), as
-    // they are once it is `returning`. Counted free in that gap, another team's job started
-    // on them and was reclaimed for the drained job seconds later (the e2e drain test, when
-    // the pod on the node that stays schedulable went first).
-    if status.phase == Phase::Preempting && !placement.is_empty() {
-        add_missing(&mut placement, status.placement.iter().map(recorded));
-    }
-    (placement, bonus)
-}
-
-/// Adds the replicas of `more` that `placement` does not place yet.
-fn add_missing(
-    placement: &mut Vec<sched::ReplicaPlacement>,
-    more: impl IntoIterator<Item = sched::ReplicaPlacement>,
-) {
-    for r in more {
-        if !placement
-            .iter()
-            .any(|q| q.task == r.task && q.index == r.index)
-        {
-            placement.push(r);
-        }
-    }
-}
-
-/// Whether the job is on its way out (preempting, suspended, finishing, its pods leaving),
-/// and the scheduler's checkpoint request it leaves for, if any.
-fn stopping(
-    job: &TrainingJob,
-    key: &JobKey,
-    status: &TrainingJobStatus,
-    gang: &Gang,
-    world: &World<'_>,
-) -> (bool, Option<sched::CheckpointRequest>) {
-    // Pods being deleted still hold their GPUs until their containers stop.
-    let leaving = gang.leaving();
-    // Pods on their way out still hold their GPUs; we cannot tell which, so count the job
-    // as preempting until they are gone. A request the scheduler withdrew leaves the job
-    // Preempting until its reconciler runs: it is not leaving.
-    let withdrawn = super::preemption::withdrawn(job, status, gang);
-    // A request this scheduler wrote counts from the moment it was written.
-    let asked = world
-        .asked
-        .get(key)
-        .filter(|_| gang.scheduler_request().is_none());
-    let preempting = leaving
-        || gang.checkpoint_requested()
-        || asked.is_some()
-        || (matches!(
-            status.phase,
-            Phase::Preempting
-                | Phase::Retrying
-                | Phase::Succeeded
-                | Phase::Failed
-                | Phase::Suspended
-        ) && !withdrawn)
-        || job.spec.suspend;
-    let checkpoint_request = super::preemption::request(job, status, gang)
-        .or_else(|| asked.map(|a| super::preemption::asked(job, status, gang, a)));
-    (preempting, checkpoint_request)
-}
-
-/// The job's topology constraint, as the core reads it.
-fn topology_of(job: &TrainingJob) -> sched::TopologyConstraint {
-    sched::TopologyConstraint {
-        required: job
-            .spec
-            .topology
-            .as_ref()
-            .and_then(|t| t.required)
-            .map(level),
-        preferred: job
-            .spec
-            .topology
-            .as_ref()
-            .and_then(|t| t.preferred)
-            .map(level),
-    }
+        .collect()
 }
 
 #[cfg(test)]
@@ -665,9 +185,10 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::api::annotations::{GPU_SHARE_ANNOTATION, GPUS_ANNOTATION, INDEX_LABEL, TASK_LABEL};
-    use crate::api::topology::NodeTopology;
-    use crate::api::{Queue, TOPOLOGY_ANNOTATION, VirtualCluster};
+    use crate::api::annotations::{
+        GPU_SHARE_ANNOTATION, GPUS_ANNOTATION, INDEX_LABEL, JOB_LABEL, PRODUCT_LABEL, TASK_LABEL,
+    };
+    use crate::api::{Queue, VirtualCluster};
 
     const FLAVOR: &str = "A100";
     const GPUS: u32 = 8;
@@ -888,40 +409,6 @@ mod tests {
         );
     }
 
-    /// Without a device plugin (no `nvidia.com/gpu` in allocatable, the
-    /// `NVIDIA_VISIBLE_DEVICES` setup) the GPUs are those the labeler published; where the
-    /// plugin advertises the resource, its count wins, even 0.
-    #[test]
-    fn gpus_come_from_the_device_plugin_or_else_the_labeler() {
-        let topo = serde_json::to_string(&NodeTopology {
-            version: crate::api::topology::TOPOLOGY_VERSION,
-            gpus: (0..4)
-                .map(|i| crate::api::topology::GpuInfo {
-                    index: i,
-                    healthy: true,
-                    ..Default::default()
-                })
-                .collect(),
-            ..Default::default()
-        })
-        .expect("json");
-        let node = |alloc: serde_json::Value| -> Node {
-            serde_json::from_value(json!({
-                "metadata": {"name": "n0", "annotations": {TOPOLOGY_ANNOTATION: topo}},
-                "status": {"allocatable": alloc}
-            }))
-            .expect("node")
-        };
-        let bare = node_model(&node(json!({"cpu": "8"})), Default::default(), vec![]);
-        assert_eq!(bare.allocatable.gpus, 4);
-        let plugin = node_model(
-            &node(json!({"cpu": "8", "nvidia.com/gpu": "0"})),
-            Default::default(),
-            vec![],
-        );
-        assert_eq!(plugin.allocatable.gpus, 0);
-    }
-
     /// Another workload's pod whose memory cannot be read still holds its GPUs and CPU
     /// (before, the whole pod was dropped, and its GPUs could be handed out twice); its
     /// native sidecar and its overhead count as kube-scheduler counts them.
@@ -980,52 +467,6 @@ mod tests {
         assert_eq!(in_use, 4000, "{d:?}");
     }
 
-    /// NVIDIA's device plugin hides an unhealthy GPU from allocatable while the labeler
-    /// marks it: the node keeps its 8 GPUs and NVLink groups with the one marked, not 7
-    /// with the index also marked (found in an admin's run: 6 free GPUs reported of 7, and
-    /// a needless reclaim). A gap the unhealthy GPUs do not explain falls back to
-    /// allocatable's count alone.
-    #[test]
-    fn a_gpu_the_device_plugin_hides_is_counted_once() {
-        let topo = |unhealthy: &[u32]| {
-            serde_json::to_string(&NodeTopology {
-                version: crate::api::topology::TOPOLOGY_VERSION,
-                gpus: (0..8)
-                    .map(|i| crate::api::topology::GpuInfo {
-                        index: i,
-                        healthy: !unhealthy.contains(&i),
-                        ..Default::default()
-                    })
-                    .collect(),
-                groups: [0, 4]
-                    .map(|first| crate::api::topology::GpuGroup {
-                        gpus: (first..first + 4).collect(),
-                        nvlink: true,
-                        ..Default::default()
-                    })
-                    .to_vec(),
-                ..Default::default()
-            })
-            .expect("json")
-        };
-        let model = |unhealthy: &[u32], allocatable: &str| {
-            let n: Node = serde_json::from_value(json!({
-                "metadata": {"name": "n0", "annotations": {TOPOLOGY_ANNOTATION: topo(unhealthy)}},
-                "status": {"allocatable": {"cpu": "8", "nvidia.com/gpu": allocatable}}
-            }))
-            .expect("node");
-            node_model(&n, Default::default(), vec![])
-        };
-        let hidden = model(&[3], "7");
-        assert_eq!(hidden.allocatable.gpus, 8);
-        assert_eq!(hidden.unhealthy_gpus, vec![sched::GpuIndex(3)]);
-        assert_eq!(hidden.topology.groups.len(), 2);
-        let unexplained = model(&[], "6");
-        assert_eq!(unexplained.allocatable.gpus, 6);
-        assert!(unexplained.unhealthy_gpus.is_empty());
-        assert!(unexplained.topology.groups.is_empty());
-    }
-
     /// The reservation pod that holds a shared GPU from the device plugin is the shares'
     /// count, not another's pod: counted again it would take a second GPU. Once no share
     /// holds the GPU it is on its way out, and holds that GPU as a terminating pod does
@@ -1044,14 +485,14 @@ mod tests {
                 "n0".to_string(),
             ),
         ]);
-        let gpu = super::reservations::SharedGpu {
+        let gpu = crate::controller::reservations::SharedGpu {
             node: "n0".into(),
             gpu: 0,
         };
-        let mut reservation = super::reservations::reservation_pod(
+        let mut reservation = crate::controller::reservations::reservation_pod(
             &gpu,
             None,
-            &super::reservations::ReservationSettings {
+            &crate::controller::reservations::ReservationSettings {
                 namespace: RESERVATIONS.into(),
                 ..Default::default()
             },

@@ -12,28 +12,32 @@
 //! container is [`GpuBinding`].
 //!
 //! This module writes the pod protocol (`api::annotations`); `controller::gang` reads it.
+//! The gang's Service and disruption budget are built in `service`, the patches that mark
+//! a running pod in `patches`.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
     Container, DownwardAPIVolumeFile, DownwardAPIVolumeSource, EnvVar, EnvVarSource,
     NodeSelectorRequirement, NodeSelectorTerm, ObjectFieldSelector, Pod, PodSchedulingGate,
-    PodSpec, PodTemplateSpec, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
+    PodSpec, PodTemplateSpec, Volume, VolumeMount,
 };
-use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::{Resource, ResourceExt};
+
+mod patches;
+mod service;
+
+pub use patches::{bonus_patch, checkpoint_request_patch};
+pub use service::{disruption_budget, headless_service, master_port, needs_rendezvous};
 
 use super::resources::GPU_RESOURCE;
 use crate::api::TrainingJob;
 use crate::api::annotations::{
     ATTEMPT_ANNOTATION, BONUS_ANNOTATION, CHECKPOINT_REQUESTED, GANG_SIZE_ANNOTATION,
     GPU_ASSIGNMENT_ANNOTATION, GPU_SHARE_ANNOTATION, GPUS_ANNOTATION, INDEX_LABEL, JOB_LABEL,
-    NODE_ANNOTATION, PREEMPTED_FOR, PREEMPTION_REASON, RANK_ANNOTATION, RESERVATION_GATE,
-    TASK_LABEL, TEMPLATE_DIGEST_ANNOTATION, VISIBLE_DEVICES_ANNOTATION,
+    NODE_ANNOTATION, RANK_ANNOTATION, RESERVATION_GATE, TASK_LABEL, TEMPLATE_DIGEST_ANNOTATION,
+    VISIBLE_DEVICES_ANNOTATION,
 };
-use crate::api::reasons::PreemptionCause;
 use crate::api::trainingjob::GpuAssignment;
 use crate::sched::ReplicaPlacement;
 
@@ -119,102 +123,6 @@ fn owner(
     job: &TrainingJob,
 ) -> Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference> {
     job.controller_owner_ref(&())
-}
-
-/// The gang's PodDisruptionBudget: no pod of it may be evicted (`kubectl drain`, cluster
-/// autoscalers), so a drain waits while kubetrain asks the job to checkpoint and then stops
-/// it itself. Deletions, kubetrain's own way of stopping pods, are not affected.
-///
-/// The budget is `minAvailable` of the whole gang, not `maxUnavailable: 0`: for
-/// `maxUnavailable` the disruption controller reads the owner's `/scale`, which a
-/// TrainingJob does not have, so every sync of the budget failed (`SyncFailed`, one failed
-/// GET each, retried with backoff); `minAvailable` as a number needs only the pods.
-pub fn disruption_budget(job: &TrainingJob) -> PodDisruptionBudget {
-    let name = job.name_any();
-    PodDisruptionBudget {
-        metadata: ObjectMeta {
-            name: Some(name.clone()),
-            namespace: job.namespace(),
-            owner_references: owner(job).map(|o| vec![o]),
-            labels: Some([(JOB_LABEL.to_string(), name.clone())].into()),
-            ..Default::default()
-        },
-        spec: Some(PodDisruptionBudgetSpec {
-            min_available: Some(IntOrString::Int(replica_count(job).max(1))),
-            selector: Some(LabelSelector {
-                match_labels: Some([(JOB_LABEL.to_string(), name)].into()),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }),
-        status: None,
-    }
-}
-
-/// The job's replicas, all tasks together: the size of its gang.
-fn replica_count(job: &TrainingJob) -> i32 {
-    job.spec
-        .tasks
-        .iter()
-        .map(|t| t.replicas().max(0))
-        .fold(0, i32::saturating_add)
-}
-
-/// Whether the job's replicas need names to find each other (more than one in all): whether
-/// it has a headless Service.
-pub fn needs_rendezvous(job: &TrainingJob) -> bool {
-    replica_count(job) > 1
-}
-
-/// The headless Service that gives every replica a stable DNS name; none for a job of one
-/// replica, whose `MASTER_ADDR` is `localhost`.
-/// The container port Kubeflow's PyTorchJob takes `MASTER_PORT` from.
-const KUBEFLOW_MASTER_PORT_NAME: &str = "pytorchjob-port";
-
-/// The job's `MASTER_PORT`: the first container port named `pytorchjob-port` in its tasks'
-/// templates, as Kubeflow's PyTorchJob reads it (a migrated template keeps its port, and the
-/// firewall rules made for it), else the operator's `--master-port`.
-pub fn master_port(job: &TrainingJob, settings: &PodSettings) -> i32 {
-    job.spec
-        .tasks
-        .iter()
-        .filter_map(|t| t.template.pointer("/spec/containers")?.as_array())
-        .flatten()
-        .filter_map(|c| c.get("ports")?.as_array())
-        .flatten()
-        .find(|p| p.get("name").and_then(|n| n.as_str()) == Some(KUBEFLOW_MASTER_PORT_NAME))
-        .and_then(|p| p.get("containerPort")?.as_i64())
-        .and_then(|p| i32::try_from(p).ok())
-        .filter(|p| (1..=65535).contains(p))
-        .unwrap_or(settings.master_port)
-}
-
-pub fn headless_service(job: &TrainingJob, settings: &PodSettings) -> Option<Service> {
-    if !needs_rendezvous(job) {
-        return None;
-    }
-    let name = job.name_any();
-    Some(Service {
-        metadata: ObjectMeta {
-            name: Some(name.clone()),
-            namespace: job.namespace(),
-            labels: Some(BTreeMap::from([(JOB_LABEL.to_string(), name.clone())])),
-            owner_references: owner(job).map(|o| vec![o]),
-            ..Default::default()
-        },
-        spec: Some(ServiceSpec {
-            cluster_ip: Some("None".into()),
-            selector: Some(BTreeMap::from([(JOB_LABEL.to_string(), name)])),
-            publish_not_ready_addresses: Some(true),
-            ports: Some(vec![ServicePort {
-                name: Some("master".into()),
-                port: master_port(job, settings),
-                ..Default::default()
-            }]),
-            ..Default::default()
-        }),
-        ..Default::default()
-    })
 }
 
 fn env(name: &str, value: impl ToString) -> EnvVar {
@@ -586,29 +494,6 @@ fn prepare_container(
         });
 }
 
-/// The merge patch that asks a pod to checkpoint: the request's time (RFC 3339) and, when the
-/// scheduler preempts, why (a suspension gives none) and, for a reclaim or priority
-/// preemption, the job the room is for.
-pub fn checkpoint_request_patch(
-    at: &str,
-    reason: Option<PreemptionCause>,
-    preempted_for: Option<&str>,
-) -> serde_json::Value {
-    let mut annotations = serde_json::json!({ CHECKPOINT_REQUESTED: at });
-    if let Some(r) = reason {
-        annotations[PREEMPTION_REASON] = r.as_str().into();
-    }
-    if let Some(b) = preempted_for {
-        annotations[PREEMPTED_FOR] = b.into();
-    }
-    serde_json::json!({"metadata": {"annotations": annotations}})
-}
-
-/// The merge patch that marks a pod as running on borrowed capacity, or not.
-pub fn bonus_patch(bonus: bool) -> serde_json::Value {
-    serde_json::json!({"metadata": {"annotations": {BONUS_ANNOTATION: bonus.to_string()}}})
-}
-
 /// The job's pod names, for every replica of every task.
 pub fn expected_pod_names(job: &TrainingJob) -> Vec<String> {
     let name = job.name_any();
@@ -655,15 +540,15 @@ mod tests {
     use crate::sched::GpuIndex;
 
     /// What the reader of the protocol finds on the pod.
-    fn read(pod: &Pod) -> Member {
+    pub(super) fn read(pod: &Pod) -> Member {
         Member::read(std::sync::Arc::new(pod.clone()))
     }
 
-    fn placement_of(pod: &Pod) -> Option<ReplicaPlacement> {
+    pub(super) fn placement_of(pod: &Pod) -> Option<ReplicaPlacement> {
         read(pod).placement
     }
 
-    fn job() -> TrainingJob {
+    pub(super) fn job() -> TrainingJob {
         serde_json::from_value(serde_json::json!({
             "apiVersion": "kubetrain.io/v1alpha1", "kind": "TrainingJob",
             "metadata": {"name": "llm", "namespace": "team", "uid": "u-1"},
@@ -674,7 +559,7 @@ mod tests {
         .expect("valid job")
     }
 
-    fn placed(index: u32, rank: u32, node: &str, gpus: &[u32]) -> ReplicaPlacement {
+    pub(super) fn placed(index: u32, rank: u32, node: &str, gpus: &[u32]) -> ReplicaPlacement {
         ReplicaPlacement {
             task: "worker".into(),
             index,
@@ -685,7 +570,7 @@ mod tests {
         }
     }
 
-    fn env_of(c: &Container) -> BTreeMap<&str, Option<String>> {
+    pub(super) fn env_of(c: &Container) -> BTreeMap<&str, Option<String>> {
         c.env
             .iter()
             .flatten()
@@ -757,40 +642,6 @@ mod tests {
         let mut u = t.clone();
         u["spec"]["containers"][0]["image"] = "y".into();
         assert_ne!(template_digest(&t), template_digest(&u));
-    }
-
-    #[test]
-    fn only_a_job_of_several_replicas_gets_a_service_and_the_budget_keeps_the_gang() {
-        let settings = PodSettings::default();
-        let two = job();
-        let service = headless_service(&two, &settings).expect("two replicas: a Service");
-        assert_eq!(
-            service.spec.and_then(|s| s.cluster_ip).as_deref(),
-            Some("None")
-        );
-        let mut one = job();
-        one.spec.tasks[0].replicas = Some(1);
-        assert!(headless_service(&one, &settings).is_none());
-        // The budget keeps the whole gang: every replica must stay available.
-        let min_available = |j: &TrainingJob| {
-            let spec = disruption_budget(j).spec.expect("spec");
-            assert!(spec.max_unavailable.is_none());
-            spec.min_available
-        };
-        assert_eq!(min_available(&two), Some(IntOrString::Int(2)));
-        assert_eq!(min_available(&one), Some(IntOrString::Int(1)));
-        let pods = gang_pods(
-            &one,
-            &[placed(0, 0, "n1", &[0, 1])],
-            false,
-            0,
-            &settings,
-            &|_| false,
-        )
-        .expect("pods");
-        let env = env_of(&pods[0].spec.as_ref().expect("spec").containers[0]);
-        assert_eq!(env["MASTER_ADDR"].as_deref(), Some("localhost"));
-        assert_eq!(env["WORLD_SIZE"].as_deref(), Some("1"));
     }
 
     /// By default the pod is pinned by required node affinity and left to the scheduler;
@@ -985,36 +836,6 @@ mod tests {
         );
     }
 
-    /// A Kubeflow template's port named `pytorchjob-port` is the job's `MASTER_PORT`, and
-    /// the Service's; without one, the operator's.
-    #[test]
-    fn a_port_named_as_kubeflow_names_it_is_the_master_port() {
-        let settings = PodSettings::default();
-        let mut j = job();
-        assert_eq!(master_port(&j, &settings), 23456);
-        j.spec.tasks[0].template["spec"]["containers"][0]["ports"] = serde_json::json!([
-            {"name": "metrics", "containerPort": 9090},
-            {"name": "pytorchjob-port", "containerPort": 29500},
-        ]);
-        assert_eq!(master_port(&j, &settings), 29500);
-        let pods = gang_pods(
-            &j,
-            &[placed(0, 0, "n1", &[0, 1]), placed(1, 1, "n1", &[2, 3])],
-            false,
-            0,
-            &settings,
-            &|_| false,
-        )
-        .expect("pods");
-        let env = env_of(&pods[1].spec.as_ref().expect("spec").containers[0]);
-        assert_eq!(env["MASTER_PORT"].as_deref(), Some("29500"));
-        let service = headless_service(&j, &settings).expect("a Service for two replicas");
-        assert_eq!(
-            service.spec.expect("spec").ports.expect("ports")[0].port,
-            29500
-        );
-    }
-
     #[test]
     fn device_plugin_binding_keeps_gpu_requests() {
         let settings = PodSettings {
@@ -1041,49 +862,6 @@ mod tests {
         let env = env_of(c);
         assert_eq!(env["LOCAL_RANK"].as_deref(), Some("1"));
         assert_eq!(env["NODE_RANK"].as_deref(), Some("0"));
-    }
-
-    /// The marks the scheduler and the reconciler patch onto running pods read back.
-    #[test]
-    fn patches_read_back() {
-        let mut pod = gang_pods(
-            &job(),
-            &[placed(0, 0, "n1", &[0])],
-            true,
-            0,
-            &PodSettings::default(),
-            &|_| false,
-        )
-        .expect("pods")
-        .remove(0);
-        let apply = |pod: &mut Pod, patch: serde_json::Value| {
-            let ann = pod.metadata.annotations.get_or_insert_with(BTreeMap::new);
-            for (k, v) in patch["metadata"]["annotations"]
-                .as_object()
-                .expect("annotations")
-            {
-                ann.insert(k.clone(), v.as_str().expect("string").into());
-            }
-        };
-        apply(&mut pod, bonus_patch(false));
-        apply(
-            &mut pod,
-            checkpoint_request_patch("2026-01-01T00:00:00Z", Some(PreemptionCause::Drain), None),
-        );
-        let m = read(&pod);
-        assert!(!m.bonus);
-        let request = m.checkpoint_request.expect("request");
-        assert_eq!(request.reason, Some(PreemptionCause::Drain));
-        assert_eq!(
-            request.at,
-            Some("2026-01-01T00:00:00Z".parse().expect("time"))
-        );
-        assert_eq!(
-            checkpoint_request_patch("t", None, None)["metadata"]["annotations"]
-                .as_object()
-                .map(|a| a.len()),
-            Some(1)
-        );
     }
 
     #[test]
