@@ -1095,3 +1095,71 @@ async fn a_stopped_gang_leaves_no_no_pods_event() {
     assert!(no_pods.is_empty(), "NoPods Events:\n{no_pods}");
     s.finish().await;
 }
+
+/// kube-scheduler's own preemption (a pod of another workload, of a higher PriorityClass,
+/// that fits nowhere else) evicts a training pod outside the checkpoint protocol. kubetrain
+/// sees the pod's `DisruptionTarget` (`PreemptionByScheduler`) and restarts the whole gang
+/// without counting a retry, as for any pod the platform stopped; the job waits while the
+/// other pod holds the GPUs (kubetrain counts them as foreign) and runs again once they are
+/// free. The admin guide says how to keep training pods out of kube-scheduler's preemption.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_preempted_by_kube_scheduler_restarts_the_gang_without_counting_a_retry() {
+    let s = Scenario::new("kspreempt", 1, 8, 1).await;
+    let q = s.tenant("kspreempt", 8, "FIFO", "");
+    s.cp.apply(&s.job(
+        "victim",
+        &q,
+        1,
+        8,
+        &[("run-seconds", "900")],
+        "  maxRetries: 0\n",
+    ));
+    s.wait_phase("victim", "Running", T).await;
+    let node = s.job_status("victim", "{.status.placement[0].node}");
+    let uid = s.job_status("victim", "{.metadata.uid}");
+    let class = format!("urgent-{}", s.id);
+    s.cp.apply(&format!(
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: {class}\nvalue: 100000\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: urgent\n  namespace: {ns}\nspec:\n  priorityClassName: {class}\n  nodeSelector:\n    kubernetes.io/hostname: {node}\n  containers:\n  - name: c\n    image: busybox\n    resources:\n      limits:\n        nvidia.com/gpu: 8\n",
+        ns = s.ns
+    ));
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        if s.job_status("victim", "{.status.infrastructureRetries}") == "1" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the preempted gang was not restarted: {}",
+            s.job_status("victim", "{.status}")
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(s.job_status("victim", "{.status.retries}"), "0");
+    assert_eq!(s.job_status("victim", "{.metadata.uid}"), uid);
+    let events = s.events("victim");
+    assert!(
+        events
+            .iter()
+            .any(|(r, m)| r == "InfrastructureFailure" && m.contains("PreemptionByScheduler")),
+        "{events:?}"
+    );
+    // The other workload's pod runs on the GPUs; the job waits for them, then runs again.
+    let bound = |pod: &str| {
+        s.cp.jsonpath(&["pod", pod, "-n", &s.ns], "{.spec.nodeName}")
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while bound("urgent") != node {
+        assert!(Instant::now() < deadline, "the urgent pod was never bound");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_ne!(s.job_status("victim", "{.status.phase}"), "Running");
+    s.cp.kubectl_ok(&["delete", "pod", "urgent", "-n", &s.ns, "--wait=false"])
+        .expect("delete the urgent pod");
+    s.wait_phase("victim", "Running", Duration::from_secs(120))
+        .await;
+    assert_eq!(s.job_status("victim", "{.status.retries}"), "0");
+    s.cp.kubectl_ok(&["delete", "priorityclass", &class, "--wait=false"])
+        .expect("delete the class");
+    s.finish().await;
+}

@@ -2,14 +2,14 @@
 //!
 //! kubetrain decides where each replica runs; how the pod gets there is [`Binding`]: by
 //! default it is created pinned to that node by required node affinity (merged with the
-//! template's) and kube-scheduler, or the template's `schedulerName`, binds it after its own
-//! checks; `direct` sets `spec.nodeName` itself. Pods are named `<job>-<task>-<index>` with
-//! that hostname under a headless Service named after the job, so `MASTER_ADDR` is a stable
-//! DNS name; a job of one replica talks only to itself, so it gets `localhost` and no Service
-//! (a Service and its Endpoints and EndpointSlice are about 3.4 of the 19 API writes of a
-//! one-pod job, see docs/benchmarks-control-plane.md). The chosen node and GPU indices go in
-//! the `kubetrain.io/node` and `kubetrain.io/gpus` annotations; how the GPUs reach the
-//! container is [`GpuBinding`].
+//! template's) and kube-scheduler (`default-scheduler`, the only `schedulerName` a template
+//! may name) binds it after its own checks; `direct` sets `spec.nodeName` itself. Pods are
+//! named `<job>-<task>-<index>` with that hostname under a headless Service named after the
+//! job, so `MASTER_ADDR` is a stable DNS name; a job of one replica talks only to itself,
+//! so it gets `localhost` and no Service (a Service and its Endpoints and EndpointSlice are
+//! about 3.4 of the 19 API writes of a one-pod job, see docs/benchmarks-control-plane.md).
+//! The chosen node and GPU indices go in the `kubetrain.io/node` and `kubetrain.io/gpus`
+//! annotations; how the GPUs reach the container is [`GpuBinding`].
 //!
 //! This module writes the pod protocol (`api::annotations`); `controller::gang` reads it.
 //! The gang's Service and disruption budget are built in `service`, the patches that mark
