@@ -114,7 +114,10 @@ fn the_strongest_hold_of_the_chain_applies_and_names_its_queue() {
         Some(PreemptionReason::QueueHold),
         "{d:?}"
     );
-    assert_eq!(d.preemptions[0].beneficiary, Beneficiary::Queue("child".into()));
+    assert_eq!(
+        d.preemptions[0].beneficiary,
+        Beneficiary::Queue("child".into())
+    );
     assert!(held(&d, "t/q-next", "q", StopPolicy::Hold), "{d:?}");
     assert!(
         held(&d, "t/child-next", "child", StopPolicy::HoldAndDrain),
