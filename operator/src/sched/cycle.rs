@@ -5,49 +5,25 @@ use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
-use std::rc::Rc;
 
 use super::cancel;
-use super::cells::Cells;
+
 use super::cluster::{Cluster, Mode};
-use super::constraints::{self, NodeConstraints};
+use super::constraints;
+use super::cycle_state::{Cycle, Pending, ShapeKey, scope};
 use super::decisions::{Admission, Decisions, WaitReason, Waiting};
-use super::digest::FilterKey;
 use super::frag::{self, Mix};
 use super::ids::{FlavorId, IdVec, JobIdx, NodeId, QueueId, RunIdx, VcId};
 use super::model::{Flavor, GpuDemand, Gpus, Job, Running, Snapshot, TopologyLevel};
 use super::options::Options;
 use super::order;
-use super::placement::{Demand, NodeFilter, NodeMask, Request, Scope, Trial, place};
-use super::preempt::{CONSOLIDATION_SEARCHES, NoVictims};
+use super::placement::{Request, Scope, Trial, place};
+use super::preempt::CONSOLIDATION_SEARCHES;
 use super::reclaim::RunInfo;
 use super::risk;
 use super::standing::{self, standing_order};
 use super::tenants::{Tenants, gpus};
 use super::usage;
-
-/// A pending job, digested.
-#[derive(Clone, Debug)]
-pub(super) struct Pending {
-    pub(super) job: JobIdx,
-    pub(super) queue: QueueId,
-    pub(super) vc: VcId,
-    pub(super) milli: u64,
-    pub(super) demands: Vec<Demand>,
-    pub(super) whole: u32,
-    pub(super) largest_replica: u32,
-    pub(super) flavors: Vec<FlavorId>,
-    pub(super) nvlink: bool,
-    /// Set when node constraints keep some task off some nodes.
-    pub(super) filter: Option<Rc<NodeFilter>>,
-}
-
-/// Where to search for a job: the whole flavor, or the nodes its constraints allow.
-pub(super) fn scope(p: &Pending) -> Scope<'_> {
-    p.filter
-        .as_ref()
-        .map_or(Scope::Flavor, |f| Scope::Nodes(&f.nodes))
-}
 
 /// Totally ordered f64 for the turn heaps.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -62,50 +38,6 @@ impl Ord for Key {
     fn cmp(&self, o: &Self) -> std::cmp::Ordering {
         self.0.total_cmp(&o.0)
     }
-}
-
-pub(super) type ShapeKey = (
-    FlavorId,
-    Option<TopologyLevel>,
-    Option<TopologyLevel>,
-    Vec<(GpuDemand, u64, u64)>,
-    Option<usize>,
-);
-
-pub(super) struct Cycle<'a> {
-    pub(super) snap: &'a Snapshot,
-    pub(super) opts: Options,
-    pub(super) c: Cluster,
-    /// The workload's shape mix that fragmentation is scored against (empty: no scores).
-    pub(super) mix: &'a Mix,
-    pub(super) t: Tenants,
-    pub(super) cells: Cells,
-    pub(super) runs: IdVec<RunIdx, RunInfo>,
-    pub(super) on_node: IdVec<NodeId, Vec<RunIdx>>,
-    pub(super) out: Decisions,
-    /// Shapes that did not fit a flavor now: capacity only shrinks within a cycle.
-    pub(super) no_fit: BTreeSet<ShapeKey>,
-    /// Victim searches that found nothing this cycle ([`NoVictims`]).
-    pub(super) no_victims: BTreeSet<NoVictims>,
-    /// Jobs a cell guarantee kept from capacity that would otherwise fit.
-    pub(super) cells_blocked: BTreeSet<JobIdx>,
-    /// VirtualClusters and types whose guarantee cannot be obtained now, even by reclaim
-    /// (`risk`): a job within such a guarantee that finds no room is told so.
-    pub(super) at_risk: BTreeSet<(VcId, FlavorId)>,
-    /// Consolidation searches left this cycle ([`CONSOLIDATION_SEARCHES`]).
-    pub(super) consolidations_left: usize,
-    /// This cycle's admissions, as `out.admissions` lists them: the job, its VC, its GPU
-    /// type and its milli-GPUs (`settle_with_admissions`).
-    pub(super) admitted: Vec<(JobIdx, VcId, FlavorId, u64)>,
-    /// Set while a plan is made at a job's turn in phase 1: only a plan that leaves the job
-    /// within its guarantee may be made there, before other teams' guaranteed admissions.
-    pub(super) guaranteed_plans_only: bool,
-    /// Whether any node has a taint that keeps pods out (then every job is checked).
-    pub(super) any_taints: bool,
-    /// Node masks per distinct set of constraints (jobs of one template share them), and
-    /// the node filters per distinct list of masks.
-    pub(super) masks: RefCell<HashMap<&'a NodeConstraints, Option<NodeMask>>>,
-    pub(super) filters: RefCell<HashMap<FilterKey, Rc<NodeFilter>>>,
 }
 
 /// What phase 1 hands on: the order jobs were offered in, the jobs each VirtualCluster

@@ -10,15 +10,11 @@ use std::rc::Rc;
 
 use super::cluster::FlavorFacts;
 use super::constraints::{self, Mismatch, NodeConstraints};
-use super::cycle::{Cycle, Pending};
+use super::cycle_state::{Cycle, FilterKey, Pending};
 use super::decisions::WaitReason;
 use super::ids::{FlavorId, IdVec, JobIdx, NodeId, QueueId, RackId, VcId};
 use super::model::{Flavor, GpuDemand, Job, StopPolicy, TopologyLevel};
 use super::placement::{Demand, NodeFilter, NodeMask};
-
-/// A node filter's identity in one cycle: its tasks' masks (by address: the masks live in
-/// `Cycle::masks` for the whole cycle) and the GPU types searched.
-pub(super) type FilterKey = (Vec<Option<usize>>, Vec<FlavorId>);
 
 /// What a job needs of one GPU type at least, for the "never fits" checks.
 struct Shape {

@@ -136,6 +136,7 @@ mod cells;
 mod cluster;
 pub mod constraints;
 mod cycle;
+mod cycle_state;
 pub mod decisions;
 mod digest;
 mod frag;

@@ -78,7 +78,7 @@ fn hold_and_drain_sends_the_running_jobs_back_with_the_hold_as_reason() {
     assert_eq!(victims(&d), ["t/old", "t/young"], "{:?}", d.preemptions);
     for p in &d.preemptions {
         assert_eq!(p.reason, PreemptionReason::QueueHold, "{p:?}");
-        assert_eq!(p.beneficiary, "queue q", "{p:?}");
+        assert_eq!(p.beneficiary, Beneficiary::Queue("q".into()), "{p:?}");
     }
     // The work since the last checkpoint is what the stop costs, as for a node drain.
     let old = d.preemptions.iter().find(|p| p.victims == ["t/old"]);
@@ -114,7 +114,10 @@ fn the_strongest_hold_of_the_chain_applies_and_names_its_queue() {
         Some(PreemptionReason::QueueHold),
         "{d:?}"
     );
-    assert_eq!(d.preemptions[0].beneficiary, "queue child");
+    assert_eq!(
+        d.preemptions[0].beneficiary,
+        Beneficiary::Queue("child".into())
+    );
     assert!(held(&d, "t/q-next", "q", StopPolicy::Hold), "{d:?}");
     assert!(
         held(&d, "t/child-next", "child", StopPolicy::HoldAndDrain),

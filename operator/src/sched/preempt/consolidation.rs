@@ -6,7 +6,7 @@
 
 use super::{Claim, Kind};
 use crate::sched::cluster::{Cluster, Mode};
-use crate::sched::cycle::{Cycle, Pending, scope};
+use crate::sched::cycle_state::{Cycle, Pending, scope};
 use crate::sched::ids::{FlavorId, NodeId, RunIdx};
 use crate::sched::placement::{Scope, Trial, place};
 use crate::sched::reclaim::{Outcome, RunInfo};

@@ -2,7 +2,7 @@
 //! checkpoints and leaves, for nobody. It is the first step of a cycle, before any job is
 //! offered room.
 
-use crate::sched::cycle::Cycle;
+use crate::sched::cycle_state::Cycle;
 use crate::sched::decisions::{Beneficiary, Preemption, PreemptionReason};
 use crate::sched::ids::NodeId;
 use crate::sched::model::StopPolicy;

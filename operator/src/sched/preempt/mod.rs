@@ -12,7 +12,7 @@
 
 use std::collections::BTreeSet;
 
-use super::cycle::{Cycle, Pending, ShapeKey};
+use super::cycle_state::{Cycle, NoVictims, Pending};
 use super::decisions::{Beneficiary, Preemption, PreemptionReason, WaitReason};
 use super::ids::{Claimant, FlavorId, IdVec, JobIdx, NodeId, QueueId, RunIdx, VcId};
 use super::model::Snapshot;
@@ -23,31 +23,13 @@ use super::tenants::{Freed, Tenants};
 mod consolidation;
 mod drain;
 mod holdings;
+pub(super) mod kind;
 mod priority;
 mod queue_share;
 mod reclaim;
 
 pub(super) use consolidation::CONSOLIDATION_SEARCHES;
-
-/// What a preemption plan may take, and what it must leave. Ordered and hashable: it is part
-/// of the key of a search that found nothing ([`NoVictims`]), each variant its own search.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(super) enum Kind {
-    /// Other VCs' bonus jobs, for a job within its VC's guarantee ([`reclaim`]).
-    Reclaim,
-    /// The job's queue's lower-priority jobs (only bonus ones when the job would run as
-    /// `bonus`); `combined`: with other VCs' bonus jobs, when the job then ends within its
-    /// VC's guarantee ([`priority`]).
-    Priority { bonus: bool, combined: bool },
-    /// Its team's jobs of no higher priority in sibling queues that use more than their firm
-    /// share, with other VCs' bonus jobs, when the job then runs within its own share and its
-    /// VC's guarantee ([`queue_share`]).
-    QueueShare,
-    /// Its team's smaller jobs of no higher priority, for a job within its VC's guarantee
-    /// that free GPUs would hold but are scattered, when each victim fits at once elsewhere
-    /// ([`consolidation`]).
-    Consolidate,
-}
+use kind::Kind;
 
 impl Kind {
     fn reason(self) -> PreemptionReason {
@@ -104,11 +86,6 @@ impl Kind {
         )
     }
 }
-
-/// A victim search that found nothing: who asked, the kind, the claiming job's priority
-/// where the kind depends on it, whether a limit blocked the job, and the shape. Victims
-/// and capacity only shrink within a cycle, so an equal search finds nothing either.
-pub(super) type NoVictims = (Claimant, Kind, i32, bool, ShapeKey);
 
 /// The claiming job, as the kinds' eligibility reads it.
 #[derive(Clone, Copy)]

@@ -5,7 +5,7 @@
 
 use super::holdings::Holdings;
 use super::{Claim, Kind, Terms, reclaim};
-use crate::sched::cycle::{Cycle, Pending};
+use crate::sched::cycle_state::{Cycle, Pending};
 use crate::sched::ids::{FlavorId, IdVec, RunIdx};
 use crate::sched::reclaim::RunInfo;
 

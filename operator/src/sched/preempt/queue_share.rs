@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use super::holdings::Holdings;
 use super::{Claim, Kind, Terms, reclaim};
-use crate::sched::cycle::{Cycle, Pending};
+use crate::sched::cycle_state::{Cycle, Pending};
 use crate::sched::ids::{QueueId, RunIdx};
 use crate::sched::reclaim::RunInfo;
 use crate::sched::tenants::{Freed, Tenants};

@@ -3,7 +3,7 @@
 //! type within its guarantee holds it now, and a job on its way back holds its room by it.
 
 use super::{Claim, Kind};
-use crate::sched::cycle::{Cycle, Pending};
+use crate::sched::cycle_state::{Cycle, Pending};
 use crate::sched::ids::FlavorId;
 use crate::sched::reclaim::RunInfo;
 
