@@ -87,9 +87,19 @@ async fn a_held_queue_admits_nothing_and_hold_and_drain_sends_its_jobs_back() {
     );
     assert_eq!(s.job_status("new", "{.status.phase}"), "Queued");
     assert_eq!(s.job_status("running", "{.status.phase}"), "Running");
+    // The same wait as fields, kept by the API server's schema (`status.waiting`).
+    assert_eq!(
+        s.job_status("new", "{.status.waiting.code}/{.status.waiting.queue}"),
+        format!("QueueHeld/{q}")
+    );
 
     assert!(patch_stop(&s, &q, "None").success);
     s.wait_phase("new", "Running", T).await;
+    assert_eq!(
+        s.job_status("new", "{.status.waiting}"),
+        "",
+        "cleared once admitted"
+    );
     until("the queue's Ready", queue_ready, |r| r == "True/Ready").await;
 
     assert!(patch_stop(&s, &q, "HoldAndDrain").success);
