@@ -179,6 +179,11 @@ clientConnection:
   burst: 2000
 leaderElection:
   leaderElect: false
+# A second profile, as a cluster with a scheduler profile of its own for GPU nodes has: the
+# operator's --scheduler-name is tested against it.
+profiles:
+- schedulerName: default-scheduler
+- schedulerName: kubetrain-gpu-scheduler
 EOF_SCHED
 setsid "$BIN/kube-scheduler" \
   --config "$dir/kube-scheduler.yaml" --secure-port 0 \

@@ -40,6 +40,11 @@ struct Args {
     /// checks (volumes, device plugins, DRA, taints), or kubetrain directly by nodeName.
     #[arg(long, env = "KUBETRAIN_BINDING", value_enum, default_value_t = Binding::Scheduler)]
     binding: Binding,
+    /// With `--binding scheduler`: the kube-scheduler profile (`schedulerName`) that binds
+    /// the gang's pods, when not `default-scheduler` (a profile of the cluster's scheduler,
+    /// or a second scheduler, that knows the GPU nodes). Unset: `default-scheduler`.
+    #[arg(long, env = "KUBETRAIN_SCHEDULER_NAME")]
+    scheduler_name: Option<String>,
     /// With `--binding scheduler`: how long a pod may stay Unschedulable before its gang's
     /// admission is rolled back and the job placed again elsewhere.
     #[arg(long, env = "KUBETRAIN_UNSCHEDULABLE_TIMEOUT", default_value = "20s", value_parser = parse_duration)]
@@ -254,6 +259,7 @@ fn config(
         settings: Settings {
             pods: PodSettings {
                 binding: args.binding,
+                scheduler_name: args.scheduler_name.filter(|n| !n.is_empty()),
                 gpu_binding: args.gpu_binding,
                 master_port: args.master_port,
                 reservation: ReservationSettings {

@@ -83,6 +83,10 @@ pub enum Binding {
 #[derive(Clone, Debug)]
 pub struct PodSettings {
     pub binding: Binding,
+    /// With [`Binding::Scheduler`], the kube-scheduler profile that binds the gang's pods
+    /// (`--scheduler-name`, set on every such pod); None: the template's, which can only be
+    /// `default-scheduler` or unset.
+    pub scheduler_name: Option<String>,
     pub gpu_binding: GpuBinding,
     /// Port of the rank-0 replica for `MASTER_PORT`, unless the job names one
     /// ([`master_port`]).
@@ -95,6 +99,7 @@ impl Default for PodSettings {
     fn default() -> Self {
         PodSettings {
             binding: Binding::default(),
+            scheduler_name: None,
             gpu_binding: GpuBinding::default(),
             master_port: 23456,
             reservation: ReservationSettings::default(),
@@ -382,11 +387,17 @@ fn replica_pod(
             .push(PodSchedulingGate {
                 name: RESERVATION_GATE.into(),
             });
+    } else if settings.binding == Binding::Direct {
+        spec.node_name = Some(p.node.clone());
     } else {
-        match settings.binding {
-            Binding::Direct => spec.node_name = Some(p.node.clone()),
-            Binding::Scheduler => pin_to_node(&mut spec, &p.node),
-        }
+        pin_to_node(&mut spec, &p.node);
+    }
+    // Whoever binds it (a share's pod always goes through the scheduler) is the profile
+    // the operator was told to use.
+    if spec.node_name.is_none()
+        && let Some(name) = &settings.scheduler_name
+    {
+        spec.scheduler_name = Some(name.clone());
     }
     spec.hostname = Some(pod_name.clone());
     spec.subdomain = Some(name.clone());
@@ -646,6 +657,37 @@ mod tests {
 
     /// By default the pod is pinned by required node affinity and left to the scheduler;
     /// the template's own required terms are kept, each narrowed to the chosen node.
+    #[test]
+    fn a_scheduler_profile_binds_every_pod_the_scheduler_binds() {
+        let placement = vec![placed(0, 0, "n2", &[0, 1]), placed(1, 1, "n2", &[2, 3])];
+        let named = PodSettings {
+            scheduler_name: Some("gpu-scheduler".into()),
+            ..PodSettings::default()
+        };
+        let pods = gang_pods(&job(), &placement, false, 0, &named, &|_| false).expect("pods");
+        for pod in &pods {
+            let spec = pod.spec.as_ref().expect("spec");
+            assert_eq!(spec.scheduler_name.as_deref(), Some("gpu-scheduler"));
+        }
+        // Unset: the template's (none here); direct binding: nobody schedules the pod.
+        let pods = gang_pods(
+            &job(),
+            &placement,
+            false,
+            0,
+            &PodSettings::default(),
+            &|_| false,
+        )
+        .expect("pods");
+        assert_eq!(pods[0].spec.as_ref().expect("spec").scheduler_name, None);
+        let direct = PodSettings {
+            binding: Binding::Direct,
+            ..named
+        };
+        let pods = gang_pods(&job(), &placement, false, 0, &direct, &|_| false).expect("pods");
+        assert_eq!(pods[0].spec.as_ref().expect("spec").scheduler_name, None);
+    }
+
     #[test]
     fn scheduler_binding_pins_by_affinity_and_keeps_the_templates_terms() {
         let mut j = job();
