@@ -95,3 +95,33 @@ pub(super) struct Cycle<'a> {
     pub(super) masks: RefCell<HashMap<&'a NodeConstraints, Option<NodeMask>>>,
     pub(super) filters: RefCell<HashMap<FilterKey, Rc<NodeFilter>>>,
 }
+
+/// Approximate bytes of the per-cycle node state the core builds for a snapshot (ledgers,
+/// topology, free index), for the memory budget. Diagnostic only.
+pub fn state_bytes(snap: &Snapshot) -> usize {
+    use std::mem::size_of;
+    let mut c = Cluster::build(snap);
+    c.index(snap);
+    let per_node: usize = c
+        .nodes
+        .iter()
+        .map(|n| {
+            size_of::<super::cluster::NodeState>()
+                + n.gpus.capacity() * size_of::<super::cluster::GpuLedger>()
+                + n.groups
+                    .iter()
+                    .map(|g| size_of::<Vec<u8>>() + g.capacity())
+                    .sum::<usize>()
+                + n.group_nvlink.capacity()
+                + n.gpu_pos.capacity()
+        })
+        .sum();
+    // name map, bucket and rack index entries (B-tree nodes ~ 2× the key size)
+    let index = c
+        .node_by_name
+        .keys()
+        .map(|k| k.capacity() + 48)
+        .sum::<usize>()
+        + c.nodes.len() * 2 * size_of::<(bool, NodeId)>();
+    per_node + index
+}

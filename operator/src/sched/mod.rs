@@ -154,7 +154,8 @@ mod usage;
 pub mod wait;
 
 pub use constraints::{NodeConstraints, Taint, TaintEffect, Toleration};
-pub use cycle::{schedule, schedule_with, state_bytes};
+pub use cycle::{schedule, schedule_with};
+pub use cycle_state::state_bytes;
 pub use decisions::{Admission, Beneficiary, Cancellation, Decisions, Preemption, Waiting};
 pub use model::*;
 pub use options::{Options, VictimSelection};

@@ -378,27 +378,7 @@ fn replica_pod(
     ann.insert(NODE_ANNOTATION.into(), p.node.clone());
 
     let mut spec: PodSpec = template.spec.clone().unwrap_or_default();
-    if path == GpuPath::Reserved {
-        // The API server refuses a gate beside `spec.nodeName`, so such a pod is pinned and
-        // bound by the scheduler in either binding mode.
-        pin_to_node(&mut spec, &p.node);
-        spec.scheduling_gates
-            .get_or_insert_with(Vec::new)
-            .push(PodSchedulingGate {
-                name: RESERVATION_GATE.into(),
-            });
-    } else if settings.binding == Binding::Direct {
-        spec.node_name = Some(p.node.clone());
-    } else {
-        pin_to_node(&mut spec, &p.node);
-    }
-    // Whoever binds it (a share's pod always goes through the scheduler) is the profile
-    // the operator was told to use.
-    if spec.node_name.is_none()
-        && let Some(name) = &settings.scheduler_name
-    {
-        spec.scheduler_name = Some(name.clone());
-    }
+    bind_to(&mut spec, &p.node, path, settings);
     spec.hostname = Some(pod_name.clone());
     spec.subdomain = Some(name.clone());
     // The gang restarts as a whole (retries are counted per job), never one pod in place.
@@ -434,6 +414,31 @@ fn replica_pod(
         metadata: meta,
         spec: Some(spec),
         status: None,
+    }
+}
+
+/// How the pod reaches `node`: pinned for kube-scheduler (behind the reservation gate for a
+/// share on a reserved GPU, which the API server refuses beside `spec.nodeName`), or bound
+/// directly; whoever schedules it is the profile the operator was told to use.
+fn bind_to(spec: &mut PodSpec, node: &str, path: GpuPath, settings: &PodSettings) {
+    if path == GpuPath::Reserved {
+        // The API server refuses a gate beside `spec.nodeName`, so such a pod is pinned and
+        // bound by the scheduler in either binding mode.
+        pin_to_node(spec, node);
+        spec.scheduling_gates
+            .get_or_insert_with(Vec::new)
+            .push(PodSchedulingGate {
+                name: RESERVATION_GATE.into(),
+            });
+    } else if settings.binding == Binding::Direct {
+        spec.node_name = Some(node.to_string());
+    } else {
+        pin_to_node(spec, node);
+    }
+    if spec.node_name.is_none()
+        && let Some(name) = &settings.scheduler_name
+    {
+        spec.scheduler_name = Some(name.clone());
     }
 }
 
