@@ -60,6 +60,36 @@ pub struct GpuReading {
     /// Health signals.
     #[serde(default)]
     pub health: HealthReading,
+    /// The MIG devices of a MIG-enabled GPU, in MIG device index order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mig_devices: Vec<MigReading>,
+}
+
+/// What was read about one MIG device. As for a GPU, `None` is "not available".
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct MigReading {
+    /// MIG device index on the parent GPU.
+    pub index: u32,
+    /// MIG device UUID.
+    #[serde(default)]
+    pub uuid: String,
+    /// Name as NVML or `nvidia-smi -L` gives it; ends in the profile
+    /// (`NVIDIA H100 80GB HBM3 MIG 3g.40gb`, `MIG 1g.5gb`).
+    #[serde(default)]
+    pub name: String,
+    /// Memory in MiB.
+    #[serde(default)]
+    pub memory_mib: Option<u64>,
+    /// Compute slices of the GPU instance.
+    #[serde(default)]
+    pub gpu_slices: Option<u32>,
+    /// Compute slices of the compute instance.
+    #[serde(default)]
+    pub compute_slices: Option<u32>,
+    /// Streaming multiprocessors.
+    #[serde(default)]
+    pub multiprocessors: Option<u32>,
 }
 
 /// How two GPUs (`a < b`) are connected.

@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 use kubetrain::api::NodeTopology;
 
 pub use kubetrain::api::node_labels::{
-    COUNT, CUDA, DRIVER, FAMILY, HEALTHY_COUNT, MAX_VALUE_LEN, MEMORY_MIB, NVLINK, PREFIX, PRESENT,
-    PRODUCT, is_ours, is_valid_value, sanitize_value,
+    COUNT, CUDA, DRIVER, FAMILY, HEALTHY_COUNT, MAX_VALUE_LEN, MEMORY_MIB, MIG, NVLINK, PREFIX,
+    PRESENT, PRODUCT, is_ours, is_valid_value, mig_count_label, sanitize_value,
 };
 
 /// The full set of labels for a node: with `None` (no GPU, no NVML) only `present=false`.
@@ -67,6 +67,12 @@ pub fn labels(topology: Option<&NodeTopology>) -> BTreeMap<String, String> {
         put(CUDA, cuda);
     }
     put(HEALTHY_COUNT, &topology.healthy_count().to_string());
+    if topology.gpus.iter().any(|g| g.mig_enabled) {
+        put(MIG, "true");
+        for (profile, count) in topology.mig_profile_counts() {
+            put(&mig_count_label(&profile), &count.to_string());
+        }
+    }
     out
 }
 
@@ -104,6 +110,40 @@ mod tests {
         assert_eq!(family("9.0"), Some("hopper"));
         assert_eq!(family("10.0"), Some("blackwell"));
         assert_eq!(family("x"), None);
+    }
+
+    #[test]
+    fn mig_nodes_count_their_devices_per_profile() {
+        use kubetrain::api::{GpuInfo, MigDevice};
+        let device = |index, profile: &str| MigDevice {
+            index,
+            profile: profile.into(),
+            ..Default::default()
+        };
+        let gpu = |index, mig: Vec<MigDevice>| GpuInfo {
+            index,
+            mig_enabled: !mig.is_empty(),
+            mig,
+            healthy: true,
+            ..Default::default()
+        };
+        let t = NodeTopology {
+            gpus: vec![
+                gpu(0, vec![device(0, "3g.40gb"), device(1, "1g.10gb+me")]),
+                gpu(1, vec![device(0, "3g.40gb")]),
+                gpu(2, vec![]),
+            ],
+            ..Default::default()
+        };
+        let l = labels(Some(&t));
+        assert_eq!(l[MIG], "true");
+        assert_eq!(l["gpu.kubetrain.io/mig-3g.40gb.count"], "2");
+        assert_eq!(l["gpu.kubetrain.io/mig-1g.10gb-me.count"], "1");
+        let whole = NodeTopology {
+            gpus: vec![gpu(0, vec![])],
+            ..Default::default()
+        };
+        assert!(labels(Some(&whole)).keys().all(|k| !k.contains("mig")));
     }
 
     #[test]

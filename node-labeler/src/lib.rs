@@ -4,7 +4,7 @@
 //! (docs/architecture.md).
 //!
 //! The pipeline, one module per step:
-//! [`nvml`] / [`topo_matrix`] / [`source`] → [`inventory::Inventory`] →
+//! [`nvml`] / [`topo_matrix`] / [`smi_list`] / [`source`] → [`inventory::Inventory`] →
 //! [`topology::build`] (with [`health::assess`]) → [`kubetrain::api::NodeTopology`] →
 //! [`labels`] + annotation → [`publish`] (server-side apply, no write when unchanged).
 //! [`run`] is the loop that drives it on a period and on NVML health events.
@@ -15,6 +15,7 @@ pub mod labels;
 pub mod nvml;
 pub mod publish;
 pub mod run;
+pub mod smi_list;
 pub mod source;
 pub mod topo_matrix;
 pub mod topology;

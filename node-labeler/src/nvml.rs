@@ -34,7 +34,7 @@ use nvml_wrapper::{Device, Nvml};
 use tracing::{debug, info, warn};
 
 use crate::health::XidLog;
-use crate::inventory::{GpuReading, HealthReading, Inventory, PairReading, cpu_list};
+use crate::inventory::{GpuReading, HealthReading, Inventory, MigReading, PairReading, cpu_list};
 
 pub use nvml_wrapper::Nvml as Handle;
 
@@ -234,6 +234,12 @@ fn read_gpu(index: u32, d: &Device<'_>, xids: &XidLog) -> Result<Option<GpuReadi
         health.row_remap_failed = flag(1);
     }
 
+    let mig_devices = if mig_enabled {
+        read_mig_devices(index, d)
+    } else {
+        Vec::new()
+    };
+
     Ok(Some(GpuReading {
         index,
         uuid,
@@ -245,7 +251,41 @@ fn read_gpu(index: u32, d: &Device<'_>, xids: &XidLog) -> Result<Option<GpuReadi
         cpu_affinity,
         pci_bus_id,
         health,
+        mig_devices,
     }))
+}
+
+/// The MIG devices of a MIG-enabled GPU. NVML numbers the handles up to the GPU's maximum;
+/// an index without a device answers `NotFound` (or `InvalidArg`) and is skipped. Read only:
+/// the labeler never changes a GPU's MIG mode or its instances.
+fn read_mig_devices(gpu: u32, d: &Device<'_>) -> Vec<MigReading> {
+    let Some(max) = optional("mig_device_count", gpu, d.mig_device_count()) else {
+        return Vec::new();
+    };
+    let mut devices = Vec::new();
+    for index in 0..max {
+        let mig = match d.mig_device_by_index(index) {
+            Ok(mig) => mig,
+            Err(NvmlError::NotFound | NvmlError::InvalidArg) => continue,
+            Err(e) => {
+                debug!(gpu, mig = index, error = %e, "MIG device unavailable");
+                continue;
+            }
+        };
+        let attributes = optional("attributes", gpu, mig.attributes());
+        devices.push(MigReading {
+            index,
+            uuid: optional("MIG uuid", gpu, mig.uuid()).unwrap_or_default(),
+            name: optional("MIG name", gpu, mig.name()).unwrap_or_default(),
+            memory_mib: optional("MIG memory_info", gpu, mig.memory_info())
+                .map(|m| mib(m.total))
+                .or(attributes.as_ref().map(|a| a.memory_size_mb)),
+            gpu_slices: attributes.as_ref().map(|a| a.gpu_instance_slice_count),
+            compute_slices: attributes.as_ref().map(|a| a.compute_instance_slice_count),
+            multiprocessors: attributes.as_ref().map(|a| a.multiprocessor_count),
+        });
+    }
+    devices
 }
 
 /// NUMA node from sysfs, for VMs and drivers where NVML does not answer (-1 means none).

@@ -4,7 +4,8 @@
 //! simulated nodes in tests and machines without drivers. The file may hold
 //! - a [`NodeTopology`] document (JSON or YAML with a `version`), published as it is,
 //! - an [`Inventory`] (JSON or YAML without `version`), interpreted like an NVML reading,
-//! - an `nvidia-smi topo -m` capture, which gives GPUs and their links but no products.
+//! - an `nvidia-smi topo -m` capture, which gives GPUs and their links but no products,
+//! - an `nvidia-smi -L` capture, which gives GPUs, products and MIG devices but no links.
 
 use std::path::Path;
 
@@ -12,6 +13,7 @@ use kubetrain::api::NodeTopology;
 use kubetrain::api::topology::TopologyError;
 
 use crate::inventory::Inventory;
+use crate::smi_list::{self, SmiListError};
 use crate::topo_matrix::{TopoMatrix, TopoMatrixError};
 use crate::topology;
 
@@ -80,6 +82,14 @@ pub enum FileError {
         /// The error.
         source: TopoMatrixError,
     },
+    /// An `nvidia-smi -L` capture that could not be parsed.
+    #[error("topology file {path}: {source}")]
+    List {
+        /// The file.
+        path: String,
+        /// The error.
+        source: SmiListError,
+    },
 }
 
 /// Reads a `--topology-file`.
@@ -96,6 +106,7 @@ pub fn read_file(path: &Path) -> Result<Observation, FileError> {
         },
         Described::Topology(source) => FileError::Topology { path: name, source },
         Described::Matrix(source) => FileError::Matrix { path: name, source },
+        Described::List(source) => FileError::List { path: name, source },
     })
 }
 
@@ -108,6 +119,8 @@ pub enum Described {
     Topology(TopologyError),
     /// A `topo -m` capture that could not be parsed.
     Matrix(TopoMatrixError),
+    /// An `nvidia-smi -L` capture that could not be parsed.
+    List(SmiListError),
 }
 
 /// Reads a node description in any of the accepted forms (see the module docs).
@@ -119,6 +132,10 @@ pub fn parse_description(text: &str) -> Result<Observation, Described> {
     if looks_like_matrix {
         let matrix = TopoMatrix::parse(text).map_err(Described::Matrix)?;
         return Ok(Observation::Inventory(matrix.to_inventory()));
+    }
+    if smi_list::looks_like_list(text) {
+        let inventory = smi_list::parse(text).map_err(Described::List)?;
+        return Ok(Observation::Inventory(inventory));
     }
     // YAML is a superset of JSON, so one parser reads both.
     let value: serde_json::Value =

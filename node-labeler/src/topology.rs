@@ -18,9 +18,41 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use kubetrain::api::topology::{GpuGroup, GpuInfo, GpuLink, NodeTopology, TOPOLOGY_VERSION};
+use kubetrain::api::{MigDevice, MigProfile};
+use tracing::warn;
 
 use crate::health;
-use crate::inventory::{Inventory, first_cpu};
+use crate::inventory::{Inventory, MigReading, first_cpu};
+
+/// A MIG device as published: its profile from the name NVML gives it (which carries
+/// extensions such as `+me`), else from its measured slices and memory; a device whose
+/// profile cannot be told is left out (a wrong profile would send the wrong pods to it).
+fn mig_device(reading: &MigReading) -> Option<MigDevice> {
+    let named = reading
+        .name
+        .rsplit_once("MIG ")
+        .and_then(|(_, p)| p.trim().parse::<MigProfile>().ok());
+    let measured = match (reading.gpu_slices, reading.memory_mib) {
+        (Some(g), Some(m)) if g > 0 && m > 0 => Some(MigProfile::from_attributes(
+            g,
+            reading.compute_slices.unwrap_or(g),
+            m,
+        )),
+        _ => None,
+    };
+    let Some(profile) = named.or(measured) else {
+        warn!(mig = reading.index, uuid = %reading.uuid, name = %reading.name, "MIG device profile unknown; not published");
+        return None;
+    };
+    Some(MigDevice {
+        index: reading.index,
+        uuid: reading.uuid.clone(),
+        gpu_slices: reading.gpu_slices.or(Some(profile.gpu_slices)),
+        profile: profile.to_string(),
+        memory_mib: reading.memory_mib,
+        multiprocessors: reading.multiprocessors,
+    })
+}
 
 /// Builds the topology document of a node; `rack` comes from the Node's own labels.
 pub fn build(inventory: &Inventory, rack: Option<String>) -> NodeTopology {
@@ -52,6 +84,11 @@ pub fn build(inventory: &Inventory, rack: Option<String>) -> NodeTopology {
                     .copied()
                     .filter(|x| health::is_critical_xid(*x))
                     .collect(),
+                mig: if g.mig_enabled {
+                    g.mig_devices.iter().filter_map(mig_device).collect()
+                } else {
+                    Vec::new()
+                },
             }
         })
         .collect();

@@ -316,6 +316,7 @@ fn h100_from_nvml_calls() -> Inventory {
             pages_pending_retirement: None,
             ..Default::default()
         },
+        mig_devices: Vec::new(),
     };
     Inventory {
         driver_version: Some(ok_str(get("driver"))),
@@ -405,4 +406,116 @@ fn an_unhealthy_gpu_is_published_with_its_reason() {
     // The topology itself does not change: the group is physical.
     assert_eq!(groups(&t), vec![((0..8).collect(), true)]);
     assert_eq!(check_publishable(&t)[labels::HEALTHY_COUNT], "6");
+}
+
+/// The MIG devices of each GPU of a published topology, as `(gpu, [profile…])`.
+fn mig_profiles(t: &NodeTopology) -> Vec<(u32, Vec<String>)> {
+    t.gpus
+        .iter()
+        .filter(|g| g.mig_enabled)
+        .map(|g| (g.index, g.mig.iter().map(|m| m.profile.clone()).collect()))
+        .collect()
+}
+
+#[test]
+fn mig_listings_publish_each_slice_with_its_profile_and_count_labels() {
+    let read = |name: &str| -> NodeTopology {
+        let Ok(Observation::Inventory(inventory)) =
+            parse_description(&fixture(&format!("{name}.smi.txt")))
+        else {
+            panic!("{name}: not read as an nvidia-smi -L listing");
+        };
+        topology::build(&inventory, None)
+    };
+
+    let h100 = read("h100-mig-mixed-list");
+    let labels = check_publishable(&h100);
+    assert_eq!(
+        mig_profiles(&h100),
+        [(
+            0,
+            vec![
+                "3g.40gb".into(),
+                "2g.20gb".into(),
+                "1g.10gb".into(),
+                "1g.10gb".into()
+            ]
+        )]
+    );
+    assert_eq!(
+        h100.gpus[0].mig[3].uuid,
+        "MIG-0f709664-740c-52b0-ae79-3e4c9ede6d3b"
+    );
+    assert_eq!(h100.gpus[0].mig[0].gpu_slices, Some(3));
+    assert_eq!(labels["gpu.kubetrain.io/mig"], "true");
+    assert_eq!(labels["gpu.kubetrain.io/mig-1g.10gb.count"], "2");
+    assert_eq!(labels["gpu.kubetrain.io/mig-3g.40gb.count"], "1");
+    assert_eq!(labels[labels::PRODUCT], "NVIDIA-H100-80GB-HBM3");
+
+    // An older driver: single spaces, MIG UUIDs that name the parent GPU.
+    let a100 = read("a100-40gb-mig-mixed-legacy-uuid-list");
+    check_publishable(&a100);
+    assert_eq!(
+        mig_profiles(&a100),
+        [(0, vec!["3g.20gb".into(), "2g.10gb".into(), "1g.5gb".into()])]
+    );
+    assert_eq!(
+        a100.gpus[0].mig[2].uuid,
+        "MIG-GPU-4200ccc0-2667-d4cb-9137-f932c716232a/9/0"
+    );
+
+    // MIG on one GPU of eight: the other seven stay whole GPUs.
+    let mixed = read("a100-80gb-8x-one-gpu-mig-list");
+    let labels = check_publishable(&mixed);
+    assert_eq!(mixed.gpus.len(), 8);
+    assert_eq!(mig_profiles(&mixed), [(0, vec!["4g.40gb".into()])]);
+    assert!(
+        mixed.gpus[1..]
+            .iter()
+            .all(|g| !g.mig_enabled && g.mig.is_empty())
+    );
+    assert_eq!(labels["gpu.kubetrain.io/mig-4g.40gb.count"], "1");
+    assert_eq!(labels[labels::COUNT], "8");
+}
+
+#[test]
+fn a_mig_slice_nvml_names_without_a_profile_is_named_from_its_measured_slices() {
+    use kubetrain_node_labeler::inventory::MigReading;
+    // The sizes `nvidia-smi` prints for a DGX H100's slices
+    // (`dgx-h100-8x-mig-mixed-smi.smi.txt` in the shared captures): 40,448 and 9,984 MiB.
+    let slice = |index, name: &str, gpu_slices, memory_mib| MigReading {
+        index,
+        uuid: format!("MIG-{index}"),
+        name: name.into(),
+        memory_mib: Some(memory_mib),
+        gpu_slices: Some(gpu_slices),
+        compute_slices: Some(gpu_slices),
+        multiprocessors: None,
+    };
+    let inventory = Inventory {
+        gpus: vec![GpuReading {
+            index: 0,
+            uuid: "GPU-0".into(),
+            product: "NVIDIA H100 80GB HBM3".into(),
+            mig_enabled: true,
+            mig_devices: vec![
+                slice(0, "NVIDIA H100 80GB HBM3 MIG 1g.10gb+me", 1, 9_984),
+                slice(1, "", 3, 40_448),
+                MigReading {
+                    index: 2,
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let t = topology::build(&inventory, None);
+    check_publishable(&t);
+    // The name wins (it carries `+me`); without one, the measured slices; a slice with
+    // neither is not published rather than published wrong.
+    assert_eq!(
+        mig_profiles(&t),
+        [(0, vec!["1g.10gb+me".into(), "3g.40gb".into()])]
+    );
 }

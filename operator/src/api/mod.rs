@@ -8,6 +8,7 @@
 
 pub mod annotations;
 pub mod common;
+pub mod mig;
 pub mod node_labels;
 pub mod queue;
 pub mod reasons;
@@ -18,6 +19,7 @@ pub mod virtualcluster;
 pub mod waiting;
 
 pub use common::{GpuAmount, Phase, TopologyLevel};
+pub use mig::{MigDevice, MigProfile};
 pub use queue::{Queue, QueuePolicy, QueueSpec, QueueStatus, QueueingStrategy, StopPolicy};
 pub use topology::{GpuGroup, GpuInfo, GpuLink, NodeTopology, TOPOLOGY_ANNOTATION};
 pub use trainingjob::{TrainingJob, TrainingJobSpec, TrainingJobStatus};

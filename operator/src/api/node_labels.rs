@@ -27,6 +27,19 @@ pub const DRIVER: &str = "gpu.kubetrain.io/driver";
 pub const CUDA: &str = "gpu.kubetrain.io/cuda";
 /// Number of healthy GPUs.
 pub const HEALTHY_COUNT: &str = "gpu.kubetrain.io/healthy-count";
+/// `true` when some GPU of the node has MIG mode enabled.
+pub const MIG: &str = "gpu.kubetrain.io/mig";
+/// Start of the per-profile MIG device count labels: `gpu.kubetrain.io/mig-3g.40gb.count`
+/// ([`mig_count_label`]).
+pub const MIG_COUNT_PREFIX: &str = "gpu.kubetrain.io/mig-";
+
+/// The label counting a node's MIG devices of `profile`: `gpu.kubetrain.io/mig-<profile>.count`,
+/// with each `+` of a profile's extensions written `-` (`1g.10gb+me` →
+/// `mig-1g.10gb-me.count`), since label names allow no `+`.
+pub fn mig_count_label(profile: &str) -> String {
+    format!("{MIG_COUNT_PREFIX}{}.count", profile.replace('+', "-"))
+}
+
 /// Rack of the node (the well-known topology label; read when the topology annotation has
 /// none).
 pub const RACK: &str = "topology.kubernetes.io/rack";

@@ -8,12 +8,14 @@
 //! misunderstand bumps [`TOPOLOGY_VERSION`], and [`NodeTopology::parse`] rejects versions it
 //! does not know rather than guess.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::str::FromStr;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use super::mig::{MigDevice, MigProfile};
 
 /// Annotation on a Node holding its [`NodeTopology`] as JSON.
 pub const TOPOLOGY_ANNOTATION: &str = "gpu.kubetrain.io/topology";
@@ -97,6 +99,11 @@ pub struct GpuInfo {
     /// XIDs such as 13, 31 and 43 are not listed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub xids: Vec<u64>,
+    /// The MIG devices the GPU is partitioned into (only when `migEnabled`), in MIG device
+    /// index order. A MIG-enabled GPU without any is not partitioned yet: nothing can run
+    /// on it until an admin creates instances.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mig: Vec<MigDevice>,
 }
 
 impl GpuInfo {
@@ -317,6 +324,9 @@ impl NodeTopology {
                 "some GPUs are in no group".to_string(),
             ));
         }
+        for gpu in &self.gpus {
+            validate_mig(gpu)?;
+        }
         for link in &self.links {
             if link.a >= link.b || !indices.contains(&link.a) || !indices.contains(&link.b) {
                 return Err(TopologyError::Invalid(format!(
@@ -329,6 +339,15 @@ impl NodeTopology {
             }
         }
         Ok(())
+    }
+
+    /// Number of MIG devices of each profile on the node, profiles in name order.
+    pub fn mig_profile_counts(&self) -> BTreeMap<String, usize> {
+        let mut counts = BTreeMap::new();
+        for device in self.gpus.iter().flat_map(|g| &g.mig) {
+            *counts.entry(device.profile.clone()).or_default() += 1;
+        }
+        counts
     }
 
     /// The GPU with this index.
@@ -351,6 +370,31 @@ impl NodeTopology {
     pub fn has_nvlink(&self) -> bool {
         self.groups.iter().any(|g| g.nvlink)
     }
+}
+
+/// A GPU's MIG devices: only on a MIG-enabled GPU, each index once, each profile a
+/// [`MigProfile`].
+fn validate_mig(gpu: &GpuInfo) -> Result<(), TopologyError> {
+    if !gpu.mig.is_empty() && !gpu.mig_enabled {
+        return Err(TopologyError::Invalid(format!(
+            "GPU {} lists MIG devices but MIG is not enabled",
+            gpu.index
+        )));
+    }
+    let mut seen = BTreeSet::new();
+    for device in &gpu.mig {
+        if !seen.insert(device.index) {
+            return Err(TopologyError::Invalid(format!(
+                "GPU {} lists MIG device {} twice",
+                gpu.index, device.index
+            )));
+        }
+        device
+            .profile
+            .parse::<MigProfile>()
+            .map_err(|e| TopologyError::Invalid(format!("GPU {}: {e}", gpu.index)))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -407,6 +451,52 @@ mod tests {
             NodeTopology::parse(r#"{"gpus":[]}"#),
             Err(TopologyError::UnsupportedVersion { found: 0, .. })
         ));
+    }
+
+    #[test]
+    fn mig_devices_need_mig_mode_unique_indices_and_known_profiles() {
+        let device = |index, profile: &str| MigDevice {
+            index,
+            profile: profile.into(),
+            ..Default::default()
+        };
+        let mut t = two_gpus();
+        t.gpus[0].mig_enabled = true;
+        t.gpus[0].mig = vec![
+            device(0, "3g.40gb"),
+            device(1, "1g.10gb"),
+            device(2, "1g.10gb"),
+        ];
+        let parsed = NodeTopology::parse(&t.to_annotation()).unwrap();
+        assert_eq!(parsed, t);
+        assert_eq!(
+            parsed.mig_profile_counts().into_iter().collect::<Vec<_>>(),
+            vec![("1g.10gb".to_string(), 2), ("3g.40gb".to_string(), 1)]
+        );
+
+        let mut twice = t.clone();
+        twice.gpus[0].mig[2].index = 1;
+        let mut not_enabled = t.clone();
+        not_enabled.gpus[0].mig_enabled = false;
+        let mut unknown = t.clone();
+        unknown.gpus[0].mig[0].profile = "half".into();
+        for (bad, says) in [
+            (twice, "MIG device 1 twice"),
+            (not_enabled, "MIG is not enabled"),
+            (unknown, "`half` is not a MIG profile"),
+        ] {
+            let err = NodeTopology::parse(&bad.to_annotation())
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(says), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_topology_without_mig_reads_and_writes_as_before() {
+        let t = two_gpus();
+        assert!(!t.to_annotation().contains("mig\""));
+        assert!(t.mig_profile_counts().is_empty());
     }
 
     #[test]
