@@ -111,9 +111,11 @@ kubeconfig "$sa_token" "$work/labeler.kubeconfig"
 export NODE_NAME=$node
 KUBECONFIG=$work/labeler.kubeconfig "$B/kubetrain-node-labeler" --once > "$out/once.log" 2>&1
 check "--once publishes (exit 0)" test $? -eq 0
-KUBECONFIG=$work/labeler.kubeconfig "$B/kubetrain-node-labeler" --interval 5s > "$out/loop.log" 2>&1 &
+KUBECONFIG=$work/labeler.kubeconfig "$B/kubetrain-node-labeler" --interval 5s \
+  --load-sample-interval 2s --metrics-addr 127.0.0.1:19402 > "$out/loop.log" 2>&1 &
 loop=$!
 sleep 17
+curl -s http://127.0.0.1:19402/metrics > "$out/metrics.txt" || true
 kill -TERM $loop
 wait $loop
 check "the loop stops cleanly on SIGTERM (exit 0)" test $? -eq 0
@@ -143,6 +145,20 @@ check "the labels are the labeler's own (server-side apply field manager)" \
 if grep -q '"gpu.kubetrain.io/present": "true"' "$out/dry-run.json"; then
   check "the NVML event watcher started or said why not" \
     grep -q -E 'watching NVML|NVML event|XID/ECC events' "$out/loop.log"
+fi
+if grep -q '"gpu.kubetrain.io/present": "true"' "$out/dry-run.json"; then
+  check "the GPUs' load is published in its own annotation, by its own field manager" python3 - "$out/node.json" <<'PY'
+import json, sys
+node = json.load(open(sys.argv[1]))
+load = json.loads(node["metadata"].get("annotations", {}).get("gpu.kubetrain.io/load", "null"))
+if not load or load.get("version") != 1 or not load.get("gpus"):
+    sys.exit(f"no load annotation with GPUs: {load!r}")
+managers = [e["manager"] for e in node["metadata"].get("managedFields", [])]
+if "kubetrain-node-labeler-load" not in managers:
+    sys.exit(f"load not written by its own field manager: {managers}")
+PY
+  check "/metrics serves each GPU's load under DCGM's names" \
+    grep -q '^DCGM_FI_DEV_GPU_UTIL{gpu="0"' "$out/metrics.txt"
 fi
 check "the labeler may patch nodes but not delete them nor read secrets" \
   grep -qx 'delete nodes: no' "$out/can-i.txt"

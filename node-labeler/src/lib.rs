@@ -12,6 +12,8 @@
 pub mod health;
 pub mod inventory;
 pub mod labels;
+pub mod load;
+pub mod metrics;
 pub mod nvml;
 pub mod publish;
 pub mod run;

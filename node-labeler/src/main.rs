@@ -4,11 +4,15 @@
 //! for misconfiguration (bad flags, unusable topology file, no Kubernetes client config) or,
 //! with `--once`, a failed publish.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Parser, ValueEnum};
+use kubetrain_node_labeler::load::PublishRule;
+use kubetrain_node_labeler::metrics::{self, Metrics};
 use kubetrain_node_labeler::publish::Publisher;
 use kubetrain_node_labeler::run::{self, DryRun, Observer};
 use kubetrain_node_labeler::source;
@@ -49,6 +53,24 @@ struct Args {
     #[arg(long, env = "RACK_LABEL", default_value = kubetrain::api::node_labels::RACK)]
     rack_label: String,
 
+    /// Time between GPU load samples (utilisation and memory in use, through NVML); `0s`
+    /// turns load sampling, the load annotation and the DCGM-named metrics off.
+    #[arg(long, env = "LOAD_SAMPLE_INTERVAL", default_value = "10s", value_parser = parse_duration)]
+    load_sample_interval: Duration,
+
+    /// The window the published load summarises (mean utilisation, peak memory in use).
+    #[arg(long, env = "LOAD_WINDOW", default_value = "5m", value_parser = parse_interval)]
+    load_window: Duration,
+
+    /// Fewest seconds between two writes of the load annotation: at most one Node write
+    /// per this interval for the load.
+    #[arg(long, env = "LOAD_MIN_WRITE_INTERVAL", default_value = "60s", value_parser = parse_interval)]
+    load_min_write_interval: Duration,
+
+    /// Address of `/metrics` (per-GPU load under DCGM's metric names); empty for none.
+    #[arg(long, env = "METRICS_ADDR", default_value = "0.0.0.0:9402")]
+    metrics_addr: String,
+
     /// Log format.
     #[arg(long, env = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
@@ -64,6 +86,11 @@ enum Format {
 enum LogFormat {
     Text,
     Json,
+}
+
+/// `--load-sample-interval`: a duration, `0s` allowed (off).
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    kubetrain::duration_flag::parse(s)
 }
 
 /// `--interval`: a duration as the operator's flags take it ([`kubetrain::duration_flag`]),
@@ -149,11 +176,28 @@ async fn main() -> anyhow::Result<()> {
         tracing::info!(?outcome, "published once");
         return Ok(());
     }
+    let load = (!args.load_sample_interval.is_zero()).then(|| {
+        let metrics = Arc::new(Metrics::default());
+        if !args.metrics_addr.is_empty() {
+            match args.metrics_addr.parse::<SocketAddr>() {
+                Ok(addr) => {
+                    tokio::spawn(metrics::serve(addr, metrics.clone()));
+                }
+                Err(e) => tracing::error!(addr = %args.metrics_addr, error = %e, "bad --metrics-addr; no /metrics"),
+            }
+        }
+        let rule = PublishRule {
+            min_interval: args.load_min_write_interval,
+            ..PublishRule::default()
+        };
+        run::LoadReporter::new(args.load_sample_interval, args.load_window, rule, metrics)
+    });
     run::run(
         observer,
         publisher,
         args.rack_label,
         args.interval,
+        load,
         shutdown_signal(),
     )
     .await;

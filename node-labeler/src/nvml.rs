@@ -151,6 +151,33 @@ fn lost_gpu(index: u32) -> GpuReading {
     }
 }
 
+/// One round of load samples: each GPU's UUID, utilisation over NVML's last sample period and
+/// memory in use, by index. A GPU that does not answer (lost, MIG-enabled: NVML reports no
+/// utilisation for a MIG parent) is left out of the round.
+pub fn read_load(nvml: &Nvml) -> BTreeMap<u32, (String, crate::load::Sample)> {
+    let mut round = BTreeMap::new();
+    let Ok(count) = nvml.device_count() else {
+        return round;
+    };
+    for index in 0..count {
+        let Ok(device) = nvml.device_by_index(index) else {
+            continue;
+        };
+        let utilization = optional("utilization_rates", index, device.utilization_rates());
+        let memory = optional("memory_info", index, device.memory_info());
+        if let (Some(u), Some(m)) = (utilization, memory) {
+            let uuid = device.uuid().unwrap_or_default();
+            let sample = crate::load::Sample {
+                utilization_percent: u.gpu.min(100),
+                memory_used_mib: mib(m.used),
+                memory_total_mib: mib(m.total),
+            };
+            round.insert(index, (uuid, sample));
+        }
+    }
+    round
+}
+
 /// `13000` (what `nvmlSystemGetCudaDriverVersion` answers) → `13.0`.
 pub fn cuda_version(v: i32) -> String {
     format!(

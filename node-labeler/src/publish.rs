@@ -12,14 +12,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
+use kubetrain::api::load::{LOAD_ANNOTATION, NodeLoad};
 use kubetrain::api::{NodeTopology, TOPOLOGY_ANNOTATION};
 use serde::Serialize;
 use serde_json::json;
 
 use crate::labels;
 
-/// Field manager of every write the labeler makes.
+/// Field manager of every write the labeler makes, but the load annotation's.
 pub const FIELD_MANAGER: &str = "kubetrain-node-labeler";
+/// Field manager of the load annotation alone: its writes apply only that annotation, so
+/// they neither carry nor disturb the labels and topology.
+pub const LOAD_FIELD_MANAGER: &str = "kubetrain-node-labeler-load";
 
 /// Labels and annotations the labeler wants on its Node, and nothing else.
 #[derive(Serialize, Clone, Debug, PartialEq, Default)]
@@ -134,6 +138,21 @@ impl Publisher {
     /// Reads the Node.
     pub async fn node(&self) -> Result<Node, kube::Error> {
         self.api.get(&self.node_name).await
+    }
+
+    /// Applies the load annotation (and nothing else, under [`LOAD_FIELD_MANAGER`]).
+    pub async fn publish_load(&self, load: &NodeLoad) -> Result<(), kube::Error> {
+        let annotations = BTreeMap::from([(LOAD_ANNOTATION, load.to_annotation())]);
+        let body = json!({
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": { "name": self.node_name, "annotations": annotations }
+        });
+        let params = PatchParams::apply(LOAD_FIELD_MANAGER).force();
+        self.api
+            .patch(&self.node_name, &params, &Patch::Apply(body))
+            .await?;
+        Ok(())
     }
 
     /// Applies `desired` unless `node` (just read) already carries it.

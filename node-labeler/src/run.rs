@@ -10,14 +10,17 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kubetrain::api::NodeTopology;
+use kubetrain::api::load::NodeLoad;
 use serde::Serialize;
 use tokio::sync::Notify;
 use tracing::{error, info, warn};
 
 use crate::health::XidLog;
+use crate::load::{LoadWindow, PublishRule};
+use crate::metrics::Metrics;
 use crate::nvml;
 use crate::publish::{self, Desired, FIELD_MANAGER, Outcome, Publisher};
 use crate::source::{self, FileError, Observation};
@@ -69,6 +72,11 @@ impl Observer {
     pub fn without_events(mut self) -> Observer {
         self.watch_events = false;
         self
+    }
+
+    /// The NVML handle, once NVML has been initialised by an observation.
+    pub fn nvml(&self) -> Option<Arc<nvml::Handle>> {
+        self.nvml.clone()
     }
 
     /// Notified when a health event asks for a refresh before the interval ends.
@@ -207,27 +215,110 @@ pub async fn refresh_once(
     Ok(outcome)
 }
 
-/// Refreshes every `interval` and on health events until `shutdown` completes. Errors are
-/// logged and retried at the next refresh.
+/// Samples the GPUs' load through NVML, keeps the window, serves the samples on `/metrics`
+/// and publishes the load annotation when its [`PublishRule`] says so.
+pub struct LoadReporter {
+    /// Time between samples.
+    pub period: Duration,
+    window: LoadWindow,
+    rule: PublishRule,
+    last: Option<(NodeLoad, Instant)>,
+    metrics: Arc<Metrics>,
+}
+
+impl LoadReporter {
+    /// A reporter sampling every `period` over `window`.
+    pub fn new(
+        period: Duration,
+        window: Duration,
+        rule: PublishRule,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        LoadReporter {
+            period,
+            window: LoadWindow::new(window, period),
+            rule,
+            last: None,
+            metrics,
+        }
+    }
+
+    /// One sample round; publishes when due. Without NVML (no driver yet, or a topology
+    /// file) there is nothing to sample and nothing is written.
+    pub async fn sample(&mut self, observer: &Observer, publisher: &Publisher) {
+        let Some(handle) = observer.nvml() else {
+            return;
+        };
+        let round = match tokio::task::spawn_blocking(move || nvml::read_load(&handle)).await {
+            Ok(round) => round,
+            Err(e) => {
+                warn!(error = %e, "load sampling panicked");
+                return;
+            }
+        };
+        for (index, (uuid, sample)) in &round {
+            self.metrics
+                .observe(publisher.node_name(), *index, uuid, sample);
+        }
+        self.window
+            .push(&round.into_iter().map(|(i, (_, s))| (i, s)).collect());
+        let next = self.rule.round(&self.window.summary());
+        let last = self.last.as_ref().map(|(l, at)| (l, at.elapsed()));
+        if next.gpus.is_empty() || !self.rule.due(last, &next) {
+            return;
+        }
+        match publisher.publish_load(&next).await {
+            Ok(()) => {
+                self.metrics.load_writes.inc();
+                self.last = Some((next, Instant::now()));
+            }
+            Err(e) => {
+                warn!(node = publisher.node_name(), error = %e, "load annotation not written; retrying at the next sample")
+            }
+        }
+    }
+}
+
+/// Refreshes every `interval` and on health events, and samples the load every
+/// `load.period` when given, until `shutdown` completes. Errors are logged and retried at the
+/// next refresh.
 pub async fn run(
     mut observer: Observer,
     publisher: Publisher,
     rack_label: String,
     interval: Duration,
+    mut load: Option<LoadReporter>,
     shutdown: impl Future<Output = ()>,
 ) {
     let refresh = observer.refresh_requested();
     tokio::pin!(shutdown);
+    // Without a reporter the ticker exists but its branch is disabled.
+    let mut sampling = tokio::time::interval(
+        load.as_ref()
+            .map_or(Duration::from_secs(3600), |l| l.period),
+    );
     loop {
         if let Err(e) = refresh_once(&mut observer, &publisher, &rack_label).await {
             error!(error = %e, "refresh failed; retrying after the interval");
         }
-        tokio::select! {
-            _ = tokio::time::sleep(interval) => {}
-            _ = refresh.notified() => info!("health event; refreshing now"),
-            _ = &mut shutdown => {
-                info!("shutting down");
-                return;
+        let next_refresh = tokio::time::sleep(interval);
+        tokio::pin!(next_refresh);
+        loop {
+            tokio::select! {
+                _ = &mut next_refresh => break,
+                _ = refresh.notified() => {
+                    info!("health event; refreshing now");
+                    break;
+                }
+                _ = sampling.tick(), if load.is_some() => {
+                    if let Some(load) = load.as_mut() {
+                        load.sample(&observer, &publisher).await;
+                    }
+                }
+                _ = &mut shutdown => {
+                    info!("shutting down");
+                    return;
+                }
             }
         }
     }

@@ -8,6 +8,7 @@
 
 pub mod annotations;
 pub mod common;
+pub mod load;
 pub mod mig;
 pub mod node_labels;
 pub mod queue;
