@@ -113,11 +113,13 @@ pub(crate) struct Cells {
 }
 
 impl Cells {
+    /// The cells as the running jobs `binds` names (guaranteed ones) leave them.
     pub fn build(
         snap: &Snapshot,
         c: &Cluster,
         t: &Tenants,
         runs: &IdVec<RunIdx, RunInfo>,
+        binds: impl Fn(RunIdx) -> bool,
     ) -> Cells {
         let mut cells = Cells::default();
         let nv = t.vc_names.len();
@@ -200,7 +202,7 @@ impl Cells {
             }
             tb.eligible = clean.iter().filter(|&&cl| cl).count() as i64;
         }
-        for r in runs.iter().filter(|r| !r.gone && !r.bonus) {
+        for (_, r) in runs.iter_enumerated().filter(|&(i, r)| !r.gone && binds(i)) {
             let Some(vc) = r.vc else { continue };
             let touched: Vec<(NodeId, Vec<u8>)> = r
                 .takes
@@ -508,6 +510,53 @@ impl Cells {
         out
     }
 
+    /// Whether `vc` is guaranteed cells of GPU type `f`.
+    pub fn has_cells(&self, f: FlavorId, vc: VcId) -> bool {
+        self.tables
+            .iter()
+            .any(|(k, tb)| k.0 == f && tb.want.get(vc).is_some_and(|&w| w > 0))
+    }
+
+    /// Nodes of GPU type `f` in the cell domains `vc` already owns, at every level it has
+    /// cells of (empty when it has none): buddy packing puts its guaranteed work there
+    /// before it binds a clean domain, so that its other cells stay whole for the jobs that
+    /// need all of one (issue 49: an 8-GPU job took a second node while 13 GPUs of the
+    /// first were free, and the team's 16-GPU job then found no whole node).
+    pub fn own_nodes(&self, c: &Cluster, f: FlavorId, vc: VcId) -> Vec<NodeId> {
+        let mine: Vec<(TopologyLevel, &Table)> = self
+            .tables
+            .iter()
+            .filter(|(k, tb)| k.0 == f && tb.want.get(vc).is_some_and(|&w| w > 0))
+            .map(|(k, tb)| (k.1, tb))
+            .collect();
+        if mine.is_empty() {
+            return Vec::new();
+        }
+        let nodes = c.facts.get(f).map(|x| x.nodes.clone()).unwrap_or_default();
+        nodes
+            .into_iter()
+            .filter(|&n| {
+                mine.iter().all(|&(level, tb)| {
+                    self.node_domains(c, level, n)
+                        .iter()
+                        .any(|&d| tb.owners[d] == Owner::Vc(vc))
+                })
+            })
+            .collect()
+    }
+
+    /// The domains of `level` node `n` lies in (or, for GPU groups, holds).
+    fn node_domains(&self, c: &Cluster, level: TopologyLevel, n: NodeId) -> Vec<usize> {
+        let node = &c.nodes[n];
+        match level {
+            TopologyLevel::Node => vec![n.ix()],
+            TopologyLevel::Rack => node.rack.map(|r| r.ix()).into_iter().collect(),
+            TopologyLevel::GpuGroup => (0..node.groups.len())
+                .map(|g| self.group_base[n] + g)
+                .collect(),
+        }
+    }
+
     /// Record a guaranteed placement.
     pub fn bind(&mut self, c: &Cluster, trial: &Trial, vc: VcId) {
         if self.tables.is_empty() {
@@ -533,14 +582,7 @@ impl Cells {
                     .iter()
                     .filter(|(k, _)| k.0 == f)
                     .all(|(&(_, level), tb)| {
-                        let node = &c.nodes[n];
-                        let ds: Vec<usize> = match level {
-                            TopologyLevel::Node => vec![n.ix()],
-                            TopologyLevel::Rack => node.rack.map(|r| r.ix()).into_iter().collect(),
-                            TopologyLevel::GpuGroup => (0..node.groups.len())
-                                .map(|g| self.group_base[n] + g)
-                                .collect(),
-                        };
+                        let ds = self.node_domains(c, level, n);
                         // a VC still missing cells of this level may also bind a clean
                         // domain: that leaves the slack as it is
                         let missing = tb.want[vc] > tb.bound[vc];

@@ -339,6 +339,9 @@ impl<'a> Cycle<'a> {
             return None;
         }
         let req = self.request(p, f);
+        if guaranteed && let Some(trial) = self.place_in_own_cells(p, f, &req) {
+            return Some(trial);
+        }
         let Some(trial) = place(&mut self.c, &req, Mode::Now, scope(p)) else {
             self.no_fit.insert(key);
             return None;

@@ -23,14 +23,17 @@
 //!    have, then most work to lose), the rest are bonus. A bonus job that gets in is
 //!    *promoted* (no longer preemptible by reclaim), unless binding its GPUs to its VC would
 //!    leave another VC's cell guarantee unobtainable (`cells`): then it stays bonus,
-//!    reclaimable. A guaranteed job that no longer gets in is *demoted*.
+//!    reclaimable. A guaranteed job that no longer gets in is *demoted*. With cells, the
+//!    fill by priority comes first, the cells are built from the jobs that stay guaranteed
+//!    (a demoted job binds nothing), then promotions are weighed (`standing`).
 //! 3. **Guaranteed phase.** VCs take turns by weighted dominant share of their guarantee in
 //!    use (at equal shares the VC whose next job has waited longest first); a VC offers jobs from its queues (`order`: the queue furthest below its share
 //!    first, the queue's policy inside it). A job within its VC's guarantee for a flavor of
 //!    its preference list is placed (`placement`: the candidate node that adds the least
 //!    fragmentation for the shape mix; a job accepting any GPU type tries the types in the
 //!    order of the fragmentation it would add there) on free capacity, keeping other VCs' cell
-//!    guarantees obtainable. If it does not fit, a **reclaim** is planned (`reclaim`): victims
+//!    guarantees obtainable; a VC with cells fills the domains it already holds first
+//!    (`buddy`). If it does not fit, a **reclaim** is planned (`reclaim`): victims
 //!    are other VCs' bonus jobs, chosen per candidate domain for least lost work; the gang is
 //!    placed on the capacity free once they are gone and that capacity is reserved. A plan
 //!    placing the job guaranteed keeps other VCs' cell guarantees obtainable too, so the room
@@ -71,7 +74,8 @@
 //!    like a priority plan.
 //!    Last, a **consolidation**: a job within its VC's guarantee that does not fit although
 //!    enough whole GPUs of its type are free, scattered, moves smaller jobs of its own VC
-//!    (no more important than itself) out of the way, chosen like reclaim victims, provided each
+//!    (no more important than itself; with cells of the type, its guaranteed jobs of any
+//!    priority, since its own placements split its cells) out of the way, chosen like reclaim victims, provided each
 //!    victim fits at once on capacity free now elsewhere (that room is held for the rest of
 //!    the cycle); victims checkpoint, return to their queue and start again there.
 //! 6. Everything else waits with a typed reason: limits (VC limit, queue maxShare, user
@@ -131,6 +135,7 @@
 //! cycle admits it again like any waiting job, so a job that arrives meanwhile may take
 //! that room first (KAI moves its victims within the same session).
 
+mod buddy;
 mod cancel;
 mod cells;
 mod cluster;
@@ -172,6 +177,8 @@ pub(crate) mod fixtures;
 pub(crate) mod proptests;
 #[cfg(test)]
 mod scenarios;
+#[cfg(test)]
+mod scenarios_cells;
 #[cfg(test)]
 mod scenarios_flavors;
 #[cfg(test)]

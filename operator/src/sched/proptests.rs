@@ -354,6 +354,23 @@ fn withdrawable(s: &Snapshot, j: &Job) -> bool {
         && req.beneficiary.as_deref().is_some_and(|b| !pending(b))
 }
 
+/// Whether VirtualCluster `vc` is guaranteed cells of the GPU type `r` runs on.
+fn has_cells_on(s: &Snapshot, vc: &str, r: &Running) -> bool {
+    let Some(flavor) = r
+        .placement
+        .first()
+        .and_then(|p| s.nodes.iter().find(|n| n.name == p.node))
+        .map(|n| &n.flavor)
+    else {
+        return false;
+    };
+    s.virtual_clusters
+        .iter()
+        .filter(|v| v.name == vc)
+        .flat_map(|v| &v.guarantee)
+        .any(|g| &g.flavor == flavor && g.cells.iter().any(|c| c.count > 0))
+}
+
 /// Check every invariant that holds for any snapshot.
 /// A strict queue has at most one job that holds back the others, and every job that waits
 /// behind a head names that one, of its own queue.
@@ -619,7 +636,17 @@ fn check_invariants(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
                         vc_of_queue.get(vj.queue.as_str()),
                         vc_of_queue.get(b.queue.as_str())
                     );
-                    prop_assert!(vj.priority <= b.priority);
+                    // a team with cells of the type moves its guaranteed jobs of any priority
+                    let cells = vc_of_queue
+                        .get(b.queue.as_str())
+                        .is_some_and(|vc| has_cells_on(s, vc, r));
+                    prop_assert!(
+                        vj.priority <= b.priority || (cells && !bonus_now(d, vj)),
+                        "consolidation victim {} more important than {}",
+                        v,
+                        b.id
+                    );
+                    prop_assert!(vj.gpu_milli() < b.gpu_milli(), "victim {} not smaller", v);
                 }
                 PreemptionReason::QueueShare => {
                     prop_assert_eq!(
@@ -1867,6 +1894,7 @@ fn check_bonus_follows_priority(s: &Snapshot, d: &Decisions) -> Result<(), TestC
                 .flat_map(|x| &x.guarantee)
                 .any(|g| g.flavor == fg.flavor && !g.cells.is_empty());
             if cells {
+                check_cell_swaps(s, d, fg, &held)?;
                 continue;
             }
             for &(id, priority, gpus, _) in held.iter().filter(|h| h.3) {
@@ -1888,6 +1916,89 @@ fn check_bonus_follows_priority(s: &Snapshot, d: &Decisions) -> Result<(), TestC
                 );
             }
         }
+    }
+    Ok(())
+}
+
+/// With cells, which jobs are bonus follows priority where the cells leave no choice: a
+/// bonus job alone on one node with no guaranteed work, that fits the guarantee in place of
+/// one lower-priority guaranteed job of its VC (and not beside it) alone among the
+/// guaranteed jobs on a node of the same size, is not bonus. Swapping them binds one node
+/// and leaves the other clean, so every cell stays as obtainable as it was (issue 49: the
+/// promotion was refused because the cells were built from last cycle's standing, and
+/// another VC's reclaim took the high-priority job). `held` as in
+/// `check_bonus_follows_priority`: (id, priority, GPUs of the type, bonus).
+fn check_cell_swaps(
+    s: &Snapshot,
+    d: &Decisions,
+    fg: &FlavorGuarantee,
+    held: &[(&str, i32, u32, bool)],
+) -> Result<(), TestCaseError> {
+    // the nodes of each running job
+    let nodes_of = |id: &str| -> BTreeSet<&str> {
+        s.jobs
+            .iter()
+            .filter(|j| j.id == id)
+            .flat_map(|j| j.running.iter().flat_map(|r| &r.placement))
+            .map(|p| p.node.as_str())
+            .collect()
+    };
+    let guaranteed_on = |node: &str| -> Vec<&str> {
+        s.jobs
+            .iter()
+            .filter(|j| j.running.as_ref().is_some_and(|r| !r.preempting))
+            .filter(|j| !bonus_now(d, j) && nodes_of(&j.id).contains(node))
+            .map(|j| j.id.as_str())
+            .chain(
+                d.admissions
+                    .iter()
+                    .filter(|a| !a.bonus && a.placement.iter().any(|p| p.node == node))
+                    .map(|a| a.job.as_str()),
+            )
+            .collect()
+    };
+    let plain = |node: &str| {
+        s.nodes.iter().find(|n| n.name == node).filter(|n| {
+            n.schedulable
+                && n.unhealthy_gpus.is_empty()
+                && n.foreign.gpus == 0
+                && n.flavor == fg.flavor
+        })
+    };
+    let used: u32 = held.iter().filter(|h| !h.3).map(|h| h.2).sum();
+    let admitted = |id: &str| d.admission(id).is_some();
+    for &(id, priority, gpus, _) in held.iter().filter(|h| h.3 && !admitted(h.0)) {
+        let on = nodes_of(id);
+        let Some(n) = on
+            .iter()
+            .next()
+            .filter(|_| on.len() == 1)
+            .and_then(|n| plain(n))
+        else {
+            continue;
+        };
+        if used + gpus <= fg.gpus || !guaranteed_on(&n.name).is_empty() {
+            continue;
+        }
+        let swap = held.iter().find(|l| {
+            let lon = nodes_of(l.0);
+            !l.3 && !admitted(l.0)
+                && l.1 < priority
+                && used - l.2 + gpus <= fg.gpus
+                && lon.len() == 1
+                && lon.iter().next().and_then(|m| plain(m)).is_some_and(|m| {
+                    m.allocatable.gpus == n.allocatable.gpus && guaranteed_on(&m.name) == [l.0]
+                })
+        });
+        prop_assert!(
+            swap.is_none(),
+            "bonus {} (priority {}) would take the guarantee of {:?} with cells: {:?}\n{:?}",
+            id,
+            priority,
+            swap,
+            d,
+            s
+        );
     }
     Ok(())
 }

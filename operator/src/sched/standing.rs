@@ -39,10 +39,6 @@ pub(super) fn settle(
         cells = settle_standing(snap, c, t, runs, out).1;
     }
     charge_jobs_that_return(snap, t, runs);
-    if !out.demotions.is_empty() {
-        // a demoted job no longer binds its domains: they may be clean again
-        cells = Cells::build(snap, c, t, runs);
-    }
     cells
 }
 
@@ -107,9 +103,15 @@ fn keep_preemptions_a_limit_needs(
 
 /// Standing: which running jobs are within their VC's guarantee and which are bonus is
 /// decided afresh each cycle, most important first (see `standing_order`), and charged to
-/// `t`; cell ownership starts from the jobs guaranteed so far, and a bonus job becomes
-/// guaranteed only where that keeps other VCs' cells obtainable (else it stays
-/// reclaimable). Changes of standing go to `out`; returns the order and the cells.
+/// `t`, in three steps. First by priority alone (the counts, [`fill_by_count`]); then the
+/// cells are built from the jobs that stay guaranteed (a job that the fill demotes no
+/// longer binds its domain); then, in the same order, a job that the guarantee holds and
+/// that did not stay guaranteed binds its domains only where that keeps other VCs' cells
+/// obtainable, else it is bonus (reclaimable) and the room goes on to the next. Built from
+/// last cycle's standing instead, the cells kept a low-priority job's node bound while the
+/// high-priority job's promotion was refused for the node it needed, so the high-priority
+/// job was reclaimed (issue 49). Changes of standing go to `out`; returns the order and the
+/// cells.
 fn settle_standing(
     snap: &Snapshot,
     c: &Cluster,
@@ -119,14 +121,17 @@ fn settle_standing(
 ) -> (Vec<RunIdx>, Cells) {
     let mut order: Vec<RunIdx> = runs.ids().filter(|&i| !runs[i].gone).collect();
     order.sort_by_key(|&i| standing_order(&runs[i], snap.job(runs[i].job).id.as_str()));
-    let mut cells = Cells::build(snap, c, t, runs);
+    let held = fill_by_count(t, runs, &order);
+    let stays = |i: RunIdx| !runs[i].bonus && held[i];
+    let stayed: IdVec<RunIdx, bool> = runs.ids().map(stays).collect();
+    let mut cells = Cells::build(snap, c, t, runs, |i| stayed[i]);
     for &i in &order {
         let r = &runs[i];
         let (Some(q), Some(vc)) = (r.queue, r.vc) else {
             continue;
         };
         let guaranteed =
-            t.within_guarantee(vc, r.flavor, r.milli) && (!r.bonus || cells.promote(c, t, r, vc));
+            t.within_guarantee(vc, r.flavor, r.milli) && (stayed[i] || cells.promote(c, t, r, vc));
         out.note_standing(&snap.job(r.job).id, r.bonus, guaranteed);
         t.charge(
             q,
@@ -139,6 +144,31 @@ fn settle_standing(
         runs[i].bonus = !guaranteed;
     }
     (order, cells)
+}
+
+/// Which running jobs the guarantee holds by priority alone, counts only (no cells): each
+/// job in `order` that still fits its VC's guarantee of its GPU type.
+fn fill_by_count(
+    t: &Tenants,
+    runs: &IdVec<RunIdx, RunInfo>,
+    order: &[RunIdx],
+) -> IdVec<RunIdx, bool> {
+    let mut used = t.guar_used.clone();
+    let mut held: IdVec<RunIdx, bool> = runs.ids().map(|_| false).collect();
+    for &i in order {
+        let r = &runs[i];
+        let (Some(_), Some(vc)) = (r.queue, r.vc) else {
+            continue;
+        };
+        let guarantee = t.guarantee[vc].get(r.flavor).copied();
+        if let (Some(u), Some(g)) = (used[vc].get_mut(r.flavor), guarantee)
+            && *u + r.milli <= g
+        {
+            *u += r.milli;
+            held[i] = true;
+        }
+    }
+    held
 }
 
 /// The order in which running jobs fill their VirtualCluster's guarantee; what is left over

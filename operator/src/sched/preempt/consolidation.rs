@@ -19,9 +19,15 @@ use crate::sched::reclaim::{Outcome, RunInfo};
 pub(in crate::sched) const CONSOLIDATION_SEARCHES: usize = 8;
 
 /// Its team's smaller jobs of no higher priority: moving them is the team's own trade, and
-/// only ever for a larger job, so no two jobs move each other in turn.
+/// only ever for a larger job, so no two jobs move each other in turn. A team with cells of
+/// the type also moves its smaller guaranteed jobs of any priority: its own placements
+/// split the cells its guarantee promises whole, and a move keeps the moved job's standing
+/// (it fits at once elsewhere, guaranteed, and buddy packing puts it into the team's own
+/// cells), so a job within the cell guarantee can always start (issue 49).
 pub(super) fn eligible(claim: &Claim, r: &RunInfo) -> bool {
-    r.vc == Some(claim.vc) && r.priority <= claim.priority && r.milli < claim.milli
+    r.vc == Some(claim.vc)
+        && r.milli < claim.milli
+        && (r.priority <= claim.priority || (claim.cells && !r.bonus))
 }
 
 impl<'a> Cycle<'a> {

@@ -94,6 +94,9 @@ struct Claim {
     queue: QueueId,
     priority: i32,
     milli: u64,
+    /// Whether its VC is guaranteed cells of the GPU type searched: a consolidation may
+    /// then move the VC's guaranteed jobs of any priority together ([`consolidation`]).
+    cells: bool,
 }
 
 /// What a kind asks of a victim set besides the room, computed once per search.
@@ -217,6 +220,7 @@ impl<'a> Cycle<'a> {
             queue: p.queue,
             priority: snap.job(p.job).priority,
             milli: p.milli,
+            cells: kind == Kind::Consolidate && self.cells.has_cells(f, p.vc),
         };
         let req = self.request(p, f);
         let t = &self.t;
