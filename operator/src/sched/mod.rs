@@ -131,6 +131,7 @@
 //! cycle admits it again like any waiting job, so a job that arrives meanwhile may take
 //! that room first (KAI moves its victims within the same session).
 
+mod backfill;
 mod cancel;
 mod cells;
 mod cluster;
@@ -139,6 +140,7 @@ mod cycle;
 mod cycle_state;
 pub mod decisions;
 mod digest;
+pub mod estimate;
 mod frag;
 mod ids;
 pub mod model;
@@ -157,6 +159,7 @@ pub use constraints::{NodeConstraints, Taint, TaintEffect, Toleration};
 pub use cycle::{schedule, schedule_with};
 pub use cycle_state::state_bytes;
 pub use decisions::{Admission, Beneficiary, Cancellation, Decisions, Preemption, Waiting};
+pub use estimate::{OVERRUN_SECONDS, StartEstimate, start_estimates};
 pub use model::*;
 pub use options::{Options, VictimSelection};
 pub use usage::{
@@ -172,6 +175,8 @@ pub(crate) mod fixtures;
 pub(crate) mod proptests;
 #[cfg(test)]
 mod scenarios;
+#[cfg(test)]
+mod scenarios_backfill;
 #[cfg(test)]
 mod scenarios_flavors;
 #[cfg(test)]
