@@ -195,6 +195,13 @@ pub struct JobRow {
     /// The scheduler's place of the job in its queue (1 is next), while it waits.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub position: Option<i32>,
+    /// When the scheduler estimates the waiting job starts (`status.estimatedStartTime`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimated_start: Option<Time>,
+    /// The estimate as the table shows it: `+25m` (in about 25 minutes), `now` once it is due, `unknown` for a
+    /// waiting job without one, `-` for a job that does not wait.
+    #[serde(skip)]
+    pub start: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpus: Option<f64>,
     pub user: String,
@@ -212,11 +219,29 @@ impl JobRow {
             phase: status.map(|s| s.phase).unwrap_or_default().to_string(),
             queue: queue_of(job),
             position: status.and_then(|s| s.queue_position),
+            estimated_start: status.and_then(|s| s.estimated_start_time.clone()),
+            start: start_of(job, now),
             gpus: status.and_then(|s| s.gpus),
             user: user_of(job),
             age: age_of(job.metadata.creation_timestamp.as_ref(), now),
             reason: reason(job),
         }
+    }
+}
+
+/// A waiting job's estimated start, relative to now (see [`JobRow::start`]).
+fn start_of(job: &TrainingJob, now: Timestamp) -> String {
+    if !is_waiting(job) {
+        return "-".into();
+    }
+    match job
+        .status
+        .as_ref()
+        .and_then(|s| s.estimated_start_time.as_ref())
+    {
+        Some(t) if t.0 > now => format!("+{}", age(t.0.as_second() - now.as_second())),
+        Some(_) => "now".into(),
+        None => "unknown".into(),
     }
 }
 
@@ -255,7 +280,7 @@ pub fn sort_rows(rows: &mut [JobRow]) {
 /// The jobs table; with `namespaces` a NAMESPACE column comes first (as `kubectl get -A`).
 pub fn jobs_table(rows: &[JobRow], namespaces: bool) -> Table {
     let mut headers = vec![
-        "name", "phase", "queue", "position", "gpus", "age", "reason",
+        "name", "phase", "queue", "position", "start", "gpus", "age", "reason",
     ];
     if namespaces {
         headers.insert(0, "namespace");
@@ -267,6 +292,7 @@ pub fn jobs_table(rows: &[JobRow], namespaces: bool) -> Table {
             r.phase.clone(),
             r.queue.clone(),
             place(r.position),
+            r.start.clone(),
             dash(r.gpus),
             r.age.clone(),
             one_line(&r.reason, REASON_WIDTH),
@@ -500,6 +526,9 @@ pub fn blocking_resource(code: &str) -> Option<&'static str> {
         WaitCode::WaitingForTerminatingPods => "GPUs held by terminating pods of a deleted job",
         WaitCode::WaitingForMinRuntime => "GPUs held by jobs still within their minimum runtime",
         WaitCode::BehindQueueHead => "a job ahead of it in its strict queue that has not started",
+        WaitCode::BehindReservation => {
+            "the GPUs reserved for a job ahead of it in its backfill queue, which it would delay"
+        }
         WaitCode::Returning => {
             "nothing: stopped for a drain or a preemption, it is on its way back"
         }
@@ -610,6 +639,11 @@ pub fn unblocks(d: &WaitDetails) -> Option<String> {
         WaitCode::BehindQueueHead => {
             format!("It starts after {jobs} does, or once {jobs} is deleted.")
         }
+        WaitCode::BehindReservation => format!(
+            "It starts once it no longer delays {jobs} (reserved from {}), or after {jobs} \
+             starts; a shorter spec.predictedDurationSeconds lets it start in the gap.",
+            d.until.as_ref()?.0
+        ),
         WaitCode::Returning => "Nothing to do: it is back in its queue in a few seconds.".into(),
         WaitCode::BehindReturningJob => {
             format!("Its turn comes after {jobs}'s, in a few seconds.")
@@ -850,6 +884,13 @@ mod tests {
         .expect("job")
     }
 
+    /// `job` estimated to start `secs` after [`now`].
+    fn estimated(mut job: TrainingJob, secs: i64) -> TrainingJob {
+        let at = Timestamp::from_second(now().as_second() + secs).expect("time");
+        job.status.as_mut().expect("status").estimated_start_time = Some(Time(at));
+        job
+    }
+
     fn waiting(name: &str, position: i32, message: &str) -> TrainingJob {
         job(
             name,
@@ -935,29 +976,29 @@ mod tests {
                 ),
                 now(),
             ),
-            JobRow::of(&waiting("first", 1, QUOTA), now()),
+            JobRow::of(&estimated(waiting("first", 1, QUOTA), 3600), now()),
         ];
         sort_rows(&mut rows);
         let out = jobs_table(&rows, false).render();
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(
             lines[0],
-            "NAME     PHASE     QUEUE   POSITION   GPUS   AGE     REASON"
+            "NAME     PHASE     QUEUE   POSITION   START     GPUS   AGE     REASON"
         );
         assert!(
             lines[1].starts_with(
-                "first    Queued    q       1          8      5m30s   VirtualCluster a has 0"
+                "first    Queued    q       1          +60m      8      5m30s   VirtualCluster a has 0"
             ),
             "{out}"
         );
         assert!(lines[1].ends_with("..."), "{out}");
         assert!(
-            lines[2].starts_with("second   Queued    q       2"),
+            lines[2].starts_with("second   Queued    q       2          unknown"),
             "{out}"
         );
         assert_eq!(
             lines[3],
-            "runs     Running   q       -          8      5m30s"
+            "runs     Running   q       -          -         8      5m30s"
         );
         let all = jobs_table(&rows, true).render();
         assert!(all.starts_with("NAMESPACE   NAME"), "{all}");

@@ -103,14 +103,24 @@ async fn kubectl_kubetrain_jobs_why_suspend_resume_vc() {
     assert_eq!(
         header,
         [
-            "NAME", "PHASE", "QUEUE", "POSITION", "GPUS", "AGE", "REASON"
+            "NAME", "PHASE", "QUEUE", "POSITION", "START", "GPUS", "AGE", "REASON"
         ]
     );
-    assert_eq!(row(&table, "big")[..5], ["big", "Running", &q, "-", "8"]);
-    assert_eq!(row(&table, "w1")[..5], ["w1", "Queued", &q, "1", "8"]);
-    assert_eq!(row(&table, "w2")[..5], ["w2", "Queued", &q, "2", "8"]);
+    // `big` has no predicted duration: when the jobs behind it start is unknown.
+    assert_eq!(
+        row(&table, "big")[..6],
+        ["big", "Running", &q, "-", "-", "8"]
+    );
+    assert_eq!(
+        row(&table, "w1")[..6],
+        ["w1", "Queued", &q, "1", "unknown", "8"]
+    );
+    assert_eq!(
+        row(&table, "w2")[..6],
+        ["w2", "Queued", &q, "2", "unknown", "8"]
+    );
     assert!(
-        row(&table, "w1")[6..]
+        row(&table, "w1")[7..]
             .join(" ")
             .starts_with("VirtualCluster"),
         "{table}"

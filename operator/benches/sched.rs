@@ -119,7 +119,7 @@ fn world(nodes: usize, pending: usize) -> Snapshot {
                     QueuePolicy::Priority
                 },
                 priority_preemption: false,
-                strict: false,
+                strategy: QueueingStrategy::BestEffort,
                 terminating: false,
                 ..Queue::default()
             })
@@ -295,7 +295,7 @@ fn fragmented(c: &mut Criterion) {
                 user_limit: None,
                 policy: QueuePolicy::Fifo,
                 priority_preemption: false,
-                strict: false,
+                strategy: QueueingStrategy::BestEffort,
                 terminating: false,
                 ..Queue::default()
             }],

@@ -89,8 +89,13 @@ pub struct QueueSpec {
     /// What a job that cannot start does to the jobs behind it in the queue's order.
     /// `BestEffort` (the default): nothing, each job gets its turn and a smaller one behind
     /// may start first. `Strict`: it holds them back until it starts, so a large job is not
-    /// overtaken for ever by small ones (Kueue's StrictFIFO, for any `policy`). A job that
-    /// can never start (larger than the cluster or than one of its limits) holds back nobody.
+    /// overtaken for ever by small ones (Kueue's StrictFIFO, for any `policy`). `Backfill`:
+    /// it gets a reservation at its earliest predicted start (from the running jobs'
+    /// predicted durations), and a job behind it starts now only if it does not delay that
+    /// reservation: it is predicted to end before it, or uses GPUs the reservation does not
+    /// need; a job that overruns its prediction is not stopped for it, the reservation moves.
+    /// Without predictions `Backfill` holds the queue as `Strict` does. A job that can never
+    /// start (larger than the cluster or than one of its limits) holds back nobody.
     #[serde(default)]
     pub queueing_strategy: QueueingStrategy,
 
@@ -134,6 +139,7 @@ pub enum QueueingStrategy {
     #[default]
     BestEffort,
     Strict,
+    Backfill,
 }
 
 fn default_share() -> i32 {

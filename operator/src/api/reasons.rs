@@ -241,6 +241,8 @@ names! {
         WaitingForMinRuntime,
         /// A job ahead of it in its strict queue has not started.
         BehindQueueHead,
+        /// A job ahead of it in its backfill queue holds a reservation it would delay.
+        BehindReservation,
         /// Stopped for a drain or a preemption, it is on its way back.
         Returning,
         /// A job ahead of it is on its way back after a drain or a preemption.

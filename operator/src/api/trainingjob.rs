@@ -31,6 +31,7 @@ use super::waiting::WaitDetails;
     printcolumn = r#"{"name":"GPUs","type":"number","jsonPath":".status.gpus"}"#,
     printcolumn = r#"{"name":"Retries","type":"integer","jsonPath":".status.retries"}"#,
     printcolumn = r#"{"name":"Position","type":"integer","priority":1,"jsonPath":".status.queuePosition"}"#,
+    printcolumn = r#"{"name":"Estimated Start","type":"string","priority":1,"jsonPath":".status.estimatedStartTime"}"#,
     printcolumn = r#"{"name":"Priority","type":"integer","priority":1,"jsonPath":".status.priority"}"#,
     printcolumn = r#"{"name":"Bonus","type":"boolean","priority":1,"jsonPath":".status.bonus"}"#,
     printcolumn = r#"{"name":"Preemptions","type":"integer","priority":1,"jsonPath":".status.preemptions"}"#,
@@ -492,6 +493,15 @@ pub struct TrainingJobStatus {
     /// can never start as it is (`NeverFits`, `ExceedsLimit`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_position: Option<i32>,
+    /// While the job waits in its queue: when it is estimated to start, from the running
+    /// jobs' predicted ends (`spec.predictedDurationSeconds`) and the jobs ahead of it. Unset
+    /// when it cannot be estimated: it needs GPUs held by a job without a prediction, or it
+    /// waits for a limit, a held queue or a spec change. An estimate, not a promise: GPUs of
+    /// a type count as interchangeable, and a job that overruns its prediction or a more
+    /// important job that arrives moves it (see the user guide). Rewritten when it moves by
+    /// more than a minute or a tenth of the time left.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimated_start_time: Option<Time>,
     /// While the job waits in its queue: why, field by field (the wait code and the numbers
     /// and names the `Admitted` condition's message is built from), for tools that should
     /// not parse the message. Written with the message, so it is as fresh as the message;

@@ -98,7 +98,8 @@ pub struct WaitDetails {
     /// (`Reclaim`, `Priority`, `QueueShare`, `Consolidation`, `Drain` or `UnhealthyGpu`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preemption_reason: Option<String>,
-    /// When the jobs it waits on are preempted at the latest (`WaitingForMinRuntime`).
+    /// When the jobs it waits on are preempted at the latest (`WaitingForMinRuntime`), or
+    /// when the reservation it would delay begins (`BehindReservation`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until: Option<Time>,
     /// How many cordoned or not-ready nodes of its GPU types the job would fit with

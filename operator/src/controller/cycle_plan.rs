@@ -87,7 +87,9 @@ pub fn plan(inputs: &Inputs<'_>) -> CyclePlan {
     snap.workload = (inputs.shapes)(&snap);
     let decisions = sched::schedule_with(&snap, inputs.options);
     let usage = usage::compute(&snap, &decisions.usage, world.jobs, &world.refs);
-    let (waiting, reconcile) = publications(inputs.published, &decisions.waiting, world.now);
+    let estimates = sched::start_estimates(&snap, &decisions);
+    let (waiting, reconcile) =
+        publications(inputs.published, &decisions.waiting, &estimates, world.now);
     let usage_changed = *inputs.usage != usage;
     let jobs = Jobs::new(world.jobs);
     let sched::Decisions {
@@ -139,18 +141,23 @@ impl<'a> Jobs<'a> {
     }
 }
 
-/// Every waiting job's wait as its status is to say it, and the jobs whose status must
+/// Every waiting job's wait (and estimated start) as its status is to say it, and the jobs whose status must
 /// change: their published wait changed, or they no longer wait.
 fn publications(
     published: &BTreeMap<JobKey, Published>,
     waiting: &[sched::Waiting],
+    estimates: &BTreeMap<String, sched::StartEstimate>,
     now: i64,
 ) -> (BTreeMap<JobKey, Published>, Vec<JobKey>) {
     let said: BTreeMap<JobKey, Published> = waiting
         .iter()
         .filter_map(|w| {
             let job: JobKey = w.job.parse().ok()?;
-            let said = publish(published.get(&job), &w.reason, w.position, now);
+            let estimate = match estimates.get(&w.job) {
+                Some(&sched::StartEstimate::At(t)) => Some(t),
+                Some(sched::StartEstimate::Unknown) | None => None,
+            };
+            let said = publish(published.get(&job), &w.reason, w.position, estimate, now);
             Some((job, said))
         })
         .collect();

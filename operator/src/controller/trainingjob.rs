@@ -41,13 +41,12 @@ use crate::api::{Queue, TrainingJob, VirtualCluster};
 fn observe(ctx: &Context, job: &TrainingJob, key: &JobKey, gang: &Gang) -> World {
     let maps = ctx.caches.ref_maps();
     let refs = maps.refs();
-    let (wait, admission_in_flight, scheduling) = {
+    let (wait, estimated_start, admission_in_flight, scheduling) = {
         let state = ctx.scheduler.state();
+        let published = state.waiting.get(key);
         (
-            state
-                .waiting
-                .get(key)
-                .map(|p| (p.reason.clone(), p.position)),
+            published.map(|p| (p.reason.clone(), p.position)),
+            published.and_then(|p| p.estimate),
             state.inflight.contains_key(key),
             state.scheduling,
         )
@@ -79,6 +78,7 @@ fn observe(ctx: &Context, job: &TrainingJob, key: &JobKey, gang: &Gang) -> World
         priority: effective_priority(job, &refs).ok(),
         validity: validate(job, &refs).map(|_| ()),
         wait,
+        estimated_start,
         admission_in_flight,
         scheduling,
         nodes,

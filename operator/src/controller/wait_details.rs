@@ -27,6 +27,7 @@ pub fn of(reason: &WaitReason) -> WaitDetails {
         | WaitReason::WaitingForTerminatingPods { .. }
         | WaitReason::WaitingForMinRuntime { .. }
         | WaitReason::BehindQueueHead { .. }
+        | WaitReason::BehindReservation { .. }
         | WaitReason::Returning { .. }
         | WaitReason::BehindReturningJob { .. }
         | WaitReason::QueueTerminating { .. }
@@ -166,6 +167,12 @@ fn others(reason: &WaitReason, details: WaitDetails) -> WaitDetails {
         | WaitReason::BehindReturningJob { queue, head } => WaitDetails {
             queue: Some(queue.clone()),
             jobs: vec![head.clone()],
+            ..details
+        },
+        WaitReason::BehindReservation { queue, head, at } => WaitDetails {
+            queue: Some(queue.clone()),
+            jobs: vec![head.clone()],
+            until: Timestamp::from_second(*at).ok().map(Time),
             ..details
         },
         WaitReason::Returning { queue }

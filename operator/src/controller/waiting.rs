@@ -13,7 +13,10 @@
 //! - further back, it is rewritten once it has moved by a quarter or more since it was last
 //!   written, so a published place is at most a third above the true one (a job moving up)
 //!   and a fifth below it (moving back): each job is rewritten O(log N) times on its way up;
-//! - counts alone (GPUs in use, free) are rewritten at most every [`REFRESH_SECONDS`].
+//! - counts alone (GPUs in use, free) are rewritten at most every [`REFRESH_SECONDS`];
+//! - the estimated start when it appears, disappears, or moves by more than
+//!   [`ESTIMATE_TOLERANCE_SECONDS`] or a tenth of the time left until it (so a job that
+//!   waits behind a long run is not rewritten each time a prediction is overrun by a minute).
 
 use crate::sched::WaitReason;
 
@@ -23,12 +26,18 @@ pub const EXACT_PLACES: u32 = crate::api::trainingjob::EXACT_QUEUE_POSITIONS;
 /// The longest the counts in a waiting job's message go without a refresh.
 pub const REFRESH_SECONDS: i64 = 120;
 
+/// The least change of an estimated start worth a write.
+pub const ESTIMATE_TOLERANCE_SECONDS: i64 = 60;
+
 /// A waiting job's wait as its status says it (or is about to).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Published {
     pub reason: WaitReason,
     /// 1-based place in its queue (`status.queuePosition`).
     pub position: Option<u32>,
+    /// When it is estimated to start, in seconds (`status.estimatedStartTime`); None when it
+    /// cannot be estimated.
+    pub estimate: Option<i64>,
     /// When this was decided, in seconds.
     pub at: i64,
 }
@@ -39,16 +48,21 @@ pub fn publish(
     published: Option<&Published>,
     reason: &WaitReason,
     position: Option<u32>,
+    estimate: Option<i64>,
     now: i64,
 ) -> Published {
     let fresh = || Published {
         reason: reason.clone(),
         position,
+        estimate,
         at: now,
     };
     let Some(old) = published else {
         return fresh();
     };
+    if !close(old.estimate, estimate, now) {
+        return fresh();
+    }
     if old.reason == *reason && old.position == position {
         return old.clone();
     }
@@ -57,6 +71,17 @@ pub fn publish(
         return old.clone();
     }
     fresh()
+}
+
+/// Whether an estimated start moved too little to be written: by at most
+/// [`ESTIMATE_TOLERANCE_SECONDS`] or a tenth of the time from now until the one published.
+fn close(old: Option<i64>, new: Option<i64>, now: i64) -> bool {
+    match (old, new) {
+        (Some(old), Some(new)) => {
+            old.abs_diff(new) <= ESTIMATE_TOLERANCE_SECONDS.max((old - now).max(0) / 10) as u64
+        }
+        (old, new) => old == new,
+    }
 }
 
 /// Whether a place changed enough to be written. A place that is or was within the head is
@@ -93,6 +118,7 @@ mod tests {
         Published {
             reason,
             position,
+            estimate: None,
             at,
         }
     }
@@ -100,7 +126,7 @@ mod tests {
     #[test]
     fn a_new_wait_is_written() {
         assert_eq!(
-            publish(None, &quota(8), Some(40), 5),
+            publish(None, &quota(8), Some(40), None, 5),
             at(quota(8), Some(40), 5)
         );
     }
@@ -112,21 +138,24 @@ mod tests {
             reason: crate::sched::PreemptionReason::Reclaim,
             victims: vec!["a/b".into()],
         };
-        assert_eq!(publish(Some(&old), &victims, Some(40), 1).reason, victims);
+        assert_eq!(
+            publish(Some(&old), &victims, Some(40), None, 1).reason,
+            victims
+        );
         let more = WaitReason::WaitingForPreemption {
             reason: crate::sched::PreemptionReason::Reclaim,
             victims: vec!["a/b".into(), "a/c".into()],
         };
         let old = at(victims, None, 0);
-        assert_eq!(publish(Some(&old), &more, None, 1).reason, more);
+        assert_eq!(publish(Some(&old), &more, None, None, 1).reason, more);
     }
 
     #[test]
     fn counts_alone_wait_for_the_refresh() {
         let old = at(quota(6), Some(3), 100);
-        assert_eq!(publish(Some(&old), &quota(7), Some(3), 150), old);
+        assert_eq!(publish(Some(&old), &quota(7), Some(3), None, 150), old);
         assert_eq!(
-            publish(Some(&old), &quota(7), Some(3), 100 + REFRESH_SECONDS),
+            publish(Some(&old), &quota(7), Some(3), None, 100 + REFRESH_SECONDS),
             at(quota(7), Some(3), 100 + REFRESH_SECONDS)
         );
     }
@@ -134,30 +163,53 @@ mod tests {
     #[test]
     fn the_head_of_a_queue_is_exact() {
         let old = at(quota(8), Some(EXACT_PLACES + 1), 0);
-        let new = publish(Some(&old), &quota(8), Some(EXACT_PLACES), 1);
+        let new = publish(Some(&old), &quota(8), Some(EXACT_PLACES), None, 1);
         assert_eq!(new.position, Some(EXACT_PLACES));
-        let new = publish(Some(&new), &quota(8), Some(EXACT_PLACES - 1), 2);
+        let new = publish(Some(&new), &quota(8), Some(EXACT_PLACES - 1), None, 2);
         assert_eq!(new.position, Some(EXACT_PLACES - 1));
         // Pushed back out of the head (a job of higher priority arrived): a place that reads
         // as exact is never left behind.
-        let new = publish(Some(&new), &quota(8), Some(EXACT_PLACES + 1), 3);
+        let new = publish(Some(&new), &quota(8), Some(EXACT_PLACES + 1), None, 3);
         assert_eq!(new.position, Some(EXACT_PLACES + 1));
     }
 
     #[test]
     fn further_back_a_place_is_written_once_it_moved_by_a_quarter() {
         let old = at(quota(8), Some(400), 0);
-        assert_eq!(publish(Some(&old), &quota(8), Some(301), 1), old);
+        assert_eq!(publish(Some(&old), &quota(8), Some(301), None, 1), old);
         assert_eq!(
-            publish(Some(&old), &quota(8), Some(300), 1).position,
+            publish(Some(&old), &quota(8), Some(300), None, 1).position,
             Some(300)
         );
-        assert_eq!(publish(Some(&old), &quota(8), Some(499), 1), old);
+        assert_eq!(publish(Some(&old), &quota(8), Some(499), None, 1), old);
         assert_eq!(
-            publish(Some(&old), &quota(8), Some(500), 1).position,
+            publish(Some(&old), &quota(8), Some(500), None, 1).position,
             Some(500)
         );
-        assert_eq!(publish(Some(&old), &quota(8), None, 1).position, None);
+        assert_eq!(publish(Some(&old), &quota(8), None, None, 1).position, None);
+    }
+
+    /// An estimated start is written when it appears or goes, and when it moves by more than
+    /// a minute or a tenth of the time left; the wait itself unchanged.
+    #[test]
+    fn an_estimate_is_written_once_it_moved_enough() {
+        let old = Published {
+            estimate: Some(10_000),
+            ..at(quota(8), Some(1), 0)
+        };
+        let said = |e, now| publish(Some(&old), &quota(8), Some(1), e, now);
+        // a tenth of the 10,000 s left: 1,000 s either way is noise
+        assert_eq!(said(Some(10_900), 1), old);
+        assert_eq!(said(Some(11_001), 1).estimate, Some(11_001));
+        assert_eq!(said(None, 1).estimate, None);
+        // close to it, a minute is the least change written
+        assert_eq!(said(Some(10_050), 9_990), old);
+        assert_eq!(said(Some(10_070), 9_990).estimate, Some(10_070));
+        let unknown = at(quota(8), Some(1), 0);
+        assert_eq!(
+            publish(Some(&unknown), &quota(8), Some(1), Some(500), 1).estimate,
+            Some(500)
+        );
     }
 
     /// A queue of 2,000 jobs drained one job per cycle, with the counts changing each time:
@@ -173,7 +225,13 @@ mod tests {
                 let place = job - started + 1;
                 let reason = quota(started % 8);
                 let now = i64::from(started); // one cycle a second
-                let p = publish(published[job as usize].as_ref(), &reason, Some(place), now);
+                let p = publish(
+                    published[job as usize].as_ref(),
+                    &reason,
+                    Some(place),
+                    None,
+                    now,
+                );
                 if published[job as usize].as_ref() != Some(&p) {
                     writes += 1;
                 }

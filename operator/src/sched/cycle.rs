@@ -6,6 +6,7 @@ use std::cmp::Reverse;
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 
+use super::backfill::Reservations;
 use super::cancel;
 
 use super::cluster::{Cluster, Mode};
@@ -14,7 +15,9 @@ use super::cycle_state::{Cycle, Pending, ShapeKey, scope};
 use super::decisions::{Admission, Decisions, WaitReason, Waiting};
 use super::frag::{self, Mix};
 use super::ids::{FlavorId, IdVec, JobIdx, NodeId, QueueId, RunIdx, VcId};
-use super::model::{Flavor, GpuDemand, Gpus, Job, Running, Snapshot, TopologyLevel};
+use super::model::{
+    Flavor, GpuDemand, Gpus, Job, QueueingStrategy, Running, Snapshot, TopologyLevel,
+};
 use super::options::Options;
 use super::order;
 use super::placement::{Request, Scope, Trial, place};
@@ -469,7 +472,8 @@ impl<'a> Cycle<'a> {
     /// preemption could ever make room for it (larger than a limit; one larger than the
     /// cluster never gets here).
     fn holds_back(&self, p: &Pending) -> bool {
-        self.snap.queue(p.queue).strict && !self.t.above_a_limit(self.snap, p.queue, p.milli)
+        self.snap.queue(p.queue).strategy.holds_back()
+            && !self.t.above_a_limit(self.snap, p.queue, p.milli)
     }
 
     fn no_fit_reason(&self, p: &Pending, within: bool) -> WaitReason {
@@ -745,6 +749,7 @@ impl<'a> Cycle<'a> {
         let (deferred, blocker, place) = (&offered.deferred, &mut offered.blocker, &offered.place);
         let mut cursor: IdVec<VcId, usize> = IdVec::filled(0, nv);
         let mut failed: Vec<(JobIdx, bool)> = Vec::new();
+        let mut reservations = Reservations::new();
         let turn = |t: &Tenants, vc: VcId, next: JobIdx| {
             Reverse((Key(t.bonus_share(vc)), snap.job(next).queued_at, vc))
         };
@@ -760,14 +765,27 @@ impl<'a> Cycle<'a> {
             match blocker.get(&p.queue) {
                 Some(&head) if place[head] < place[j] => {
                     let returning = snap.job(head).returning;
-                    let (queue, head) =
+                    // a job on its way back is not admitted before it is back
+                    let backfills = snap.queue(p.queue).strategy == QueueingStrategy::Backfill
+                        && !snap.job(j).returning;
+                    let (queue, head_id) =
                         (snap.queue(p.queue).name.clone(), snap.job(head).id.clone());
                     let reason = if returning {
-                        WaitReason::BehindReturningJob { queue, head }
+                        Err(WaitReason::BehindReturningJob {
+                            queue,
+                            head: head_id,
+                        })
+                    } else if let (true, Some(h)) = (backfills, pending[head].as_ref()) {
+                        self.backfill(p, h, &mut reservations)
                     } else {
-                        WaitReason::BehindQueueHead { queue, head }
+                        Err(WaitReason::BehindQueueHead {
+                            queue,
+                            head: head_id,
+                        })
                     };
-                    self.wait(j, reason);
+                    if let Err(reason) = reason {
+                        self.wait(j, reason);
+                    }
                 }
                 // behind a head that started as bonus: still not admitted before it is
                 // back, and the jobs behind it wait for it
@@ -953,7 +971,7 @@ impl<'a> Cycle<'a> {
     }
 
     /// Bonus (or, on a flavor with guarantee left, guaranteed) admission on idle capacity.
-    fn bonus(&mut self, p: &Pending) -> bool {
+    pub(super) fn bonus(&mut self, p: &Pending) -> bool {
         let snap = self.snap;
         if self
             .t

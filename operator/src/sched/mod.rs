@@ -136,6 +136,7 @@
 //! that room first (KAI moves its victims within the same session).
 
 mod buddy;
+mod backfill;
 mod cancel;
 mod cells;
 mod cluster;
@@ -144,6 +145,7 @@ mod cycle;
 mod cycle_state;
 pub mod decisions;
 mod digest;
+pub mod estimate;
 mod frag;
 mod ids;
 pub mod model;
@@ -162,6 +164,7 @@ pub use constraints::{NodeConstraints, Taint, TaintEffect, Toleration};
 pub use cycle::{schedule, schedule_with};
 pub use cycle_state::state_bytes;
 pub use decisions::{Admission, Beneficiary, Cancellation, Decisions, Preemption, Waiting};
+pub use estimate::{OVERRUN_SECONDS, StartEstimate, start_estimates};
 pub use model::*;
 pub use options::{Options, VictimSelection};
 pub use usage::{
@@ -179,6 +182,7 @@ pub(crate) mod proptests;
 mod scenarios;
 #[cfg(test)]
 mod scenarios_cells;
+mod scenarios_backfill;
 #[cfg(test)]
 mod scenarios_flavors;
 #[cfg(test)]

@@ -301,15 +301,37 @@ pub struct Queue {
     pub policy: QueuePolicy,
     /// Whether a higher-priority job may preempt lower-priority jobs of this queue.
     pub priority_preemption: bool,
-    /// Strict order: the first job of the queue that does not start holds back the jobs
-    /// behind it (Kueue's StrictFIFO), instead of each job trying in turn (BestEffort).
-    pub strict: bool,
+    /// What a job that does not start does to the jobs behind it ([`QueueingStrategy`]).
+    pub strategy: QueueingStrategy,
     /// Deleted and waiting for its admitted jobs to finish (Kueue's terminating
     /// ClusterQueue): it, and every queue below it, admits nothing new.
     pub terminating: bool,
     /// Held (the API's `spec.stopPolicy`): it, and every queue below it, admits nothing
     /// new; under `HoldAndDrain` their running jobs leave too.
     pub stop: StopPolicy,
+}
+
+/// What the first job of a queue that does not start does to the jobs behind it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum QueueingStrategy {
+    /// Each job tries in turn: a job that does not start holds back nobody.
+    #[default]
+    BestEffort,
+    /// The first job that does not start holds back the jobs behind it (Kueue's
+    /// StrictFIFO), so a large job is not overtaken for ever by small ones.
+    Strict,
+    /// The first job that does not start gets a reservation at its earliest predicted start
+    /// (`estimate`); the jobs behind it start now only where they do not delay it: predicted
+    /// to end before it, or on GPUs it does not need. Where that start cannot be predicted
+    /// (running jobs without predictions), as `Strict`.
+    Backfill,
+}
+
+impl QueueingStrategy {
+    /// Whether the first job that does not start holds back (some of) the jobs behind it.
+    pub fn holds_back(self) -> bool {
+        !matches!(self, QueueingStrategy::BestEffort)
+    }
 }
 
 /// A queue's hold, as Kueue's `stopPolicy`, weakest first: a queue is held by the
@@ -348,7 +370,7 @@ impl Default for Queue {
             user_limit: None,
             policy: QueuePolicy::Fifo,
             priority_preemption: false,
-            strict: false,
+            strategy: QueueingStrategy::BestEffort,
             terminating: false,
             stop: StopPolicy::None,
         }

@@ -142,8 +142,8 @@ fn world(simple: bool) -> impl Strategy<Value = World> {
     );
     let queues = prop::collection::vec(
         (
-            // the policy, and from 4 on a strict queue
-            0usize..8,
+            // the policy, and from 4 on a strict queue, from 8 on a backfill queue
+            0usize..12,
             prop::option::weighted(0.15, 1u32..6),
             prop_oneof![3 => Just(100u32), 1 => 20u32..=100],
             any::<bool>(),
@@ -246,7 +246,11 @@ fn world(simple: bool) -> impl Strategy<Value = World> {
                         QueuePolicy::ShortestPredictedFirst,
                         QueuePolicy::UserFair,
                     ][policy % 4];
-                    q.strict = policy >= 4;
+                    q.strategy = [
+                        QueueingStrategy::BestEffort,
+                        QueueingStrategy::Strict,
+                        QueueingStrategy::Backfill,
+                    ][policy / 4];
                     q.priority_preemption = pp;
                     if !simple {
                         q.user_limit = user_limit;
@@ -381,7 +385,7 @@ fn check_strict_order(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> 
         .iter()
         .map(|w| (w.job.as_str(), &w.reason))
         .collect();
-    for q in s.queues.iter().filter(|q| q.strict) {
+    for q in s.queues.iter().filter(|q| q.strategy.holds_back()) {
         let mut heads = BTreeSet::new();
         for (&id, &r) in &waiting {
             if jobs[id].queue != q.name {
@@ -389,6 +393,7 @@ fn check_strict_order(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> 
             }
             match r {
                 WaitReason::BehindQueueHead { queue, head }
+                | WaitReason::BehindReservation { queue, head, .. }
                 | WaitReason::BehindReturningJob { queue, head } => {
                     prop_assert_eq!(queue, &q.name);
                     prop_assert_eq!(jobs[head.as_str()].queue.as_str(), q.name.as_str());
@@ -396,6 +401,7 @@ fn check_strict_order(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> 
                         waiting.get(head.as_str()).is_some_and(|h| !matches!(
                             h,
                             WaitReason::BehindQueueHead { .. }
+                                | WaitReason::BehindReservation { .. }
                                 | WaitReason::BehindReturningJob { .. }
                         )),
                         "{} waits behind {}, which does not wait for a reason of its own: {:?} {:?}",
@@ -812,7 +818,7 @@ proptest! {
         let g = &s.virtual_clusters[vc].guarantee;
         let Some(fg) = g.iter().find(|fg| used[fg.flavor.as_str()] < fg.gpus) else { return Ok(()) };
         // a strict queue's head that cannot start holds the probe back on purpose
-        s.queues[vc * 2].strict = false;
+        s.queues[vc * 2].strategy = QueueingStrategy::BestEffort;
         let mut probe = job("ns/probe", &format!("q{}", vc * 2), 1, 1);
         probe.gpu_types = vec![fg.flavor.clone()];
         probe.queued_at = -1;

@@ -87,6 +87,14 @@ pub enum WaitReason {
     WaitingForMinRuntime { until: i64, victims: Vec<String> },
     /// The queue keeps a strict order and `head`, ahead of this job, has not started.
     BehindQueueHead { queue: String, head: String },
+    /// The queue backfills: `head`, ahead of this job, has not started and holds a
+    /// reservation from `at` (seconds, its earliest predicted start); this job would delay
+    /// it (it is not predicted to end by then, and needs GPUs the reservation counts on).
+    BehindReservation {
+        queue: String,
+        head: String,
+        at: i64,
+    },
     /// Stopped for a preemption or a drain, the job is on its way back to `queue`, keeping
     /// its place ([`Job::returning`](super::model::Job::returning)).
     Returning { queue: String },
@@ -135,6 +143,7 @@ impl WaitReason {
             WaitReason::WaitingForTerminatingPods { .. } => WaitCode::WaitingForTerminatingPods,
             WaitReason::WaitingForMinRuntime { .. } => WaitCode::WaitingForMinRuntime,
             WaitReason::BehindQueueHead { .. } => WaitCode::BehindQueueHead,
+            WaitReason::BehindReservation { .. } => WaitCode::BehindReservation,
             WaitReason::Returning { .. } => WaitCode::Returning,
             WaitReason::BehindReturningJob { .. } => WaitCode::BehindReturningJob,
             WaitReason::QueueTerminating { .. } => WaitCode::QueueTerminating,
@@ -198,6 +207,8 @@ impl WaitReason {
                 *largest_free_on_node = 0;
                 *free_gpus = 0;
             }
+            // the reservation moves with every prediction that runs over
+            WaitReason::BehindReservation { at, .. } => *at = 0,
             WaitReason::Invalid { .. }
             | WaitReason::NeverFits { .. }
             | WaitReason::NodesUnavailable { .. }
@@ -319,6 +330,7 @@ impl fmt::Display for WaitReason {
             | WaitReason::WaitingForTerminatingPods { .. }
             | WaitReason::WaitingForMinRuntime { .. } => self.fmt_leaving(f),
             WaitReason::BehindQueueHead { .. }
+            | WaitReason::BehindReservation { .. }
             | WaitReason::Returning { .. }
             | WaitReason::BehindReturningJob { .. }
             | WaitReason::QueueTerminating { .. }
@@ -565,6 +577,12 @@ impl WaitReason {
             WaitReason::BehindQueueHead { queue, head } => write!(
                 f,
                 "Queue {queue} keeps a strict order (queueingStrategy: Strict) and job {head}, ahead of this one, has not started yet. This job starts after {head} does, or once {head} is deleted."
+            ),
+            WaitReason::BehindReservation { queue, head, at } => write!(
+                f,
+                "Queue {queue} backfills (queueingStrategy: Backfill): job {head}, ahead of this one, has GPUs reserved from {}, its earliest predicted start, and this job would delay it (it is not predicted to end by then). This job starts when it no longer delays {head}, or after {head} starts.",
+                k8s_openapi::jiff::Timestamp::from_second(*at)
+                    .map_or_else(|_| format!("time {at}"), |t| t.to_string())
             ),
             WaitReason::Returning { queue } => write!(
                 f,

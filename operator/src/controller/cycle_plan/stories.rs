@@ -232,6 +232,33 @@ fn a_waiting_job_is_reconciled_when_its_wait_changes_and_not_otherwise() {
     assert_eq!(keys(&edited.reconcile), ["a/next"]);
 }
 
+/// A job waiting behind one predicted to run an hour, started ten minutes ago, is estimated
+/// to start when it ends; the next cycle, a minute later and with nothing else changed,
+/// writes nothing; once the running job's prediction is gone, so is the estimate.
+#[test]
+fn a_waiting_job_is_estimated_to_start_when_the_job_before_it_ends() {
+    let mut c = Cycle::new().team("a", GPUS);
+    c.running("a/long", &(0..GPUS).collect::<Vec<_>>(), false);
+    let long = Arc::make_mut(&mut c.jobs[0]);
+    long.spec.predicted_duration_seconds = Some(3600);
+    let admitted = k8s_openapi::jiff::Timestamp::from_second(NOW - 600).expect("time");
+    long.status.as_mut().expect("status").admitted_at = Some(
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(admitted),
+    );
+    c.job("a/next", GPUS, Some("Queued"));
+    let key: JobKey = "a/next".parse().expect("key");
+    let first = c.plan();
+    assert_eq!(first.waiting[&key].estimate, Some(NOW + 3000));
+    c.carry(&first);
+    assert!(c.plan().reconcile.is_empty());
+    Arc::make_mut(&mut c.jobs[0])
+        .spec
+        .predicted_duration_seconds = None;
+    let unknown = c.plan();
+    assert_eq!(unknown.waiting[&key].estimate, None);
+    assert_eq!(keys(&unknown.reconcile), ["a/next"]);
+}
+
 #[test]
 fn a_job_that_no_longer_waits_is_reconciled() {
     let mut c = Cycle::new().team("a", GPUS);

@@ -75,6 +75,8 @@ pub struct World {
     pub validity: Result<(), Invalid>,
     /// The scheduler's last word on why the job waits, and its place in its queue.
     pub wait: Option<(WaitReason, Option<u32>)>,
+    /// When the scheduler estimates the waiting job starts (seconds); None when it cannot.
+    pub estimated_start: Option<i64>,
     /// The scheduler is creating the job's pods right now.
     pub admission_in_flight: bool,
     /// A scheduling cycle is under way: it, or the next one, admits a job that waits for
@@ -406,6 +408,7 @@ impl Step<'_> {
     fn step(&self, status: &mut TrainingJobStatus, fx: &mut Effects) {
         // Only a job waiting in its queue has a place there and a wait; `queued` sets them.
         status.queue_position = None;
+        status.estimated_start_time = None;
         status.waiting = None;
 
         // The queue and priority in effect, published for `kubectl get tj` (even when the job

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
 use kube::runtime::events::EventType;
 
 use super::{Effects, Step, Stop, queue_name};
@@ -83,11 +84,17 @@ impl Step<'_> {
             // a status write superseded a moment later.
             let old = self.job.status.as_ref();
             status.queue_position = old.and_then(|s| s.queue_position);
+            status.estimated_start_time = old.and_then(|s| s.estimated_start_time.clone());
             status.waiting = old.and_then(|s| s.waiting.clone());
             fx.requeue(Duration::from_secs(1));
             return;
         }
         let wait = self.world.wait.clone();
+        status.estimated_start_time = wait
+            .as_ref()
+            .and(self.world.estimated_start)
+            .and_then(|t| Timestamp::from_second(t).ok())
+            .map(Time);
         status.queue_position = wait
             .as_ref()
             .and_then(|(_, p)| *p)

@@ -154,6 +154,15 @@ fn virtual_clusters(refs: &Refs<'_>) -> Vec<sched::VirtualCluster> {
         .collect()
 }
 
+/// A queue's strategy as the core names it.
+fn queueing_strategy(s: QueueingStrategy) -> sched::QueueingStrategy {
+    match s {
+        QueueingStrategy::BestEffort => sched::QueueingStrategy::BestEffort,
+        QueueingStrategy::Strict => sched::QueueingStrategy::Strict,
+        QueueingStrategy::Backfill => sched::QueueingStrategy::Backfill,
+    }
+}
+
 /// The Queues as the core reads them.
 fn queues(refs: &Refs<'_>) -> Vec<sched::Queue> {
     refs.queues
@@ -167,7 +176,7 @@ fn queues(refs: &Refs<'_>) -> Vec<sched::Queue> {
             user_limit: q.spec.user_limit.map(|u| u.max(0) as u32),
             policy: policy(q.spec.policy),
             priority_preemption: q.spec.priority_preemption,
-            strict: q.spec.queueing_strategy == QueueingStrategy::Strict,
+            strategy: queueing_strategy(q.spec.queueing_strategy),
             terminating: q.metadata.deletion_timestamp.is_some(),
             stop: stop_policy(q.spec.stop_policy),
         })

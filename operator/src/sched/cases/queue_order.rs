@@ -8,11 +8,11 @@
 use super::*;
 
 /// A strict queue of team `t` (limit 8 on two 8-GPU nodes, 4 GPUs in use) and `jobs`.
-fn strict_team(strict: bool, policy: QueuePolicy, jobs: Vec<Job>) -> Decisions {
+fn strict_team(strict: QueueingStrategy, policy: QueuePolicy, jobs: Vec<Job>) -> Decisions {
     let mut t = vc("t", "A100", 8);
     t.limit_gpus = Some(8);
     let mut q = queue("q", "t");
-    q.strict = strict;
+    q.strategy = strict;
     q.policy = policy;
     let mut all = vec![running("t/r", "q", &[("n0", 0, 4)], false)];
     all.extend(jobs);
@@ -26,7 +26,7 @@ fn strict_team(strict: bool, policy: QueuePolicy, jobs: Vec<Job>) -> Decisions {
 }
 
 fn strict(mut q: Queue, policy: QueuePolicy) -> Queue {
-    q.strict = true;
+    q.strategy = QueueingStrategy::Strict;
     q.policy = policy;
     q
 }
@@ -60,7 +60,7 @@ fn kueue_entry_ordering_within_guarantee_before_borrowing() {
 #[test]
 fn kueue_best_effort_fifo_head_does_not_block_the_queue() {
     let d = strict_team(
-        false,
+        QueueingStrategy::BestEffort,
         QueuePolicy::Fifo,
         vec![ones("t/head", "q", 6, 0), ones("t/next", "q", 2, 1)],
     );
@@ -75,7 +75,7 @@ fn kueue_best_effort_fifo_head_does_not_block_the_queue() {
 #[test]
 fn kueue_strict_fifo_head_blocks_the_queue() {
     let d = strict_team(
-        true,
+        QueueingStrategy::Strict,
         QueuePolicy::Fifo,
         vec![ones("t/head", "q", 6, 0), ones("t/next", "q", 2, 1)],
     );
@@ -95,7 +95,7 @@ fn kueue_strict_fifo_higher_priority_is_the_head() {
     let mut young = ones("t/urgent", "q", 6, 5);
     young.priority = 10;
     let d = strict_team(
-        true,
+        QueueingStrategy::Strict,
         QueuePolicy::Priority,
         vec![ones("t/old", "q", 2, 0), young],
     );
@@ -109,7 +109,7 @@ fn kueue_strict_fifo_higher_priority_is_the_head() {
 #[test]
 fn a_strict_queue_is_not_blocked_by_a_job_that_can_never_start() {
     let d = strict_team(
-        true,
+        QueueingStrategy::Strict,
         QueuePolicy::Fifo,
         vec![ones("t/huge", "q", 9, 0), ones("t/next", "q", 2, 1)],
     );
@@ -122,7 +122,7 @@ fn a_strict_queue_is_not_blocked_by_a_job_that_can_never_start() {
 #[test]
 fn a_strict_head_that_starts_as_bonus_lets_the_queue_go_on() {
     let mut strict = queue("s", "t");
-    strict.strict = true;
+    strict.strategy = QueueingStrategy::Strict;
     strict.share = 50;
     let mut other = queue("o", "t");
     other.share = 50;
@@ -143,7 +143,7 @@ fn a_strict_head_that_starts_as_bonus_lets_the_queue_go_on() {
 
     // with no idle GPUs to borrow, the head waits and holds back only its own queue
     let mut strict = queue("s", "t");
-    strict.strict = true;
+    strict.strategy = QueueingStrategy::Strict;
     strict.share = 50;
     let mut other = queue("o", "t");
     other.share = 50;

@@ -200,7 +200,8 @@ fn a_new_job_that_waits_is_written_with_the_schedulers_reason() {
     assert!(message(&s).contains("this job needs 2, 2 more than are left"));
 }
 
-/// `status.waiting` follows the wait: the lifecycle's own word before the scheduler's,
+/// `status.waiting` (and the estimated start) follows the wait: the lifecycle's own word
+/// before the scheduler's,
 /// the scheduler's reason after, kept while the gang's pods are being created (no write),
 /// and gone once the job is admitted.
 #[test]
@@ -219,12 +220,14 @@ fn the_wait_in_fields_follows_the_job_until_it_is_admitted() {
         },
         Some(2),
     ));
+    s.world.estimated_start = Some(at(3_600).0.as_second());
     s.after(1).tick();
     let waiting = s.status().waiting.clone().expect("status.waiting");
     assert_eq!(
         (waiting.code.as_str(), waiting.jobs),
         ("BehindQueueHead", vec!["ns/first".to_string()])
     );
+    assert_eq!(s.status().estimated_start_time, Some(at(3_600)));
     s.world.wait = None;
     s.world.admission_in_flight = true;
     s.after(1).tick();
@@ -232,11 +235,17 @@ fn the_wait_in_fields_follows_the_job_until_it_is_admitted() {
         s.status().waiting.as_ref().map(|w| w.code.as_str()),
         Some("BehindQueueHead")
     );
+    assert_eq!(s.status().estimated_start_time, Some(at(3_600)));
     s.world.admission_in_flight = false;
     s = s.admitted("Pending");
     s.after(1).tick();
     assert_eq!(s.phase(), Phase::Starting);
     assert_eq!(s.status().waiting, None);
+    assert_eq!(
+        s.status().estimated_start_time,
+        None,
+        "admitted: no estimate"
+    );
 }
 
 /// A scheduler that says nothing (busy, or stopped) does not keep a new job unwritten: past

@@ -376,6 +376,7 @@ impl Story {
                 priority: Some(0),
                 validity: Ok(()),
                 wait: None,
+                estimated_start: None,
                 admission_in_flight: false,
                 scheduling: false,
                 nodes: [("n1".to_string(), up())].into_iter().collect(),
