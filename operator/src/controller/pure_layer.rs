@@ -33,6 +33,11 @@ const PURE: &[(&str, &str)] = &[
         include_str!("validate/templates.rs"),
     ),
     ("wait_details.rs", include_str!("wait_details.rs")),
+    ("../predict/mod.rs", include_str!("../predict/mod.rs")),
+    (
+        "../predict/identity.rs",
+        include_str!("../predict/identity.rs"),
+    ),
     ("waiting.rs", include_str!("waiting.rs")),
     ("lifecycle/mod.rs", include_str!("lifecycle/mod.rs")),
     ("lifecycle/failure.rs", include_str!("lifecycle/failure.rs")),
