@@ -182,6 +182,7 @@ pub(crate) mod proptests;
 mod scenarios;
 #[cfg(test)]
 mod scenarios_cells;
+#[cfg(test)]
 mod scenarios_backfill;
 #[cfg(test)]
 mod scenarios_flavors;
