@@ -516,6 +516,9 @@ fn operator_service_account_can_do_what_the_code_does() {
         &["create", "configmaps", "-n", NS],
         &["get", "configmaps/kubetrain-workload-history", "-n", NS],
         &["patch", "configmaps/kubetrain-workload-history", "-n", NS],
+        // the history of run times, the same way
+        &["get", "configmaps/kubetrain-duration-history", "-n", NS],
+        &["patch", "configmaps/kubetrain-duration-history", "-n", NS],
         // startup check
         &[
             "get",

@@ -36,6 +36,8 @@ use super::waiting::WaitDetails;
     printcolumn = r#"{"name":"Bonus","type":"boolean","priority":1,"jsonPath":".status.bonus"}"#,
     printcolumn = r#"{"name":"Preemptions","type":"integer","priority":1,"jsonPath":".status.preemptions"}"#,
     printcolumn = r#"{"name":"Nodes","type":"string","priority":1,"jsonPath":".status.nodes"}"#,
+    printcolumn = r#"{"name":"Predicted","type":"integer","priority":1,"jsonPath":".status.prediction.seconds"}"#,
+    printcolumn = r#"{"name":"Predicted-By","type":"string","priority":1,"jsonPath":".status.prediction.source"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
@@ -90,7 +92,9 @@ pub struct TrainingJobSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
 
-    /// Expected run time in seconds, used by the `ShortestPredictedFirst` policy.
+    /// Expected run time in seconds, used by the `ShortestPredictedFirst` policy. Unset:
+    /// kubetrain predicts it from the cluster's earlier runs of the same job
+    /// (`status.prediction` says what it predicted and from what).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub predicted_duration_seconds: Option<i64>,
@@ -508,12 +512,58 @@ pub struct TrainingJobStatus {
     /// unset once the job is admitted, suspended, retrying or finished.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting: Option<WaitDetails>,
+    /// The run time the scheduler assumes for the job (`ShortestPredictedFirst`), and where
+    /// it came from: `spec.predictedDurationSeconds`, else the median of the cluster's
+    /// earlier runs of the same job (or, failing those, of coarser matches), set when the
+    /// job is first seen and kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prediction: Option<Prediction>,
     /// The `metadata.generation` this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// `Valid`, `Admitted`, `Running`, `Preempting`, `Succeeded`, `Failed`, with reasons.
     #[serde(default)]
     pub conditions: Vec<Condition>,
+}
+
+/// A job's predicted run time and its source.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Prediction {
+    /// Predicted run time in seconds; unset when nothing predicts it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<i64>,
+    /// `User` (`spec.predictedDurationSeconds`), `History` (earlier runs) or `None`.
+    pub source: PredictionSource,
+    /// With `History`: how closely the runs it came from match this job: `NameAndImage`
+    /// (same namespace, user, name without run numbers, images and GPU count), `Name` (the
+    /// same but another image), `User` (the user's jobs of this GPU count) or `Gpus` (any
+    /// run of this GPU count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<PredictionLevel>,
+    /// With `History`: how many runs the median was taken over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs: Option<i32>,
+}
+
+/// Where a predicted run time came from.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PredictionSource {
+    /// The job's own `spec.predictedDurationSeconds`.
+    User,
+    /// The median of the cluster's earlier runs that match the job.
+    History,
+    /// Nothing: no earlier run matches, and the spec gives none.
+    None,
+}
+
+/// How closely the earlier runs behind a prediction match the job, finest first.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PredictionLevel {
+    NameAndImage,
+    Name,
+    User,
+    Gpus,
 }
 
 /// A node the cluster's scheduler refused for the job, and until when kubetrain avoids it.

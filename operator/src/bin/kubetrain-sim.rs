@@ -16,6 +16,7 @@ use clap::{Args, Parser, Subcommand};
 use kubetrain::controller::workload::DEFAULT_HISTORY;
 use kubetrain::sched::{Options, VictimSelection};
 use kubetrain::sim::placement::{self, FgdRow, PlacementRun, PlacementSummary};
+use kubetrain::sim::predictions::{self, PredictionSource, SpfWindow};
 use kubetrain::sim::report::{MixRun, thousands};
 use kubetrain::sim::tenants::{self, Policy, PolicyResult, TenantConfig, Workload};
 use kubetrain::sim::{fgd, openb, philly, report, windows, write_text};
@@ -147,6 +148,10 @@ struct WindowArgs {
         default_value = "strict-quota,lend-kill-restart,hived-like,kubetrain"
     )]
     policy: Vec<String>,
+    /// Run only shortest-predicted-first with learned and oracle predictions, not the
+    /// policies.
+    #[arg(long)]
+    predictions_only: bool,
     /// Rewrite <docs>/benchmarks-philly-windows.md (as `bench --full --docs` does).
     #[arg(long)]
     docs: Option<PathBuf>,
@@ -425,6 +430,8 @@ fn parse_policies(names: &[String]) -> Result<Vec<Policy>> {
 
 struct WindowsOut {
     results: Vec<windows::WindowResult>,
+    /// Shortest-predicted-first, learned against oracle, per window.
+    spf: Vec<SpfWindow>,
     summaries: Vec<windows::PolicySummary>,
     args: WindowArgs,
 }
@@ -434,8 +441,13 @@ struct WindowsOut {
 fn run_windows(a: &WindowArgs) -> Result<WindowsOut> {
     let jobs = philly::read_jobs(&a.common.traces.join("philly/philly_jobs.csv"))?;
     let first = philly::parse_time(&a.first).with_context(|| format!("bad --first {}", a.first))?;
-    let policies = parse_policies(&a.policy)?;
+    let policies = if a.predictions_only {
+        Vec::new()
+    } else {
+        parse_policies(&a.policy)?
+    };
     let mut results = Vec::new();
+    let mut spf = Vec::new();
     for i in 0..a.windows {
         let cfg = TenantConfig {
             window_start: first + i as i64 * a.step * 86_400,
@@ -450,8 +462,12 @@ fn run_windows(a: &WindowArgs) -> Result<WindowsOut> {
         let rs = parallel(&policies, &|&p| {
             tenants::simulate_with(&w, &cfg, p, &private, Options::default())
         });
+        let sources = PredictionSource::ALL;
+        let by_source = parallel(&sources, &|&s| {
+            (s, predictions::simulate_spf(&w, &cfg, &private, &jobs, s))
+        });
         eprintln!(
-            "windows: {start}, {} days, {} jobs, {} nodes: {} policies in {:.1} s",
+            "windows: {start}, {} days, {} jobs, {} nodes: {} policies and SPF in {:.1} s",
             a.days,
             w.jobs.len(),
             w.nodes,
@@ -459,24 +475,27 @@ fn run_windows(a: &WindowArgs) -> Result<WindowsOut> {
             t0.elapsed().as_secs_f64()
         );
         results.extend(rs.iter().map(|r| windows::WindowResult::new(&start, r)));
+        spf.push(SpfWindow::new(&start, &w, &jobs, &by_source));
     }
     let summaries = windows::summarize(&results);
     let table = format!(
-        "{}\n{}\n{}",
+        "{}\n{}\n{}\n{}",
         windows::summary_table(&summaries),
         windows::goals(&summaries),
-        windows::window_table(&results)
+        windows::window_table(&results),
+        predictions::spf_table(&spf)
     );
     write_text(&a.common.out.join("windows.md"), &table)?;
     write_text(
         &a.common.out.join("windows.json"),
         &serde_json::to_string_pretty(
-            &serde_json::json!({ "summaries": summaries, "results": results }),
+            &serde_json::json!({ "summaries": summaries, "results": results, "spf": spf }),
         )?,
     )?;
     println!("{table}");
     Ok(WindowsOut {
         results,
+        spf,
         summaries,
         args: a.clone(),
     })
@@ -511,7 +530,19 @@ window's load and its tenants' guarantees to their share of it, as in benchmarks
 {goals}
 ## Every window
 
-{table}",
+{table}
+## Shortest-predicted-first: learned predictions against the oracle
+
+Each job's prediction is learned only from the trace's own past, through the operator's own
+predictor (`operator/src/predict/`): the runs that ended (by the trace's submission plus run
+time) before the job was submitted, of the same tenant and GPU count, else of the same GPU
+count, else none. The error is the median over the predicted jobs of |predicted − true| /
+true; coverage is the share of jobs with a prediction. Both rows run kubetrain's policy with
+every tenant's queue `ShortestPredictedFirst`: once with the learned predictions, once with
+the true run times (the oracle). Jobs without a prediction wait behind those with one, in
+FIFO order.
+
+{spf}",
         n = a.windows,
         policies = a.policy.join(", "),
         days = a.days,
@@ -520,6 +551,7 @@ window's load and its tenants' guarantees to their share of it, as in benchmarks
         summary = windows::summary_table(&w.summaries),
         goals = windows::goals(&w.summaries),
         table = windows::window_table(&w.results),
+        spf = predictions::spf_table(&w.spf),
     )
 }
 
@@ -596,6 +628,7 @@ fn main() -> Result<()> {
                     step: 7,
                     days: 28,
                     policy: Policy::ALL.iter().map(|p| p.name().to_string()).collect(),
+                    predictions_only: false,
                     docs: None,
                 })?)
             } else {

@@ -14,6 +14,8 @@ use tokio::sync::Notify;
 
 use super::backoff::Failures;
 pub use super::caches::Caches;
+use super::config_store::locked;
+use super::duration_history::DurationHistory;
 use super::job_key::JobKey;
 use super::metrics::Metrics;
 use super::pods::PodSettings;
@@ -97,11 +99,14 @@ pub struct SchedState {
     pub scheduling: bool,
 }
 
-/// The scheduler's memory: its state between cycles and the learned workload history.
+/// The scheduler's memory: its state between cycles, the learned workload history and the
+/// history of run times.
 pub struct SchedulerState {
     state: Mutex<SchedState>,
     /// The learned workload history (kept in a ConfigMap across restarts, unlike `state`).
     history: Mutex<History>,
+    /// The run times of finished jobs, for predictions (kept in a ConfigMap too).
+    durations: Mutex<DurationHistory>,
 }
 
 impl SchedulerState {
@@ -110,6 +115,7 @@ impl SchedulerState {
         SchedulerState {
             state: Mutex::new(SchedState::default()),
             history: Mutex::new(History::new(history)),
+            durations: Mutex::new(DurationHistory::new(crate::predict::Settings::default())),
         }
     }
 
@@ -120,7 +126,22 @@ impl SchedulerState {
 
     /// Locks the learned workload history.
     pub fn history(&self) -> std::sync::MutexGuard<'_, History> {
-        self.history.lock().unwrap_or_else(|e| e.into_inner())
+        locked(&self.history)
+    }
+
+    /// The workload history's lock, for saving it.
+    pub fn history_lock(&self) -> &Mutex<History> {
+        &self.history
+    }
+
+    /// Locks the history of run times.
+    pub fn durations(&self) -> std::sync::MutexGuard<'_, DurationHistory> {
+        locked(&self.durations)
+    }
+
+    /// The run times' lock, for saving them.
+    pub fn durations_lock(&self) -> &Mutex<DurationHistory> {
+        &self.durations
     }
 }
 

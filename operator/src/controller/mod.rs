@@ -10,8 +10,10 @@
 pub mod backoff;
 pub mod caches;
 pub mod conditions;
+pub mod config_store;
 pub mod context;
 pub mod cycle_plan;
+pub mod duration_history;
 pub mod error;
 pub mod finalizing;
 pub mod gang;
@@ -55,11 +57,13 @@ use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource};
-use tracing::{debug, error, info, warn};
+use tracing::{error, info, warn};
 
 use crate::api::{Queue, TrainingJob, VirtualCluster};
 use backoff::Failures;
+use config_store::ConfigStore;
 use context::{Context, SchedulerState, Settings, Signals};
+use duration_history::DurationHistory;
 pub use error::Error;
 use leader::{Elector, LeaderSettings};
 use watches::JobRequests;
@@ -77,7 +81,13 @@ pub struct Config {
 /// from the start, the scheduler and the reconcilers once this replica leads.
 pub async fn run(client: Client, config: Config) -> Result<(), Error> {
     let (watches, job_requests) = watches::start(&client);
-    let history_store = workload::Store::new(client.clone(), &config.leader.namespace);
+    let history_store = workload::store(client.clone(), &config.leader.namespace);
+    let durations_store = ConfigStore::new(
+        client.clone(),
+        &config.leader.namespace,
+        duration_history::CONFIG_MAP,
+        duration_history::DATA_KEY,
+    );
     let ctx = Arc::new(Context::new(
         client.clone(),
         config.settings,
@@ -107,9 +117,18 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
     ctx.signals.job_triggers.enable(&ctx.caches.stores.jobs);
     // Only the leader learns the workload, so only it reads and writes the history.
     if ctx.settings.workload.learns() {
-        let loaded = history_store.load(ctx.settings.workload.history).await;
+        let loaded = workload::load(&history_store, ctx.settings.workload.history).await;
         *ctx.scheduler.history() = loaded;
     }
+    // Only the leader records finished runs, so only it reads and writes their history.
+    let predicting = crate::predict::Settings::default();
+    let durations = config_store::load_or(
+        &durations_store,
+        |text| DurationHistory::from_json(predicting, text),
+        || DurationHistory::new(predicting),
+    )
+    .await;
+    *ctx.scheduler.durations() = durations;
     info!("scheduling and reconciling");
     // Each part of the leader's work is a task of its own: they run on all of the runtime's
     // threads, and a long scheduling cycle holds up neither the reconcilers nor the lease.
@@ -128,10 +147,11 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
         });
     }
     leading.spawn({
-        let (ctx, store) = (ctx.clone(), history_store.clone());
+        let ctx = ctx.clone();
+        let stores = (history_store.clone(), durations_store.clone());
         async move {
-            keep_history(&ctx.settings.workload, &ctx.scheduler, &store).await;
-            "workload history"
+            keep_histories(&ctx.settings.workload, &ctx.scheduler, &stores).await;
+            "learned histories"
         }
     });
     let outcome = tokio::select! {
@@ -148,7 +168,12 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
     // Stopped before the lease is released, so no write of this replica's follows it.
     leading.shutdown().await;
     // Still the leader: what was learned since the last save is not lost.
-    save_history(&ctx.settings.workload, &ctx.scheduler, &history_store).await;
+    save_histories(
+        &ctx.settings.workload,
+        &ctx.scheduler,
+        &(history_store, durations_store),
+    )
+    .await;
     elector.release().await;
     ctx.metrics.leader.set(0);
     outcome
@@ -241,43 +266,29 @@ fn usage_changes(signals: &Signals) -> impl futures::Stream<Item = ()> + Send + 
     })
 }
 
-/// Saves the learned workload history when it changed, at most once a `save_interval`.
-async fn keep_history(
+/// Saves the learned histories (the workload's shapes, the run times) when they changed, at
+/// most once a `save_interval`.
+async fn keep_histories(
     settings: &WorkloadSettings,
     scheduler: &SchedulerState,
-    store: &workload::Store,
+    stores: &(ConfigStore, ConfigStore),
 ) {
-    if !settings.learns() {
-        return futures::future::pending().await;
-    }
     loop {
         tokio::time::sleep(settings.save_interval).await;
-        save_history(settings, scheduler, store).await;
+        save_histories(settings, scheduler, stores).await;
     }
 }
 
-async fn save_history(
+/// `stores`: the workload history's, the run times'.
+async fn save_histories(
     settings: &WorkloadSettings,
     scheduler: &SchedulerState,
-    store: &workload::Store,
+    (workload, durations): &(ConfigStore, ConfigStore),
 ) {
-    if !settings.learns() {
-        return;
+    if settings.learns() {
+        workload.save_if_changed(scheduler.history_lock()).await;
     }
-    let json = {
-        let mut history = scheduler.history();
-        if !history.take_changed() {
-            return;
-        }
-        history.to_json()
-    };
-    match store.save(json).await {
-        Ok(()) => debug!(configmap = workload::CONFIG_MAP, "workload history saved"),
-        Err(e) => {
-            warn!(configmap = workload::CONFIG_MAP, error = %e, "could not save the workload history; retrying");
-            scheduler.history().mark_changed();
-        }
-    }
+    durations.save_if_changed(scheduler.durations_lock()).await;
 }
 
 async fn shutdown_signal() {

@@ -9,6 +9,7 @@
 const PURE: &[(&str, &str)] = &[
     ("conditions.rs", include_str!("conditions.rs")),
     ("cycle_plan.rs", include_str!("cycle_plan.rs")),
+    ("duration_history.rs", include_str!("duration_history.rs")),
     ("gang.rs", include_str!("gang.rs")),
     ("job_key.rs", include_str!("job_key.rs")),
     ("node_health.rs", include_str!("node_health.rs")),

@@ -29,6 +29,7 @@ use tracing::{Instrument, debug, error, info, info_span, warn};
 use super::caches::{Caches, RefMaps};
 use super::context::{Context, SchedulerState, Settings};
 use super::cycle_plan::{self, CyclePlan};
+use super::duration_history;
 use super::gang::Gang;
 use super::job_key::{JobKey, owned_by};
 use super::metrics::{QueueLabels, ReasonLabels};
@@ -183,6 +184,8 @@ struct Observed {
     pods: Vec<Arc<Pod>>,
     jobs: Vec<Arc<TrainingJob>>,
     maps: Arc<RefMaps>,
+    /// Predicted run times of the jobs first seen (`duration_history`).
+    predictions: BTreeMap<JobKey, i64>,
 }
 
 impl Observed {
@@ -201,6 +204,7 @@ impl Observed {
                 inflight: &self.inflight,
                 asked: &self.asked,
                 reservation_namespace: &settings.pods.reservation.namespace,
+                predictions: &self.predictions,
             },
             options: &settings.sched,
             published: &self.published,
@@ -248,6 +252,8 @@ fn observe(caches: &Caches, scheduler: &SchedulerState, now: i64) -> Observed {
     // The caches are read after the admissions in flight were let go: one let go because the
     // cache showed its pods is then in this view too. Read before, a pod arriving in between
     // left the job with neither its pods nor its admission, and it was admitted again.
+    let jobs = caches.stores.jobs.state();
+    let predictions = predict(scheduler, &jobs, now);
     Observed {
         now,
         inflight,
@@ -256,9 +262,44 @@ fn observe(caches: &Caches, scheduler: &SchedulerState, now: i64) -> Observed {
         usage,
         nodes: caches.stores.nodes.state(),
         pods: caches.stores.pods.state(),
-        jobs: caches.stores.jobs.state(),
+        jobs,
         maps: caches.ref_maps(),
+        predictions,
     }
+}
+
+/// Records the runs that finished since the last cycle in the history of run times, and
+/// predicts the run time of each job it sees for the first time: not finished, no status
+/// prediction yet, none in its spec. Its reconciler writes the same prediction in its status
+/// (`lifecycle`, `duration_history::settle`); until then this cycle's carries it.
+fn predict(
+    scheduler: &SchedulerState,
+    jobs: &[Arc<TrainingJob>],
+    now: i64,
+) -> BTreeMap<JobKey, i64> {
+    let mut durations = scheduler.durations();
+    let recorded = durations.record_finished(jobs, now);
+    if recorded > 0 {
+        debug!(
+            recorded,
+            identities = durations.predictor().len(),
+            "run times recorded"
+        );
+    }
+    jobs.iter()
+        .filter(|j| j.spec.predicted_duration_seconds.is_none())
+        .filter(|j| {
+            j.status
+                .as_ref()
+                .is_none_or(|s| s.prediction.is_none() && !s.phase.is_finished())
+        })
+        .filter_map(|j| {
+            let p = durations
+                .predictor()
+                .predict(&duration_history::identity_of(j))?;
+            Some((JobKey::of(j), p.seconds))
+        })
+        .collect()
 }
 
 /// Step 3, first part: the plan's numbers in the metrics, its waits and usage moved into the

@@ -23,6 +23,7 @@ use kube::{Api, ResourceExt};
 use tracing::{debug, info, instrument};
 
 use super::context::Context;
+use super::duration_history;
 use super::error::{self, Error, Reconciler};
 use super::gang::Gang;
 use super::job_key::JobKey;
@@ -83,6 +84,8 @@ fn observe(ctx: &Context, job: &TrainingJob, key: &JobKey, gang: &Gang) -> World
         scheduling,
         nodes,
         reservations,
+        prediction: duration_history::needs_prediction(job)
+            .then(|| duration_history::prediction_for(job, ctx.scheduler.durations().predictor())),
         settings: lifecycle::Settings {
             max_infrastructure_retries: ctx.settings.max_infrastructure_retries,
             incomplete_gang_timeout: ctx.settings.incomplete_gang_timeout,

@@ -8,23 +8,22 @@
 //! - **Learned**: a [`History`] of the last N arrivals (`--workload-history`, 0: off). An
 //!   arrival is a TrainingJob, by UID, that a scheduling cycle sees for the first time; each
 //!   of its GPU tasks adds its replica shape `replicas` times. The leader keeps the history
-//!   in the ConfigMap [`CONFIG_MAP`] ([`Store`]) so a restart or failover resumes it.
+//!   in the ConfigMap [`CONFIG_MAP`] ([`store`], `config_store.rs`) so a restart or failover
+//!   resumes it.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Patch, PatchParams};
-use kube::{Api, Client, ResourceExt};
+use kube::{Client, ResourceExt};
 use serde::{Deserialize, Serialize};
-use tracing::{debug, info, warn};
+use tracing::debug;
 
+use super::config_store::{self, ConfigStore, Kept};
 use super::job_key::JobKey;
 use super::resources::parse_milli;
 use crate::api::TrainingJob;
-use crate::api::annotations::MANAGER;
 use crate::sched::{self, Flavor, GpuDemand, MilliGpu, WorkloadShape};
 
 /// The ConfigMap, in the operator's namespace, that keeps the learned history.
@@ -138,7 +137,7 @@ pub struct History {
     /// arrival, not one more every time the window passes it. Pruned to the jobs that exist.
     aged_out: HashSet<String>,
     counts: BTreeMap<Shape, u64>,
-    /// Changed since [`History::take_changed`].
+    /// Changed since the last `take_changed`.
     changed: bool,
 }
 
@@ -223,16 +222,6 @@ impl History {
             .collect()
     }
 
-    /// Whether it changed since the last call.
-    pub fn take_changed(&mut self) -> bool {
-        std::mem::take(&mut self.changed)
-    }
-
-    /// Marks it changed (a save that failed is retried).
-    pub fn mark_changed(&mut self) {
-        self.changed = true;
-    }
-
     /// The stored form: a table of distinct shapes, and the arrivals, oldest first, as
     /// `[uid, shape index, replicas]` rows (one per shape of an arrival).
     pub fn to_stored(&self) -> Stored {
@@ -306,16 +295,25 @@ impl History {
         Ok(history)
     }
 
-    /// JSON for the ConfigMap.
-    pub fn to_json(&self) -> String {
-        // A struct of strings and integers always serializes.
-        serde_json::to_string(&self.to_stored()).unwrap_or_default()
-    }
-
     pub fn from_json(capacity: u32, text: &str) -> Result<History, WorkloadError> {
         let stored: Stored =
             serde_json::from_str(text).map_err(|e| WorkloadError::Stored(e.to_string()))?;
         History::from_stored(capacity, stored)
+    }
+}
+
+impl Kept for History {
+    fn take_changed(&mut self) -> bool {
+        std::mem::take(&mut self.changed)
+    }
+
+    fn mark_changed(&mut self) {
+        self.changed = true;
+    }
+
+    fn to_json(&self) -> String {
+        // A struct of strings and integers always serializes.
+        serde_json::to_string(&self.to_stored()).unwrap_or_default()
     }
 }
 
@@ -507,72 +505,25 @@ pub fn read_shapes(file: &Path) -> Result<Vec<WorkloadShape>, WorkloadError> {
 }
 
 /// The ConfigMap that keeps the history.
-#[derive(Clone)]
-pub struct Store {
-    api: Api<ConfigMap>,
+pub fn store(client: Client, namespace: &str) -> ConfigStore {
+    ConfigStore::new(client, namespace, CONFIG_MAP, DATA_KEY)
 }
 
-impl Store {
-    pub fn new(client: Client, namespace: &str) -> Self {
-        Store {
-            api: Api::namespaced(client, namespace),
-        }
-    }
-
-    /// The stored history, or an empty one when there is none or it cannot be read: the
-    /// distribution only tunes placement, so it never stops the operator.
-    pub async fn load(&self, capacity: u32) -> History {
-        let text = match self.api.get_opt(CONFIG_MAP).await {
-            Ok(Some(cm)) => cm.data.and_then(|mut d| d.remove(DATA_KEY)),
-            Ok(None) => None,
-            Err(e) => {
-                warn!(configmap = CONFIG_MAP, error = %e, "could not read the workload history; starting empty");
-                return History::new(capacity);
-            }
-        };
-        let Some(text) = text else {
-            info!(
-                configmap = CONFIG_MAP,
-                "no stored workload history; starting empty"
-            );
-            return History::new(capacity);
-        };
-        match History::from_json(capacity, &text) {
-            Ok(h) => {
-                info!(
-                    configmap = CONFIG_MAP,
-                    arrivals = h.len(),
-                    "workload history loaded"
-                );
-                h
-            }
-            Err(e) => {
-                warn!(configmap = CONFIG_MAP, error = %e, "ignoring the stored workload history; starting empty");
-                History::new(capacity)
-            }
-        }
-    }
-
-    /// Writes `json` (from [`History::to_json`]) by server-side apply.
-    pub async fn save(&self, json: String) -> Result<(), kube::Error> {
-        let cm = serde_json::json!({
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {
-                "name": CONFIG_MAP,
-                "labels": { "app.kubernetes.io/part-of": "kubetrain" },
-            },
-            "data": { DATA_KEY: json },
-        });
-        self.api
-            .patch(
-                CONFIG_MAP,
-                &PatchParams::apply(MANAGER).force(),
-                &Patch::Apply(&cm),
-            )
-            .await
-            .map(|_| ())
-    }
+/// The stored history, or an empty one when there is none or it cannot be read: the
+/// distribution only tunes placement, so it never stops the operator.
+pub async fn load(store: &ConfigStore, capacity: u32) -> History {
+    let h = config_store::load_or(
+        store,
+        |text| History::from_json(capacity, text),
+        || History::new(capacity),
+    )
+    .await;
+    debug!(
+        configmap = CONFIG_MAP,
+        arrivals = h.len(),
+        "workload history"
+    );
+    h
 }
 
 #[cfg(test)]

@@ -12,6 +12,8 @@
 //!   the GPU-time since the last periodic checkpoint) under four policies, three of which are
 //!   baselines expressed as honest variations of the snapshot given to `sched` or of how the
 //!   simulator carries out its decisions (see [`tenants::Policy`]).
+//! - [`predictions`]: Setup B with run times learned from the trace's own past, and
+//!   shortest-predicted-first with them against the oracle of the true run times.
 //! - [`stats`] (percentiles, CDFs) and [`report`] (JSON, CSV, markdown tables, SVG plots).
 //!
 //! Everything is deterministic for a given seed: the only randomness is [`rng::SplitMix64`].
@@ -20,6 +22,7 @@ pub mod fgd;
 pub mod openb;
 pub mod philly;
 pub mod placement;
+pub mod predictions;
 pub mod report;
 pub mod rng;
 pub mod stats;

@@ -35,9 +35,20 @@ use super::philly::PhillyJob;
 use super::stats::{mean, percentile};
 use crate::sched::{
     CellGuarantee, Decisions, Flavor, FlavorGuarantee, GpuDemand, Job, Node, Options,
-    PreemptionReason, Queue, ReplicaPlacement, Resources, Running, Snapshot, Task, Topology,
-    TopologyConstraint, TopologyLevel, VictimSelection, VirtualCluster, WaitReason, schedule_with,
+    PreemptionReason, Queue, QueuePolicy, ReplicaPlacement, Resources, Running, Snapshot, Task,
+    Topology, TopologyConstraint, TopologyLevel, VictimSelection, VirtualCluster, WaitReason,
+    schedule_with,
 };
+
+/// How each tenant's queue orders its jobs, and what it knows of their run times (the
+/// queue policies that read predictions, `sim::predictions`).
+#[derive(Clone, Debug, Default)]
+pub struct Queueing {
+    pub policy: QueuePolicy,
+    /// Each window job's predicted run time, in the order of [`Workload::jobs`]; a job past
+    /// its end, or `None`, has none.
+    pub predictions: Vec<Option<i64>>,
+}
 
 /// The flavor of every simulated Philly node.
 pub const FLAVOR: &str = "P100";
@@ -338,6 +349,8 @@ enum State {
 }
 
 struct SimJob {
+    /// Its index among the jobs the simulation was made from.
+    index: usize,
     template: Job,
     gpus: u32,
     duration: i64,
@@ -426,6 +439,7 @@ impl<'a> Sim<'a> {
             };
             by_id.insert(id.clone(), sim_jobs.len());
             sim_jobs.push(SimJob {
+                index: i,
                 template,
                 gpus: j.gpus,
                 duration: j.duration,
@@ -469,6 +483,19 @@ impl<'a> Sim<'a> {
             opts,
             totals: Totals::default(),
         }
+    }
+
+    /// Each queue ordered by `q.policy`, each job with its prediction (by its index among
+    /// the jobs it was made from).
+    fn queued(mut self, q: &Queueing) -> Self {
+        for queue in &mut self.snap.queues {
+            queue.policy = q.policy;
+        }
+        for job in &mut self.jobs {
+            job.template.predicted_duration_seconds =
+                q.predictions.get(job.index).copied().flatten();
+        }
+        self
     }
 
     /// Integrate allocation (and fragmentation) up to `t`, within the window.
@@ -794,6 +821,18 @@ pub fn simulate_with(
     private: &BTreeMap<String, i64>,
     opts: Options,
 ) -> PolicyResult {
+    simulate_queued(w, cfg, policy, private, opts, &Queueing::default())
+}
+
+/// [`simulate_with`] with each tenant's queue ordered by `queueing` (FIFO by default).
+pub fn simulate_queued(
+    w: &Workload,
+    cfg: &TenantConfig,
+    policy: Policy,
+    private: &BTreeMap<String, i64>,
+    opts: Options,
+    queueing: &Queueing,
+) -> PolicyResult {
     let t0 = Instant::now();
     let idx: BTreeMap<&str, usize> = w
         .tenants
@@ -809,7 +848,8 @@ pub fn simulate_with(
         &w.jobs,
         &|x| idx.get(x).copied(),
         opts,
-    );
+    )
+    .queued(queueing);
     let (records, alloc, frag, totals) = sim.run();
     let f = |v: Vec<i64>| v.into_iter().map(|x| x as f64).collect::<Vec<f64>>();
     let jct = f(records.iter().filter_map(JobRecord::jct).collect());

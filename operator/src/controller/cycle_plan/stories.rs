@@ -147,6 +147,7 @@ impl Cycle {
                 inflight: &self.inflight,
                 asked: &self.asked,
                 reservation_namespace: "kubetrain-system",
+                predictions: &BTreeMap::new(),
             },
             options: &sched::Options::default(),
             published: &self.published,

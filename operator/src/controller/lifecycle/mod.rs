@@ -26,11 +26,13 @@ use k8s_openapi::jiff::SignedDuration;
 use kube::runtime::events::EventType;
 
 use super::conditions;
+use super::duration_history::settle;
 pub use super::gang::Gang;
 use super::gang::Member;
 pub use super::node_health::NodeState;
 use super::validate::Invalid;
 use crate::api::reasons::{ConditionType, EventReason, Reason};
+use crate::api::trainingjob::Prediction;
 use crate::api::{Phase, TrainingJob, TrainingJobStatus};
 use crate::sched::WaitReason;
 pub use failure::backoff;
@@ -89,6 +91,10 @@ pub struct World {
     /// or runs on (`reservations`), as the cache shows the pod of that GPU's fixed name.
     /// Its scheduler's refusal is a waiting share's; its loss stops a running one.
     pub reservations: BTreeMap<String, Arc<Pod>>,
+    /// The history's prediction of the job's run time now (`duration_history`): what
+    /// `status.prediction` says of a job first seen. `None`: not looked up; the status keeps
+    /// what it has.
+    pub prediction: Option<Prediction>,
     pub settings: Settings,
 }
 
@@ -434,6 +440,13 @@ impl Step<'_> {
         if status.phase.is_finished() {
             return self.finished(status, fx);
         }
+        // The run time the scheduler assumes: the spec's, else the one made when the job was
+        // first seen (the same the cycle gave the core until this write).
+        status.prediction = settle(
+            status.prediction.take(),
+            self.job.spec.predicted_duration_seconds,
+            self.world.prediction.as_ref(),
+        );
         if let Flow::Done = self.validity(status, fx) {
             return;
         }

@@ -7,6 +7,7 @@ use kube::ResourceExt;
 
 use super::{Inflight, World, level, secs};
 use crate::api::{Phase, TrainingJob, TrainingJobStatus};
+use crate::controller::duration_history::predicted_seconds;
 use crate::controller::gang::{Gang, GangKey};
 use crate::controller::job_key::JobKey;
 use crate::controller::validate::{Validated, validate};
@@ -156,7 +157,8 @@ fn job_model(
         topology: topology_of(job),
         retries: status.retries.max(0) as u32,
         preemptions: status.preemptions.max(0) as u32,
-        predicted_duration_seconds: job.spec.predicted_duration_seconds,
+        predicted_duration_seconds: predicted_seconds(job, &status)
+            .or_else(|| world.predictions.get(key).copied()),
         running,
         returning,
     })

@@ -46,6 +46,9 @@ pub struct World<'a> {
     pub asked: &'a BTreeMap<JobKey, Asked>,
     /// Where the operator's GPU reservation pods are (`reservations`).
     pub reservation_namespace: &'a str,
+    /// Predicted run times of the jobs whose status has none yet (first seen this cycle),
+    /// from the history of run times (`duration_history`).
+    pub predictions: &'a BTreeMap<JobKey, i64>,
 }
 
 fn level(l: TopologyLevel) -> sched::TopologyLevel {
@@ -331,10 +334,22 @@ mod tests {
 
     fn snapshot_at(
         now: i64,
+        objects: Objects<'_>,
+        queues: &BTreeMap<String, Arc<Queue>>,
+        vcs: &BTreeMap<String, Arc<VirtualCluster>>,
+        asked: &BTreeMap<JobKey, Asked>,
+    ) -> sched::Snapshot {
+        predicted_at(now, objects, queues, vcs, asked, &BTreeMap::new())
+    }
+
+    /// [`snapshot_at`], with the cycle's predictions of the jobs first seen.
+    fn predicted_at(
+        now: i64,
         (nodes, pods, jobs): Objects<'_>,
         queues: &BTreeMap<String, Arc<Queue>>,
         vcs: &BTreeMap<String, Arc<VirtualCluster>>,
         asked: &BTreeMap<JobKey, Asked>,
+        predictions: &BTreeMap<JobKey, i64>,
     ) -> sched::Snapshot {
         let world = World {
             now,
@@ -354,8 +369,49 @@ mod tests {
             inflight: &BTreeMap::new(),
             asked,
             reservation_namespace: RESERVATIONS,
+            predictions,
         };
         build(&world)
+    }
+
+    /// The core orders a job by its spec's run time, else its status's prediction from the
+    /// history, else (first seen, its status not written yet) the cycle's own prediction.
+    #[test]
+    fn a_jobs_predicted_run_time_is_its_specs_else_its_statuss_else_the_cycles() {
+        let (queues, vcs) = one_team();
+        let nodes = vec![node()];
+        let mut own = (*job("own", "q", 1, "Queued")).clone();
+        own.spec.predicted_duration_seconds = Some(60);
+        let mut kept = (*job("kept", "q", 1, "Queued")).clone();
+        if let Some(s) = kept.status.as_mut() {
+            s.prediction = Some(crate::api::trainingjob::Prediction {
+                seconds: Some(3600),
+                source: crate::api::trainingjob::PredictionSource::History,
+                level: None,
+                runs: Some(2),
+            });
+        }
+        let jobs = vec![Arc::new(own), Arc::new(kept), job("new", "q", 1, "Queued")];
+        let key = |name: &str| JobKey::of(jobs.iter().find(|j| j.name_any() == name).expect("job"));
+        let predictions = BTreeMap::from([(key("new"), 900), (key("own"), 5), (key("kept"), 5)]);
+        let snap = predicted_at(
+            NOW,
+            (&nodes, &[], &jobs),
+            &queues,
+            &vcs,
+            &BTreeMap::new(),
+            &predictions,
+        );
+        let of = |name: &str| {
+            snap.jobs
+                .iter()
+                .find(|j| j.id.ends_with(&format!("/{name}")))
+                .and_then(|j| j.predicted_duration_seconds)
+        };
+        assert_eq!(
+            (of("own"), of("kept"), of("new")),
+            (Some(60), Some(3600), Some(900))
+        );
     }
 
     /// Pods of no job in the snapshot are on their way out when they are being deleted

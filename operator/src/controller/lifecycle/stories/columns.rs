@@ -88,3 +88,35 @@ fn jobset_a_new_reason_keeps_the_conditions_transition_time() {
         at(0)
     );
 }
+
+/// `status.prediction` (the PREDICTED columns of `kubectl get tj -o wide`): a new job takes
+/// the history's prediction and keeps it while more runs finish; the spec's own value wins
+/// at once, and when it is removed the history's comes back.
+#[test]
+fn a_job_keeps_the_prediction_made_when_it_was_first_seen_unless_its_spec_gives_one() {
+    use crate::api::trainingjob::{Prediction, PredictionLevel, PredictionSource};
+    let learned = |seconds: i64, runs: i32| Prediction {
+        seconds: Some(seconds),
+        source: PredictionSource::History,
+        level: Some(PredictionLevel::Name),
+        runs: Some(runs),
+    };
+    let mut s = Story::new(1);
+    s.world.prediction = Some(learned(3600, 3));
+    s.tick();
+    assert_eq!(s.status().prediction, Some(learned(3600, 3)));
+    // Another run finished meanwhile: the job's prediction stays as it was made.
+    s.world.prediction = Some(learned(4000, 4));
+    s.after(1).tick();
+    assert_eq!(s.status().prediction, Some(learned(3600, 3)));
+    s.job.spec.predicted_duration_seconds = Some(600);
+    s.after(1).tick();
+    let p = s.status().prediction.clone().expect("set");
+    assert_eq!(
+        (p.source, p.seconds, p.runs),
+        (PredictionSource::User, Some(600), None)
+    );
+    s.job.spec.predicted_duration_seconds = None;
+    s.after(1).tick();
+    assert_eq!(s.status().prediction, Some(learned(4000, 4)));
+}

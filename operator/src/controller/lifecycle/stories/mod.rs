@@ -381,6 +381,7 @@ impl Story {
                 scheduling: false,
                 nodes: [("n1".to_string(), up())].into_iter().collect(),
                 reservations: Default::default(),
+                prediction: None,
                 settings: Settings {
                     max_infrastructure_retries: 3,
                     incomplete_gang_timeout: Duration::from_secs(30),
