@@ -139,6 +139,7 @@ mod cycle;
 mod cycle_state;
 pub mod decisions;
 mod digest;
+mod flavor_choice;
 mod frag;
 mod ids;
 pub mod model;
