@@ -13,7 +13,7 @@ use super::cluster::{Cluster, Mode};
 use super::constraints;
 use super::cycle_state::{Cycle, Pending, ShapeKey, scope};
 use super::decisions::{Admission, Decisions, WaitReason, Waiting};
-use super::frag::{self, Mix};
+use super::frag::Mix;
 use super::ids::{FlavorId, IdVec, JobIdx, NodeId, QueueId, RunIdx, VcId};
 use super::model::{
     Flavor, GpuDemand, Gpus, Job, QueueingStrategy, Running, Snapshot, TopologyLevel,
@@ -267,67 +267,6 @@ impl<'a> Cycle<'a> {
             p.demands.iter().map(|d| (d.gpu, d.cpu, d.mem)).collect(),
             p.filter.as_ref().map(|f| f.id),
         )
-    }
-
-    /// A job that accepts several GPU types (any, or the set it lists; or uses none): its
-    /// acceptable types in the order of the fragmentation its placement there would add
-    /// (FGD's coarse score, see `frag`; a type where it does not fit last), so that every
-    /// acceptable type and node is scored together. Between types that fit equally well the
-    /// scarcer goes last: the type whose GPUs the workload's mix asks more of (its demand per
-    /// GPU, `Mix::demand_per_gpu`), so that a job with a choice leaves it to the jobs that
-    /// have none. Then ties for a job without GPUs go to a type where it goes on nodes with
-    /// no idle GPU (as `frag_pick` within a type), then to the type whose placement starts
-    /// at the lowest node index: the same fixed node order as within a type, so a tie does
-    /// not always favour the first type by name. Nothing here reads the order in which a job
-    /// lists its types: `flavors` comes in the cluster's order (`digest`), and the ranking
-    /// is a sort on the scores.
-    fn rank_flavors(&mut self, p: &Pending, flavors: &[FlavorId]) -> Vec<FlavorId> {
-        if flavors.len() < 2 || self.mix.is_empty() {
-            return flavors.to_vec();
-        }
-        // (score, lower is better; the type's demand per GPU (a non-negative float's bits,
-        // ordered as the float); a job without GPUs placed beside idle GPUs (as in
-        // `frag_pick`); first node of the placement; type)
-        let no_gpu = p.demands.iter().all(|d| d.gpu == GpuDemand::None);
-        let mut scored: Vec<(i64, u64, bool, NodeId, FlavorId)> = Vec::with_capacity(flavors.len());
-        let mut scratch = Vec::new();
-        for &f in flavors {
-            let key = self.shape(p, f);
-            let mut score = (i64::MAX, true, NodeId(u32::MAX));
-            if !self.no_fit.contains(&key) {
-                let req = self.request(p, f);
-                match place(&mut self.c, &req, Mode::Now, scope(p)) {
-                    None => {
-                        self.no_fit.insert(key);
-                    }
-                    Some(trial) => {
-                        let mut nodes: Vec<NodeId> = trial.takes.iter().map(|t| t.1.node).collect();
-                        nodes.sort_unstable();
-                        nodes.dedup();
-                        let after: f64 = nodes
-                            .iter()
-                            .map(|&n| self.mix.frag_now(&self.c, n, &mut scratch))
-                            .sum();
-                        trial.undo(&mut self.c);
-                        let before: f64 = nodes
-                            .iter()
-                            .map(|&n| self.mix.frag_now(&self.c, n, &mut scratch))
-                            .sum();
-                        let beside_idle =
-                            no_gpu && nodes.iter().any(|&n| self.c.nodes[n].has_idle_gpu());
-                        score = (
-                            -frag::rank(after - before),
-                            beside_idle,
-                            nodes.first().copied().unwrap_or(NodeId(u32::MAX)),
-                        );
-                    }
-                }
-            }
-            let demand = self.mix.demand_per_gpu(f).max(0.0).to_bits();
-            scored.push((score.0, demand, score.1, score.2, f));
-        }
-        scored.sort_unstable();
-        scored.into_iter().map(|x| x.4).collect()
     }
 
     /// Place now on flavor `f`; guaranteed placements must keep cell guarantees whole.

@@ -84,6 +84,8 @@ pub(crate) struct Mix {
     per_gpu: IdVec<FlavorId, (f64, f64)>,
     /// Per flavor: the demand each of its GPUs is expected to serve (see [`Mix::demand_per_gpu`]).
     demand: IdVec<FlavorId, f64>,
+    /// The mean of `demand` over all GPUs (see [`Mix::mean_demand_per_gpu`]).
+    mean_demand: f64,
 }
 
 type ClassKey = (GpuDemand, Vec<FlavorId>);
@@ -182,6 +184,7 @@ impl Mix {
             other: IdVec::filled(0.0, flavors),
             per_gpu: IdVec::filled((0.0, 0.0), flavors),
             demand: IdVec::filled(0.0, flavors),
+            mean_demand: 0.0,
         };
         if total == 0 {
             return mix;
@@ -192,6 +195,7 @@ impl Mix {
             mix.add_class(gpu, &types, &needs, &gpus, total);
         }
         mix.set_per_gpu();
+        mix.set_mean_demand(&gpus);
         mix
     }
 
@@ -238,6 +242,20 @@ impl Mix {
             } else {
                 self.other[f] += class.weight;
             }
+        }
+    }
+
+    /// Sets the mean demand per GPU, over every GPU of the cluster (`gpus` per flavor).
+    fn set_mean_demand(&mut self, gpus: &IdVec<FlavorId, f64>) {
+        let g: f64 = gpus.iter().sum();
+        if g > 0.0 {
+            self.mean_demand = self
+                .demand
+                .iter()
+                .zip(gpus.iter())
+                .map(|(d, n)| d * n)
+                .sum::<f64>()
+                / g;
         }
     }
 
@@ -290,6 +308,14 @@ impl Mix {
     /// can run nowhere else (PAI's reserve-and-pack, with the mix as the measure).
     pub fn demand_per_gpu(&self, flavor: FlavorId) -> f64 {
         self.demand.get(flavor).copied().unwrap_or(0.0)
+    }
+
+    /// The mean of [`Mix::demand_per_gpu`] over every GPU of the cluster: the demand of the
+    /// mix per replica spread evenly over all GPUs. A type's demand per GPU over this mean
+    /// says how much more (or less) than an average GPU the workload asks of each of its
+    /// GPUs (how `flavor_choice` weighs scarcity).
+    pub fn mean_demand_per_gpu(&self) -> f64 {
+        self.mean_demand
     }
 
     /// No shapes: every score is zero.

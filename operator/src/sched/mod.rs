@@ -146,6 +146,7 @@ mod cycle_state;
 pub mod decisions;
 mod digest;
 pub mod estimate;
+mod flavor_choice;
 mod frag;
 mod ids;
 pub mod model;

@@ -120,3 +120,90 @@ fn a_flexible_job_leaves_the_scarce_type_to_the_job_that_needs_it() {
         assert_eq!(flavor("t/t4-only").as_deref(), Some("T4"), "{d:?}");
     }
 }
+
+/// The workload an administrator supplies for the two scenarios below: of the 1-GPU jobs,
+/// half run only on T4 and half anywhere, and one job in nine asks a whole 8-GPU node.
+fn t4_bound_workload() -> Vec<WorkloadShape> {
+    let shape = |gpus: u32, names: &[&str], count: u64| WorkloadShape {
+        gpus: GpuDemand::Whole(gpus),
+        cpu_milli: 1000,
+        memory_bytes: GIB,
+        gpu_types: types(names),
+        count,
+    };
+    vec![shape(1, &["T4"], 4), shape(1, &[], 4), shape(8, &[], 1)]
+}
+
+/// One T4 node of two GPUs, one of them taken by a T4-only job; two empty 8-GPU G2 nodes.
+/// Waiting, in this order: a 1-GPU job that runs on either type (its types written in
+/// `listed` order), then a 1-GPU job that runs only on T4.
+fn last_t4_gpu(listed: &[&str]) -> Snapshot {
+    let t = VirtualCluster {
+        guarantee: ["T4", "G2"]
+            .into_iter()
+            .map(|f| FlavorGuarantee {
+                flavor: Flavor::new(f),
+                gpus: 18,
+                cells: vec![],
+            })
+            .collect(),
+        ..vc("t", "T4", 0)
+    };
+    let on = |id: &str, at: i64, names: &[&str]| {
+        let mut j = job(id, "q", 1, 1);
+        j.gpu_types = types(names);
+        j.queued_at = at;
+        j
+    };
+    let mut s = snapshot(
+        0,
+        vec![
+            node("a-t4", "T4", 2, None),
+            node("b-g2", "G2", 8, None),
+            node("c-g2", "G2", 8, None),
+        ],
+        vec![t],
+        vec![queue("q", "t")],
+        vec![
+            run(
+                on("t/running", 0, &["T4"]),
+                &[("a-t4", &[0])],
+                false,
+                0,
+                None,
+            ),
+            on("t/flex", 1, listed),
+            on("t/t4-only", 2, &["T4"]),
+        ],
+    );
+    s.workload = t4_bound_workload();
+    s
+}
+
+/// Scarcity outweighs a tighter fit. By fragmentation alone the flexible job fits best on the
+/// last T4 GPU (it fills the T4 node, where breaking a G2 node leaves seven GPUs the 8-GPU
+/// jobs cannot use). But the workload asks far more of each T4 GPU than of each G2 GPU (half
+/// its 1-GPU jobs can run only on the two T4 GPUs), so taking a T4 GPU costs the flexible job
+/// more than breaking a G2 node: it goes to G2, and the job that can run only on T4 starts on
+/// the GPU left for it. Written either way round, the types place the same.
+#[test]
+fn a_flexible_job_leaves_the_last_scarce_gpu_to_the_job_bound_to_it() {
+    let d = schedule(&last_t4_gpu(&["T4", "G2"]));
+    let flavor = |j: &str| d.admission(j).map(|a| a.flavor.to_string());
+    assert_eq!(flavor("t/flex").as_deref(), Some("G2"), "{d:?}");
+    assert_eq!(nodes_of(&d, "t/t4-only"), vec!["a-t4".to_string()], "{d:?}");
+    assert_eq!(d, schedule(&last_t4_gpu(&["G2", "T4"])));
+}
+
+/// Without jobs bound to a type, scarcity costs nothing: with the same workload but every
+/// 1-GPU job accepting any type, the flexible job takes the last T4 GPU, its tightest fit.
+#[test]
+fn without_bound_jobs_the_tightest_fit_wins() {
+    let mut s = last_t4_gpu(&["T4", "G2"]);
+    for w in &mut s.workload {
+        w.gpu_types.clear();
+    }
+    s.jobs.retain(|j| j.id != "t/t4-only");
+    let d = schedule(&s);
+    assert_eq!(nodes_of(&d, "t/flex"), vec!["a-t4".to_string()], "{d:?}");
+}
