@@ -8,7 +8,7 @@
 //! cordoned nodes are the snapshot's `schedulable` flag, not this module's business.
 //! Pure data and pure functions: the controller translates the pod template and the volumes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 /// What of a node the constraints read: its name, labels and taints. The snapshot's
@@ -167,6 +167,19 @@ pub struct Term {
 }
 
 impl Term {
+    /// The values of label `key` this term accepts, when its `In` requirements on the key
+    /// restrict it to a list (an empty term matches no node: no value).
+    fn allowed_values(&self, key: &str) -> Option<BTreeSet<String>> {
+        if self.is_empty() {
+            return Some(BTreeSet::new());
+        }
+        self.expressions
+            .iter()
+            .filter(|r| r.key == key && r.operator == SelectorOperator::In)
+            .map(|r| r.values.iter().cloned().collect::<BTreeSet<_>>())
+            .reduce(|a, b| a.intersection(&b).cloned().collect())
+    }
+
     fn matches(&self, node: &impl NodeFacts) -> bool {
         !self.is_empty()
             && self
@@ -280,6 +293,34 @@ impl fmt::Display for Mismatch {
 }
 
 impl NodeConstraints {
+    /// The values the label `key` may have on a node these constraints accept, when they
+    /// restrict it to a list: a `nodeSelector` on it, or an affinity each of whose terms has
+    /// an `In` on it (a term without one leaves the label free). Several restrictions
+    /// intersect. `None`: any value (or none) may do.
+    pub fn allowed_values(&self, key: &str) -> Option<BTreeSet<String>> {
+        let mut allowed: Option<BTreeSet<String>> = self
+            .node_selector
+            .get(key)
+            .map(|v| BTreeSet::from([v.clone()]));
+        for affinity in &self.affinities {
+            // An affinity holds when one of its terms does: the union of the terms' lists,
+            // unless some term leaves the label free.
+            let per_term: Option<Vec<BTreeSet<String>>> = affinity
+                .terms
+                .iter()
+                .map(|t| t.allowed_values(key))
+                .collect();
+            if let Some(lists) = per_term {
+                let union: BTreeSet<String> = lists.into_iter().flatten().collect();
+                allowed = Some(match allowed {
+                    Some(a) => a.intersection(&union).cloned().collect(),
+                    None => union,
+                });
+            }
+        }
+        allowed
+    }
+
     /// True when nothing but taints can keep a replica off a node.
     pub fn only_tolerations(&self) -> bool {
         self.node_selector.is_empty() && self.affinities.is_empty()
@@ -675,5 +716,38 @@ mod tests {
             prop_assert_ne!(check(SelectorOperator::In), check(SelectorOperator::NotIn));
             prop_assert_ne!(check(SelectorOperator::Exists), check(SelectorOperator::DoesNotExist));
         }
+    }
+
+    #[test]
+    fn allowed_values_are_what_every_restriction_on_the_label_leaves() {
+        use SelectorOperator::*;
+        let set = |v: &[&str]| Some(v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>());
+        let mut c = NodeConstraints::default();
+        assert_eq!(c.allowed_values("product"), None);
+        // Terms are alternatives: their lists join; a term that leaves the label free frees it.
+        c.affinities = vec![affinity(vec![
+            vec![req("product", In, &["A100", "H100"])],
+            vec![req("product", In, &["V100"]), req("zone", In, &["a"])],
+        ])];
+        assert_eq!(c.allowed_values("product"), set(&["A100", "H100", "V100"]));
+        assert_eq!(c.allowed_values("zone"), None);
+        let mut free = c.clone();
+        free.affinities[0].terms.push(Term {
+            expressions: vec![req("zone", In, &["b"])],
+            fields: vec![],
+        });
+        assert_eq!(free.allowed_values("product"), None);
+        // Restrictions that must all hold intersect: another affinity, a selector.
+        c.affinities
+            .push(affinity(vec![vec![req("product", NotIn, &["A100"])]]));
+        assert_eq!(c.allowed_values("product"), set(&["A100", "H100", "V100"]));
+        c.affinities.push(affinity(vec![vec![req(
+            "product",
+            In,
+            &["H100", "V100", "T4"],
+        )]]));
+        assert_eq!(c.allowed_values("product"), set(&["H100", "V100"]));
+        c.node_selector.insert("product".into(), "V100".into());
+        assert_eq!(c.allowed_values("product"), set(&["V100"]));
     }
 }

@@ -135,8 +135,8 @@
 //! cycle admits it again like any waiting job, so a job that arrives meanwhile may take
 //! that room first (KAI moves its victims within the same session).
 
-mod buddy;
 mod backfill;
+mod buddy;
 mod cancel;
 mod cells;
 mod cluster;
@@ -182,9 +182,9 @@ pub(crate) mod proptests;
 #[cfg(test)]
 mod scenarios;
 #[cfg(test)]
-mod scenarios_cells;
-#[cfg(test)]
 mod scenarios_backfill;
+#[cfg(test)]
+mod scenarios_cells;
 #[cfg(test)]
 mod scenarios_flavors;
 #[cfg(test)]

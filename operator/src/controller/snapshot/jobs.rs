@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use kube::ResourceExt;
 
 use super::{Inflight, World, level, secs};
+use crate::api::annotations::PRODUCT_LABEL;
 use crate::api::{Phase, TrainingJob, TrainingJobStatus};
 use crate::controller::duration_history::predicted_seconds;
 use crate::controller::gang::{Gang, GangKey};
@@ -147,13 +148,8 @@ fn job_model(
             .user
             .clone()
             .unwrap_or_else(|| job.namespace().unwrap_or_default()),
+        gpu_types: gpu_types(job, &tasks),
         tasks,
-        gpu_types: job
-            .spec
-            .gpu_types
-            .iter()
-            .map(|t| sched::Flavor::new(t.clone()))
-            .collect(),
         topology: topology_of(job),
         retries: status.retries.max(0) as u32,
         preemptions: status.preemptions.max(0) as u32,
@@ -162,6 +158,31 @@ fn job_model(
         running,
         returning,
     })
+}
+
+/// The GPU types the job accepts: `spec.gpuTypes`, or, without it, the products its GPU
+/// tasks' templates restrict `gpu.kubetrain.io/product` to (a `nodeSelector`, a required
+/// node affinity `In`), common to all of them. The node filter keeps the job to those nodes
+/// either way; naming them here is what lets the core weigh them as a set and the learned
+/// workload mix count the shape for those types only. Empty: any type.
+fn gpu_types(job: &TrainingJob, tasks: &[sched::Task]) -> Vec<sched::Flavor> {
+    if !job.spec.gpu_types.is_empty() {
+        return job
+            .spec
+            .gpu_types
+            .iter()
+            .cloned()
+            .map(sched::Flavor::new)
+            .collect();
+    }
+    tasks
+        .iter()
+        .filter(|t| t.gpus != sched::GpuDemand::None)
+        .filter_map(|t| t.constraints.allowed_values(PRODUCT_LABEL))
+        .reduce(|a, b| a.intersection(&b).cloned().collect())
+        .map_or_else(Vec::new, |products| {
+            products.into_iter().map(sched::Flavor::new).collect()
+        })
 }
 
 /// The job's queue, priority and tasks: as it validates, or where it was admitted when it

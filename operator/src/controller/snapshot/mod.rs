@@ -414,6 +414,48 @@ mod tests {
         );
     }
 
+    /// A job without `spec.gpuTypes` whose template keeps it to some products (node affinity
+    /// `In`, a `nodeSelector`) accepts those products as its GPU types; `spec.gpuTypes` wins.
+    #[test]
+    fn a_template_that_keeps_a_job_to_some_products_names_its_gpu_types() {
+        let (queues, vcs) = one_team();
+        let nodes = vec![node()];
+        let with_template = |name: &str, template_spec: serde_json::Value| {
+            let mut j = (*job(name, "q", 1, "Queued")).clone();
+            for (k, v) in template_spec.as_object().expect("object") {
+                j.spec.tasks[0].template["spec"][k] = v.clone();
+            }
+            Arc::new(j)
+        };
+        let affinity = json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+            {"nodeSelectorTerms": [{"matchExpressions": [
+                {"key": PRODUCT_LABEL, "operator": "In", "values": ["V100", FLAVOR]}]}]}}}});
+        let v100_only = json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+            {"nodeSelectorTerms": [{"matchExpressions": [
+                {"key": PRODUCT_LABEL, "operator": "In", "values": ["V100"]}]}]}}}});
+        let mut named = (*with_template("named", v100_only)).clone();
+        named.spec.gpu_types = vec![FLAVOR.into()];
+        let jobs = vec![
+            with_template("affinity", affinity),
+            with_template("selector", json!({"nodeSelector": {PRODUCT_LABEL: FLAVOR}})),
+            with_template("zone", json!({"nodeSelector": {"zone": "a"}})),
+            Arc::new(named),
+        ];
+        let snap = snapshot_at(NOW, (&nodes, &[], &jobs), &queues, &vcs, &BTreeMap::new());
+        let types = |name: &str| -> Vec<String> {
+            let j = snap
+                .jobs
+                .iter()
+                .find(|j| j.id.ends_with(&format!("/{name}")))
+                .expect("job");
+            j.gpu_types.iter().map(|f| f.0.clone()).collect()
+        };
+        assert_eq!(types("affinity"), [FLAVOR, "V100"]);
+        assert_eq!(types("selector"), [FLAVOR]);
+        assert!(types("zone").is_empty());
+        assert_eq!(types("named"), [FLAVOR]);
+    }
+
     /// Pods of no job in the snapshot are on their way out when they are being deleted
     /// (until 30 s past their grace period: then stuck), or when their job is gone or being
     /// deleted (the garbage collector deletes them next). An invalid job's pods, and pods
