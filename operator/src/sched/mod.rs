@@ -176,6 +176,8 @@ pub(crate) mod fixtures;
 #[cfg(test)]
 pub(crate) mod proptests;
 #[cfg(test)]
+mod proptests_cells;
+#[cfg(test)]
 mod scenarios;
 #[cfg(test)]
 mod scenarios_cells;

@@ -6,7 +6,7 @@ use super::fixtures::*;
 use super::*;
 
 /// `gpus` GPUs guaranteed to `name` on A100, `count` of them as whole node cells.
-fn node_cells(name: &str, gpus: u32, count: u32) -> VirtualCluster {
+pub(super) fn node_cells(name: &str, gpus: u32, count: u32) -> VirtualCluster {
     let mut v = vc(name, "A100", gpus);
     v.guarantee[0].cells = vec![CellGuarantee {
         level: TopologyLevel::Node,
@@ -88,7 +88,7 @@ fn the_bonus_job_with_cells_is_the_least_important() {
 
 /// The next cycle's snapshot, everything carried out at once: admissions run, victims are
 /// back in their queue (their pods gone), changes of standing applied.
-fn carry_out(s: &Snapshot, d: &Decisions) -> Snapshot {
+pub(super) fn carry_out(s: &Snapshot, d: &Decisions) -> Snapshot {
     let victims: Vec<&str> = d.victims().collect();
     let mut next = s.clone();
     next.now += 100;
