@@ -185,3 +185,41 @@ fn a_job_within_its_cells_starts_once_its_team_moves_its_own_work_together() {
     }
     assert!(started, "a/big never started: {s:?}");
 }
+
+/// Found by the history property (a random seed): team a (14 GPUs by count) fills two of
+/// three 8-GPU nodes with priority-0 jobs (3 × 1, 2 and 8 × 1 GPUs); team b's one node cell
+/// needs the third, clean node, where a's priority-1 4-GPU job then borrows. Filled by
+/// counts, the 8-GPU job stays guaranteed and the 3-GPU one is demoted, but its node stays
+/// bound by its neighbour, so the promotion finds no clean node for b. The 8-GPU job alone
+/// on its node is demoted instead: its node is clean for b, the third node a's.
+#[test]
+fn a_refused_promotion_displaces_a_lower_priority_job_whose_node_comes_clean() {
+    let nodes: Vec<Node> = (0..3)
+        .map(|i| node(&format!("n{i}"), "A100", 8, None))
+        .collect();
+    let vcs = vec![vc("a", "A100", 14), node_cells("b", 8, 1)];
+    let mut qa = queue("qa", "a");
+    qa.policy = QueuePolicy::Priority;
+    let queues = vec![qa, queue("qb", "b")];
+    let mut s = snapshot(
+        1000,
+        nodes,
+        vcs,
+        queues,
+        vec![
+            job("a/three", "qa", 3, 1),
+            job("a/two", "qa", 1, 2),
+            job("a/eight", "qa", 8, 1),
+        ],
+    );
+    let d = schedule(&s);
+    assert_eq!(d.admissions.len(), 3, "{d:?}");
+    s = carry_out(&s, &d);
+    s.jobs.push(pjob("a/urgent", "qa", 1, 4, 1));
+    let d = schedule(&s);
+    assert!(d.admission("a/urgent").is_some_and(|a| a.bonus), "{d:?}");
+    s = carry_out(&s, &d);
+    let d = schedule(&s);
+    assert_eq!(d.promotions, strings(&["a/urgent"]), "{d:?}");
+    assert_eq!(d.demotions, strings(&["a/eight"]), "{d:?}");
+}
