@@ -25,7 +25,8 @@
 //!    leave another VC's cell guarantee unobtainable (`cells`): then it stays bonus,
 //!    reclaimable. A guaranteed job that no longer gets in is *demoted*. With cells, the
 //!    fill by priority comes first, the cells are built from the jobs that stay guaranteed
-//!    (a demoted job binds nothing), then promotions are weighed (`standing`).
+//!    (a demoted job binds nothing), then promotions are weighed (`standing`); one the
+//!    cells refuse displaces a lower-priority guaranteed job whose domain then comes clean.
 //! 3. **Guaranteed phase.** VCs take turns by weighted dominant share of their guarantee in
 //!    use (at equal shares the VC whose next job has waited longest first); a VC offers jobs from its queues (`order`: the queue furthest below its share
 //!    first, the queue's policy inside it). A job within its VC's guarantee for a flavor of
@@ -179,6 +180,8 @@ mod cases;
 pub(crate) mod fixtures;
 #[cfg(test)]
 pub(crate) mod proptests;
+#[cfg(test)]
+mod proptests_cells;
 #[cfg(test)]
 mod scenarios;
 #[cfg(test)]

@@ -917,6 +917,58 @@ fn a_returning_job_reclaims_its_room_while_it_returns() {
     );
 }
 
+/// The cycle after a returning job reclaimed its room (e2e
+/// `a_drained_job_keeps_its_room_from_other_teams_while_it_returns`): the borrower is still
+/// checkpointing, not yet acknowledged, while the job waits out its drain's settle. Its
+/// hold must not depend on the wait reason the cycle gives it: waiting `Returning` (which
+/// names no victims), the reclaim looked unneeded and was withdrawn whenever the borrower
+/// had not acknowledged by then, and the second borrower took the room the job came back
+/// to (a loaded machine's timing). The job waits on its victim, and nothing is withdrawn.
+#[test]
+fn a_returning_job_keeps_waiting_on_the_borrower_it_reclaims() {
+    let mut drained = node("n0", "A100", 8, None);
+    drained.schedulable = false;
+    drained.draining = true;
+    let nodes = vec![
+        drained,
+        node("n1", "A100", 8, None),
+        node("n2", "A100", 8, None),
+    ];
+    let vcs = vec![vc("owner", "A100", 16), vc("borrower", "A100", 0)];
+    let queues = vec![queue("oq", "owner"), queue("bq", "borrower")];
+    for returning in [true, false] {
+        let mut gang = job("owner/gang", "oq", 2, 8);
+        gang.returning = returning;
+        let early = asked(
+            run(
+                job("borrower/early", "bq", 1, 8),
+                &[("n2", &[0, 1, 2, 3, 4, 5, 6, 7])],
+                true,
+                0,
+                None,
+            ),
+            PreemptionReason::Reclaim,
+            Some("owner/gang"),
+            false,
+        );
+        let late = job("borrower/late", "bq", 1, 8);
+        let d = schedule(&snapshot(
+            100,
+            nodes.clone(),
+            vcs.clone(),
+            queues.clone(),
+            vec![gang, early, late],
+        ));
+        assert!(d.cancellations.is_empty(), "{d:?}");
+        assert!(d.admission("owner/gang").is_none(), "not before it is back");
+        assert!(d.admission("borrower/late").is_none(), "{d:?}");
+        assert!(
+            waits_with(&d, "owner/gang", "WaitingForPreemption"),
+            "{d:?}"
+        );
+    }
+}
+
 /// A priority preemption that a limit needed is not withdrawn when its beneficiary, admitted
 /// on the victim's credit against the limit, runs on other free GPUs: the victim goes on
 /// leaving, or the team would stay above its limit for good (12 GPUs under a limit of 8 in an

@@ -6,7 +6,7 @@ use super::fixtures::*;
 use super::*;
 
 /// `gpus` GPUs guaranteed to `name` on A100, `count` of them as whole node cells.
-fn node_cells(name: &str, gpus: u32, count: u32) -> VirtualCluster {
+pub(super) fn node_cells(name: &str, gpus: u32, count: u32) -> VirtualCluster {
     let mut v = vc(name, "A100", gpus);
     v.guarantee[0].cells = vec![CellGuarantee {
         level: TopologyLevel::Node,
@@ -88,7 +88,7 @@ fn the_bonus_job_with_cells_is_the_least_important() {
 
 /// The next cycle's snapshot, everything carried out at once: admissions run, victims are
 /// back in their queue (their pods gone), changes of standing applied.
-fn carry_out(s: &Snapshot, d: &Decisions) -> Snapshot {
+pub(super) fn carry_out(s: &Snapshot, d: &Decisions) -> Snapshot {
     let victims: Vec<&str> = d.victims().collect();
     let mut next = s.clone();
     next.now += 100;
@@ -184,4 +184,42 @@ fn a_job_within_its_cells_starts_once_its_team_moves_its_own_work_together() {
         s = carry_out(&s, &d);
     }
     assert!(started, "a/big never started: {s:?}");
+}
+
+/// Found by the history property (a random seed): team a (14 GPUs by count) fills two of
+/// three 8-GPU nodes with priority-0 jobs (3 × 1, 2 and 8 × 1 GPUs); team b's one node cell
+/// needs the third, clean node, where a's priority-1 4-GPU job then borrows. Filled by
+/// counts, the 8-GPU job stays guaranteed and the 3-GPU one is demoted, but its node stays
+/// bound by its neighbour, so the promotion finds no clean node for b. The 8-GPU job alone
+/// on its node is demoted instead: its node is clean for b, the third node a's.
+#[test]
+fn a_refused_promotion_displaces_a_lower_priority_job_whose_node_comes_clean() {
+    let nodes: Vec<Node> = (0..3)
+        .map(|i| node(&format!("n{i}"), "A100", 8, None))
+        .collect();
+    let vcs = vec![vc("a", "A100", 14), node_cells("b", 8, 1)];
+    let mut qa = queue("qa", "a");
+    qa.policy = QueuePolicy::Priority;
+    let queues = vec![qa, queue("qb", "b")];
+    let mut s = snapshot(
+        1000,
+        nodes,
+        vcs,
+        queues,
+        vec![
+            job("a/three", "qa", 3, 1),
+            job("a/two", "qa", 1, 2),
+            job("a/eight", "qa", 8, 1),
+        ],
+    );
+    let d = schedule(&s);
+    assert_eq!(d.admissions.len(), 3, "{d:?}");
+    s = carry_out(&s, &d);
+    s.jobs.push(pjob("a/urgent", "qa", 1, 4, 1));
+    let d = schedule(&s);
+    assert!(d.admission("a/urgent").is_some_and(|a| a.bonus), "{d:?}");
+    s = carry_out(&s, &d);
+    let d = schedule(&s);
+    assert_eq!(d.promotions, strings(&["a/urgent"]), "{d:?}");
+    assert_eq!(d.demotions, strings(&["a/eight"]), "{d:?}");
 }

@@ -143,7 +143,84 @@ fn settle_standing(
         );
         runs[i].bonus = !guaranteed;
     }
+    let cells = swap_refused_promotions(snap, c, t, runs, &order, cells, out);
     (order, cells)
+}
+
+/// Lower-priority guaranteed jobs a refused promotion may displace, per refused job.
+const SWAP_CANDIDATES: usize = 8;
+
+/// A bonus job whose promotion the cells refused while lower-priority jobs of its VC stay
+/// guaranteed is more important than they are: one of them (the least important first)
+/// is demoted in its place where, with that job's domains no longer bound, the promotion
+/// keeps every VC's cells obtainable and the guarantee's count holds. The fill by counts
+/// had kept the larger lower-priority job and demoted a smaller one whose node stayed
+/// bound by its neighbours, so the promotion found no clean node (the history property,
+/// a random seed). Returns the cells as the swaps leave them.
+fn swap_refused_promotions(
+    snap: &Snapshot,
+    c: &Cluster,
+    t: &mut Tenants,
+    runs: &mut IdVec<RunIdx, RunInfo>,
+    order: &[RunIdx],
+    mut cells: Cells,
+    out: &mut Decisions,
+) -> Cells {
+    for &b in order {
+        let (Some(qb), Some(vc)) = (runs[b].queue, runs[b].vc) else {
+            continue;
+        };
+        let (f, priority, milli) = (runs[b].flavor, runs[b].priority, runs[b].milli);
+        if !runs[b].bonus || !cells.guard(f) {
+            continue;
+        }
+        let lower: Vec<RunIdx> = order
+            .iter()
+            .rev()
+            .copied()
+            .filter(|&l| {
+                let r = &runs[l];
+                !r.bonus && r.vc == Some(vc) && r.flavor == f && r.priority < priority
+            })
+            .take(SWAP_CANDIDATES)
+            .collect();
+        for l in lower {
+            let Some(ql) = runs[l].queue else { continue };
+            let (user_l, milli_l) = (&snap.job(runs[l].job).user, runs[l].milli);
+            t.charge(ql, user_l, f, milli_l, false, false);
+            runs[l].bonus = true;
+            if t.within_guarantee(vc, f, milli) {
+                let mut without = Cells::build(snap, c, t, runs, |i| !runs[i].bonus);
+                if without.promote(c, t, &runs[b], vc) {
+                    t.charge(ql, user_l, f, milli_l, true, true);
+                    let user_b = &snap.job(runs[b].job).user;
+                    t.charge(qb, user_b, f, milli, true, false);
+                    t.charge(qb, user_b, f, milli, false, true);
+                    runs[b].bonus = false;
+                    for i in [l, b] {
+                        let id = &snap.job(runs[i].job).id;
+                        let now_guaranteed = !runs[i].bonus;
+                        let changed = out.promotions.contains(id) || out.demotions.contains(id);
+                        out.promotions.retain(|x| x != id);
+                        out.demotions.retain(|x| x != id);
+                        // its standing before this cycle: the opposite of now, unless the
+                        // fill had already changed it
+                        let was_bonus = if changed {
+                            runs[i].bonus
+                        } else {
+                            !runs[i].bonus
+                        };
+                        out.note_standing(id, was_bonus, now_guaranteed);
+                    }
+                    cells = without;
+                    break;
+                }
+            }
+            runs[l].bonus = false;
+            t.charge(ql, user_l, f, milli_l, false, true);
+        }
+    }
+    cells
 }
 
 /// Which running jobs the guarantee holds by priority alone, counts only (no cells): each

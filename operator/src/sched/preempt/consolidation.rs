@@ -9,7 +9,7 @@ use crate::sched::cluster::{Cluster, Mode};
 use crate::sched::cycle_state::{Cycle, Pending, scope};
 use crate::sched::ids::{FlavorId, NodeId, RunIdx};
 use crate::sched::placement::{Scope, Trial, place};
-use crate::sched::reclaim::{Outcome, RunInfo};
+use crate::sched::reclaim::{self as search, Outcome, RunInfo};
 
 /// Consolidation searches per cycle, for the waiting jobs first in line. A search is a
 /// victim search over the team's running jobs; on a cluster whose free GPUs are scattered
@@ -17,6 +17,10 @@ use crate::sched::reclaim::{Outcome, RunInfo};
 /// simulation, 23 openb lists, took 4× the CPU without a bound). A job not searched for
 /// this cycle is in a later one, as the jobs ahead of it start.
 pub(in crate::sched) const CONSOLIDATION_SEARCHES: usize = 8;
+
+/// Domains one consolidation search tries, best first, before it gives up: each is a victim
+/// search (see [`Cycle::search_for_a_move`]).
+const MOVE_DOMAINS: usize = 4;
 
 /// Its team's smaller jobs of no higher priority: moving them is the team's own trade, and
 /// only ever for a larger job, so no two jobs move each other in turn. A team with cells of
@@ -57,6 +61,43 @@ impl<'a> Cycle<'a> {
             }
         }
         false
+    }
+
+    /// The victim search of a move, with its acceptance rule: the best domain's plan, else,
+    /// for a team with cells of the type, while its victims do not all fit elsewhere, the
+    /// next best's with the failed domain's nodes left out ([`MOVE_DOMAINS`] at most). A team whose own jobs split its cells may
+    /// free one node only by moving the jobs of another (a 4-GPU job alone on a node, with
+    /// 3 GPUs free beside each of the others, cannot move; two smaller ones can), and the
+    /// best domain alone was tried. None when no plan is a move.
+    pub(super) fn search_for_a_move(&mut self, p: &Pending, f: FlavorId) -> Option<Outcome> {
+        let mut left_out: Vec<NodeId> = Vec::new();
+        // without cells of the type, the best domain only, as before
+        let tries = if self.cells.has_cells(f, p.vc) {
+            MOVE_DOMAINS
+        } else {
+            1
+        };
+        for _ in 0..tries {
+            let within: Option<Vec<NodeId>> = (!left_out.is_empty()).then(|| {
+                let mut nodes = self.c.facts[f].nodes.clone();
+                if let Scope::Nodes(ns) = scope(p) {
+                    nodes.retain(|n| ns.contains(n));
+                }
+                nodes.retain(|n| !left_out.contains(n));
+                nodes
+            });
+            let outcome = self.search(p, f, Kind::Consolidate, false, within.as_deref());
+            if self.each_victim_moves(p, f, &outcome) {
+                return Some(outcome);
+            }
+            let Outcome::Plan { trial, .. } = &outcome else {
+                search::drop_plan(&mut self.c, &mut self.runs, outcome);
+                return None;
+            };
+            left_out.extend(trial.takes.iter().map(|(_, t)| t.node));
+            search::drop_plan(&mut self.c, &mut self.runs, outcome);
+        }
+        None
     }
 
     /// The acceptance rule: a plan is a move only if every victim fits at once elsewhere

@@ -190,12 +190,17 @@ impl<'a> Cycle<'a> {
         if kind.memoized(limited) && self.no_victims.contains(&memo) {
             return false;
         }
-        let outcome = self.search(p, f, kind, limited);
-        if kind == Kind::Consolidate && !self.each_victim_moves(p, f, &outcome) {
-            search::drop_plan(&mut self.c, &mut self.runs, outcome);
-            self.no_victims.insert(memo);
-            return false;
-        }
+        let outcome = if kind == Kind::Consolidate {
+            match self.search_for_a_move(p, f) {
+                Some(outcome) => outcome,
+                None => {
+                    self.no_victims.insert(memo);
+                    return false;
+                }
+            }
+        } else {
+            self.search(p, f, kind, limited, None)
+        };
         // at a turn in phase 1, a plan that leaves the job borrowing would take room before
         // other teams' guaranteed jobs had theirs
         if self.guaranteed_plans_only
@@ -213,7 +218,15 @@ impl<'a> Cycle<'a> {
     /// (`try_place`): otherwise, once its victims are gone, the job is refused the room it
     /// was planned on (a clean cell another VC's guarantee needs) and waits on another plan.
     /// Then it is planned again on the nodes the cells allow.
-    fn search(&mut self, p: &Pending, f: FlavorId, kind: Kind, limited: bool) -> Outcome {
+    /// `within`: the nodes the plan may be placed on, when not all of the type's.
+    fn search(
+        &mut self,
+        p: &Pending,
+        f: FlavorId,
+        kind: Kind,
+        limited: bool,
+        within: Option<&[NodeId]>,
+    ) -> Outcome {
         let snap = self.snap;
         let claim = Claim {
             vc: p.vc,
@@ -258,7 +271,7 @@ impl<'a> Cycle<'a> {
             &eligible,
             victims,
             limits,
-            None,
+            within,
         );
         if let Outcome::Plan {
             victims: vs, trial, ..
@@ -267,7 +280,10 @@ impl<'a> Cycle<'a> {
             && !self.cells.accepts(&self.c, &self.t, trial, p.vc, p.milli)
         {
             search::drop_plan(&mut self.c, &mut self.runs, outcome);
-            let allowed = self.cells.allowed_nodes(&self.c, f, p.vc);
+            let mut allowed = self.cells.allowed_nodes(&self.c, f, p.vc);
+            if let Some(w) = within {
+                allowed.retain(|n| w.contains(n));
+            }
             outcome = search::plan(
                 &mut self.c,
                 &mut self.runs,
