@@ -17,6 +17,7 @@ use kubetrain::controller::workload::DEFAULT_HISTORY;
 use kubetrain::sched::{Options, VictimSelection};
 use kubetrain::sim::placement::{self, FgdRow, PlacementRun, PlacementSummary};
 use kubetrain::sim::report::{MixRun, thousands};
+use kubetrain::sim::strategies::{self, Strategy, StrategyResult};
 use kubetrain::sim::tenants::{self, Policy, PolicyResult, TenantConfig, Workload};
 use kubetrain::sim::{fgd, openb, philly, report, windows, write_text};
 
@@ -147,6 +148,10 @@ struct WindowArgs {
         default_value = "strict-quota,lend-kill-restart,hived-like,kubetrain"
     )]
     policy: Vec<String>,
+    /// Also compare the queueing strategies, with predictions from this source (`oracle`);
+    /// `none` skips them.
+    #[arg(long, default_value = "oracle")]
+    predictions: String,
     /// Rewrite <docs>/benchmarks-philly-windows.md (as `bench --full --docs` does).
     #[arg(long)]
     docs: Option<PathBuf>,
@@ -425,6 +430,7 @@ fn parse_policies(names: &[String]) -> Result<Vec<Policy>> {
 
 struct WindowsOut {
     results: Vec<windows::WindowResult>,
+    strategies: Vec<strategies::StrategyResult>,
     summaries: Vec<windows::PolicySummary>,
     args: WindowArgs,
 }
@@ -435,7 +441,13 @@ fn run_windows(a: &WindowArgs) -> Result<WindowsOut> {
     let jobs = philly::read_jobs(&a.common.traces.join("philly/philly_jobs.csv"))?;
     let first = philly::parse_time(&a.first).with_context(|| format!("bad --first {}", a.first))?;
     let policies = parse_policies(&a.policy)?;
-    let mut results = Vec::new();
+    let source = strategies::PredictionSource::from_name(&a.predictions);
+    anyhow::ensure!(
+        source.is_some() || a.predictions == "none",
+        "unknown --predictions {}",
+        a.predictions
+    );
+    let (mut results, mut by_strategy) = (Vec::new(), Vec::new());
     for i in 0..a.windows {
         let cfg = TenantConfig {
             window_start: first + i as i64 * a.step * 86_400,
@@ -459,6 +471,17 @@ fn run_windows(a: &WindowArgs) -> Result<WindowsOut> {
             t0.elapsed().as_secs_f64()
         );
         results.extend(rs.iter().map(|r| windows::WindowResult::new(&start, r)));
+        if let Some(source) = source {
+            let all = Strategy::ALL;
+            let rs = parallel(&all, &|&s| {
+                strategies::simulate(&w, &cfg, &private, s, source)
+            });
+            by_strategy.extend(
+                all.iter()
+                    .zip(&rs)
+                    .map(|(&s, r)| StrategyResult::new(&start, s, r)),
+            );
+        }
     }
     let summaries = windows::summarize(&results);
     let table = format!(
@@ -471,12 +494,14 @@ fn run_windows(a: &WindowArgs) -> Result<WindowsOut> {
     write_text(
         &a.common.out.join("windows.json"),
         &serde_json::to_string_pretty(
-            &serde_json::json!({ "summaries": summaries, "results": results }),
+            &serde_json::json!({ "summaries": summaries, "results": results,
+                "strategies": by_strategy }),
         )?,
     )?;
     println!("{table}");
     Ok(WindowsOut {
         results,
+        strategies: by_strategy,
         summaries,
         args: a.clone(),
     })
@@ -511,7 +536,7 @@ window's load and its tenants' guarantees to their share of it, as in benchmarks
 {goals}
 ## Every window
 
-{table}",
+{table}{strategies}",
         n = a.windows,
         policies = a.policy.join(", "),
         days = a.days,
@@ -520,6 +545,7 @@ window's load and its tenants' guarantees to their share of it, as in benchmarks
         summary = windows::summary_table(&w.summaries),
         goals = windows::goals(&w.summaries),
         table = windows::window_table(&w.results),
+        strategies = strategies::markdown(&w.strategies, &a.predictions),
     )
 }
 
@@ -596,6 +622,7 @@ fn main() -> Result<()> {
                     step: 7,
                     days: 28,
                     policy: Policy::ALL.iter().map(|p| p.name().to_string()).collect(),
+                    predictions: "oracle".into(),
                     docs: None,
                 })?)
             } else {

@@ -23,6 +23,7 @@ pub mod placement;
 pub mod report;
 pub mod rng;
 pub mod stats;
+pub mod strategies;
 pub mod tenants;
 pub mod windows;
 
