@@ -485,10 +485,11 @@ fn run_windows(a: &WindowArgs) -> Result<WindowsOut> {
     }
     let summaries = windows::summarize(&results);
     let table = format!(
-        "{}\n{}\n{}",
+        "{}\n{}\n{}{}",
         windows::summary_table(&summaries),
         windows::goals(&summaries),
-        windows::window_table(&results)
+        windows::window_table(&results),
+        strategies::markdown(&by_strategy, &a.predictions)
     );
     write_text(&a.common.out.join("windows.md"), &table)?;
     write_text(
