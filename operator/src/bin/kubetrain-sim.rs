@@ -18,6 +18,7 @@ use kubetrain::sched::{Options, VictimSelection};
 use kubetrain::sim::placement::{self, FgdRow, PlacementRun, PlacementSummary};
 use kubetrain::sim::predictions::{self, PredictionSource, SpfWindow};
 use kubetrain::sim::report::{MixRun, thousands};
+use kubetrain::sim::strategies::{self, Strategy, StrategyResult};
 use kubetrain::sim::tenants::{self, Policy, PolicyResult, TenantConfig, Workload};
 use kubetrain::sim::{fgd, openb, philly, report, windows, write_text};
 
@@ -148,10 +149,12 @@ struct WindowArgs {
         default_value = "strict-quota,lend-kill-restart,hived-like,kubetrain"
     )]
     policy: Vec<String>,
-    /// Run only shortest-predicted-first with learned and oracle predictions, not the
-    /// policies.
-    #[arg(long)]
-    predictions_only: bool,
+    /// Also compare the queueing strategies (FIFO, Strict, Backfill, shortest-predicted-first,
+    /// the oracle), with predictions from this source: `learned` (from the trace's own past,
+    /// through the operator's predictor; also reports their error), `oracle` (the true
+    /// durations), or `none` to skip them.
+    #[arg(long, default_value = "learned")]
+    predictions: String,
     /// Rewrite <docs>/benchmarks-philly-windows.md (as `bench --full --docs` does).
     #[arg(long)]
     docs: Option<PathBuf>,
@@ -430,8 +433,10 @@ fn parse_policies(names: &[String]) -> Result<Vec<Policy>> {
 
 struct WindowsOut {
     results: Vec<windows::WindowResult>,
-    /// Shortest-predicted-first, learned against oracle, per window.
+    /// Learned predictions' error and shortest-predicted-first learned against the oracle,
+    /// per window (with `--predictions learned`).
     spf: Vec<SpfWindow>,
+    strategies: Vec<strategies::StrategyResult>,
     summaries: Vec<windows::PolicySummary>,
     args: WindowArgs,
 }
@@ -441,13 +446,15 @@ struct WindowsOut {
 fn run_windows(a: &WindowArgs) -> Result<WindowsOut> {
     let jobs = philly::read_jobs(&a.common.traces.join("philly/philly_jobs.csv"))?;
     let first = philly::parse_time(&a.first).with_context(|| format!("bad --first {}", a.first))?;
-    let policies = if a.predictions_only {
-        Vec::new()
-    } else {
-        parse_policies(&a.policy)?
+    let policies = parse_policies(&a.policy)?;
+    let source = match a.predictions.as_str() {
+        "none" => None,
+        name => Some(
+            PredictionSource::from_name(name)
+                .with_context(|| format!("unknown --predictions {name}"))?,
+        ),
     };
-    let mut results = Vec::new();
-    let mut spf = Vec::new();
+    let (mut results, mut spf, mut by_strategy) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..a.windows {
         let cfg = TenantConfig {
             window_start: first + i as i64 * a.step * 86_400,
@@ -462,12 +469,8 @@ fn run_windows(a: &WindowArgs) -> Result<WindowsOut> {
         let rs = parallel(&policies, &|&p| {
             tenants::simulate_with(&w, &cfg, p, &private, Options::default())
         });
-        let sources = PredictionSource::ALL;
-        let by_source = parallel(&sources, &|&s| {
-            (s, predictions::simulate_spf(&w, &cfg, &private, &jobs, s))
-        });
         eprintln!(
-            "windows: {start}, {} days, {} jobs, {} nodes: {} policies and SPF in {:.1} s",
+            "windows: {start}, {} days, {} jobs, {} nodes: {} policies in {:.1} s",
             a.days,
             w.jobs.len(),
             w.nodes,
@@ -475,30 +478,77 @@ fn run_windows(a: &WindowArgs) -> Result<WindowsOut> {
             t0.elapsed().as_secs_f64()
         );
         results.extend(rs.iter().map(|r| windows::WindowResult::new(&start, r)));
-        spf.push(SpfWindow::new(&start, &w, &jobs, &by_source));
+        if let Some(source) = source {
+            let given = predictions::predictions(&jobs, &w.jobs, source);
+            let truth = predictions::predictions(&jobs, &w.jobs, PredictionSource::Oracle);
+            let all = Strategy::ALL;
+            let rs = parallel(&all, &|&s| {
+                strategies::simulate(&w, &cfg, &private, s, &given, &truth)
+            });
+            if source == PredictionSource::Learned {
+                let run = |s: Strategy| &rs[all.iter().position(|x| *x == s).unwrap_or(0)];
+                let runs = [
+                    (PredictionSource::Oracle, run(Strategy::ShortestOracle)),
+                    (PredictionSource::Learned, run(Strategy::ShortestPredicted)),
+                ];
+                spf.push(SpfWindow::new(&start, &w, &jobs, &runs));
+            }
+            by_strategy.extend(
+                all.iter()
+                    .zip(&rs)
+                    .map(|(&s, r)| StrategyResult::new(&start, s, r)),
+            );
+        }
     }
     let summaries = windows::summarize(&results);
     let table = format!(
-        "{}\n{}\n{}\n{}",
+        "{}\n{}\n{}{}{}",
         windows::summary_table(&summaries),
         windows::goals(&summaries),
         windows::window_table(&results),
-        predictions::spf_table(&spf)
+        spf_section(&spf),
+        strategies::markdown(&by_strategy, &a.predictions)
     );
     write_text(&a.common.out.join("windows.md"), &table)?;
     write_text(
         &a.common.out.join("windows.json"),
         &serde_json::to_string_pretty(
-            &serde_json::json!({ "summaries": summaries, "results": results, "spf": spf }),
+            &serde_json::json!({ "summaries": summaries, "results": results, "spf": spf,
+                "strategies": by_strategy }),
         )?,
     )?;
     println!("{table}");
     Ok(WindowsOut {
         results,
         spf,
+        strategies: by_strategy,
         summaries,
         args: a.clone(),
     })
+}
+
+/// The learned predictions' section: their error per window and shortest-predicted-first
+/// with them against the oracle (empty without learned predictions).
+fn spf_section(spf: &[SpfWindow]) -> String {
+    if spf.is_empty() {
+        return String::new();
+    }
+    format!(
+        "## Shortest-predicted-first: learned predictions against the oracle
+
+Each job's prediction is learned only from the trace's own past, through the operator's own
+predictor (`operator/src/predict/`): the runs that ended (by the trace's submission plus run
+time) before the job was submitted, of the same tenant and GPU count, else of the same GPU
+count, else none. The error is the median over the predicted jobs of |predicted − true| /
+true; coverage is the share of jobs with a prediction. Both rows run kubetrain's policy with
+every tenant's queue `ShortestPredictedFirst`: once with the learned predictions, once with
+the true run times (the oracle). Jobs without a prediction wait behind those with one, in
+FIFO order.
+
+{}
+",
+        predictions::spf_table(spf)
+    )
 }
 
 fn write_windows_doc(docs: &Path, w: &WindowsOut) -> Result<()> {
@@ -530,19 +580,7 @@ window's load and its tenants' guarantees to their share of it, as in benchmarks
 {goals}
 ## Every window
 
-{table}
-## Shortest-predicted-first: learned predictions against the oracle
-
-Each job's prediction is learned only from the trace's own past, through the operator's own
-predictor (`operator/src/predict/`): the runs that ended (by the trace's submission plus run
-time) before the job was submitted, of the same tenant and GPU count, else of the same GPU
-count, else none. The error is the median over the predicted jobs of |predicted − true| /
-true; coverage is the share of jobs with a prediction. Both rows run kubetrain's policy with
-every tenant's queue `ShortestPredictedFirst`: once with the learned predictions, once with
-the true run times (the oracle). Jobs without a prediction wait behind those with one, in
-FIFO order.
-
-{spf}",
+{table}{spf}{strategies}",
         n = a.windows,
         policies = a.policy.join(", "),
         days = a.days,
@@ -551,7 +589,8 @@ FIFO order.
         summary = windows::summary_table(&w.summaries),
         goals = windows::goals(&w.summaries),
         table = windows::window_table(&w.results),
-        spf = predictions::spf_table(&w.spf),
+        spf = spf_section(&w.spf),
+        strategies = strategies::markdown(&w.strategies, &a.predictions),
     )
 }
 
@@ -628,7 +667,7 @@ fn main() -> Result<()> {
                     step: 7,
                     days: 28,
                     policy: Policy::ALL.iter().map(|p| p.name().to_string()).collect(),
-                    predictions_only: false,
+                    predictions: "learned".into(),
                     docs: None,
                 })?)
             } else {

@@ -5,14 +5,18 @@
 //! The reservation is made in phase 2, once the head has failed there too, on the state the
 //! cycle has reached: the free whole GPUs of each of the head's types now, and the running
 //! jobs' (and this cycle's admissions') predicted ends (`estimate`). Its time is the
-//! earliest at which the head's GPUs are free on one type; the GPUs free then beyond the
-//! head's need are the reservation's spare. A job behind the head may then take, on each of
-//! its types: a type other than the reservation's, GPUs it gives back before the reservation
-//! (predicted to end by then), or the spare (which it uses up). Nothing is ever preempted
-//! for a reservation: a job that overruns its prediction only moves it later, cycle by
-//! cycle. A head whose start cannot be predicted (it needs GPUs of a running job without a
-//! prediction) or that a limit holds (a limit the jobs behind would use up too) holds the
-//! queue as `Strict` does.
+//! earliest at which the head's GPUs are free on one type. A job behind the head may then
+//! start on a type other than the reservation's, or on the reservation's when it is
+//! predicted to end by then. EASY backfilling also lends the GPUs free at the reserved time
+//! beyond the head's need to jobs that run past it; here they are not lent: the reservation
+//! counts GPUs, not the nodes they are on, so "spare" GPUs are often the very ones a gang
+//! of whole nodes needs (lending them let 8-GPU jobs wait longer than under `Strict` on the
+//! Philly trace). For the same reason a head that does not start although enough GPUs are
+//! free now (they are scattered) gets no backfill at all: nothing ends before "now".
+//! Nothing is ever preempted for a reservation: a job that overruns its prediction only
+//! moves it later, cycle by cycle. A head whose start cannot be predicted (it needs GPUs of
+//! a running job without a prediction) or that a limit holds (a limit the jobs behind would
+//! use up too) holds the queue as `Strict` does.
 
 use std::collections::HashMap;
 
@@ -27,9 +31,6 @@ pub(super) struct Reservation {
     head: JobIdx,
     /// When the head is predicted to start, and on which GPU type; None: not predictable.
     at: Option<(i64, FlavorId)>,
-    /// Milli-GPUs of that type free at that time beyond the head's need, less what jobs
-    /// started behind it since hold on to past it.
-    spare: i64,
 }
 
 /// Each backfill queue's reservation, made at the first job behind its head.
@@ -39,17 +40,15 @@ impl Cycle<'_> {
     /// The reservation of `head`, a backfill queue's first job that does not start.
     fn reservation(&self, head: &Pending) -> Reservation {
         let snap = self.snap;
-        let none = Reservation {
-            head: head.job,
-            at: None,
-            spare: 0,
-        };
         if self
             .t
             .check_limits(snap, head.queue, &snap.job(head.job).user, head.milli)
             .is_err()
         {
-            return none;
+            return Reservation {
+                head: head.job,
+                at: None,
+            };
         }
         let lines = self.timelines(&head.flavors);
         let best = head
@@ -57,13 +56,9 @@ impl Cycle<'_> {
             .iter()
             .filter_map(|&f| Some((lines[f].earliest(head.milli, None, snap.now)?, f)))
             .min();
-        match best {
-            Some((at, f)) => Reservation {
-                head: head.job,
-                at: Some((at, f)),
-                spare: lines[f].free_at(at) - head.milli as i64,
-            },
-            None => none,
+        Reservation {
+            head: head.job,
+            at: best,
         }
     }
 
@@ -127,12 +122,11 @@ impl Cycle<'_> {
             .job(p.job)
             .predicted_duration_seconds
             .is_some_and(|d| snap.now.saturating_add(d.max(1)) <= at);
-        let fits_spare = res.spare >= p.milli as i64;
         let flavors: Vec<FlavorId> = p
             .flavors
             .iter()
             .copied()
-            .filter(|&f| f != reserved || ends_before || fits_spare)
+            .filter(|&f| f != reserved || ends_before)
             .collect();
         let wait = WaitReason::BehindReservation {
             queue,
@@ -146,16 +140,10 @@ impl Cycle<'_> {
             flavors,
             ..p.clone()
         };
-        if !self.bonus(&allowed) {
-            return Err(wait);
+        if self.bonus(&allowed) {
+            Ok(())
+        } else {
+            Err(wait)
         }
-        let on = self.admitted.last().map(|a| a.2);
-        if on == Some(reserved)
-            && !ends_before
-            && let Some(r) = reservations.get_mut(&p.queue)
-        {
-            r.spare -= p.milli as i64;
-        }
-        Ok(())
     }
 }

@@ -82,12 +82,6 @@ impl Timeline {
         self.add(from, until, -(milli as i64));
     }
 
-    /// Free milli-GPUs at `t`.
-    pub(crate) fn free_at(&self, t: i64) -> i64 {
-        let i = self.steps.partition_point(|&(from, _)| from <= t) - 1;
-        self.steps[i].1
-    }
-
     /// The earliest time from `not_before` on at which `need` milli-GPUs are free for `dur`
     /// seconds (for ever when None); None when never.
     pub(crate) fn earliest(&self, need: u64, dur: Option<i64>, not_before: i64) -> Option<i64> {
@@ -282,7 +276,8 @@ mod tests {
         // 8 free, 2 from t=10 to 20 (6 taken), 8 again after
         let mut l = Timeline::new(8000);
         l.hold(10, Some(20), 6000);
-        assert_eq!(l.free_at(15), 2000);
+        assert_eq!(l.earliest(2000, Some(100), 0), Some(0));
+        assert_eq!(l.earliest(2001, Some(100), 0), Some(20));
         assert_eq!(l.earliest(4000, Some(5), 0), Some(0));
         assert_eq!(l.earliest(4000, Some(15), 0), Some(20));
         assert_eq!(l.earliest(2000, None, 0), Some(0));

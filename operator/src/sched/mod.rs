@@ -43,7 +43,10 @@
 //!    on the types within its guarantee, see step 5). In a strict queue (`Queue::strict`)
 //!    the first job that does not start holds back the jobs behind it: they are deferred
 //!    untried, and wait with `BehindQueueHead` unless it starts in the bonus phase (a job
-//!    larger than a limit holds back nobody).
+//!    larger than a limit holds back nobody). In a backfill queue (`backfill`) the same job
+//!    gets a reservation at its earliest predicted start (`estimate`) in the bonus phase,
+//!    and the jobs behind it start there on idle capacity where they do not delay it, or
+//!    wait with `BehindReservation` (`BehindQueueHead` when the start cannot be predicted).
 //! 4. **Bonus phase.** Deferred jobs borrow idle capacity, VCs taking turns by weighted
 //!    dominant share of borrowed GPUs (dominant-resource fairness over GPU types), at equal
 //!    shares the VC whose next job has waited longest first, up to limits. Bonus jobs never

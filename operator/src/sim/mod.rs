@@ -26,6 +26,7 @@ pub mod predictions;
 pub mod report;
 pub mod rng;
 pub mod stats;
+pub mod strategies;
 pub mod tenants;
 pub mod windows;
 

@@ -19,9 +19,8 @@ use serde::Serialize;
 
 use super::philly::PhillyJob;
 use super::stats::{mean, percentile};
-use super::tenants::{self, Policy, PolicyResult, Queueing, TenantConfig, Workload};
+use super::tenants::{PolicyResult, Workload};
 use crate::predict::{Identity, Outcome, Predictor, Settings};
-use crate::sched::{Options, QueuePolicy};
 
 /// Where a simulated job's predicted run time comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -40,6 +39,10 @@ impl PredictionSource {
             PredictionSource::Oracle => "oracle",
             PredictionSource::Learned => "learned",
         }
+    }
+
+    pub fn from_name(s: &str) -> Option<PredictionSource> {
+        Self::ALL.into_iter().find(|p| p.name() == s)
     }
 }
 
@@ -143,38 +146,13 @@ pub struct SpfWindow {
     pub p99_jct_s: BTreeMap<&'static str, f64>,
 }
 
-/// Shortest-predicted-first with `source`'s predictions: kubetrain's policy, every tenant's
-/// queue ordered by predicted run time.
-pub fn simulate_spf(
-    w: &Workload,
-    cfg: &TenantConfig,
-    private: &BTreeMap<String, i64>,
-    trace: &[PhillyJob],
-    source: PredictionSource,
-) -> PolicyResult {
-    let queueing = Queueing {
-        policy: QueuePolicy::ShortestPredictedFirst,
-        predictions: predictions(trace, &w.jobs, source),
-    };
-    let mut r = tenants::simulate_queued(
-        w,
-        cfg,
-        Policy::Kubetrain,
-        private,
-        Options::default(),
-        &queueing,
-    );
-    r.name = format!("spf-{}", source.name());
-    r
-}
-
 impl SpfWindow {
     /// The window's row from its learned predictions and one SPF run per source.
     pub fn new(
         start: &str,
         w: &Workload,
         trace: &[PhillyJob],
-        runs: &[(PredictionSource, PolicyResult)],
+        runs: &[(PredictionSource, &PolicyResult)],
     ) -> Self {
         let learned = predictions(trace, &w.jobs, PredictionSource::Learned);
         SpfWindow {

@@ -35,20 +35,10 @@ use super::philly::PhillyJob;
 use super::stats::{mean, percentile};
 use crate::sched::{
     CellGuarantee, Decisions, Flavor, FlavorGuarantee, GpuDemand, Job, Node, Options,
-    PreemptionReason, Queue, QueuePolicy, ReplicaPlacement, Resources, Running, Snapshot, Task,
-    Topology, TopologyConstraint, TopologyLevel, VictimSelection, VirtualCluster, WaitReason,
-    schedule_with,
+    PreemptionReason, Queue, QueuePolicy, QueueingStrategy, ReplicaPlacement, Resources, Running,
+    Snapshot, Task, Topology, TopologyConstraint, TopologyLevel, VictimSelection, VirtualCluster,
+    WaitReason, schedule_with,
 };
-
-/// How each tenant's queue orders its jobs, and what it knows of their run times (the
-/// queue policies that read predictions, `sim::predictions`).
-#[derive(Clone, Debug, Default)]
-pub struct Queueing {
-    pub policy: QueuePolicy,
-    /// Each window job's predicted run time, in the order of [`Workload::jobs`]; a job past
-    /// its end, or `None`, has none.
-    pub predictions: Vec<Option<i64>>,
-}
 
 /// The flavor of every simulated Philly node.
 pub const FLAVOR: &str = "P100";
@@ -143,6 +133,17 @@ impl Default for TenantConfig {
             drain_days: 60,
         }
     }
+}
+
+/// How every tenant's queue admits its jobs, and what the scheduler is told of their
+/// durations: the queueing strategies' comparison (`strategies`) varies these.
+#[derive(Clone, Debug, Default)]
+pub struct Queueing {
+    pub policy: QueuePolicy,
+    pub strategy: QueueingStrategy,
+    /// Each job's predicted duration, in the order of the window's jobs (`Workload::jobs`);
+    /// empty: no job has one. A job resumed after a preemption is predicted the rest of it.
+    pub predictions: Vec<Option<i64>>,
 }
 
 /// The jobs of the window and the cluster sized for them.
@@ -349,11 +350,13 @@ enum State {
 }
 
 struct SimJob {
-    /// Its index among the jobs the simulation was made from.
-    index: usize,
     template: Job,
     gpus: u32,
     duration: i64,
+    /// Its place among the window's jobs.
+    index: usize,
+    /// Its predicted duration, when the scheduler is told one.
+    predicted: Option<i64>,
     /// Seconds of work saved by checkpoints (resumed from).
     done: i64,
     state: State,
@@ -439,10 +442,11 @@ impl<'a> Sim<'a> {
             };
             by_id.insert(id.clone(), sim_jobs.len());
             sim_jobs.push(SimJob {
-                index: i,
                 template,
                 gpus: j.gpus,
                 duration: j.duration,
+                index: i,
+                predicted: None,
                 done: 0,
                 state: State::Future,
                 generation: 0,
@@ -485,15 +489,14 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// Each queue ordered by `q.policy`, each job with its prediction (by its index among
-    /// the jobs it was made from).
-    fn queued(mut self, q: &Queueing) -> Self {
+    /// Every tenant's queue admits as `q` says, and the jobs carry its predictions.
+    fn with_queueing(mut self, q: &Queueing) -> Self {
         for queue in &mut self.snap.queues {
             queue.policy = q.policy;
+            queue.strategy = q.strategy;
         }
-        for job in &mut self.jobs {
-            job.template.predicted_duration_seconds =
-                q.predictions.get(job.index).copied().flatten();
+        for j in &mut self.jobs {
+            j.predicted = q.predictions.get(j.index).copied().flatten();
         }
         self
     }
@@ -589,8 +592,14 @@ impl<'a> Sim<'a> {
         self.snap.now = now;
         let mut jobs = Vec::new();
         for j in &self.jobs {
+            // what is left of the prediction, as of the work it resumes from
+            let predicted = j.predicted.map(|p| (p - j.done).max(1));
             match &j.state {
-                State::Pending => jobs.push(j.template.clone()),
+                State::Pending => {
+                    let mut job = j.template.clone();
+                    job.predicted_duration_seconds = predicted;
+                    jobs.push(job);
+                }
                 State::Running {
                     started,
                     placement,
@@ -598,6 +607,7 @@ impl<'a> Sim<'a> {
                     leave_at,
                 } => {
                     let mut job = j.template.clone();
+                    job.predicted_duration_seconds = predicted;
                     job.preemptions = j.rec.preemptions;
                     job.running = Some(Running {
                         placement: placement.clone(),
@@ -821,11 +831,11 @@ pub fn simulate_with(
     private: &BTreeMap<String, i64>,
     opts: Options,
 ) -> PolicyResult {
-    simulate_queued(w, cfg, policy, private, opts, &Queueing::default())
+    simulate_queueing(w, cfg, policy, private, opts, &Queueing::default())
 }
 
-/// [`simulate_with`] with each tenant's queue ordered by `queueing` (FIFO by default).
-pub fn simulate_queued(
+/// [`simulate_with`] with every tenant's queue admitting as `queueing` says.
+pub fn simulate_queueing(
     w: &Workload,
     cfg: &TenantConfig,
     policy: Policy,
@@ -849,7 +859,7 @@ pub fn simulate_queued(
         &|x| idx.get(x).copied(),
         opts,
     )
-    .queued(queueing);
+    .with_queueing(queueing);
     let (records, alloc, frag, totals) = sim.run();
     let f = |v: Vec<i64>| v.into_iter().map(|x| x as f64).collect::<Vec<f64>>();
     let jct = f(records.iter().filter_map(JobRecord::jct).collect());
