@@ -177,6 +177,11 @@ struct BenchArgs {
     /// Rewrite <docs>/benchmarks.md and <docs>/img/*.svg.
     #[arg(long)]
     docs: Option<PathBuf>,
+    /// With `--full`, leave out the Philly windows (about an hour on 2 cores), and with them
+    /// the rewrite of <docs>/benchmarks-philly-windows.md; `kubetrain-sim windows --docs`
+    /// runs them alone.
+    #[arg(long)]
+    no_windows: bool,
 }
 
 const WORKLOADS: [&str; 9] = [
@@ -502,7 +507,7 @@ fn main() -> Result<()> {
             };
             let t = run_tenants(&ta)?;
             // Windows are judged only in full; the quick form keeps `make bench` short.
-            let w = if b.full {
+            let w = if b.full && !b.no_windows {
                 Some(run_windows(&WindowArgs {
                     common: b.common.clone(),
                     first: "2017-09-24".into(),
