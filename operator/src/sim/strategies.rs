@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::stats::percentile;
-use super::tenants::{Policy, PolicyResult, Queueing, TenantConfig, Workload};
+use super::tenants::{JobRecord, Policy, PolicyResult, Queueing, TenantConfig, Workload};
 use super::windows::Spread;
 use crate::sched::{Options, QueuePolicy, QueueingStrategy};
 
@@ -91,6 +91,12 @@ pub struct StrategyResult {
     pub p99_large_wait_s: f64,
     /// Mean allocated GPUs over capacity during the window (%).
     pub alloc_pct: f64,
+    /// Jobs that did not start in the cycle they arrived in, and of them those the cycle
+    /// gave a start estimate.
+    pub waited: usize,
+    pub estimated: usize,
+    /// Median of |estimated start − first start| over the estimated jobs that started, s.
+    pub median_estimate_error_s: f64,
 }
 
 impl StrategyResult {
@@ -102,6 +108,20 @@ impl StrategyResult {
             .filter_map(|j| j.queue_delay())
             .map(|d| d as f64)
             .collect();
+        let waited: Vec<&JobRecord> = r
+            .records
+            .iter()
+            .filter(|j| j.estimate_at_submit.is_some())
+            .collect();
+        let estimated = waited
+            .iter()
+            .filter(|j| matches!(j.estimate_at_submit, Some(Some(_))))
+            .count();
+        let errors: Vec<f64> = waited
+            .iter()
+            .filter_map(|j| Some((j.estimate_at_submit??, j.first_start?)))
+            .map(|(estimate, start)| (estimate - start).abs() as f64)
+            .collect();
         StrategyResult {
             start: start.to_string(),
             strategy,
@@ -112,6 +132,9 @@ impl StrategyResult {
             large_jobs: large.len(),
             p99_large_wait_s: percentile(&large, 99.0),
             alloc_pct: r.alloc_rate_pct,
+            waited: waited.len(),
+            estimated,
+            median_estimate_error_s: percentile(&errors, 50.0),
         }
     }
 }
@@ -145,6 +168,10 @@ pub struct StrategySummary {
     pub p99_jct_h: Spread,
     pub p99_large_wait_h: Spread,
     pub alloc_pct: Spread,
+    /// Share of the jobs that waited that got a start estimate at submission (%), and the
+    /// median error of those estimates (h).
+    pub estimated_pct: Spread,
+    pub estimate_error_h: Spread,
 }
 
 pub fn summarize(results: &[StrategyResult]) -> Vec<StrategySummary> {
@@ -165,6 +192,8 @@ pub fn summarize(results: &[StrategyResult]) -> Vec<StrategySummary> {
                 p99_jct_h: of(&|r| r.p99_jct_s / 3600.0),
                 p99_large_wait_h: of(&|r| r.p99_large_wait_s / 3600.0),
                 alloc_pct: of(&|r| r.alloc_pct),
+                estimated_pct: of(&|r| 100.0 * r.estimated as f64 / r.waited.max(1) as f64),
+                estimate_error_h: of(&|r| r.median_estimate_error_s / 3600.0),
             })
         })
         .collect()
@@ -196,6 +225,24 @@ pub fn summary_table(sums: &[StrategySummary]) -> String {
             spread(&x.p99_jct_h, 1),
             spread(&x.p99_large_wait_h, 1),
             spread(&x.alloc_pct, 1)
+        );
+    }
+    s
+}
+
+/// The start estimates made when each job arrived (what `status.estimatedStartTime` said
+/// then) against when it started, per strategy.
+pub fn estimate_table(sums: &[StrategySummary]) -> String {
+    let mut s = String::from(
+        "| strategy | waiting jobs with an estimate at submission, % | median error of that estimate, h |\n| --- | --- | --- |\n",
+    );
+    for x in sums {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} |",
+            x.strategy.name(),
+            spread(&x.estimated_pct, 1),
+            spread(&x.estimate_error_h, 2)
         );
     }
     s
@@ -285,9 +332,18 @@ protects. GPU allocation is the mean allocated GPUs over capacity in the window.
 
 {summary}
 {goals}
+### Start estimates
+
+The estimate each job got in the cycle it arrived in, when it did not start in that cycle
+(`sched::start_estimates`, what `status.estimatedStartTime` says then), against when it
+first started. Jobs held back by a running job without a prediction, or by what the
+estimate does not model, have none.
+
+{estimates}
 {table}",
         summary = summary_table(&sums),
         goals = goals(&sums),
+        estimates = estimate_table(&sums),
         table = window_table(results),
     )
 }
@@ -307,6 +363,9 @@ mod tests {
             large_jobs: 2,
             p99_large_wait_s: wait_h * 3600.0,
             alloc_pct: alloc,
+            waited: 4,
+            estimated: 3,
+            median_estimate_error_s: 1800.0,
         }
     }
 
@@ -366,5 +425,60 @@ mod tests {
             (q.policy, q.strategy),
             (QueuePolicy::Fifo, QueueingStrategy::Backfill)
         );
+    }
+
+    /// A job that arrives behind a running one is told, in its first cycle, when that one's
+    /// predicted end frees its GPUs; with true durations the estimate is exact.
+    #[test]
+    fn a_job_that_waits_records_the_estimate_of_its_first_cycle() {
+        let cfg = TenantConfig {
+            window_start: 0,
+            window_days: 1,
+            drain_days: 1,
+            ..TenantConfig::default()
+        };
+        let job = |submit, duration| super::super::philly::PhillyJob {
+            tenant: "t".into(),
+            gpus: 8,
+            submit,
+            duration,
+        };
+        let w = Workload {
+            jobs: vec![job(0, 3600), job(120, 600)],
+            tenants: vec!["t".into()],
+            guarantee_nodes: vec![1],
+            share: vec![1.0],
+            nodes: 1,
+            mean_demand_gpus: 8.0,
+            largest_job_gpus: 8,
+        };
+        let truth: Vec<Option<i64>> = w.jobs.iter().map(|j| Some(j.duration)).collect();
+        let r = simulate(
+            &w,
+            &cfg,
+            &Default::default(),
+            Strategy::Fifo,
+            &truth,
+            &truth,
+        );
+        let second = &r.records[1];
+        let (Some(Some(estimate)), Some(start)) = (second.estimate_at_submit, second.first_start)
+        else {
+            panic!("no estimate or no start: {second:?}");
+        };
+        assert_eq!(estimate, start, "{:?}", r.records);
+        assert_eq!(
+            r.records[0].estimate_at_submit, None,
+            "the first started at once"
+        );
+        let row = StrategyResult::new("1970-01-01", Strategy::Fifo, &r);
+        assert_eq!(
+            (row.waited, row.estimated, row.median_estimate_error_s),
+            (1, 1, 0.0)
+        );
+        // Without predictions nothing is estimated, and nothing is recorded.
+        let none = vec![None; 2];
+        let r = simulate(&w, &cfg, &Default::default(), Strategy::Fifo, &none, &none);
+        assert!(r.records.iter().all(|j| j.estimate_at_submit.is_none()));
     }
 }

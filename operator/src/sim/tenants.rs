@@ -36,8 +36,8 @@ use super::stats::{mean, percentile};
 use crate::sched::{
     CellGuarantee, Decisions, Flavor, FlavorGuarantee, GpuDemand, Job, Node, Options,
     PreemptionReason, Queue, QueuePolicy, QueueingStrategy, ReplicaPlacement, Resources, Running,
-    Snapshot, Task, Topology, TopologyConstraint, TopologyLevel, VictimSelection, VirtualCluster,
-    WaitReason, schedule_with,
+    Snapshot, StartEstimate, Task, Topology, TopologyConstraint, TopologyLevel, VictimSelection,
+    VirtualCluster, WaitReason, schedule_with, start_estimates,
 };
 
 /// The flavor of every simulated Philly node.
@@ -275,6 +275,10 @@ pub struct JobRecord {
     pub finish: Option<i64>,
     pub preemptions: u32,
     pub lost_gpu_seconds: i64,
+    /// The start time the scheduler estimated for it in the cycle it arrived in, when it did
+    /// not start in that cycle: `Some(None)` when the estimate was unknown. `None`: it
+    /// started at once, or no estimate was made (no job of the run had a prediction).
+    pub estimate_at_submit: Option<Option<i64>>,
 }
 
 impl JobRecord {
@@ -383,6 +387,10 @@ struct Sim<'a> {
     frag_free: Option<u64>,
     opts: Options,
     totals: Totals,
+    /// Whether the jobs carry predictions, so start estimates are worth recording.
+    estimates: bool,
+    /// Jobs that arrived since the last cycle (estimates are recorded for them).
+    arrived: Vec<usize>,
 }
 
 /// Counters of one simulation run.
@@ -460,6 +468,7 @@ impl<'a> Sim<'a> {
                     finish: None,
                     preemptions: 0,
                     lost_gpu_seconds: 0,
+                    estimate_at_submit: None,
                 },
             });
         }
@@ -486,6 +495,8 @@ impl<'a> Sim<'a> {
             frag_free: None,
             opts,
             totals: Totals::default(),
+            estimates: false,
+            arrived: Vec::new(),
         }
     }
 
@@ -498,7 +509,29 @@ impl<'a> Sim<'a> {
         for j in &mut self.jobs {
             j.predicted = q.predictions.get(j.index).copied().flatten();
         }
+        self.estimates = self.jobs.iter().any(|j| j.predicted.is_some());
         self
+    }
+
+    /// Records, for the jobs that arrived before this cycle and do not start in it, the
+    /// start the scheduler estimates for them (what `status.estimatedStartTime` would say).
+    fn record_estimates(&mut self, d: &Decisions) {
+        let arrived = std::mem::take(&mut self.arrived);
+        if !self.estimates || arrived.is_empty() {
+            return;
+        }
+        let estimates = start_estimates(&self.snap, d);
+        for j in arrived {
+            let id = &self.jobs[j].rec.id;
+            if d.admissions.iter().any(|a| &a.job == id) {
+                continue;
+            }
+            let estimate = match estimates.get(id) {
+                Some(StartEstimate::At(t)) => Some(*t),
+                _ => None,
+            };
+            self.jobs[j].rec.estimate_at_submit = Some(estimate);
+        }
     }
 
     /// Integrate allocation (and fragmentation) up to `t`, within the window.
@@ -695,6 +728,7 @@ impl<'a> Sim<'a> {
                         let j = self.next_arrival;
                         self.next_arrival += 1;
                         self.jobs[j].state = State::Pending;
+                        self.arrived.push(j);
                         dirty = true;
                     }
                     (_, Some(e)) if e <= now => {
@@ -722,6 +756,7 @@ impl<'a> Sim<'a> {
                 self.build_snapshot(now);
                 let d = schedule_with(&self.snap, &self.opts);
                 self.totals.cycles += 1;
+                self.record_estimates(&d);
                 dirty = self.apply(d, now);
                 reruns += 1;
             }
