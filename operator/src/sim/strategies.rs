@@ -199,17 +199,6 @@ pub fn summarize(results: &[StrategyResult]) -> Vec<StrategySummary> {
         .collect()
 }
 
-fn spread(s: &Spread, digits: usize) -> String {
-    format!(
-        "{:.d$} ± {:.d$} ({:.d$}–{:.d$})",
-        s.mean,
-        s.sd,
-        s.min,
-        s.max,
-        d = digits
-    )
-}
-
 /// Mean ± standard deviation (min–max) over the windows, one row per strategy.
 pub fn summary_table(sums: &[StrategySummary]) -> String {
     let mut s = format!(
@@ -221,10 +210,10 @@ pub fn summary_table(sums: &[StrategySummary]) -> String {
             "| {} | {} | {} | {} | {} | {} |",
             x.strategy.name(),
             x.windows,
-            spread(&x.avg_jct_h, 2),
-            spread(&x.p99_jct_h, 1),
-            spread(&x.p99_large_wait_h, 1),
-            spread(&x.alloc_pct, 1)
+            x.avg_jct_h.show(2),
+            x.p99_jct_h.show(1),
+            x.p99_large_wait_h.show(1),
+            x.alloc_pct.show(1)
         );
     }
     s
@@ -241,8 +230,8 @@ pub fn estimate_table(sums: &[StrategySummary]) -> String {
             s,
             "| {} | {} | {} |",
             x.strategy.name(),
-            spread(&x.estimated_pct, 1),
-            spread(&x.estimate_error_h, 2)
+            x.estimated_pct.show(1),
+            x.estimate_error_h.show(2)
         );
     }
     s

@@ -53,6 +53,18 @@ pub struct Spread {
 }
 
 impl Spread {
+    /// `mean ± sd (min–max)` with `digits` decimals, as the windows' tables print it.
+    pub fn show(&self, digits: usize) -> String {
+        format!(
+            "{:.d$} ± {:.d$} ({:.d$}–{:.d$})",
+            self.mean,
+            self.sd,
+            self.min,
+            self.max,
+            d = digits
+        )
+    }
+
     pub fn of(xs: &[f64]) -> Spread {
         if xs.is_empty() {
             return Spread::default();
@@ -132,17 +144,6 @@ pub fn summarize(results: &[WindowResult]) -> Vec<PolicySummary> {
         .collect()
 }
 
-fn spread(s: &Spread, digits: usize) -> String {
-    format!(
-        "{:.d$} ± {:.d$} ({:.d$}–{:.d$})",
-        s.mean,
-        s.sd,
-        s.min,
-        s.max,
-        d = digits
-    )
-}
-
 /// The summary table: mean ± standard deviation (min–max) per policy.
 pub fn summary_table(sums: &[PolicySummary]) -> String {
     let mut s = String::from(
@@ -154,10 +155,10 @@ pub fn summary_table(sums: &[PolicySummary]) -> String {
             "| {} | {} | {} | {} | {} | {} | {} / {} | {} |",
             p.name,
             p.windows,
-            spread(&p.avg_jct_h, 2),
-            spread(&p.p99_jct_h, 1),
-            spread(&p.lost_gpu_hours, 0),
-            spread(&p.preemptions, 0),
+            p.avg_jct_h.show(2),
+            p.p99_jct_h.show(1),
+            p.lost_gpu_hours.show(0),
+            p.preemptions.show(0),
             p.best_avg_jct,
             p.best_p99_jct,
             p.windows_with_anomaly,
